@@ -1,0 +1,11 @@
+/* gst-spice shared library: metas, draws format, events, keymap, wire code
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#pragma once
+
+#include "gstspicerect.h"
+#include "gstspicedamagemeta.h"
+#include "gstspicestreammeta.h"
+#include "gstspicedraws.h"
+#include "gstspiceevents.h"
+#include "gstspicekeymap.h"

@@ -1,0 +1,107 @@
+/* gst-spice: the application/x-spice-draws format (spicetiler -> spicesink)
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#pragma once
+
+#include <gst/gst.h>
+#include <gst/video/video.h>
+
+G_BEGIN_DECLS
+
+/**
+ * GST_SPICE_DRAWS_CAPS:
+ *
+ * Media type of spicetiler's `draw` pad. Caps carry the surface size as
+ * `width` and `height` (int): a new size means a new SPICE surface.
+ */
+#define GST_SPICE_DRAWS_MEDIA_TYPE "application/x-spice-draws"
+#define GST_SPICE_DRAWS_CAPS GST_SPICE_DRAWS_MEDIA_TYPE \
+    ", width = (int) [ 1, 16384 ], height = (int) [ 1, 16384 ]"
+
+/* SPICE image types (values of SpiceImageType on the wire) */
+typedef enum {
+  GST_SPICE_IMAGE_BITMAP = 0,
+  GST_SPICE_IMAGE_JPEG = 105,
+  GST_SPICE_IMAGE_LZ4 = 109,
+} GstSpiceImageType;
+
+/* per-region flags */
+typedef enum {
+  GST_SPICE_DRAW_FLAG_NONE = 0,
+  GST_SPICE_DRAW_FLAG_LOSSY = 1 << 0,   /* payload is not the exact source */
+} GstSpiceDrawFlags;
+
+/* per-update flags */
+typedef enum {
+  GST_SPICE_DRAWS_FLAG_NONE = 0,
+  GST_SPICE_DRAWS_FLAG_REFRESH = 1 << 0,  /* full redraw (answer to a refresh) */
+} GstSpiceDrawsFlags;
+
+/**
+ * GstSpiceDraw:
+ * @dest: destination rectangle on the surface; the image has this size
+ * @type: SPICE image type of @payload
+ * @flags: #GstSpiceDrawFlags
+ * @payload: the image exactly as it follows the 18-byte SpiceImageDescriptor
+ *   in a DRAW_COPY message: for BITMAP the bitmap header and rows; for LZ4
+ *   and JPEG the BinaryData (u32 LE size, then the bytes)
+ * @payload_size: bytes in @payload
+ *
+ * One region of an update, as read from a buffer.
+ */
+typedef struct {
+  GstVideoRectangle dest;
+  GstSpiceImageType type;
+  guint flags;
+  const guint8 *payload;
+  gsize payload_size;
+} GstSpiceDraw;
+
+/* ---- writer ---- */
+typedef struct _GstSpiceDrawsWriter GstSpiceDrawsWriter;
+
+GstSpiceDrawsWriter *gst_spice_draws_writer_new (guint32 update_flags,
+    gsize size_hint);
+guint8  *gst_spice_draws_writer_begin (GstSpiceDrawsWriter * writer,
+    const GstVideoRectangle * dest, GstSpiceImageType type, guint flags,
+    gsize max_payload_size);
+void     gst_spice_draws_writer_end (GstSpiceDrawsWriter * writer,
+    gsize payload_size);
+void     gst_spice_draws_writer_add (GstSpiceDrawsWriter * writer,
+    const GstVideoRectangle * dest, GstSpiceImageType type, guint flags,
+    const guint8 * payload, gsize payload_size);
+void     gst_spice_draws_writer_add_bitmap (GstSpiceDrawsWriter * writer,
+    const GstVideoRectangle * dest, const guint8 * bgrx, gint stride);
+guint    gst_spice_draws_writer_n_regions (GstSpiceDrawsWriter * writer);
+gsize    gst_spice_draws_writer_size (GstSpiceDrawsWriter * writer);
+GstBuffer *gst_spice_draws_writer_finish (GstSpiceDrawsWriter * writer);
+void     gst_spice_draws_writer_free (GstSpiceDrawsWriter * writer);
+
+/* ---- reader ---- */
+typedef struct {
+  /*< private >*/
+  GstBuffer *buffer;
+  GstMapInfo map;
+  gsize offset;
+  guint index;
+  /*< public >*/
+  guint32 flags;                /* GstSpiceDrawsFlags of the update */
+  guint n_regions;
+  gboolean error;               /* set when a malformed region stopped _next */
+} GstSpiceDrawsReader;
+
+gboolean gst_spice_draws_reader_init (GstSpiceDrawsReader * reader,
+    GstBuffer * buffer);
+gboolean gst_spice_draws_reader_next (GstSpiceDrawsReader * reader,
+    GstSpiceDraw * draw);
+void     gst_spice_draws_reader_clear (GstSpiceDrawsReader * reader);
+
+/* ---- payload layouts (SPICE wire format) ---- */
+#define GST_SPICE_BITMAP_HEADER_SIZE 18
+gsize    gst_spice_bitmap_payload_size (gint width, gint height);
+void     gst_spice_bitmap_payload_write (guint8 * out, const guint8 * bgrx,
+    gint stride, gint width, gint height);
+gboolean gst_spice_payload_validate (GstSpiceImageType type, gint width,
+    gint height, const guint8 * payload, gsize payload_size);
+
+G_END_DECLS

@@ -1,0 +1,61 @@
+/* gst-spice: custom events between spicesrc, spicetiler and spicesink
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#pragma once
+
+#include <gst/gst.h>
+
+G_BEGIN_DECLS
+
+/* Upstream, from spicesink: a client needs the whole picture. The tiler
+ * answers with a full lossless redraw from its shadow (an update flagged
+ * GST_SPICE_DRAWS_FLAG_REFRESH) and a force-key-unit on every stream. */
+#define GST_SPICE_EVENT_REFRESH "spice-refresh"
+GstEvent *gst_spice_event_new_refresh (void);
+gboolean  gst_spice_event_is_refresh (GstEvent * event);
+
+/* Upstream on a stream pad, from spicesink: the link estimate changed.
+ * @bitrate in bits/s (0 = unknown), @fps_n/@fps_d the frame rate the
+ * stream should not exceed (0/1 = unlimited). */
+#define GST_SPICE_EVENT_RATE "spice-rate"
+GstEvent *gst_spice_event_new_rate (guint bitrate, gint fps_n, gint fps_d);
+gboolean  gst_spice_event_parse_rate (GstEvent * event, guint * bitrate,
+    gint * fps_n, gint * fps_d);
+
+/* Upstream on a stream pad, from spicesink: whether every client can take
+ * the stream. With enabled=FALSE the tiler sends that area as draws. */
+#define GST_SPICE_EVENT_STREAM_CONTROL "spice-stream-control"
+GstEvent *gst_spice_event_new_stream_control (gboolean enabled);
+gboolean  gst_spice_event_parse_stream_control (GstEvent * event,
+    gboolean * enabled);
+
+/**
+ * GstSpiceCursor:
+ * @visible: whether the pointer is shown
+ * @x, @y: pointer position on the surface
+ * @hot_x, @hot_y: hot spot inside the shape
+ * @width, @height: shape size (0 when there is no shape)
+ * @shape: (nullable): @width x @height pixels, 4 bytes each, B,G,R,A with
+ *   straight (not premultiplied) alpha
+ * @serial: changes whenever the shape changes (a position-only update
+ *   keeps it)
+ *
+ * Cursor state, travelling downstream as a sticky custom event from
+ * spicesrc through spicetiler (`draw` pad) to spicesink.
+ */
+typedef struct {
+  gboolean visible;
+  gint x, y;
+  gint hot_x, hot_y;
+  gint width, height;
+  GstBuffer *shape;
+  guint64 serial;
+} GstSpiceCursor;
+
+#define GST_SPICE_EVENT_CURSOR "spice-cursor"
+GstEvent *gst_spice_event_new_cursor (const GstSpiceCursor * cursor);
+/* fills @cursor; cursor->shape is a new reference (unref it) or NULL */
+gboolean  gst_spice_event_parse_cursor (GstEvent * event,
+    GstSpiceCursor * cursor);
+
+G_END_DECLS

@@ -1,0 +1,19 @@
+/* gst-spice: X11 keysym names <-> PC AT (XT set 1) scancodes, US layout
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+/* Scancodes use spice-gtk's convention: XT set 1 make codes, with extended
+ * (E0-prefixed) keys as 0x100 | code. Release codes are not used here. */
+#define GST_SPICE_SCANCODE_EXTENDED 0x100
+
+guint        gst_spice_keymap_scancode_from_name (const gchar * key,
+    gboolean * shifted);
+const gchar *gst_spice_keymap_name_from_scancode (guint scancode);
+gboolean     gst_spice_keymap_is_modifier (guint scancode);
+
+G_END_DECLS
