@@ -1,0 +1,38 @@
+/* gst-spice-run: reading *.pipeline files
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+#define PIPELINE_FILE_ERROR (pipeline_file_error_quark ())
+GQuark pipeline_file_error_quark (void);
+
+typedef enum {
+  PIPELINE_FILE_ERROR_READ,       /* the file cannot be read */
+  PIPELINE_FILE_ERROR_SYNTAX,     /* bad ${...} syntax */
+  PIPELINE_FILE_ERROR_UNSET,      /* a variable without value or default */
+  PIPELINE_FILE_ERROR_ENV_FILE,   /* a malformed line in an env file */
+} PipelineFileError;
+
+/* Variables: NAME -> value. Later sources override earlier ones; the runner
+ * adds the environment, then env files, then -D options. */
+GHashTable *pipeline_vars_new (void);
+void        pipeline_vars_add_environment (GHashTable * vars);
+gboolean    pipeline_vars_add_assignment (GHashTable * vars,
+    const gchar * assignment, GError ** error);
+gboolean    pipeline_vars_add_env_file (GHashTable * vars,
+    const gchar * path, GError ** error);
+
+/* Drops '#' comment lines (first non-blank character '#') and expands
+ * ${NAME} and ${NAME:-default}; "$$" is a literal "$". Returns the
+ * description for gst_parse_launch(), or NULL with @error set (the message
+ * names the file, line and variable). */
+gchar      *pipeline_text_expand (const gchar * text, const gchar * origin,
+    GHashTable * vars, GError ** error);
+gchar      *pipeline_file_load (const gchar * path, GHashTable * vars,
+    GError ** error);
+
+G_END_DECLS
