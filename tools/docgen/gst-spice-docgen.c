@@ -1,0 +1,183 @@
+/* gst-spice-docgen: writes the element reference (Markdown) from the
+ * elements' own metadata, so that the reference cannot go stale.
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ *   gst-spice-docgen OUTPUT.md ELEMENT…
+ */
+#include <gst/gst.h>
+#include <stdio.h>
+#include <string.h>
+
+static void
+print_value (GString * out, const GValue * v)
+{
+  gchar *s;
+
+  if (G_VALUE_HOLDS_STRING (v)) {
+    const gchar *str = g_value_get_string (v);
+
+    g_string_append_printf (out, "`\"%s\"`", str ? str : "");
+    return;
+  }
+  if (G_VALUE_HOLDS_ENUM (v)) {
+    GEnumValue *ev = g_enum_get_value (G_ENUM_CLASS (g_type_class_peek
+            (G_VALUE_TYPE (v))), g_value_get_enum (v));
+
+    g_string_append_printf (out, "`%s`", ev ? ev->value_nick : "?");
+    return;
+  }
+  if (G_VALUE_HOLDS_BOXED (v) || G_VALUE_HOLDS_OBJECT (v)) {
+    g_string_append (out, "—");
+    return;
+  }
+  s = gst_value_serialize (v);
+  g_string_append_printf (out, "`%s`", s ? s : "?");
+  g_free (s);
+}
+
+static void
+print_range (GString * out, GParamSpec * p)
+{
+#define RANGE(T, fmt) \
+  if (G_IS_PARAM_SPEC_##T (p)) { \
+    g_string_append_printf (out, " (" fmt " – " fmt ")", \
+        G_PARAM_SPEC_##T (p)->minimum, G_PARAM_SPEC_##T (p)->maximum); \
+    return; \
+  }
+  RANGE (INT, "%d");
+  RANGE (UINT, "%u");
+  RANGE (INT64, "%" G_GINT64_FORMAT);
+  RANGE (UINT64, "%" G_GUINT64_FORMAT);
+  RANGE (DOUBLE, "%g");
+#undef RANGE
+  if (G_IS_PARAM_SPEC_ENUM (p)) {
+    GEnumClass *ec = G_PARAM_SPEC_ENUM (p)->enum_class;
+    guint i;
+
+    g_string_append (out, " (");
+    for (i = 0; i < ec->n_values; i++)
+      g_string_append_printf (out, "%s`%s`", i ? ", " : "",
+          ec->values[i].value_nick);
+    g_string_append (out, ")");
+  }
+}
+
+static const gchar *
+mutable_text (GParamSpec * p)
+{
+  if (!(p->flags & G_PARAM_WRITABLE))
+    return "read-only";
+  if (p->flags & GST_PARAM_MUTABLE_PLAYING)
+    return "any state";
+  if (p->flags & GST_PARAM_MUTABLE_PAUSED)
+    return "up to PAUSED";
+  if (p->flags & GST_PARAM_MUTABLE_READY)
+    return "up to READY";
+  return "NULL state";
+}
+
+static gboolean
+document_element (GString * out, const gchar * name)
+{
+  GstElementFactory *f = gst_element_factory_find (name);
+  GstElement *e;
+  const GList *l;
+  GParamSpec **props;
+  guint n, i;
+
+  if (!f)
+    return FALSE;
+  e = gst_element_factory_create (f, NULL);
+  if (!e) {
+    gst_object_unref (f);
+    return FALSE;
+  }
+  g_string_append_printf (out, "## %s\n\n%s — %s\n\n",
+      name, gst_element_factory_get_metadata (f, GST_ELEMENT_METADATA_LONGNAME),
+      gst_element_factory_get_metadata (f,
+          GST_ELEMENT_METADATA_DESCRIPTION));
+  g_string_append_printf (out, "- Class: `%s`\n- Rank: %u\n- Plugin: `%s`\n\n",
+      gst_element_factory_get_metadata (f, GST_ELEMENT_METADATA_KLASS),
+      gst_plugin_feature_get_rank (GST_PLUGIN_FEATURE (f)),
+      gst_plugin_feature_get_plugin_name (GST_PLUGIN_FEATURE (f)));
+
+  g_string_append (out, "### Pads\n\n| name | direction | presence | caps |\n"
+      "|---|---|---|---|\n");
+  for (l = gst_element_factory_get_static_pad_templates (f); l; l = l->next) {
+    GstStaticPadTemplate *t = l->data;
+    GstCaps *caps = gst_static_caps_get (&t->static_caps);
+    gchar *cs = gst_caps_to_string (caps);
+    gchar *p;
+
+    for (p = cs; *p; p++)
+      if (*p == '|')
+        *p = '/';
+    g_string_append_printf (out, "| `%s` | %s | %s | `%s` |\n",
+        t->name_template,
+        t->direction == GST_PAD_SRC ? "src" : "sink",
+        t->presence == GST_PAD_ALWAYS ? "always" :
+        t->presence == GST_PAD_REQUEST ? "request" : "sometimes", cs);
+    g_free (cs);
+    gst_caps_unref (caps);
+  }
+
+  g_string_append (out, "\n### Properties\n\n"
+      "| property | type | default | changeable | description |\n"
+      "|---|---|---|---|---|\n");
+  props = g_object_class_list_properties (G_OBJECT_GET_CLASS (e), &n);
+  for (i = 0; i < n; i++) {
+    GParamSpec *p = props[i];
+    GValue v = G_VALUE_INIT;
+    gchar *blurb;
+
+    if (p->owner_type == GST_TYPE_OBJECT || p->owner_type == GST_TYPE_ELEMENT
+        || p->owner_type == GST_TYPE_BIN || p->owner_type == G_TYPE_OBJECT)
+      continue;
+    g_string_append_printf (out, "| `%s` | %s", p->name,
+        g_type_name (p->value_type));
+    print_range (out, p);
+    g_string_append (out, " | ");
+    g_value_init (&v, p->value_type);
+    g_param_value_set_default (p, &v);
+    print_value (out, &v);
+    g_value_unset (&v);
+    blurb = g_strdup (g_param_spec_get_blurb (p));
+    g_strdelimit (blurb, "|\n", ' ');
+    g_string_append_printf (out, " | %s | %s |\n", mutable_text (p), blurb);
+    g_free (blurb);
+  }
+  g_free (props);
+  g_string_append (out, "\n");
+  gst_object_unref (e);
+  gst_object_unref (f);
+  return TRUE;
+}
+
+int
+main (int argc, char **argv)
+{
+  GString *out;
+  GError *err = NULL;
+  gint i, status = 0;
+
+  gst_init (&argc, &argv);
+  if (argc < 3) {
+    g_printerr ("usage: gst-spice-docgen OUTPUT.md ELEMENT…\n");
+    return 64;
+  }
+  out = g_string_new ("# Element reference\n\n"
+      "Generated at build time from the elements' own metadata "
+      "(`gst-spice-docgen`); `gst-inspect-1.0 NAME` shows the same.\n\n");
+  for (i = 2; i < argc; i++) {
+    if (!document_element (out, argv[i])) {
+      g_printerr ("gst-spice-docgen: element '%s' not found\n", argv[i]);
+      status = 1;
+    }
+  }
+  if (!g_file_set_contents (argv[1], out->str, out->len, &err)) {
+    g_printerr ("gst-spice-docgen: %s\n", err->message);
+    status = 1;
+  }
+  g_string_free (out, TRUE);
+  return status;
+}
