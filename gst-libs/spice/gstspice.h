@@ -9,3 +9,5 @@
 #include "gstspicedraws.h"
 #include "gstspiceevents.h"
 #include "gstspicekeymap.h"
+#include "gstspicewire.h"
+#include "gstspiceticket.h"

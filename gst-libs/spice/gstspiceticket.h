@@ -1,0 +1,32 @@
+/* gst-spice: SPICE ticket authentication (RSA-1024, OAEP with SHA-1)
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+typedef struct _GstSpiceTicketKey GstSpiceTicketKey;
+
+/* A fresh 1024-bit RSA key (exponent 65537). */
+GstSpiceTicketKey *gst_spice_ticket_key_new (GError ** error);
+void     gst_spice_ticket_key_free (GstSpiceTicketKey * key);
+/* DER SubjectPublicKeyInfo, GST_SPICE_WIRE_PUBKEY_SIZE (162) bytes */
+const guint8 *gst_spice_ticket_key_get_public (GstSpiceTicketKey * key,
+    gsize * size);
+/* Decrypts a 128-byte ticket. Returns the password (up to the first NUL,
+ * newly allocated) or NULL if the ticket does not decrypt. */
+gchar   *gst_spice_ticket_key_decrypt (GstSpiceTicketKey * key,
+    const guint8 * ticket, gsize size);
+/* TRUE if @ticket decrypts to exactly @password (compared in constant
+ * time). */
+gboolean gst_spice_ticket_key_check (GstSpiceTicketKey * key,
+    const guint8 * ticket, gsize size, const gchar * password);
+
+/* Client side: encrypts @password plus its NUL with the DER public key.
+ * @out must hold 128 bytes. */
+gboolean gst_spice_ticket_encrypt (const guint8 * pub_der, gsize pub_size,
+    const gchar * password, guint8 * out, gsize out_size);
+
+G_END_DECLS

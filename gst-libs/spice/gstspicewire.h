@@ -1,0 +1,391 @@
+/* gst-spice: SPICE wire format — link stage, message headers, marshalling
+ * of what a server sends and strict parsing of what a client sends (and, for
+ * tests and fuzzing, the reverse direction).
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Every parser takes (data, size), checks every length and offset, and
+ * returns FALSE on anything malformed; it never reads outside [data, data +
+ * size). Writers append little-endian bytes to a GByteArray. Message
+ * "bodies" exclude the 6-byte mini header / 18-byte full header.
+ */
+#pragma once
+
+#include <glib.h>
+#include <gst/video/video.h>
+
+G_BEGIN_DECLS
+
+#define GST_SPICE_WIRE_MAGIC 0x51444552u        /* "REDQ" */
+#define GST_SPICE_WIRE_VERSION_MAJOR 2
+#define GST_SPICE_WIRE_VERSION_MINOR 2
+#define GST_SPICE_WIRE_LINK_HEADER_SIZE 16
+#define GST_SPICE_WIRE_LINK_MESS_SIZE 18
+#define GST_SPICE_WIRE_LINK_REPLY_SIZE 178
+#define GST_SPICE_WIRE_PUBKEY_SIZE 162
+#define GST_SPICE_WIRE_TICKET_SIZE 128
+#define GST_SPICE_WIRE_MAX_PASSWORD 60
+#define GST_SPICE_WIRE_MAX_LINK_SIZE 4096
+#define GST_SPICE_WIRE_MAX_CAPS_WORDS 16
+#define GST_SPICE_WIRE_MINI_HEADER_SIZE 6
+#define GST_SPICE_WIRE_FULL_HEADER_SIZE 18
+#define GST_SPICE_WIRE_DRAW_COPY_HEAD_SIZE 75   /* fixed part + image descriptor */
+#define GST_SPICE_WIRE_MAX_STREAMS 64
+
+/* channel types */
+enum {
+  GST_SPICE_CHANNEL_MAIN = 1,
+  GST_SPICE_CHANNEL_DISPLAY = 2,
+  GST_SPICE_CHANNEL_INPUTS = 3,
+  GST_SPICE_CHANNEL_CURSOR = 4,
+};
+
+/* SpiceLinkErr */
+enum {
+  GST_SPICE_LINK_OK = 0,
+  GST_SPICE_LINK_ERR_ERROR = 1,
+  GST_SPICE_LINK_ERR_INVALID_MAGIC = 2,
+  GST_SPICE_LINK_ERR_INVALID_DATA = 3,
+  GST_SPICE_LINK_ERR_VERSION_MISMATCH = 4,
+  GST_SPICE_LINK_ERR_NEED_SECURED = 5,
+  GST_SPICE_LINK_ERR_NEED_UNSECURED = 6,
+  GST_SPICE_LINK_ERR_PERMISSION_DENIED = 7,
+  GST_SPICE_LINK_ERR_BAD_CONNECTION_ID = 8,
+  GST_SPICE_LINK_ERR_CHANNEL_NOT_AVAILABLE = 9,
+};
+
+/* common capabilities (bit numbers) */
+enum {
+  GST_SPICE_COMMON_CAP_AUTH_SELECTION = 0,
+  GST_SPICE_COMMON_CAP_AUTH_SPICE = 1,
+  GST_SPICE_COMMON_CAP_AUTH_SASL = 2,
+  GST_SPICE_COMMON_CAP_MINI_HEADER = 3,
+};
+
+/* display capabilities */
+enum {
+  GST_SPICE_DISPLAY_CAP_SIZED_STREAM = 0,
+  GST_SPICE_DISPLAY_CAP_MONITORS_CONFIG = 1,
+  GST_SPICE_DISPLAY_CAP_STREAM_REPORT = 4,
+  GST_SPICE_DISPLAY_CAP_LZ4_COMPRESSION = 5,
+  GST_SPICE_DISPLAY_CAP_MULTI_CODEC = 8,
+  GST_SPICE_DISPLAY_CAP_CODEC_MJPEG = 9,
+  GST_SPICE_DISPLAY_CAP_CODEC_VP8 = 10,
+  GST_SPICE_DISPLAY_CAP_CODEC_H264 = 11,
+  GST_SPICE_DISPLAY_CAP_CODEC_VP9 = 13,
+  GST_SPICE_DISPLAY_CAP_CODEC_H265 = 14,
+};
+
+enum {
+  GST_SPICE_INPUTS_CAP_KEY_SCANCODE = 0,
+};
+
+/* SpiceVideoCodecType */
+enum {
+  GST_SPICE_CODEC_MJPEG = 1,
+  GST_SPICE_CODEC_VP8 = 2,
+  GST_SPICE_CODEC_H264 = 3,
+  GST_SPICE_CODEC_VP9 = 4,
+  GST_SPICE_CODEC_H265 = 5,
+};
+
+/* message types */
+enum {
+  /* common, server -> client */
+  GST_SPICE_MSG_SET_ACK = 3,
+  GST_SPICE_MSG_PING = 4,
+  GST_SPICE_MSG_DISCONNECTING = 6,
+  GST_SPICE_MSG_NOTIFY = 7,
+  /* common, client -> server */
+  GST_SPICE_MSGC_ACK_SYNC = 1,
+  GST_SPICE_MSGC_ACK = 2,
+  GST_SPICE_MSGC_PONG = 3,
+  GST_SPICE_MSGC_MIGRATE_FLUSH_MARK = 4,
+  GST_SPICE_MSGC_MIGRATE_DATA = 5,
+  GST_SPICE_MSGC_DISCONNECTING = 6,
+  /* main */
+  GST_SPICE_MSG_MAIN_INIT = 103,
+  GST_SPICE_MSG_MAIN_CHANNELS_LIST = 104,
+  GST_SPICE_MSG_MAIN_MOUSE_MODE = 105,
+  GST_SPICE_MSG_MAIN_MULTI_MEDIA_TIME = 106,
+  GST_SPICE_MSGC_MAIN_CLIENT_INFO = 101,
+  GST_SPICE_MSGC_MAIN_ATTACH_CHANNELS = 104,
+  GST_SPICE_MSGC_MAIN_MOUSE_MODE_REQUEST = 105,
+  /* display */
+  GST_SPICE_MSG_DISPLAY_MARK = 102,
+  GST_SPICE_MSG_DISPLAY_RESET = 103,
+  GST_SPICE_MSG_DISPLAY_INVAL_ALL_PALETTES = 108,
+  GST_SPICE_MSG_DISPLAY_STREAM_CREATE = 122,
+  GST_SPICE_MSG_DISPLAY_STREAM_DATA = 123,
+  GST_SPICE_MSG_DISPLAY_STREAM_CLIP = 124,
+  GST_SPICE_MSG_DISPLAY_STREAM_DESTROY = 125,
+  GST_SPICE_MSG_DISPLAY_STREAM_DESTROY_ALL = 126,
+  GST_SPICE_MSG_DISPLAY_DRAW_COPY = 304,
+  GST_SPICE_MSG_DISPLAY_SURFACE_CREATE = 314,
+  GST_SPICE_MSG_DISPLAY_SURFACE_DESTROY = 315,
+  GST_SPICE_MSG_DISPLAY_STREAM_DATA_SIZED = 316,
+  GST_SPICE_MSG_DISPLAY_STREAM_ACTIVATE_REPORT = 319,
+  GST_SPICE_MSGC_DISPLAY_INIT = 101,
+  GST_SPICE_MSGC_DISPLAY_STREAM_REPORT = 102,
+  GST_SPICE_MSGC_DISPLAY_PREFERRED_COMPRESSION = 103,
+  GST_SPICE_MSGC_DISPLAY_GL_DRAW_DONE = 104,
+  GST_SPICE_MSGC_DISPLAY_PREFERRED_VIDEO_CODEC_TYPE = 105,
+  /* inputs */
+  GST_SPICE_MSG_INPUTS_INIT = 101,
+  GST_SPICE_MSG_INPUTS_KEY_MODIFIERS = 102,
+  GST_SPICE_MSG_INPUTS_MOUSE_MOTION_ACK = 111,
+  GST_SPICE_MSGC_INPUTS_KEY_DOWN = 101,
+  GST_SPICE_MSGC_INPUTS_KEY_UP = 102,
+  GST_SPICE_MSGC_INPUTS_KEY_MODIFIERS = 103,
+  GST_SPICE_MSGC_INPUTS_KEY_SCANCODE = 104,
+  GST_SPICE_MSGC_INPUTS_MOUSE_MOTION = 111,
+  GST_SPICE_MSGC_INPUTS_MOUSE_POSITION = 112,
+  GST_SPICE_MSGC_INPUTS_MOUSE_PRESS = 113,
+  GST_SPICE_MSGC_INPUTS_MOUSE_RELEASE = 114,
+  /* cursor */
+  GST_SPICE_MSG_CURSOR_INIT = 101,
+  GST_SPICE_MSG_CURSOR_RESET = 102,
+  GST_SPICE_MSG_CURSOR_SET = 103,
+  GST_SPICE_MSG_CURSOR_MOVE = 104,
+  GST_SPICE_MSG_CURSOR_HIDE = 105,
+};
+
+#define GST_SPICE_MOUSE_MODE_SERVER 1
+#define GST_SPICE_MOUSE_MODE_CLIENT 2
+#define GST_SPICE_SURFACE_FMT_32_xRGB 32
+#define GST_SPICE_SURFACE_FLAGS_PRIMARY 1
+#define GST_SPICE_STREAM_FLAGS_TOP_DOWN 1
+#define GST_SPICE_MOTION_ACK_BUNCH 4
+
+/* ---- capabilities ---- */
+gboolean gst_spice_caps_test (const guint32 * words, guint n_words, guint cap);
+void     gst_spice_caps_set (guint32 * words, guint n_words, guint cap);
+
+/* ---- byte writers ---- */
+void gst_spice_put_u8 (GByteArray * a, guint8 v);
+void gst_spice_put_u16 (GByteArray * a, guint16 v);
+void gst_spice_put_u32 (GByteArray * a, guint32 v);
+void gst_spice_put_u64 (GByteArray * a, guint64 v);
+/* SPICE Rect: top, left, bottom, right */
+void gst_spice_put_rect (GByteArray * a, const GstVideoRectangle * r);
+void gst_spice_put_bytes (GByteArray * a, const guint8 * data, gsize size);
+
+/* ---- link stage ---- */
+typedef struct {
+  guint32 magic;
+  guint32 major;
+  guint32 minor;
+  guint32 size;
+} GstSpiceLinkHeader;
+
+/* Checks magic, major version and that size is within
+ * [min_size, GST_SPICE_WIRE_MAX_LINK_SIZE]. On failure *error (if given) is
+ * the SpiceLinkErr to answer with. */
+gboolean gst_spice_wire_parse_link_header (const guint8 * data, gsize size,
+    guint32 min_size, GstSpiceLinkHeader * out, guint32 * error);
+void     gst_spice_wire_write_link_header (GByteArray * a, guint32 size);
+
+typedef struct {
+  guint32 connection_id;
+  guint8 channel_type;
+  guint8 channel_id;
+  guint n_common;
+  guint n_channel;
+  guint32 common_caps[GST_SPICE_WIRE_MAX_CAPS_WORDS];
+  guint32 channel_caps[GST_SPICE_WIRE_MAX_CAPS_WORDS];
+} GstSpiceLinkMess;
+
+/* @data/@size: exactly the link message (header.size bytes) */
+gboolean gst_spice_wire_parse_link_mess (const guint8 * data, gsize size,
+    GstSpiceLinkMess * out);
+/* client side: link header + message + caps */
+void     gst_spice_wire_write_link_mess (GByteArray * a,
+    const GstSpiceLinkMess * m);
+
+typedef struct {
+  guint32 error;
+  guint8 pub_key[GST_SPICE_WIRE_PUBKEY_SIZE];
+  guint n_common;
+  guint n_channel;
+  guint32 common_caps[GST_SPICE_WIRE_MAX_CAPS_WORDS];
+  guint32 channel_caps[GST_SPICE_WIRE_MAX_CAPS_WORDS];
+} GstSpiceLinkReply;
+
+/* server side: link header + reply + caps. @pub_key may be NULL (zeros). */
+void     gst_spice_wire_write_link_reply (GByteArray * a, guint32 error,
+    const guint8 * pub_key, const guint32 * common, guint n_common,
+    const guint32 * channel, guint n_channel);
+/* client side: @data/@size = the reply (header.size bytes) */
+gboolean gst_spice_wire_parse_link_reply (const guint8 * data, gsize size,
+    GstSpiceLinkReply * out);
+
+/* ---- data-stage headers ---- */
+typedef struct {
+  guint64 serial;               /* 0 with the mini header */
+  guint16 type;
+  guint32 size;
+} GstSpiceMsgHeader;
+
+static inline gsize
+gst_spice_wire_header_size (gboolean mini)
+{
+  return mini ? GST_SPICE_WIRE_MINI_HEADER_SIZE :
+      GST_SPICE_WIRE_FULL_HEADER_SIZE;
+}
+
+void     gst_spice_wire_put_header (guint8 * out, gboolean mini,
+    guint64 serial, guint16 type, guint32 size);
+gboolean gst_spice_wire_parse_header (const guint8 * data, gsize size,
+    gboolean mini, GstSpiceMsgHeader * out);
+
+/* Limits for messages a client may send to a server: returns FALSE for a
+ * type that is not valid on @channel_type; otherwise the inclusive body size
+ * bounds. */
+gboolean gst_spice_wire_client_msg_limits (guint8 channel_type, guint16 type,
+    guint32 * min_size, guint32 * max_size);
+const gchar *gst_spice_wire_client_msg_name (guint8 channel_type,
+    guint16 type);
+
+/* ---- server -> client bodies ---- */
+void gst_spice_wire_write_ping (GByteArray * a, guint32 id, guint64 timestamp);
+void gst_spice_wire_write_main_init (GByteArray * a, guint32 session_id,
+    guint32 supported_mouse_modes, guint32 current_mouse_mode,
+    guint32 mm_time);
+void gst_spice_wire_write_channels_list (GByteArray * a, guint n,
+    const guint8 * types, const guint8 * ids);
+void gst_spice_wire_write_mouse_mode (GByteArray * a, guint16 supported,
+    guint16 current);
+void gst_spice_wire_write_mm_time (GByteArray * a, guint32 mm_time);
+void gst_spice_wire_write_surface_create (GByteArray * a, guint32 surface_id,
+    guint32 width, guint32 height, guint32 format, guint32 flags);
+void gst_spice_wire_write_surface_destroy (GByteArray * a,
+    guint32 surface_id);
+/* fixed part of DRAW_COPY (clip NONE, rop PUT, no mask) and the 18-byte
+ * image descriptor; the caller appends the image payload */
+void gst_spice_wire_write_draw_copy_head (GByteArray * a, guint32 surface_id,
+    const GstVideoRectangle * dest, guint8 image_type, guint8 image_flags);
+void gst_spice_wire_write_stream_create (GByteArray * a, guint32 surface_id,
+    guint32 id, guint8 codec, guint8 flags, guint32 width, guint32 height,
+    const GstVideoRectangle * dest);
+/* STREAM_DATA head (12 bytes); the mm time is at body offset 4 */
+#define GST_SPICE_WIRE_STREAM_DATA_MM_OFFSET 4
+void gst_spice_wire_write_stream_data_head (GByteArray * a, guint32 id,
+    guint32 mm_time, guint32 data_size);
+void gst_spice_wire_write_stream_destroy (GByteArray * a, guint32 id);
+void gst_spice_wire_write_stream_activate_report (GByteArray * a,
+    guint32 stream_id, guint32 unique_id, guint32 max_window,
+    guint32 timeout_ms);
+void gst_spice_wire_write_inputs_init (GByteArray * a, guint16 modifiers);
+void gst_spice_wire_write_key_modifiers (GByteArray * a, guint16 modifiers);
+/* CURSOR_INIT / CURSOR_SET up to the shape pixels. With @has_shape FALSE the
+ * cursor flags are NONE and nothing follows; otherwise an ALPHA shape of
+ * width*height*4 bytes (B,G,R,A) must be appended. */
+void gst_spice_wire_write_cursor_init_head (GByteArray * a, gint16 x, gint16 y,
+    gboolean visible, gboolean has_shape, guint64 unique, guint16 width,
+    guint16 height, guint16 hot_x, guint16 hot_y);
+void gst_spice_wire_write_cursor_set_head (GByteArray * a, gint16 x, gint16 y,
+    gboolean visible, gboolean has_shape, guint64 unique, guint16 width,
+    guint16 height, guint16 hot_x, guint16 hot_y);
+void gst_spice_wire_write_cursor_move (GByteArray * a, gint16 x, gint16 y);
+
+/* ---- client -> server bodies: parsers (server side) ---- */
+gboolean gst_spice_wire_parse_pong (const guint8 * data, gsize size,
+    guint32 * id, guint64 * timestamp);
+gboolean gst_spice_wire_parse_ack_sync (const guint8 * data, gsize size,
+    guint32 * generation);
+gboolean gst_spice_wire_parse_mouse_mode_request (const guint8 * data,
+    gsize size, guint16 * mode);
+gboolean gst_spice_wire_parse_display_init (const guint8 * data, gsize size);
+
+typedef struct {
+  guint32 stream_id;
+  guint32 unique_id;
+  guint32 start_frame_mm_time;
+  guint32 end_frame_mm_time;
+  guint32 num_frames;
+  guint32 num_drops;
+  gint32 last_frame_delay;
+  guint32 audio_delay;
+} GstSpiceStreamReport;
+gboolean gst_spice_wire_parse_stream_report (const guint8 * data, gsize size,
+    GstSpiceStreamReport * out);
+
+gboolean gst_spice_wire_parse_key (const guint8 * data, gsize size,
+    guint32 * code);
+gboolean gst_spice_wire_parse_key_modifiers (const guint8 * data, gsize size,
+    guint16 * modifiers);
+gboolean gst_spice_wire_parse_mouse_position (const guint8 * data, gsize size,
+    guint32 * x, guint32 * y, guint16 * buttons, guint8 * display_id);
+gboolean gst_spice_wire_parse_mouse_motion (const guint8 * data, gsize size,
+    gint32 * dx, gint32 * dy, guint16 * buttons);
+gboolean gst_spice_wire_parse_mouse_button (const guint8 * data, gsize size,
+    guint8 * button, guint16 * buttons);
+
+/* Key codes: decodes a KEY_DOWN/KEY_UP u32 or KEY_SCANCODE bytes into
+ * (scancode in spice-gtk's 0x100|code convention, release flag) pairs.
+ * Returns the number of keys written to @out (at most @max), or -1 when the
+ * byte sequence is malformed. */
+typedef struct {
+  guint scancode;
+  gboolean release;
+} GstSpiceKeyEvent;
+gint gst_spice_wire_decode_key_bytes (const guint8 * bytes, gsize n,
+    GstSpiceKeyEvent * out, guint max);
+gint gst_spice_wire_decode_key_code (guint32 code, GstSpiceKeyEvent * out,
+    guint max);
+/* client side: the u32 for KEY_DOWN (release FALSE) or KEY_UP */
+guint32 gst_spice_wire_encode_key_code (guint scancode, gboolean release);
+
+/* ---- server -> client parsers (client side: tests and fuzzing) ---- */
+typedef struct {
+  guint32 session_id;
+  guint32 display_channels_hint;
+  guint32 supported_mouse_modes;
+  guint32 current_mouse_mode;
+  guint32 agent_connected;
+  guint32 agent_tokens;
+  guint32 multi_media_time;
+  guint32 ram_hint;
+} GstSpiceMainInit;
+gboolean gst_spice_wire_parse_main_init (const guint8 * data, gsize size,
+    GstSpiceMainInit * out);
+/* returns the number of channels (<= max) or -1 */
+gint     gst_spice_wire_parse_channels_list (const guint8 * data, gsize size,
+    guint8 * types, guint8 * ids, guint max);
+gboolean gst_spice_wire_parse_surface_create (const guint8 * data, gsize size,
+    guint32 * surface_id, guint32 * width, guint32 * height, guint32 * format,
+    guint32 * flags);
+
+typedef struct {
+  guint32 surface_id;
+  GstVideoRectangle box;
+  GstVideoRectangle src_area;
+  guint16 rop;
+  guint8 image_type;
+  guint8 image_flags;
+  guint32 image_width;
+  guint32 image_height;
+  const guint8 *payload;        /* after the image descriptor */
+  gsize payload_size;           /* to the end of the body */
+} GstSpiceDrawCopy;
+gboolean gst_spice_wire_parse_draw_copy (const guint8 * data, gsize size,
+    GstSpiceDrawCopy * out);
+
+typedef struct {
+  guint32 surface_id;
+  guint32 id;
+  guint8 flags;
+  guint8 codec;
+  guint32 width, height;
+  GstVideoRectangle dest;
+} GstSpiceStreamCreate;
+gboolean gst_spice_wire_parse_stream_create (const guint8 * data, gsize size,
+    GstSpiceStreamCreate * out);
+gboolean gst_spice_wire_parse_stream_data (const guint8 * data, gsize size,
+    guint32 * id, guint32 * mm_time, const guint8 ** frame, gsize * frame_size);
+
+/* client -> server writers (tests) */
+void gst_spice_wire_write_mouse_position (GByteArray * a, guint32 x,
+    guint32 y, guint16 buttons, guint8 display_id);
+void gst_spice_wire_write_u32_body (GByteArray * a, guint32 v);
+
+G_END_DECLS
