@@ -1,8 +1,10 @@
 /* gst-spice-run: run a gst-spice pipeline file as a service
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- *   gst-spice-run [OPTION…] FILE.pipeline
+ *   gst-spice-run [OPTION…] FILE.pipeline | NAME
  *
+ * NAME (no '/') runs a shipped pipeline, NAME.pipeline in
+ * $GST_SPICE_PIPELINES_DIR or the installed pipelines directory.
  * Reads a gst-launch description with '#' comments and ${NAME} /
  * ${NAME:-default} variables (from -D NAME=VALUE, --env-file and the
  * environment), runs it on the default main context, and:
@@ -463,6 +465,24 @@ on_watchdog_timer (gpointer user_data)
 }
 #endif
 
+/* A bare NAME (no '/') that is not a file names a shipped pipeline:
+ * $GST_SPICE_PIPELINES_DIR or the installed pipelines directory,
+ * NAME.pipeline. */
+static gchar *
+resolve_pipeline (const gchar * arg)
+{
+  const gchar *dir = g_getenv ("GST_SPICE_PIPELINES_DIR");
+  gchar *file, *path;
+
+  if (strchr (arg, '/') || g_file_test (arg, G_FILE_TEST_EXISTS))
+    return g_strdup (arg);
+  file = g_str_has_suffix (arg, ".pipeline") ? g_strdup (arg) :
+      g_strconcat (arg, ".pipeline", NULL);
+  path = g_build_filename (dir ? dir : GST_SPICE_PIPELINES_DIR, file, NULL);
+  g_free (file);
+  return path;
+}
+
 static GstElement *
 get_pipeline (gpointer user_data)
 {
@@ -531,7 +551,7 @@ main (int argc, char **argv)
     LOG ("usage: gst-spice-run [OPTION…] FILE.pipeline (see --help)\n");
     return EX_USAGE;
   }
-  r.path = g_strdup (files[0]);
+  r.path = resolve_pipeline (files[0]);
   g_strfreev (files);
   if (r.max_restarts < 0 || r.eos_timeout <= 0 || r.backoff_max < 1) {
     LOG ("--max-restarts must be >= 0, --eos-timeout > 0, --backoff-max >= 1\n");
