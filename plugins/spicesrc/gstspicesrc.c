@@ -1,0 +1,1974 @@
+/* gst-spice: spicesrc, a SPICE client as a live video source
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+/**
+ * SECTION:element-spicesrc
+ * @title: spicesrc
+ * @see_also: spicetiler, spicesink, ximagesrc
+ *
+ * spicesrc connects to a SPICE server (a virtual machine's display served
+ * by qemu, or any other SPICE server) with spice-client-glib and outputs
+ * its primary surface as raw video (`video/x-raw,format=BGRx`) with a
+ * variable frame rate (`framerate=0/1`): a frame is produced when the
+ * server draws something, and is timestamped with the running time at
+ * which the draw arrived.
+ *
+ * Every buffer carries a #GstSpiceDamageMeta with the rectangles that
+ * changed since the previous buffer (the whole surface on the first
+ * buffer, after a resize and after a reconnection) and consecutive
+ * sequence numbers. spicesrc never queues frames: while downstream
+ * blocks, new draws land in spicesrc's copy of the surface and their
+ * damage merges into the next frame.
+ *
+ * GstNavigation events that reach spicesrc become SPICE input: keys
+ * (`key` is an X11 keysym name; an optional `scancode` field, an XT set 1
+ * code with 0x100 added for E0-prefixed keys, is used as is when present),
+ * mouse moves (absolute in client mouse mode, relative in server mouse
+ * mode), buttons 1 to 5 and scrolling. The server's cursor channel becomes
+ * a sticky downstream custom event `spice-cursor` (see gstspiceevents.h).
+ *
+ * ## Main context
+ *
+ * spice-client-glib runs on the global default #GMainContext. When the
+ * application iterates it (gst-launch-1.0 does, as does any application
+ * running a #GMainLoop on the default context), spice-client-glib runs on
+ * the application's thread. When nobody iterates it (GstHarness tests,
+ * applications that only poll the bus), a helper thread iterates it in
+ * short time slices, and only while no other thread owns it: an
+ * application that starts g_main_loop_run() on the default context later
+ * takes it over within one slice. Set #GstSpiceSrc:context to
+ * `application` to never start the helper. See docs/spicesrc.md.
+ *
+ * ## Example launch line
+ * |[
+ * gst-launch-1.0 spicesrc uri=spice://127.0.0.1:5900 ! videoconvert ! autovideosink
+ * ]| Shows the display of the SPICE server on port 5900 in a window; keys
+ * and mouse in the window go to the server.
+ *
+ * Since: 0.1
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <string.h>
+
+#include <gst/video/video.h>
+#include <gst/video/gstvideopool.h>
+#include <gst/video/navigation.h>
+#include <spice-client.h>
+
+#include "gstspice.h"
+
+#include "gstspicesrc.h"
+#include "gstspicesrccontext.h"
+
+GST_DEBUG_CATEGORY (gst_spice_src_debug);
+#define GST_CAT_DEFAULT gst_spice_src_debug
+
+#define DEFAULT_URI NULL
+#define DEFAULT_PASSWORD NULL
+#define DEFAULT_CA_FILE NULL
+#define DEFAULT_CERT_SUBJECT NULL
+#define DEFAULT_CHANNEL_ID 0
+#define DEFAULT_RECONNECT GST_SPICE_SRC_RECONNECT_NEVER
+#define DEFAULT_RECONNECT_INTERVAL 1000
+#define DEFAULT_COMPRESSION GST_SPICE_SRC_COMPRESSION_LZ4
+#define DEFAULT_CONTEXT GST_SPICE_SRC_CONTEXT_AUTO
+
+/* wait this long for MARK after a primary surface appears */
+#define MARK_TIMEOUT_US (1 * G_USEC_PER_SEC)
+/* bound on the damage rectangles kept per frame */
+#define MAX_DAMAGE_RECTS 64
+/* how long stop() waits for the session teardown on the context */
+#define TEARDOWN_TIMEOUT_US (2 * G_USEC_PER_SEC)
+
+enum
+{
+  PROP_0,
+  PROP_URI,
+  PROP_PASSWORD,
+  PROP_CA_FILE,
+  PROP_CERT_SUBJECT,
+  PROP_CHANNEL_ID,
+  PROP_RECONNECT,
+  PROP_RECONNECT_INTERVAL,
+  PROP_COMPRESSION,
+  PROP_MAX_FRAMERATE,
+  PROP_CONTEXT,
+  PROP_STATS,
+};
+
+struct _GstSpiceSrc
+{
+  GstPushSrc parent;
+
+  /* properties (object lock) */
+  gchar *uri;
+  gchar *password;
+  gchar *ca_file;
+  gchar *cert_subject;
+  gint channel_id;
+  GstSpiceSrcReconnect reconnect;
+  guint reconnect_interval;
+  GstSpiceSrcCompression compression;
+  gint max_fps_n, max_fps_d;
+  GstSpiceSrcContextMode context_mode;
+
+  /* connection parameters, set in start() before the context sees them */
+  gchar *c_uri;
+  gchar *c_host;
+  gchar *c_port;
+  gchar *c_tls_port;
+  gchar *c_password;
+  gchar *c_ca_file;
+  gchar *c_cert_subject;
+  gint c_channel_id;
+  GstSpiceSrcCompression c_compression;
+  gboolean context_ref;
+
+  /* shared between the context and the streaming thread (self->lock) */
+  GMutex lock;
+  GCond cond;
+  gboolean flushing;
+  gboolean started;
+  gboolean stopping;
+  gboolean fatal;
+  gboolean teardown_done;
+  guint8 *mirror;
+  gint width, height;
+  gsize mirror_stride;
+  gboolean have_surface;
+  gboolean marked;
+  gint64 surface_us;
+  GstSpiceRegion damage;
+  gint64 damage_us;             /* arrival of the latest damage */
+  GstSpiceCursor cursor;
+  gboolean cursor_pending;
+  /* stats */
+  guint64 st_frames;
+  guint64 st_rects;
+  guint64 st_area;
+  guint64 st_invalidates;
+  guint64 st_invalidates_helper;
+  guint64 st_input;
+  guint st_reconnects;
+  gchar *st_last_error;
+  gint mouse_mode_shared;
+
+  /* streaming thread */
+  GstVideoInfo out_info;
+  gboolean out_valid;
+  guint64 seq;
+  GstClockTime last_pts;
+  gint64 last_push_us;
+  gboolean pushed_any;
+
+  /* context only */
+  SpiceSession *session;
+  SpiceMainChannel *main_ch;
+  SpiceDisplayChannel *display_ch;
+  SpiceCursorChannel *cursor_ch;
+  SpiceInputsChannel *inputs_ch;
+  const guint8 *canvas;
+  gint canvas_stride;
+  gint canvas_w, canvas_h;
+  guint reconnect_id;
+  gboolean session_opened;
+  gint mouse_mode;
+  guint buttons;
+  gboolean have_pos;
+  gint last_x, last_y;
+  guint64 cursor_serial;
+};
+
+static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
+    GST_PAD_SRC, GST_PAD_ALWAYS,
+    GST_STATIC_CAPS ("video/x-raw, format = (string) BGRx, "
+        "width = (int) [ 1, 32767 ], height = (int) [ 1, 32767 ], "
+        "framerate = (fraction) 0/1"));
+
+static void gst_spice_src_uri_handler_init (gpointer g_iface,
+    gpointer iface_data);
+
+#define gst_spice_src_parent_class parent_class
+G_DEFINE_TYPE_WITH_CODE (GstSpiceSrc, gst_spice_src, GST_TYPE_PUSH_SRC,
+    G_IMPLEMENT_INTERFACE (GST_TYPE_URI_HANDLER,
+        gst_spice_src_uri_handler_init));
+
+static void
+spicesrc_element_init (GstPlugin * plugin)
+{
+  static gsize done = 0;
+
+  if (g_once_init_enter (&done)) {
+    GST_DEBUG_CATEGORY_INIT (gst_spice_src_debug, "spicesrc", 0,
+        "SPICE client source");
+    gst_spice_damage_meta_api_get_type ();
+    g_once_init_leave (&done, 1);
+  }
+}
+
+GST_ELEMENT_REGISTER_DEFINE_WITH_CODE (spicesrc, "spicesrc", GST_RANK_NONE,
+    GST_TYPE_SPICE_SRC, spicesrc_element_init (plugin));
+
+/* ------------------------------------------------------------------------ */
+/* enums */
+
+#define GST_TYPE_SPICE_SRC_RECONNECT (gst_spice_src_reconnect_get_type ())
+static GType
+gst_spice_src_reconnect_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {GST_SPICE_SRC_RECONNECT_NEVER, "Never: a lost connection is an error",
+        "never"},
+    {GST_SPICE_SRC_RECONNECT_ALWAYS,
+        "Always: reconnect after reconnect-interval", "always"},
+    {0, NULL, NULL}
+  };
+
+  if (g_once_init_enter (&type))
+    g_once_init_leave (&type,
+        g_enum_register_static ("GstSpiceSrcReconnect", values));
+  return type;
+}
+
+#define GST_TYPE_SPICE_SRC_COMPRESSION (gst_spice_src_compression_get_type ())
+static GType
+gst_spice_src_compression_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {GST_SPICE_SRC_COMPRESSION_OFF, "No compression", "off"},
+    {GST_SPICE_SRC_COMPRESSION_AUTO_GLZ, "Automatic, GLZ", "auto-glz"},
+    {GST_SPICE_SRC_COMPRESSION_AUTO_LZ, "Automatic, LZ", "auto-lz"},
+    {GST_SPICE_SRC_COMPRESSION_QUIC, "QUIC", "quic"},
+    {GST_SPICE_SRC_COMPRESSION_GLZ, "GLZ", "glz"},
+    {GST_SPICE_SRC_COMPRESSION_LZ, "LZ", "lz"},
+    {GST_SPICE_SRC_COMPRESSION_LZ4, "LZ4 (lossless, fast)", "lz4"},
+    {0, NULL, NULL}
+  };
+
+  if (g_once_init_enter (&type))
+    g_once_init_leave (&type,
+        g_enum_register_static ("GstSpiceSrcCompression", values));
+  return type;
+}
+
+#define GST_TYPE_SPICE_SRC_CONTEXT_MODE (gst_spice_src_context_mode_get_type ())
+static GType
+gst_spice_src_context_mode_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {GST_SPICE_SRC_CONTEXT_AUTO,
+        "Iterate the default main context from a helper thread while "
+          "nobody else owns it", "auto"},
+    {GST_SPICE_SRC_CONTEXT_APPLICATION,
+        "The application iterates the default main context", "application"},
+    {0, NULL, NULL}
+  };
+
+  if (g_once_init_enter (&type))
+    g_once_init_leave (&type,
+        g_enum_register_static ("GstSpiceSrcContextMode", values));
+  return type;
+}
+
+/* ------------------------------------------------------------------------ */
+/* URI */
+
+static gboolean
+parse_port (const gchar * s, gchar ** out, GError ** error)
+{
+  gchar *end = NULL;
+  guint64 v;
+
+  if (!s || !*s)
+    return TRUE;
+  v = g_ascii_strtoull (s, &end, 10);
+  if (!end || *end || v == 0 || v > 65535) {
+    g_set_error (error, G_URI_ERROR, G_URI_ERROR_BAD_PORT,
+        "invalid port '%s'", s);
+    return FALSE;
+  }
+  g_free (*out);
+  *out = g_strdup_printf ("%u", (guint) v);
+  return TRUE;
+}
+
+/* spice://host[:port][?port=N&tls-port=N&password=P] */
+static gboolean
+gst_spice_src_parse_uri (const gchar * uri, gchar ** host, gchar ** port,
+    gchar ** tls_port, gchar ** password, GError ** error)
+{
+  GUri *u;
+  const gchar *query;
+  gboolean ok = FALSE;
+
+  *host = *port = *tls_port = *password = NULL;
+  if (!uri || !*uri) {
+    g_set_error (error, G_URI_ERROR, G_URI_ERROR_FAILED, "no URI set");
+    return FALSE;
+  }
+  u = g_uri_parse (uri, G_URI_FLAGS_ENCODED_QUERY, error);
+  if (!u)
+    return FALSE;
+  if (g_ascii_strcasecmp (g_uri_get_scheme (u), "spice") != 0) {
+    g_set_error (error, G_URI_ERROR, G_URI_ERROR_BAD_SCHEME,
+        "scheme must be spice://");
+    goto out;
+  }
+  if (!g_uri_get_host (u) || !*g_uri_get_host (u)) {
+    g_set_error (error, G_URI_ERROR, G_URI_ERROR_BAD_HOST, "no host");
+    goto out;
+  }
+  *host = g_strdup (g_uri_get_host (u));
+  if (g_uri_get_port (u) > 0)
+    *port = g_strdup_printf ("%d", g_uri_get_port (u));
+  query = g_uri_get_query (u);
+  if (query && *query) {
+    GHashTable *params = g_uri_parse_params (query, -1, "&",
+        G_URI_PARAMS_NONE, error);
+    GHashTableIter it;
+    gpointer k, v;
+
+    if (!params)
+      goto out;
+    g_hash_table_iter_init (&it, params);
+    while (g_hash_table_iter_next (&it, &k, &v)) {
+      if (g_str_equal (k, "port")) {
+        if (!parse_port (v, port, error))
+          break;
+      } else if (g_str_equal (k, "tls-port")) {
+        if (!parse_port (v, tls_port, error))
+          break;
+      } else if (g_str_equal (k, "password")) {
+        g_free (*password);
+        *password = g_strdup (v);
+      } else {
+        GST_WARNING ("ignoring URI parameter '%s'", (gchar *) k);
+      }
+    }
+    g_hash_table_unref (params);
+    if (error && *error)
+      goto out;
+  }
+  if (!*port && !*tls_port) {
+    g_set_error (error, G_URI_ERROR, G_URI_ERROR_BAD_PORT,
+        "no port or tls-port");
+    goto out;
+  }
+  ok = TRUE;
+out:
+  g_uri_unref (u);
+  if (!ok) {
+    g_clear_pointer (host, g_free);
+    g_clear_pointer (port, g_free);
+    g_clear_pointer (tls_port, g_free);
+    g_clear_pointer (password, g_free);
+  }
+  return ok;
+}
+
+static gboolean
+gst_spice_src_set_uri (GstSpiceSrc * self, const gchar * uri, GError ** error)
+{
+  gchar *h, *p, *t, *pw;
+  GstState state;
+
+  GST_OBJECT_LOCK (self);
+  state = GST_STATE (self);
+  GST_OBJECT_UNLOCK (self);
+  if (state > GST_STATE_READY) {
+    g_set_error (error, GST_URI_ERROR, GST_URI_ERROR_BAD_STATE,
+        "Changing the URI of spicesrc while it is running is not supported");
+    return FALSE;
+  }
+  if (uri && !gst_spice_src_parse_uri (uri, &h, &p, &t, &pw, NULL)) {
+    g_set_error (error, GST_URI_ERROR, GST_URI_ERROR_BAD_URI,
+        "Invalid SPICE URI '%s'", uri);
+    return FALSE;
+  }
+  if (uri) {
+    g_free (h);
+    g_free (p);
+    g_free (t);
+    g_free (pw);
+  }
+  GST_OBJECT_LOCK (self);
+  g_free (self->uri);
+  self->uri = g_strdup (uri);
+  GST_OBJECT_UNLOCK (self);
+  return TRUE;
+}
+
+/* ------------------------------------------------------------------------ */
+/* helpers on the shared state (self->lock held) */
+
+static void
+set_last_error_locked (GstSpiceSrc * self, const gchar * msg)
+{
+  g_free (self->st_last_error);
+  self->st_last_error = g_strdup (msg);
+}
+
+static gboolean
+frame_ready_locked (GstSpiceSrc * self)
+{
+  if (!self->have_surface || gst_spice_region_is_empty (&self->damage))
+    return FALSE;
+  if (self->marked)
+    return TRUE;
+  return g_get_monotonic_time () - self->surface_us >= MARK_TIMEOUT_US;
+}
+
+/* ------------------------------------------------------------------------ */
+/* spice-gtk side: everything below runs on the thread that owns the
+ * default main context */
+
+static void ctx_drop_session (GstSpiceSrc * self);
+static gboolean ctx_connect (gpointer data);
+
+static void
+on_primary_create (SpiceChannel * channel, gint format, gint width,
+    gint height, gint stride, gint shmid, gpointer imgdata, GstSpiceSrc * self)
+{
+  GstVideoRectangle full = { 0, 0, width, height };
+  gint y;
+
+  GST_INFO_OBJECT (self, "primary surface %dx%d format %d stride %d",
+      width, height, format, stride);
+  if ((format != SPICE_SURFACE_FMT_32_xRGB &&
+          format != SPICE_SURFACE_FMT_32_ARGB) || width <= 0 || height <= 0
+      || stride < width * 4) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("Unsupported SPICE surface (format %d, %dx%d)", format, width,
+            height), (NULL));
+    g_mutex_lock (&self->lock);
+    self->fatal = TRUE;
+    set_last_error_locked (self, "unsupported surface format");
+    g_cond_broadcast (&self->cond);
+    g_mutex_unlock (&self->lock);
+    return;
+  }
+  self->canvas = imgdata;
+  self->canvas_stride = stride;
+  self->canvas_w = width;
+  self->canvas_h = height;
+
+  g_mutex_lock (&self->lock);
+  if (width != self->width || height != self->height || !self->mirror) {
+    g_free (self->mirror);
+    self->mirror_stride = (gsize) width * 4;
+    self->mirror = g_malloc (self->mirror_stride * height);
+    self->width = width;
+    self->height = height;
+  }
+  for (y = 0; y < height; y++)
+    memcpy (self->mirror + y * self->mirror_stride,
+        self->canvas + (gsize) y * stride, (gsize) width * 4);
+  gst_spice_region_reset (&self->damage);
+  gst_spice_region_add (&self->damage, &full);
+  self->damage_us = g_get_monotonic_time ();
+  self->have_surface = TRUE;
+  self->surface_us = self->damage_us;
+  g_cond_broadcast (&self->cond);
+  g_mutex_unlock (&self->lock);
+
+  gst_pad_mark_reconfigure (GST_BASE_SRC_PAD (self));
+}
+
+static void
+on_primary_destroy (SpiceChannel * channel, GstSpiceSrc * self)
+{
+  GST_INFO_OBJECT (self, "primary surface destroyed");
+  self->canvas = NULL;
+  g_mutex_lock (&self->lock);
+  self->have_surface = FALSE;
+  self->marked = FALSE;
+  g_mutex_unlock (&self->lock);
+}
+
+static void
+on_invalidate (SpiceChannel * channel, gint x, gint y, gint w, gint h,
+    GstSpiceSrc * self)
+{
+  GstVideoRectangle r = { x, y, w, h };
+  gint row;
+
+  if (!self->canvas)
+    return;
+  if (!gst_spice_rect_clip (&r, self->canvas_w, self->canvas_h))
+    return;
+
+  g_mutex_lock (&self->lock);
+  if (!self->mirror || self->width != self->canvas_w ||
+      self->height != self->canvas_h) {
+    g_mutex_unlock (&self->lock);
+    return;
+  }
+  /* the canvas holds what spice-gtk has reported so far: copy it into
+   * the mirror together with its damage, atomically for create() */
+  for (row = r.y; row < r.y + r.h; row++)
+    memcpy (self->mirror + row * self->mirror_stride + (gsize) r.x * 4,
+        self->canvas + (gsize) row * self->canvas_stride + (gsize) r.x * 4,
+        (gsize) r.w * 4);
+  gst_spice_region_add (&self->damage, &r);
+  if (gst_spice_region_n_rects (&self->damage) > MAX_DAMAGE_RECTS)
+    gst_spice_region_limit (&self->damage, MAX_DAMAGE_RECTS / 2);
+  self->damage_us = g_get_monotonic_time ();
+  self->st_invalidates++;
+  if (gst_spice_src_context_is_driver_thread ())
+    self->st_invalidates_helper++;
+  g_cond_broadcast (&self->cond);
+  g_mutex_unlock (&self->lock);
+}
+
+static void
+on_mark (SpiceChannel * channel, gint mark, GstSpiceSrc * self)
+{
+  GST_DEBUG_OBJECT (self, "mark %d", mark);
+  g_mutex_lock (&self->lock);
+  self->marked = mark != 0;
+  g_cond_broadcast (&self->cond);
+  g_mutex_unlock (&self->lock);
+}
+
+static void
+cursor_changed_locked (GstSpiceSrc * self)
+{
+  self->cursor_pending = TRUE;
+  g_cond_broadcast (&self->cond);
+}
+
+static void
+on_cursor_shape (SpiceChannel * channel, GParamSpec * pspec,
+    GstSpiceSrc * self)
+{
+  SpiceCursorShape *shape = NULL;
+  GstBuffer *buf = NULL;
+  gint w = 0, h = 0, hx = 0, hy = 0;
+
+  g_object_get (channel, "cursor", &shape, NULL);
+  if (shape && shape->data && shape->width > 0 && shape->height > 0) {
+    gsize i, n = (gsize) shape->width * shape->height;
+    const guint8 *s = shape->data;
+    guint8 *d;
+    GstMapInfo map;
+
+    buf = gst_buffer_new_allocate (NULL, n * 4, NULL);
+    gst_buffer_map (buf, &map, GST_MAP_WRITE);
+    d = map.data;
+    /* spice-gtk hands out R,G,B,A; the event carries B,G,R,A */
+    for (i = 0; i < n; i++) {
+      d[4 * i + 0] = s[4 * i + 2];
+      d[4 * i + 1] = s[4 * i + 1];
+      d[4 * i + 2] = s[4 * i + 0];
+      d[4 * i + 3] = s[4 * i + 3];
+    }
+    gst_buffer_unmap (buf, &map);
+    w = shape->width;
+    h = shape->height;
+    hx = MIN (shape->hot_spot_x, w - 1);
+    hy = MIN (shape->hot_spot_y, h - 1);
+  }
+  if (shape)
+    g_boxed_free (SPICE_TYPE_CURSOR_SHAPE, shape);
+
+  g_mutex_lock (&self->lock);
+  gst_clear_buffer (&self->cursor.shape);
+  self->cursor.shape = buf;
+  self->cursor.width = w;
+  self->cursor.height = h;
+  self->cursor.hot_x = hx;
+  self->cursor.hot_y = hy;
+  self->cursor.visible = TRUE;
+  self->cursor.serial = ++self->cursor_serial;
+  cursor_changed_locked (self);
+  g_mutex_unlock (&self->lock);
+}
+
+static void
+on_cursor_move (SpiceChannel * channel, gint x, gint y, GstSpiceSrc * self)
+{
+  g_mutex_lock (&self->lock);
+  self->cursor.x = x;
+  self->cursor.y = y;
+  self->cursor.visible = TRUE;
+  cursor_changed_locked (self);
+  g_mutex_unlock (&self->lock);
+}
+
+static void
+on_cursor_hide (SpiceChannel * channel, GstSpiceSrc * self)
+{
+  g_mutex_lock (&self->lock);
+  self->cursor.visible = FALSE;
+  cursor_changed_locked (self);
+  g_mutex_unlock (&self->lock);
+}
+
+static void
+on_cursor_reset (SpiceChannel * channel, GstSpiceSrc * self)
+{
+  g_mutex_lock (&self->lock);
+  gst_clear_buffer (&self->cursor.shape);
+  self->cursor.width = self->cursor.height = 0;
+  self->cursor.hot_x = self->cursor.hot_y = 0;
+  self->cursor.visible = TRUE;
+  self->cursor.serial = ++self->cursor_serial;
+  cursor_changed_locked (self);
+  g_mutex_unlock (&self->lock);
+}
+
+static void
+on_mouse_mode (SpiceChannel * channel, GParamSpec * pspec, GstSpiceSrc * self)
+{
+  gint mode = 0;
+
+  g_object_get (channel, "mouse-mode", &mode, NULL);
+  GST_INFO_OBJECT (self, "mouse mode %s",
+      mode == SPICE_MOUSE_MODE_CLIENT ? "client" : "server");
+  self->mouse_mode = mode;
+  g_mutex_lock (&self->lock);
+  self->mouse_mode_shared = mode;
+  g_mutex_unlock (&self->lock);
+}
+
+static gboolean
+ctx_reconnect_timeout (gpointer data)
+{
+  GstSpiceSrc *self = data;
+
+  self->reconnect_id = 0;
+  g_mutex_lock (&self->lock);
+  if (self->stopping) {
+    g_mutex_unlock (&self->lock);
+    return G_SOURCE_REMOVE;
+  }
+  self->st_reconnects++;
+  g_mutex_unlock (&self->lock);
+  GST_INFO_OBJECT (self, "reconnecting to %s", self->c_uri);
+  ctx_connect (self);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+ctx_handle_failure (GstSpiceSrc * self, SpiceChannel * channel,
+    SpiceChannelEvent event)
+{
+  const GError *gerr = spice_channel_get_error (channel);
+  const gchar *detail = gerr ? gerr->message : "";
+  gboolean fatal;
+  GstSpiceSrcReconnect policy;
+  guint interval;
+  gchar *msg;
+
+  GST_OBJECT_LOCK (self);
+  policy = self->reconnect;
+  interval = self->reconnect_interval;
+  GST_OBJECT_UNLOCK (self);
+
+  fatal = policy == GST_SPICE_SRC_RECONNECT_NEVER ||
+      event == SPICE_CHANNEL_ERROR_AUTH || event == SPICE_CHANNEL_ERROR_TLS;
+
+  switch (event) {
+    case SPICE_CHANNEL_ERROR_AUTH:
+      msg = g_strdup_printf ("SPICE authentication failed for %s",
+          self->c_uri);
+      break;
+    case SPICE_CHANNEL_ERROR_TLS:
+      msg = g_strdup_printf ("TLS connection to SPICE server %s failed",
+          self->c_uri);
+      break;
+    case SPICE_CHANNEL_ERROR_CONNECT:
+      msg = g_strdup_printf ("Could not connect to SPICE server %s",
+          self->c_uri);
+      break;
+    case SPICE_CHANNEL_ERROR_LINK:
+      msg = g_strdup_printf ("SPICE link with %s failed", self->c_uri);
+      break;
+    default:
+      msg = g_strdup_printf ("Connection to SPICE server %s lost",
+          self->c_uri);
+      break;
+  }
+  GST_WARNING_OBJECT (self, "%s (%s)%s", msg, detail,
+      fatal ? "" : ", reconnecting");
+
+  g_mutex_lock (&self->lock);
+  set_last_error_locked (self, msg);
+  if (fatal)
+    self->fatal = TRUE;
+  g_cond_broadcast (&self->cond);
+  g_mutex_unlock (&self->lock);
+
+  if (fatal) {
+    switch (event) {
+      case SPICE_CHANNEL_ERROR_AUTH:
+        GST_ELEMENT_ERROR (self, RESOURCE, NOT_AUTHORIZED, ("%s", msg),
+            ("%s", detail));
+        break;
+      case SPICE_CHANNEL_ERROR_CONNECT:
+      case SPICE_CHANNEL_ERROR_LINK:
+      case SPICE_CHANNEL_ERROR_TLS:
+        GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ, ("%s", msg),
+            ("%s", detail));
+        break;
+      default:
+        GST_ELEMENT_ERROR (self, RESOURCE, READ, ("%s", msg), ("%s", detail));
+        break;
+    }
+  }
+  g_free (msg);
+
+  ctx_drop_session (self);
+  if (!fatal && !self->reconnect_id)
+    self->reconnect_id = g_timeout_add (MAX (interval, 1),
+        ctx_reconnect_timeout, self);
+}
+
+static void
+on_channel_event (SpiceChannel * channel, SpiceChannelEvent event,
+    GstSpiceSrc * self)
+{
+  GST_DEBUG_OBJECT (self, "%s: event %d", G_OBJECT_TYPE_NAME (channel),
+      event);
+  switch (event) {
+    case SPICE_CHANNEL_OPENED:
+      if (SPICE_IS_MAIN_CHANNEL (channel)) {
+        self->session_opened = TRUE;
+        spice_main_channel_request_mouse_mode (SPICE_MAIN_CHANNEL (channel),
+            SPICE_MOUSE_MODE_CLIENT);
+      } else if (SPICE_IS_DISPLAY_CHANNEL (channel)) {
+        spice_display_channel_change_preferred_compression (channel,
+            self->c_compression);
+      }
+      break;
+    case SPICE_CHANNEL_NONE:
+    case SPICE_CHANNEL_SWITCHING:
+      break;
+    default:
+      /* the main and our display channel carry the session */
+      if (SPICE_IS_MAIN_CHANNEL (channel) ||
+          channel == (SpiceChannel *) self->display_ch)
+        ctx_handle_failure (self, channel, event);
+      else
+        GST_WARNING_OBJECT (self, "%s failed (event %d)",
+            G_OBJECT_TYPE_NAME (channel), event);
+      break;
+  }
+}
+
+static void
+on_channel_new (SpiceSession * session, SpiceChannel * channel,
+    GstSpiceSrc * self)
+{
+  gint id = 0;
+
+  g_object_get (channel, "channel-id", &id, NULL);
+  GST_DEBUG_OBJECT (self, "new channel %s id %d",
+      G_OBJECT_TYPE_NAME (channel), id);
+
+  if (SPICE_IS_MAIN_CHANNEL (channel)) {
+    self->main_ch = SPICE_MAIN_CHANNEL (channel);
+    g_signal_connect (channel, "channel-event",
+        G_CALLBACK (on_channel_event), self);
+    g_signal_connect (channel, "notify::mouse-mode",
+        G_CALLBACK (on_mouse_mode), self);
+  } else if (SPICE_IS_DISPLAY_CHANNEL (channel)) {
+    if (id != self->c_channel_id || self->display_ch)
+      return;
+    self->display_ch = SPICE_DISPLAY_CHANNEL (channel);
+    g_signal_connect (channel, "channel-event",
+        G_CALLBACK (on_channel_event), self);
+    g_signal_connect (channel, "display-primary-create",
+        G_CALLBACK (on_primary_create), self);
+    g_signal_connect (channel, "display-primary-destroy",
+        G_CALLBACK (on_primary_destroy), self);
+    g_signal_connect (channel, "display-invalidate",
+        G_CALLBACK (on_invalidate), self);
+    g_signal_connect (channel, "display-mark", G_CALLBACK (on_mark), self);
+    spice_channel_connect (channel);
+  } else if (SPICE_IS_INPUTS_CHANNEL (channel)) {
+    if (self->inputs_ch)
+      return;
+    self->inputs_ch = SPICE_INPUTS_CHANNEL (channel);
+    g_signal_connect (channel, "channel-event",
+        G_CALLBACK (on_channel_event), self);
+    spice_channel_connect (channel);
+  } else if (SPICE_IS_CURSOR_CHANNEL (channel)) {
+    if (id != self->c_channel_id || self->cursor_ch)
+      return;
+    self->cursor_ch = SPICE_CURSOR_CHANNEL (channel);
+    g_signal_connect (channel, "channel-event",
+        G_CALLBACK (on_channel_event), self);
+    g_signal_connect (channel, "notify::cursor",
+        G_CALLBACK (on_cursor_shape), self);
+    g_signal_connect (channel, "cursor-move", G_CALLBACK (on_cursor_move),
+        self);
+    g_signal_connect (channel, "cursor-hide", G_CALLBACK (on_cursor_hide),
+        self);
+    g_signal_connect (channel, "cursor-reset", G_CALLBACK (on_cursor_reset),
+        self);
+    spice_channel_connect (channel);
+  }
+  /* audio, usb, smartcard, webdav, port: not connected */
+}
+
+static void
+forget_channel (GstSpiceSrc * self, gpointer * slot)
+{
+  if (*slot) {
+    g_signal_handlers_disconnect_by_data (*slot, self);
+    *slot = NULL;
+  }
+}
+
+static void
+on_channel_destroy (SpiceSession * session, SpiceChannel * channel,
+    GstSpiceSrc * self)
+{
+  if (channel == (SpiceChannel *) self->main_ch)
+    forget_channel (self, (gpointer *) & self->main_ch);
+  else if (channel == (SpiceChannel *) self->display_ch) {
+    forget_channel (self, (gpointer *) & self->display_ch);
+    self->canvas = NULL;
+  } else if (channel == (SpiceChannel *) self->inputs_ch)
+    forget_channel (self, (gpointer *) & self->inputs_ch);
+  else if (channel == (SpiceChannel *) self->cursor_ch)
+    forget_channel (self, (gpointer *) & self->cursor_ch);
+}
+
+static void
+ctx_drop_session (GstSpiceSrc * self)
+{
+  SpiceSession *session = self->session;
+
+  if (!session)
+    return;
+  forget_channel (self, (gpointer *) & self->main_ch);
+  forget_channel (self, (gpointer *) & self->display_ch);
+  forget_channel (self, (gpointer *) & self->inputs_ch);
+  forget_channel (self, (gpointer *) & self->cursor_ch);
+  g_signal_handlers_disconnect_by_data (session, self);
+  self->session = NULL;
+  self->canvas = NULL;
+  self->session_opened = FALSE;
+  self->buttons = 0;
+  self->have_pos = FALSE;
+  /* asynchronous in spice-gtk: channels close on later iterations */
+  spice_session_disconnect (session);
+  g_object_unref (session);
+
+  g_mutex_lock (&self->lock);
+  self->have_surface = FALSE;
+  self->marked = FALSE;
+  g_mutex_unlock (&self->lock);
+}
+
+static gboolean
+ctx_connect (gpointer data)
+{
+  GstSpiceSrc *self = data;
+  SpiceSession *session;
+
+  g_mutex_lock (&self->lock);
+  if (self->stopping || self->session) {
+    g_mutex_unlock (&self->lock);
+    return G_SOURCE_REMOVE;
+  }
+  g_mutex_unlock (&self->lock);
+
+  GST_INFO_OBJECT (self, "connecting to %s", self->c_uri);
+  session = spice_session_new ();
+  g_object_set (session, "host", self->c_host, NULL);
+  if (self->c_port)
+    g_object_set (session, "port", self->c_port, NULL);
+  if (self->c_tls_port)
+    g_object_set (session, "tls-port", self->c_tls_port, NULL);
+  if (self->c_password)
+    g_object_set (session, "password", self->c_password, NULL);
+  if (self->c_ca_file)
+    g_object_set (session, "ca-file", self->c_ca_file, NULL);
+  if (self->c_cert_subject)
+    g_object_set (session, "cert-subject", self->c_cert_subject, NULL);
+  g_object_set (session, "enable-audio", FALSE, "enable-usbredir", FALSE,
+      "enable-smartcard", FALSE,
+      "preferred-compression", (gint) self->c_compression, NULL);
+  self->session = session;
+  g_signal_connect (session, "channel-new", G_CALLBACK (on_channel_new),
+      self);
+  g_signal_connect (session, "channel-destroy",
+      G_CALLBACK (on_channel_destroy), self);
+
+  if (!spice_session_connect (session)) {
+    gchar *msg = g_strdup_printf ("Could not connect to SPICE server %s",
+        self->c_uri);
+
+    GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ, ("%s", msg),
+        ("spice_session_connect() failed"));
+    g_mutex_lock (&self->lock);
+    set_last_error_locked (self, msg);
+    self->fatal = TRUE;
+    g_cond_broadcast (&self->cond);
+    g_mutex_unlock (&self->lock);
+    g_free (msg);
+    ctx_drop_session (self);
+  }
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
+ctx_teardown (gpointer data)
+{
+  GstSpiceSrc *self = data;
+
+  if (self->reconnect_id) {
+    g_source_remove (self->reconnect_id);
+    self->reconnect_id = 0;
+  }
+  ctx_drop_session (self);
+
+  g_mutex_lock (&self->lock);
+  self->teardown_done = TRUE;
+  g_cond_broadcast (&self->cond);
+  g_mutex_unlock (&self->lock);
+
+  /* the helper may stop once spice-gtk had time to close the sockets */
+  if (self->context_ref) {
+    self->context_ref = FALSE;
+    gst_spice_src_context_unref ();
+  }
+  return G_SOURCE_REMOVE;
+}
+
+/* ------------------------------------------------------------------------ */
+/* input */
+
+static guint
+button_mask (gint button)
+{
+  switch (button) {
+    case 1:
+      return SPICE_MOUSE_BUTTON_MASK_LEFT;
+    case 2:
+      return SPICE_MOUSE_BUTTON_MASK_MIDDLE;
+    case 3:
+      return SPICE_MOUSE_BUTTON_MASK_RIGHT;
+    default:
+      return 0;
+  }
+}
+
+static void
+ctx_pointer_to (GstSpiceSrc * self, gdouble fx, gdouble fy)
+{
+  gint x = (gint) (fx + 0.5), y = (gint) (fy + 0.5);
+
+  if (self->mouse_mode == SPICE_MOUSE_MODE_CLIENT) {
+    spice_inputs_channel_position (self->inputs_ch, MAX (x, 0), MAX (y, 0),
+        self->c_channel_id, self->buttons);
+  } else if (self->have_pos && (x != self->last_x || y != self->last_y)) {
+    spice_inputs_channel_motion (self->inputs_ch, x - self->last_x,
+        y - self->last_y, self->buttons);
+  }
+  self->last_x = x;
+  self->last_y = y;
+  self->have_pos = TRUE;
+}
+
+static void
+ctx_key (GstSpiceSrc * self, GstEvent * event, gboolean press)
+{
+  const GstStructure *s = gst_event_get_structure (event);
+  const gchar *key = NULL;
+  guint scancode = 0;
+  gint iscancode;
+  gboolean shifted = FALSE;
+  GstNavigationModifierType state = 0;
+
+  if (!gst_structure_get_uint (s, "scancode", &scancode) &&
+      gst_structure_get_int (s, "scancode", &iscancode) && iscancode > 0)
+    scancode = iscancode;
+  if (!scancode) {
+    gst_navigation_event_parse_key_event (event, &key);
+    if (key)
+      scancode = gst_spice_keymap_scancode_from_name (key, &shifted);
+  }
+  if (!scancode) {
+    GST_WARNING_OBJECT (self, "unknown key '%s'", GST_STR_NULL (key));
+    return;
+  }
+  gst_navigation_event_parse_modifier_state (event, &state);
+  GST_DEBUG_OBJECT (self, "key %s 0x%x (%s)%s", press ? "down" : "up",
+      scancode, GST_STR_NULL (key), shifted ? " shifted" : "");
+
+  if (press) {
+    /* "A", "exclam", "?": Shift + the key, unless Shift is down */
+    gboolean synth = shifted && !(state & GST_NAVIGATION_MODIFIER_SHIFT_MASK);
+
+    if (synth)
+      spice_inputs_channel_key_press (self->inputs_ch, 0x2a);
+    spice_inputs_channel_key_press (self->inputs_ch, scancode);
+    if (synth)
+      spice_inputs_channel_key_release (self->inputs_ch, 0x2a);
+  } else {
+    spice_inputs_channel_key_release (self->inputs_ch, scancode);
+  }
+}
+
+typedef struct
+{
+  GstSpiceSrc *self;
+  GstEvent *event;
+} InputOp;
+
+static void
+input_op_free (gpointer data)
+{
+  InputOp *op = data;
+
+  gst_event_unref (op->event);
+  gst_object_unref (op->self);
+  g_free (op);
+}
+
+static gboolean
+ctx_input_op (gpointer data)
+{
+  InputOp *op = data;
+  GstSpiceSrc *self = op->self;
+  GstEvent *event = op->event;
+  gdouble x, y, dx, dy;
+  gint button;
+
+  if (!self->inputs_ch) {
+    GST_DEBUG_OBJECT (self, "no inputs channel, dropping %" GST_PTR_FORMAT,
+        event);
+    return G_SOURCE_REMOVE;
+  }
+
+  switch (gst_navigation_event_get_type (event)) {
+    case GST_NAVIGATION_EVENT_KEY_PRESS:
+      ctx_key (self, event, TRUE);
+      break;
+    case GST_NAVIGATION_EVENT_KEY_RELEASE:
+      ctx_key (self, event, FALSE);
+      break;
+    case GST_NAVIGATION_EVENT_MOUSE_MOVE:
+      if (gst_navigation_event_parse_mouse_move_event (event, &x, &y))
+        ctx_pointer_to (self, x, y);
+      break;
+    case GST_NAVIGATION_EVENT_MOUSE_BUTTON_PRESS:
+      if (!gst_navigation_event_parse_mouse_button_event (event, &button, &x,
+              &y))
+        break;
+      ctx_pointer_to (self, x, y);
+      if (button == 4 || button == 5) {
+        spice_inputs_channel_button_press (self->inputs_ch, button,
+            self->buttons);
+        spice_inputs_channel_button_release (self->inputs_ch, button,
+            self->buttons);
+      } else {
+        self->buttons |= button_mask (button);
+        spice_inputs_channel_button_press (self->inputs_ch, button,
+            self->buttons);
+      }
+      break;
+    case GST_NAVIGATION_EVENT_MOUSE_BUTTON_RELEASE:
+      if (!gst_navigation_event_parse_mouse_button_event (event, &button, &x,
+              &y))
+        break;
+      if (button == 4 || button == 5)
+        break;                  /* sent as press + release already */
+      ctx_pointer_to (self, x, y);
+      self->buttons &= ~button_mask (button);
+      spice_inputs_channel_button_release (self->inputs_ch, button,
+          self->buttons);
+      break;
+    case GST_NAVIGATION_EVENT_MOUSE_SCROLL:
+      if (!gst_navigation_event_parse_mouse_scroll_event (event, &x, &y, &dx,
+              &dy) || dy == 0)
+        break;
+      ctx_pointer_to (self, x, y);
+      button = dy > 0 ? SPICE_MOUSE_BUTTON_UP : SPICE_MOUSE_BUTTON_DOWN;
+      spice_inputs_channel_button_press (self->inputs_ch, button,
+          self->buttons);
+      spice_inputs_channel_button_release (self->inputs_ch, button,
+          self->buttons);
+      break;
+    default:
+      break;
+  }
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
+gst_spice_src_handle_navigation (GstSpiceSrc * self, GstEvent * event)
+{
+  InputOp *op;
+  gboolean running;
+
+  switch (gst_navigation_event_get_type (event)) {
+    case GST_NAVIGATION_EVENT_KEY_PRESS:
+    case GST_NAVIGATION_EVENT_KEY_RELEASE:
+    case GST_NAVIGATION_EVENT_MOUSE_MOVE:
+    case GST_NAVIGATION_EVENT_MOUSE_BUTTON_PRESS:
+    case GST_NAVIGATION_EVENT_MOUSE_BUTTON_RELEASE:
+    case GST_NAVIGATION_EVENT_MOUSE_SCROLL:
+      break;
+    default:
+      return FALSE;
+  }
+  g_mutex_lock (&self->lock);
+  running = self->started && !self->stopping;
+  if (running)
+    self->st_input++;
+  g_mutex_unlock (&self->lock);
+  if (!running)
+    return FALSE;
+
+  op = g_new0 (InputOp, 1);
+  op->self = gst_object_ref (self);
+  op->event = gst_event_ref (event);
+  gst_spice_src_context_invoke (ctx_input_op, op, input_op_free);
+  return TRUE;
+}
+
+/* ------------------------------------------------------------------------ */
+/* GstBaseSrc */
+
+static gboolean
+gst_spice_src_start (GstBaseSrc * bsrc)
+{
+  GstSpiceSrc *self = GST_SPICE_SRC (bsrc);
+  gchar *uri, *host, *port, *tls_port, *password;
+  GError *err = NULL;
+
+  GST_OBJECT_LOCK (self);
+  uri = g_strdup (self->uri);
+  GST_OBJECT_UNLOCK (self);
+
+  if (!gst_spice_src_parse_uri (uri, &host, &port, &tls_port, &password,
+          &err)) {
+    if (uri)
+      GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
+          ("Invalid SPICE URI '%s'", uri), ("%s", err->message));
+    else
+      GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
+          ("No SPICE URI set"), ("set the uri property"));
+    g_clear_error (&err);
+    g_free (uri);
+    return FALSE;
+  }
+
+  GST_OBJECT_LOCK (self);
+  g_free (self->c_uri);
+  self->c_uri = uri;
+  g_free (self->c_host);
+  self->c_host = host;
+  g_free (self->c_port);
+  self->c_port = port;
+  g_free (self->c_tls_port);
+  self->c_tls_port = tls_port;
+  g_free (self->c_password);
+  self->c_password = self->password ? g_strdup (self->password) : password;
+  if (self->password)
+    g_free (password);
+  g_free (self->c_ca_file);
+  self->c_ca_file = g_strdup (self->ca_file);
+  g_free (self->c_cert_subject);
+  self->c_cert_subject = g_strdup (self->cert_subject);
+  self->c_channel_id = self->channel_id;
+  self->c_compression = self->compression;
+  GST_OBJECT_UNLOCK (self);
+
+  g_mutex_lock (&self->lock);
+  self->flushing = FALSE;
+  self->stopping = FALSE;
+  self->fatal = FALSE;
+  self->teardown_done = FALSE;
+  self->have_surface = FALSE;
+  self->marked = FALSE;
+  gst_spice_region_reset (&self->damage);
+  self->cursor_pending = FALSE;
+  self->st_frames = self->st_rects = self->st_area = 0;
+  self->st_invalidates = self->st_invalidates_helper = self->st_input = 0;
+  self->st_reconnects = 0;
+  g_clear_pointer (&self->st_last_error, g_free);
+  self->mouse_mode_shared = 0;
+  self->started = TRUE;
+  g_mutex_unlock (&self->lock);
+
+  self->out_valid = FALSE;
+  self->seq = 0;
+  self->last_pts = GST_CLOCK_TIME_NONE;
+  self->last_push_us = 0;
+  self->pushed_any = FALSE;
+  self->mouse_mode = 0;
+  self->cursor_serial = 0;
+
+  /* released by ctx_teardown(), once the session is closed */
+  self->context_ref = self->context_mode == GST_SPICE_SRC_CONTEXT_AUTO;
+  if (self->context_ref)
+    gst_spice_src_context_ref ();
+
+  gst_spice_src_context_invoke (ctx_connect, gst_object_ref (self),
+      gst_object_unref);
+  return TRUE;
+}
+
+static gboolean
+gst_spice_src_stop (GstBaseSrc * bsrc)
+{
+  GstSpiceSrc *self = GST_SPICE_SRC (bsrc);
+  gint64 deadline = g_get_monotonic_time () + TEARDOWN_TIMEOUT_US;
+  gboolean done;
+
+  g_mutex_lock (&self->lock);
+  self->stopping = TRUE;
+  self->started = FALSE;
+  self->flushing = TRUE;
+  self->teardown_done = FALSE;
+  g_cond_broadcast (&self->cond);
+  g_mutex_unlock (&self->lock);
+
+  gst_spice_src_context_invoke (ctx_teardown, gst_object_ref (self),
+      gst_object_unref);
+
+  g_mutex_lock (&self->lock);
+  while (!self->teardown_done)
+    if (!g_cond_wait_until (&self->cond, &self->lock, deadline))
+      break;
+  done = self->teardown_done;
+  gst_clear_buffer (&self->cursor.shape);
+  memset (&self->cursor, 0, sizeof (self->cursor));
+  self->cursor_pending = FALSE;
+  g_mutex_unlock (&self->lock);
+
+  if (!done)
+    GST_WARNING_OBJECT (self, "nobody iterates the default main context: "
+        "the SPICE session will be closed when somebody does");
+  return TRUE;
+}
+
+static gboolean
+gst_spice_src_unlock (GstBaseSrc * bsrc)
+{
+  GstSpiceSrc *self = GST_SPICE_SRC (bsrc);
+
+  g_mutex_lock (&self->lock);
+  self->flushing = TRUE;
+  g_cond_broadcast (&self->cond);
+  g_mutex_unlock (&self->lock);
+  return TRUE;
+}
+
+static gboolean
+gst_spice_src_unlock_stop (GstBaseSrc * bsrc)
+{
+  GstSpiceSrc *self = GST_SPICE_SRC (bsrc);
+
+  g_mutex_lock (&self->lock);
+  self->flushing = FALSE;
+  g_mutex_unlock (&self->lock);
+  return TRUE;
+}
+
+static GstCaps *
+gst_spice_src_get_caps (GstBaseSrc * bsrc, GstCaps * filter)
+{
+  GstSpiceSrc *self = GST_SPICE_SRC (bsrc);
+  GstCaps *caps;
+  gint w, h;
+
+  g_mutex_lock (&self->lock);
+  w = self->have_surface ? self->width : 0;
+  h = self->have_surface ? self->height : 0;
+  g_mutex_unlock (&self->lock);
+
+  if (w > 0 && h > 0) {
+    gint fn, fd;
+
+    caps = gst_caps_new_simple ("video/x-raw",
+        "format", G_TYPE_STRING, "BGRx",
+        "width", G_TYPE_INT, w, "height", G_TYPE_INT, h,
+        "framerate", GST_TYPE_FRACTION, 0, 1,
+        "pixel-aspect-ratio", GST_TYPE_FRACTION, 1, 1, NULL);
+    GST_OBJECT_LOCK (self);
+    fn = self->max_fps_n;
+    fd = self->max_fps_d;
+    GST_OBJECT_UNLOCK (self);
+    if (fn > 0 && fd > 0)
+      gst_caps_set_simple (caps, "max-framerate", GST_TYPE_FRACTION, fn, fd,
+          NULL);
+  } else {
+    caps = gst_pad_get_pad_template_caps (GST_BASE_SRC_PAD (bsrc));
+  }
+  if (filter) {
+    GstCaps *tmp = gst_caps_intersect_full (filter, caps,
+        GST_CAPS_INTERSECT_FIRST);
+    gst_caps_unref (caps);
+    caps = tmp;
+  }
+  return caps;
+}
+
+static GstCaps *
+gst_spice_src_fixate (GstBaseSrc * bsrc, GstCaps * caps)
+{
+  GstStructure *s;
+
+  caps = gst_caps_make_writable (caps);
+  s = gst_caps_get_structure (caps, 0);
+  gst_structure_fixate_field_nearest_int (s, "width", 1280);
+  gst_structure_fixate_field_nearest_int (s, "height", 800);
+  return GST_BASE_SRC_CLASS (parent_class)->fixate (bsrc, caps);
+}
+
+static gboolean
+gst_spice_src_set_caps (GstBaseSrc * bsrc, GstCaps * caps)
+{
+  GstSpiceSrc *self = GST_SPICE_SRC (bsrc);
+
+  GST_DEBUG_OBJECT (self, "caps %" GST_PTR_FORMAT, caps);
+  if (!gst_video_info_from_caps (&self->out_info, caps))
+    return FALSE;
+  self->out_valid = TRUE;
+  return TRUE;
+}
+
+static gboolean
+gst_spice_src_decide_allocation (GstBaseSrc * bsrc, GstQuery * query)
+{
+  GstCaps *caps;
+  GstVideoInfo info;
+  GstBufferPool *pool = NULL;
+  guint size, min, max;
+  gboolean update;
+  GstStructure *config;
+
+  gst_query_parse_allocation (query, &caps, NULL);
+  if (!caps || !gst_video_info_from_caps (&info, caps))
+    return FALSE;
+
+  if (gst_query_get_n_allocation_pools (query) > 0) {
+    gst_query_parse_nth_allocation_pool (query, 0, &pool, &size, &min, &max);
+    size = MAX (size, info.size);
+    update = TRUE;
+  } else {
+    size = info.size;
+    min = max = 0;
+    update = FALSE;
+  }
+  if (!pool)
+    pool = gst_video_buffer_pool_new ();
+
+  config = gst_buffer_pool_get_config (pool);
+  gst_buffer_pool_config_set_params (config, caps, size, min, max);
+  if (gst_query_find_allocation_meta (query, GST_VIDEO_META_API_TYPE, NULL))
+    gst_buffer_pool_config_add_option (config,
+        GST_BUFFER_POOL_OPTION_VIDEO_META);
+  if (!gst_buffer_pool_set_config (pool, config)) {
+    config = gst_buffer_pool_get_config (pool);
+    if (!gst_buffer_pool_config_validate_params (config, caps, size, min, max)
+        || !gst_buffer_pool_set_config (pool, config)) {
+      /* downstream's pool does not want us: use our own */
+      gst_object_unref (pool);
+      pool = gst_video_buffer_pool_new ();
+      config = gst_buffer_pool_get_config (pool);
+      gst_buffer_pool_config_set_params (config, caps, info.size, 0, 0);
+      if (!gst_buffer_pool_set_config (pool, config)) {
+        gst_object_unref (pool);
+        return FALSE;
+      }
+      size = info.size;
+      min = max = 0;
+    }
+  }
+  if (update)
+    gst_query_set_nth_allocation_pool (query, 0, pool, size, min, max);
+  else
+    gst_query_add_allocation_pool (query, pool, size, min, max);
+  gst_object_unref (pool);
+  return TRUE;
+}
+
+static gboolean
+gst_spice_src_query (GstBaseSrc * bsrc, GstQuery * query)
+{
+  if (GST_QUERY_TYPE (query) == GST_QUERY_LATENCY) {
+    /* live; a frame leaves as soon as its draw arrived, and we never hold
+     * more than the newest picture (damage merges instead of queueing) */
+    gst_query_set_latency (query, TRUE, 0, GST_CLOCK_TIME_NONE);
+    return TRUE;
+  }
+  return GST_BASE_SRC_CLASS (parent_class)->query (bsrc, query);
+}
+
+static gboolean
+gst_spice_src_event (GstBaseSrc * bsrc, GstEvent * event)
+{
+  GstSpiceSrc *self = GST_SPICE_SRC (bsrc);
+
+  if (GST_EVENT_TYPE (event) == GST_EVENT_NAVIGATION)
+    return gst_spice_src_handle_navigation (self, event);
+  return GST_BASE_SRC_CLASS (parent_class)->event (bsrc, event);
+}
+
+static GstClockTime
+arrival_running_time (GstSpiceSrc * self, gint64 arrival_us)
+{
+  GstClock *clock = gst_element_get_clock (GST_ELEMENT (self));
+  GstClockTime base, now, age;
+
+  if (!clock)
+    return GST_CLOCK_TIME_NONE;
+  base = gst_element_get_base_time (GST_ELEMENT (self));
+  now = gst_clock_get_time (clock);
+  gst_object_unref (clock);
+  if (!GST_CLOCK_TIME_IS_VALID (base) || now < base)
+    return GST_CLOCK_TIME_NONE;
+  age = (GstClockTime) MAX (g_get_monotonic_time () - arrival_us, 0) *
+      GST_USECOND;
+  now -= base;
+  return now > age ? now - age : 0;
+}
+
+static GstFlowReturn
+gst_spice_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
+{
+  GstSpiceSrc *self = GST_SPICE_SRC (psrc);
+  GstBaseSrc *bsrc = GST_BASE_SRC (psrc);
+  GstBufferPool *pool;
+  GstBuffer *buf = NULL;
+  GstVideoFrame frame;
+  GstFlowReturn ret;
+  GstSpiceRegion damage;
+  gint64 arrival_us, min_interval_us;
+  gint y, fn, fd;
+  guint8 *dst;
+  gint dstride;
+  GstClockTime pts;
+
+  g_mutex_lock (&self->lock);
+again:
+  for (;;) {
+    gint64 now;
+
+    if (self->flushing) {
+      g_mutex_unlock (&self->lock);
+      return GST_FLOW_FLUSHING;
+    }
+    if (self->fatal) {
+      g_mutex_unlock (&self->lock);
+      return GST_FLOW_ERROR;
+    }
+    if (self->cursor_pending && self->pushed_any) {
+      GstEvent *ev = gst_spice_event_new_cursor (&self->cursor);
+
+      self->cursor_pending = FALSE;
+      g_mutex_unlock (&self->lock);
+      GST_LOG_OBJECT (self, "cursor %" GST_PTR_FORMAT, ev);
+      gst_pad_push_event (GST_BASE_SRC_PAD (self), ev);
+      g_mutex_lock (&self->lock);
+      continue;
+    }
+    now = g_get_monotonic_time ();
+    if (frame_ready_locked (self)) {
+      GST_OBJECT_LOCK (self);
+      fn = self->max_fps_n;
+      fd = self->max_fps_d;
+      GST_OBJECT_UNLOCK (self);
+      min_interval_us = fn > 0 && fd > 0 ?
+          gst_util_uint64_scale_int (G_USEC_PER_SEC, fd, fn) : 0;
+      if (!self->pushed_any || !min_interval_us ||
+          now >= self->last_push_us + min_interval_us)
+        break;
+      g_cond_wait_until (&self->cond, &self->lock,
+          self->last_push_us + min_interval_us);
+      continue;
+    }
+    /* timed: the MARK fallback needs a wakeup */
+    g_cond_wait_until (&self->cond, &self->lock, now + 100 * 1000);
+  }
+
+  if (!self->out_valid || self->width != GST_VIDEO_INFO_WIDTH (&self->out_info)
+      || self->height != GST_VIDEO_INFO_HEIGHT (&self->out_info)) {
+    GstVideoRectangle full = { 0, 0, self->width, self->height };
+
+    GST_INFO_OBJECT (self, "surface is %dx%d: renegotiating", self->width,
+        self->height);
+    /* a new size means every pixel may have changed */
+    gst_spice_region_add (&self->damage, &full);
+    g_mutex_unlock (&self->lock);
+    if (!gst_base_src_negotiate (bsrc)) {
+      g_mutex_lock (&self->lock);
+      if (self->flushing) {
+        g_mutex_unlock (&self->lock);
+        return GST_FLOW_FLUSHING;
+      }
+      g_mutex_unlock (&self->lock);
+      GST_ELEMENT_ERROR (self, CORE, NEGOTIATION, (NULL),
+          ("could not negotiate %dx%d", full.w, full.h));
+      return GST_FLOW_NOT_NEGOTIATED;
+    }
+    g_mutex_lock (&self->lock);
+    if (!self->out_valid ||
+        self->width != GST_VIDEO_INFO_WIDTH (&self->out_info) ||
+        self->height != GST_VIDEO_INFO_HEIGHT (&self->out_info)) {
+      /* downstream refused the size (or it changed again) */
+      if (self->out_valid && self->width == full.w && self->height == full.h) {
+        g_mutex_unlock (&self->lock);
+        GST_ELEMENT_ERROR (self, CORE, NEGOTIATION, (NULL),
+            ("downstream does not accept %dx%d", full.w, full.h));
+        return GST_FLOW_NOT_NEGOTIATED;
+      }
+    }
+    goto again;
+  }
+  g_mutex_unlock (&self->lock);
+
+  pool = gst_base_src_get_buffer_pool (bsrc);
+  if (!pool) {
+    GST_ELEMENT_ERROR (self, RESOURCE, FAILED, (NULL), ("no buffer pool"));
+    return GST_FLOW_ERROR;
+  }
+  ret = gst_buffer_pool_acquire_buffer (pool, &buf, NULL);
+  gst_object_unref (pool);
+  if (ret != GST_FLOW_OK)
+    return ret;
+  if (!gst_video_frame_map (&frame, &self->out_info, buf, GST_MAP_WRITE)) {
+    gst_buffer_unref (buf);
+    GST_ELEMENT_ERROR (self, RESOURCE, WRITE, (NULL), ("can't map buffer"));
+    return GST_FLOW_ERROR;
+  }
+
+  g_mutex_lock (&self->lock);
+  if (self->flushing || self->fatal || !frame_ready_locked (self) ||
+      self->width != GST_VIDEO_INFO_WIDTH (&self->out_info) ||
+      self->height != GST_VIDEO_INFO_HEIGHT (&self->out_info)) {
+    /* things moved while we allocated */
+    gst_video_frame_unmap (&frame);
+    gst_buffer_unref (buf);
+    buf = NULL;
+    goto again;
+  }
+  dst = GST_VIDEO_FRAME_PLANE_DATA (&frame, 0);
+  dstride = GST_VIDEO_FRAME_PLANE_STRIDE (&frame, 0);
+  if ((gsize) dstride == self->mirror_stride)
+    memcpy (dst, self->mirror, self->mirror_stride * self->height);
+  else
+    for (y = 0; y < self->height; y++)
+      memcpy (dst + (gsize) y * dstride, self->mirror + y *
+          self->mirror_stride, (gsize) self->width * 4);
+  damage = self->damage;
+  gst_spice_region_init (&self->damage);
+  arrival_us = self->damage_us;
+  self->st_frames++;
+  self->st_rects += gst_spice_region_n_rects (&damage);
+  self->st_area += gst_spice_region_area (&damage);
+  g_mutex_unlock (&self->lock);
+  gst_video_frame_unmap (&frame);
+
+  gst_spice_region_clip (&damage, GST_VIDEO_INFO_WIDTH (&self->out_info),
+      GST_VIDEO_INFO_HEIGHT (&self->out_info));
+  gst_buffer_add_spice_damage_meta (buf, self->seq++,
+      gst_spice_region_rects (&damage), gst_spice_region_n_rects (&damage));
+  gst_spice_region_clear (&damage);
+
+  pts = arrival_running_time (self, arrival_us);
+  if (GST_CLOCK_TIME_IS_VALID (pts) && GST_CLOCK_TIME_IS_VALID (self->last_pts)
+      && pts <= self->last_pts)
+    pts = self->last_pts + 1;
+  if (GST_CLOCK_TIME_IS_VALID (pts))
+    self->last_pts = pts;
+  GST_BUFFER_PTS (buf) = pts;
+  GST_BUFFER_DTS (buf) = GST_CLOCK_TIME_NONE;
+  GST_BUFFER_DURATION (buf) = GST_CLOCK_TIME_NONE;
+  if (!self->pushed_any)
+    GST_BUFFER_FLAG_SET (buf, GST_BUFFER_FLAG_DISCONT);
+  self->pushed_any = TRUE;
+  self->last_push_us = g_get_monotonic_time ();
+
+  GST_LOG_OBJECT (self, "frame %" G_GUINT64_FORMAT " pts %" GST_TIME_FORMAT,
+      self->seq - 1, GST_TIME_ARGS (pts));
+  *outbuf = buf;
+  return GST_FLOW_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* GObject */
+
+static GstStructure *
+gst_spice_src_get_stats (GstSpiceSrc * self)
+{
+  GstStructure *s;
+
+  g_mutex_lock (&self->lock);
+  s = gst_structure_new ("application/x-spicesrc-stats",
+      "frames", G_TYPE_UINT64, self->st_frames,
+      "damage-rects", G_TYPE_UINT64, self->st_rects,
+      "damage-area", G_TYPE_UINT64, self->st_area,
+      "invalidates", G_TYPE_UINT64, self->st_invalidates,
+      "invalidates-on-helper", G_TYPE_UINT64, self->st_invalidates_helper,
+      "reconnects", G_TYPE_UINT, self->st_reconnects,
+      "input-events", G_TYPE_UINT64, self->st_input,
+      "width", G_TYPE_INT, self->have_surface ? self->width : 0,
+      "height", G_TYPE_INT, self->have_surface ? self->height : 0,
+      "mouse-mode", G_TYPE_STRING,
+      self->mouse_mode_shared == SPICE_MOUSE_MODE_CLIENT ? "client" :
+      self->mouse_mode_shared == SPICE_MOUSE_MODE_SERVER ? "server" :
+      "unknown", "last-error", G_TYPE_STRING,
+      self->st_last_error ? self->st_last_error : "", NULL);
+  g_mutex_unlock (&self->lock);
+  return s;
+}
+
+static void
+gst_spice_src_set_property (GObject * object, guint prop_id,
+    const GValue * value, GParamSpec * pspec)
+{
+  GstSpiceSrc *self = GST_SPICE_SRC (object);
+
+  switch (prop_id) {
+    case PROP_URI:{
+      GError *err = NULL;
+
+      if (!gst_spice_src_set_uri (self, g_value_get_string (value), &err)) {
+        /* keep it: start() reports a malformed URI as an element error */
+        GST_WARNING_OBJECT (self, "%s", err->message);
+        g_clear_error (&err);
+        GST_OBJECT_LOCK (self);
+        g_free (self->uri);
+        self->uri = g_value_dup_string (value);
+        GST_OBJECT_UNLOCK (self);
+      }
+      break;
+    }
+    case PROP_PASSWORD:
+      GST_OBJECT_LOCK (self);
+      g_free (self->password);
+      self->password = g_value_dup_string (value);
+      GST_OBJECT_UNLOCK (self);
+      break;
+    case PROP_CA_FILE:
+      GST_OBJECT_LOCK (self);
+      g_free (self->ca_file);
+      self->ca_file = g_value_dup_string (value);
+      GST_OBJECT_UNLOCK (self);
+      break;
+    case PROP_CERT_SUBJECT:
+      GST_OBJECT_LOCK (self);
+      g_free (self->cert_subject);
+      self->cert_subject = g_value_dup_string (value);
+      GST_OBJECT_UNLOCK (self);
+      break;
+    case PROP_CHANNEL_ID:
+      GST_OBJECT_LOCK (self);
+      self->channel_id = g_value_get_int (value);
+      GST_OBJECT_UNLOCK (self);
+      break;
+    case PROP_RECONNECT:
+      GST_OBJECT_LOCK (self);
+      self->reconnect = g_value_get_enum (value);
+      GST_OBJECT_UNLOCK (self);
+      break;
+    case PROP_RECONNECT_INTERVAL:
+      GST_OBJECT_LOCK (self);
+      self->reconnect_interval = g_value_get_uint (value);
+      GST_OBJECT_UNLOCK (self);
+      break;
+    case PROP_COMPRESSION:
+      GST_OBJECT_LOCK (self);
+      self->compression = g_value_get_enum (value);
+      GST_OBJECT_UNLOCK (self);
+      break;
+    case PROP_MAX_FRAMERATE:
+      GST_OBJECT_LOCK (self);
+      self->max_fps_n = gst_value_get_fraction_numerator (value);
+      self->max_fps_d = gst_value_get_fraction_denominator (value);
+      GST_OBJECT_UNLOCK (self);
+      g_mutex_lock (&self->lock);
+      g_cond_broadcast (&self->cond);
+      g_mutex_unlock (&self->lock);
+      break;
+    case PROP_CONTEXT:
+      GST_OBJECT_LOCK (self);
+      self->context_mode = g_value_get_enum (value);
+      GST_OBJECT_UNLOCK (self);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+}
+
+static void
+gst_spice_src_get_property (GObject * object, guint prop_id, GValue * value,
+    GParamSpec * pspec)
+{
+  GstSpiceSrc *self = GST_SPICE_SRC (object);
+
+  switch (prop_id) {
+    case PROP_URI:
+      GST_OBJECT_LOCK (self);
+      g_value_set_string (value, self->uri);
+      GST_OBJECT_UNLOCK (self);
+      break;
+    case PROP_PASSWORD:
+      GST_OBJECT_LOCK (self);
+      g_value_set_string (value, self->password);
+      GST_OBJECT_UNLOCK (self);
+      break;
+    case PROP_CA_FILE:
+      GST_OBJECT_LOCK (self);
+      g_value_set_string (value, self->ca_file);
+      GST_OBJECT_UNLOCK (self);
+      break;
+    case PROP_CERT_SUBJECT:
+      GST_OBJECT_LOCK (self);
+      g_value_set_string (value, self->cert_subject);
+      GST_OBJECT_UNLOCK (self);
+      break;
+    case PROP_CHANNEL_ID:
+      g_value_set_int (value, self->channel_id);
+      break;
+    case PROP_RECONNECT:
+      g_value_set_enum (value, self->reconnect);
+      break;
+    case PROP_RECONNECT_INTERVAL:
+      g_value_set_uint (value, self->reconnect_interval);
+      break;
+    case PROP_COMPRESSION:
+      g_value_set_enum (value, self->compression);
+      break;
+    case PROP_MAX_FRAMERATE:
+      GST_OBJECT_LOCK (self);
+      gst_value_set_fraction (value, self->max_fps_n, self->max_fps_d);
+      GST_OBJECT_UNLOCK (self);
+      break;
+    case PROP_CONTEXT:
+      g_value_set_enum (value, self->context_mode);
+      break;
+    case PROP_STATS:
+      g_value_take_boxed (value, gst_spice_src_get_stats (self));
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+}
+
+static void
+gst_spice_src_finalize (GObject * object)
+{
+  GstSpiceSrc *self = GST_SPICE_SRC (object);
+
+  g_free (self->uri);
+  g_free (self->password);
+  g_free (self->ca_file);
+  g_free (self->cert_subject);
+  g_free (self->c_uri);
+  g_free (self->c_host);
+  g_free (self->c_port);
+  g_free (self->c_tls_port);
+  g_free (self->c_password);
+  g_free (self->c_ca_file);
+  g_free (self->c_cert_subject);
+  g_free (self->mirror);
+  g_free (self->st_last_error);
+  gst_clear_buffer (&self->cursor.shape);
+  gst_spice_region_clear (&self->damage);
+  g_mutex_clear (&self->lock);
+  g_cond_clear (&self->cond);
+  G_OBJECT_CLASS (parent_class)->finalize (object);
+}
+
+static void
+gst_spice_src_class_init (GstSpiceSrcClass * klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
+  GstBaseSrcClass *bsrc_class = GST_BASE_SRC_CLASS (klass);
+  GstPushSrcClass *psrc_class = GST_PUSH_SRC_CLASS (klass);
+
+  spicesrc_element_init (NULL);
+
+  gobject_class->set_property = gst_spice_src_set_property;
+  gobject_class->get_property = gst_spice_src_get_property;
+  gobject_class->finalize = gst_spice_src_finalize;
+
+  /**
+   * GstSpiceSrc:uri:
+   *
+   * `spice://host:port`; `?tls-port=N` adds a TLS port (alone or next to
+   * the plain one), `?password=P` a password.
+   */
+  g_object_class_install_property (gobject_class, PROP_URI,
+      g_param_spec_string ("uri", "URI",
+          "SPICE server URI: spice://host:port[?tls-port=N][&password=P]",
+          DEFAULT_URI, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_PASSWORD,
+      g_param_spec_string ("password", "Password",
+          "SPICE ticket (password); overrides the one in the URI",
+          DEFAULT_PASSWORD, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_CA_FILE,
+      g_param_spec_string ("ca-file", "CA file",
+          "PEM file with the certificate authority that signed the server's "
+          "TLS certificate", DEFAULT_CA_FILE,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_CERT_SUBJECT,
+      g_param_spec_string ("cert-subject", "Certificate subject",
+          "Expected subject of the server's TLS certificate "
+          "(e.g. \"C=XX,O=Example,CN=host\"); NULL checks the host name",
+          DEFAULT_CERT_SUBJECT, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_CHANNEL_ID,
+      g_param_spec_int ("channel-id", "Display channel",
+          "Id of the display channel (monitor) to capture", 0, 255,
+          DEFAULT_CHANNEL_ID, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_RECONNECT,
+      g_param_spec_enum ("reconnect", "Reconnect",
+          "What to do when the connection fails or is lost",
+          GST_TYPE_SPICE_SRC_RECONNECT, DEFAULT_RECONNECT,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property (gobject_class, PROP_RECONNECT_INTERVAL,
+      g_param_spec_uint ("reconnect-interval", "Reconnect interval",
+          "Milliseconds between a failure and the next connection attempt",
+          1, 3600 * 1000, DEFAULT_RECONNECT_INTERVAL,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property (gobject_class, PROP_COMPRESSION,
+      g_param_spec_enum ("compression", "Image compression",
+          "Image compression to ask the server for (lossless; the server "
+          "decides about JPEG and video streams)",
+          GST_TYPE_SPICE_SRC_COMPRESSION, DEFAULT_COMPRESSION,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_MAX_FRAMERATE,
+      gst_param_spec_fraction ("max-framerate", "Maximum frame rate",
+          "Produce at most this many frames per second (0/1: unlimited); "
+          "damage of skipped draws merges into the next frame",
+          0, 1, G_MAXINT, 1, 0, 1,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property (gobject_class, PROP_CONTEXT,
+      g_param_spec_enum ("context", "Main context",
+          "Who iterates the default GMainContext that spice-client-glib "
+          "runs on", GST_TYPE_SPICE_SRC_CONTEXT_MODE, DEFAULT_CONTEXT,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
+  /**
+   * GstSpiceSrc:stats:
+   *
+   * Counters since the element started: `frames`, `damage-rects`,
+   * `damage-area` (pixels), `invalidates` (draws reported by spice-gtk),
+   * `invalidates-on-helper` (of those, how many the helper thread
+   * dispatched), `reconnects`, `input-events`, `width`, `height`,
+   * `mouse-mode` and `last-error`.
+   */
+  g_object_class_install_property (gobject_class, PROP_STATS,
+      g_param_spec_boxed ("stats", "Statistics",
+          "Counters: frames, damage, reconnects, input events, last error",
+          GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+
+  gst_element_class_add_static_pad_template (element_class, &src_template);
+  gst_element_class_set_static_metadata (element_class, "SPICE source",
+      "Source/Video/Network",
+      "Receives the display of a SPICE server (virtual machine) as raw video "
+      "with damage rectangles, and sends it navigation input",
+      "gst-spice developers");
+
+  bsrc_class->start = GST_DEBUG_FUNCPTR (gst_spice_src_start);
+  bsrc_class->stop = GST_DEBUG_FUNCPTR (gst_spice_src_stop);
+  bsrc_class->unlock = GST_DEBUG_FUNCPTR (gst_spice_src_unlock);
+  bsrc_class->unlock_stop = GST_DEBUG_FUNCPTR (gst_spice_src_unlock_stop);
+  bsrc_class->get_caps = GST_DEBUG_FUNCPTR (gst_spice_src_get_caps);
+  bsrc_class->fixate = GST_DEBUG_FUNCPTR (gst_spice_src_fixate);
+  bsrc_class->set_caps = GST_DEBUG_FUNCPTR (gst_spice_src_set_caps);
+  bsrc_class->decide_allocation =
+      GST_DEBUG_FUNCPTR (gst_spice_src_decide_allocation);
+  bsrc_class->query = GST_DEBUG_FUNCPTR (gst_spice_src_query);
+  bsrc_class->event = GST_DEBUG_FUNCPTR (gst_spice_src_event);
+  psrc_class->create = GST_DEBUG_FUNCPTR (gst_spice_src_create);
+
+  gst_type_mark_as_plugin_api (GST_TYPE_SPICE_SRC_RECONNECT, 0);
+  gst_type_mark_as_plugin_api (GST_TYPE_SPICE_SRC_COMPRESSION, 0);
+  gst_type_mark_as_plugin_api (GST_TYPE_SPICE_SRC_CONTEXT_MODE, 0);
+}
+
+static void
+gst_spice_src_init (GstSpiceSrc * self)
+{
+  g_mutex_init (&self->lock);
+  g_cond_init (&self->cond);
+  gst_spice_region_init (&self->damage);
+  self->channel_id = DEFAULT_CHANNEL_ID;
+  self->reconnect = DEFAULT_RECONNECT;
+  self->reconnect_interval = DEFAULT_RECONNECT_INTERVAL;
+  self->compression = DEFAULT_COMPRESSION;
+  self->max_fps_n = 0;
+  self->max_fps_d = 1;
+  self->context_mode = DEFAULT_CONTEXT;
+  self->last_pts = GST_CLOCK_TIME_NONE;
+
+  gst_base_src_set_live (GST_BASE_SRC (self), TRUE);
+  gst_base_src_set_format (GST_BASE_SRC (self), GST_FORMAT_TIME);
+  gst_base_src_set_do_timestamp (GST_BASE_SRC (self), FALSE);
+}
+
+/* ------------------------------------------------------------------------ */
+/* GstURIHandler */
+
+static GstURIType
+gst_spice_src_uri_get_type (GType type)
+{
+  return GST_URI_SRC;
+}
+
+static const gchar *const *
+gst_spice_src_uri_get_protocols (GType type)
+{
+  static const gchar *protocols[] = { "spice", NULL };
+
+  return protocols;
+}
+
+static gchar *
+gst_spice_src_uri_get_uri (GstURIHandler * handler)
+{
+  GstSpiceSrc *self = GST_SPICE_SRC (handler);
+  gchar *uri;
+
+  GST_OBJECT_LOCK (self);
+  uri = g_strdup (self->uri);
+  GST_OBJECT_UNLOCK (self);
+  return uri;
+}
+
+static gboolean
+gst_spice_src_uri_set_uri (GstURIHandler * handler, const gchar * uri,
+    GError ** error)
+{
+  return gst_spice_src_set_uri (GST_SPICE_SRC (handler), uri, error);
+}
+
+static void
+gst_spice_src_uri_handler_init (gpointer g_iface, gpointer iface_data)
+{
+  GstURIHandlerInterface *iface = g_iface;
+
+  iface->get_type = gst_spice_src_uri_get_type;
+  iface->get_protocols = gst_spice_src_uri_get_protocols;
+  iface->get_uri = gst_spice_src_uri_get_uri;
+  iface->set_uri = gst_spice_src_uri_set_uri;
+}
