@@ -80,6 +80,9 @@ notify (Runner * r, const gchar * what)
 #endif
 }
 
+static void notify_status (Runner * r, const gchar * fmt, ...)
+    G_GNUC_PRINTF (2, 3);
+
 static void
 notify_status (Runner * r, const gchar * fmt, ...)
 {
