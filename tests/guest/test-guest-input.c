@@ -1,0 +1,340 @@
+/* gst-spice tests/guest: input events from a real spice-client-glib client
+ * reach spice-test-guest and are logged; its cursor reaches the client. */
+#include "guest-test-util.h"
+
+#include <spice-client.h>
+
+typedef struct
+{
+  SpiceSession *session;
+  SpiceMainChannel *main;
+  SpiceInputsChannel *inputs;
+  SpiceCursorChannel *cursor;
+  gboolean inputs_open;
+  gboolean channel_error;
+  guint cursor_shapes;
+  gint cursor_w, cursor_h, cursor_hx, cursor_hy;
+  guint32 cursor_px_origin, cursor_px_far;
+  guint cursor_hides;
+  gint cursor_move_x, cursor_move_y;
+  guint cursor_moves;
+} Client;
+
+static void
+pump (void)
+{
+  while (g_main_context_iteration (NULL, FALSE));
+}
+
+static gboolean
+wake (gpointer unused)
+{
+  return G_SOURCE_CONTINUE;
+}
+
+/* Runs the default main context until *flag becomes TRUE. */
+static gboolean
+pump_until (const gboolean * flag, guint timeout_ms)
+{
+  gint64 end = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
+  guint id = g_timeout_add (20, wake, NULL);
+
+  while (!*flag && g_get_monotonic_time () < end)
+    g_main_context_iteration (NULL, TRUE);
+  g_source_remove (id);
+  return *flag;
+}
+
+/* Waits for a guest line from *cursor on while keeping the client going. */
+static gchar *
+pump_until_line (GuestProcess * gp, guint * cursor, const gchar * prefix)
+{
+  gint64 end = g_get_monotonic_time () + GUEST_LINE_TIMEOUT_MS * 1000LL;
+
+  while (g_get_monotonic_time () < end) {
+    guint idx = 0;
+    gchar *line = guest_process_wait_line_from (gp, *cursor, prefix, 10, &idx);
+    if (line) {
+      *cursor = idx + 1;
+      return line;
+    }
+    pump ();
+  }
+  return NULL;
+}
+
+static void
+expect_guest_line (GuestProcess * gp, guint * cursor, const gchar * prefix)
+{
+  gchar *line = pump_until_line (gp, cursor, prefix);
+  fail_unless (line != NULL, "guest never printed \"%s\"", prefix);
+  g_free (line);
+}
+
+static void
+on_channel_event (SpiceChannel * ch, SpiceChannelEvent ev, Client * c)
+{
+  if (ev == SPICE_CHANNEL_OPENED) {
+    if (SPICE_IS_INPUTS_CHANNEL (ch))
+      c->inputs_open = TRUE;
+  } else if (ev != SPICE_CHANNEL_CLOSED && ev != SPICE_CHANNEL_SWITCHING) {
+    g_printerr ("channel %s: event %d\n", G_OBJECT_TYPE_NAME (ch), ev);
+    c->channel_error = TRUE;
+  }
+}
+
+static void
+on_cursor (GObject * obj, GParamSpec * pspec, Client * c)
+{
+  SpiceCursorShape *shape = NULL;
+
+  g_object_get (obj, "cursor", &shape, NULL);
+  if (shape == NULL)
+    return;
+  c->cursor_w = shape->width;
+  c->cursor_h = shape->height;
+  c->cursor_hx = shape->hot_spot_x;
+  c->cursor_hy = shape->hot_spot_y;
+  if (shape->data && shape->width == 32 && shape->height == 32) {
+    memcpy (&c->cursor_px_origin, shape->data, 4);
+    memcpy (&c->cursor_px_far, (guint8 *) shape->data + (31 * 32 + 31) * 4,
+        4);
+  }
+  c->cursor_shapes++;
+  g_boxed_free (SPICE_TYPE_CURSOR_SHAPE, shape);
+}
+
+static void
+on_cursor_hide (SpiceCursorChannel * ch, Client * c)
+{
+  c->cursor_hides++;
+}
+
+static void
+on_cursor_move (SpiceCursorChannel * ch, gint x, gint y, Client * c)
+{
+  c->cursor_move_x = x;
+  c->cursor_move_y = y;
+  c->cursor_moves++;
+}
+
+static void
+on_channel_new (SpiceSession * s, SpiceChannel * ch, Client * c)
+{
+  g_signal_connect (ch, "channel-event", G_CALLBACK (on_channel_event), c);
+  if (SPICE_IS_MAIN_CHANNEL (ch)) {
+    c->main = SPICE_MAIN_CHANNEL (ch);
+    return;
+  }
+  if (SPICE_IS_INPUTS_CHANNEL (ch))
+    c->inputs = SPICE_INPUTS_CHANNEL (ch);
+  if (SPICE_IS_CURSOR_CHANNEL (ch)) {
+    c->cursor = SPICE_CURSOR_CHANNEL (ch);
+    g_signal_connect (ch, "notify::cursor", G_CALLBACK (on_cursor), c);
+    g_signal_connect (ch, "cursor-hide", G_CALLBACK (on_cursor_hide), c);
+    g_signal_connect (ch, "cursor-move", G_CALLBACK (on_cursor_move), c);
+  }
+  /* like a viewer: display, inputs and cursor */
+  if (SPICE_IS_INPUTS_CHANNEL (ch) || SPICE_IS_CURSOR_CHANNEL (ch) ||
+      SPICE_IS_DISPLAY_CHANNEL (ch))
+    spice_channel_connect (ch);
+}
+
+static Client *
+client_connect (GuestProcess * gp)
+{
+  Client *c = g_new0 (Client, 1);
+  gchar *port = g_strdup_printf ("%u", guest_process_get_port (gp));
+
+  c->session = spice_session_new ();
+  g_object_set (c->session, "host", "127.0.0.1", "port", port, NULL);
+  g_signal_connect (c->session, "channel-new", G_CALLBACK (on_channel_new),
+      c);
+  fail_unless (spice_session_connect (c->session));
+  fail_unless (pump_until (&c->inputs_open, GUEST_LINE_TIMEOUT_MS),
+      "inputs channel did not open");
+  fail_if (c->channel_error);
+  g_free (port);
+  return c;
+}
+
+static void
+client_free (Client * c, GuestProcess * gp, guint * cursor)
+{
+  spice_session_disconnect (c->session);
+  expect_guest_line (gp, cursor, "client disconnected");
+  g_object_unref (c->session);
+  pump ();
+  g_free (c);
+}
+
+static gint
+mouse_mode (Client * c)
+{
+  gint mode = 0;
+  g_object_get (c->main, "mouse-mode", &mode, NULL);
+  return mode;
+}
+
+static void
+set_mouse_mode (Client * c, gint mode)
+{
+  gint64 end = g_get_monotonic_time () + GUEST_LINE_TIMEOUT_MS * 1000LL;
+  guint id = g_timeout_add (20, wake, NULL);
+
+  spice_main_channel_request_mouse_mode (c->main, mode);
+  while (mouse_mode (c) != mode && g_get_monotonic_time () < end)
+    g_main_context_iteration (NULL, TRUE);
+  g_source_remove (id);
+  fail_unless_equals_int (mouse_mode (c), mode);
+}
+
+GST_START_TEST (test_keys_from_client)
+{
+  GuestProcess *gp = start_guest (NULL);
+  guint cursor = 0, mark;
+  Client *c = client_connect (gp);
+  guint8 *f3;
+
+  expect_guest_line (gp, &cursor, "client connected");
+
+  spice_inputs_channel_key_press (c->inputs, 0x1e);     /* A */
+  spice_inputs_channel_key_release (c->inputs, 0x1e);
+  expect_guest_line (gp, &cursor, "key down 0x1e");
+  expect_guest_line (gp, &cursor, "box 1");
+  expect_guest_line (gp, &cursor, "key up 0x1e");
+
+  /* E0-prefixed: Right Ctrl */
+  spice_inputs_channel_key_press_and_release (c->inputs, 0x11d);
+  expect_guest_line (gp, &cursor, "key down 0x11d");
+  expect_guest_line (gp, &cursor, "box 2");
+  expect_guest_line (gp, &cursor, "key up 0x11d");
+
+  /* a repeated make code (typematic) is logged but is no new press */
+  mark = cursor;
+  spice_inputs_channel_key_press (c->inputs, 0x1f);
+  spice_inputs_channel_key_press (c->inputs, 0x1f);
+  spice_inputs_channel_key_release (c->inputs, 0x1f);
+  expect_guest_line (gp, &cursor, "key down 0x1f");
+  expect_guest_line (gp, &cursor, "key down 0x1f");
+  expect_guest_line (gp, &cursor, "key up 0x1f");
+  fail_unless_equals_int (guest_process_count_lines (gp, mark, "box "), 1);
+
+  /* the picture follows: three presses, box greenish */
+  f3 = guest_render_frame_new (GUEST_DEFAULT_WIDTH, GUEST_DEFAULT_HEIGHT, 1,
+      3, GUEST_ACTIVITY_IDLE, GUEST_FRAME_NONE);
+  assert_dump_equals (gp, f3, GUEST_DEFAULT_WIDTH, GUEST_DEFAULT_HEIGHT,
+      "after 3 client presses");
+  g_free (f3);
+
+  client_free (c, gp, &cursor);
+  guest_process_stop (gp);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_mouse_from_client)
+{
+  GuestProcess *gp = start_guest (NULL);
+  guint cursor = 0;
+  Client *c = client_connect (gp);
+
+  /* client mode: absolute positions through the tablet */
+  set_mouse_mode (c, SPICE_MOUSE_MODE_CLIENT);
+  spice_inputs_channel_position (c->inputs, 100, 200, 0, 0);
+  expect_guest_line (gp, &cursor, "mouse position 100 200 buttons=0");
+  spice_inputs_channel_button_press (c->inputs, SPICE_MOUSE_BUTTON_LEFT, 0);
+  expect_guest_line (gp, &cursor, "mouse buttons 1");
+  spice_inputs_channel_button_release (c->inputs, SPICE_MOUSE_BUTTON_LEFT,
+      SPICE_MOUSE_BUTTON_MASK_LEFT);
+  expect_guest_line (gp, &cursor, "mouse buttons 0");
+  spice_inputs_channel_position (c->inputs, 1279, 799, 0,
+      SPICE_MOUSE_BUTTON_MASK_RIGHT);
+  expect_guest_line (gp, &cursor, "mouse position 1279 799 buttons=2");
+  spice_inputs_channel_button_press (c->inputs, SPICE_MOUSE_BUTTON_UP, 0);
+  expect_guest_line (gp, &cursor, "mouse wheel -1");
+
+  /* server mode: relative motion through the mouse */
+  set_mouse_mode (c, SPICE_MOUSE_MODE_SERVER);
+  spice_inputs_channel_motion (c->inputs, 5, -3, 0);
+  expect_guest_line (gp, &cursor, "mouse motion 5 -3 buttons=0");
+  spice_inputs_channel_button_press (c->inputs, SPICE_MOUSE_BUTTON_MIDDLE, 0);
+  expect_guest_line (gp, &cursor, "mouse buttons 4");
+  spice_inputs_channel_button_press (c->inputs, SPICE_MOUSE_BUTTON_DOWN, 0);
+  expect_guest_line (gp, &cursor, "mouse wheel 1");
+
+  client_free (c, gp, &cursor);
+  guest_process_stop (gp);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_cursor)
+{
+  GuestProcess *gp = start_guest (NULL);
+  guint cursor = 0;
+  Client *c = client_connect (gp);
+  gboolean done = FALSE;
+  gint64 end;
+
+  /* the guest set its shape at start: the client gets it on connect */
+  end = g_get_monotonic_time () + GUEST_LINE_TIMEOUT_MS * 1000LL;
+  while (c->cursor_shapes == 0 && g_get_monotonic_time () < end)
+    pump_until (&done, 20);
+  fail_unless (c->cursor_shapes > 0, "no cursor shape");
+  fail_unless_equals_int (c->cursor_w, 32);
+  fail_unless_equals_int (c->cursor_h, 32);
+  fail_unless_equals_int (c->cursor_hx, 0);
+  fail_unless_equals_int (c->cursor_hy, 0);
+  fail_unless (c->cursor_px_origin != 0, "arrow tip transparent");
+  fail_unless (c->cursor_px_far == 0, "corner not transparent");
+
+  /* moves are shown by the client in server mouse mode */
+  set_mouse_mode (c, SPICE_MOUSE_MODE_SERVER);
+  guest_process_command (gp, "cursor move 300 400");
+  expect_guest_line (gp, &cursor, "cursor move 300 400");
+  end = g_get_monotonic_time () + GUEST_LINE_TIMEOUT_MS * 1000LL;
+  while (!(c->cursor_move_x == 300 && c->cursor_move_y == 400) &&
+      g_get_monotonic_time () < end)
+    pump_until (&done, 20);
+  fail_unless (c->cursor_move_x == 300 && c->cursor_move_y == 400,
+      "cursor at %d,%d", c->cursor_move_x, c->cursor_move_y);
+
+  guest_process_command (gp, "cursor hide");
+  expect_guest_line (gp, &cursor, "cursor hide");
+  end = g_get_monotonic_time () + GUEST_LINE_TIMEOUT_MS * 1000LL;
+  while (c->cursor_hides == 0 && g_get_monotonic_time () < end)
+    pump_until (&done, 20);
+  fail_unless (c->cursor_hides > 0, "cursor not hidden");
+
+  {
+    guint before = c->cursor_shapes;
+    guest_process_command (gp, "cursor show");
+    expect_guest_line (gp, &cursor, "cursor set 300 400");
+    end = g_get_monotonic_time () + GUEST_LINE_TIMEOUT_MS * 1000LL;
+    while (c->cursor_shapes == before && g_get_monotonic_time () < end)
+      pump_until (&done, 20);
+    fail_unless (c->cursor_shapes > before, "cursor not shown again");
+  }
+
+  client_free (c, gp, &cursor);
+  guest_process_stop (gp);
+}
+
+GST_END_TEST;
+
+static Suite *
+guest_input_suite (void)
+{
+  Suite *s = suite_create ("guest-input");
+  TCase *tc = tcase_create ("general");
+
+  tcase_set_timeout (tc, 300);
+  suite_add_tcase (s, tc);
+  tcase_add_test (tc, test_keys_from_client);
+  tcase_add_test (tc, test_mouse_from_client);
+  tcase_add_test (tc, test_cursor);
+  return s;
+}
+
+GST_CHECK_MAIN (guest_input);
