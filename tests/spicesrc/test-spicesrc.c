@@ -1,0 +1,1026 @@
+/* gst-spice tests: spicesrc against the real SPICE test guest
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Every test starts its own guest (tools/spice-test-guest) on a free
+ * loopback port. The harness tests run without any main loop: spicesrc's
+ * helper thread drives spice-client-glib. test_app_main_loop runs a
+ * GMainLoop on the default context, like gst-launch-1.0.
+ */
+#include "spicesrc-test-util.h"
+
+#include <gst/app/gstappsink.h>
+#include <gst/video/navigation.h>
+#include <gio/gio.h>
+#include <stdio.h>
+
+#include "gstspiceevents.h"
+
+static guint8 *
+expected_idle (gint w, gint h, guint presses)
+{
+  return guest_render_frame_new (w, h, TEST_SEED, presses,
+      GUEST_ACTIVITY_IDLE, GUEST_FRAME_NONE);
+}
+
+/* pulls frames until one equals expected (w x h), within timeout_ms */
+static gboolean
+pull_until_equal (GstHarness * h, gint w, gint ht, const guint8 * expected,
+    guint timeout_ms, guint64 * last_diff)
+{
+  gint64 end = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
+
+  *last_diff = G_MAXUINT64;
+  while (g_get_monotonic_time () < end) {
+    GstBuffer *buf = pull_within (h, 1000);
+    gint cw, ch;
+
+    if (!buf)
+      continue;
+    current_size (h, &cw, &ch);
+    if (cw == w && ch == ht) {
+      *last_diff = frame_diff (buf, w, ht, expected, NULL, NULL);
+      if (*last_diff == 0) {
+        gst_buffer_unref (buf);
+        return TRUE;
+      }
+    }
+    gst_buffer_unref (buf);
+  }
+  return FALSE;
+}
+
+/* ------------------------------------------------------------------------ */
+
+GST_START_TEST (test_first_frame_exact)
+{
+  GuestProcess *gp = start_guest (NULL);
+  gchar *uri = guest_process_get_uri (gp);
+  GstHarness *h = harness_for (uri, NULL);
+  GstBuffer *buf;
+  GstSpiceDamageMeta *meta;
+  guint8 *expected, *dump = NULL;
+  gint w, ht, dw, dh, fx = -1, fy = -1;
+  guint64 diff;
+
+  buf = pull_within (h, PULL_TIMEOUT_MS);
+  fail_unless (buf != NULL, "no frame from spicesrc");
+  current_size (h, &w, &ht);
+  fail_unless_equals_int (w, GUEST_DEFAULT_WIDTH);
+  fail_unless_equals_int (ht, GUEST_DEFAULT_HEIGHT);
+
+  /* first frame: seq 0, damage = whole surface */
+  meta = gst_buffer_get_spice_damage_meta (buf);
+  fail_unless (meta != NULL, "no damage meta");
+  fail_unless_equals_uint64 (meta->seq, 0);
+  fail_unless_equals_int (meta->n_rects, 1);
+  fail_unless (meta->rects[0].x == 0 && meta->rects[0].y == 0 &&
+      meta->rects[0].w == w && meta->rects[0].h == ht);
+  fail_unless (GST_BUFFER_PTS_IS_VALID (buf));
+
+  expected = expected_idle (w, ht, 0);
+  diff = frame_diff (buf, w, ht, expected, &fx, &fy);
+  fail_unless (diff == 0, "first frame differs from the render model in %"
+      G_GUINT64_FORMAT " pixels (first at %d,%d)", diff, fx, fy);
+
+  /* and from what the guest itself holds */
+  fail_unless (guest_process_dump (gp, &dump, &dw, &dh));
+  fail_unless_equals_int (dw, w);
+  fail_unless_equals_int (dh, ht);
+  diff = frame_diff (buf, w, ht, dump, &fx, &fy);
+  fail_unless (diff == 0, "first frame differs from the guest's dump in %"
+      G_GUINT64_FORMAT " pixels (first at %d,%d)", diff, fx, fy);
+
+  /* no main loop here: the helper thread dispatched spice-gtk */
+  fail_unless (stat_u64 (h->element, "invalidates-on-helper") > 0);
+
+  /* latency: live */
+  {
+    GstQuery *q = gst_query_new_latency ();
+    gboolean live;
+
+    fail_unless (gst_element_query (h->element, q));
+    gst_query_parse_latency (q, &live, NULL, NULL);
+    fail_unless (live);
+    gst_query_unref (q);
+  }
+
+  gst_buffer_unref (buf);
+  g_free (expected);
+  g_free (dump);
+  gst_harness_teardown (h);
+  g_free (uri);
+  guest_process_stop (gp);
+}
+
+GST_END_TEST;
+
+/* Every pixel that differs between two consecutive frames must lie inside
+ * the second frame's damage. */
+GST_START_TEST (test_busy_damage)
+{
+  GuestProcess *gp = start_guest ("--activity=busy", NULL);
+  gchar *uri = guest_process_get_uri (gp);
+  GstHarness *h = harness_for (uri, NULL);
+  GstBuffer *buf;
+  guint8 *prev, *mask, *expected;
+  gint w, ht;
+  guint64 seq, frames = 0, changed_total = 0, damage_total = 0;
+  gint64 end;
+  gchar *line;
+  guint frozen_no = 0;
+  guint64 diff;
+  gdouble ratio;
+
+  buf = pull_within (h, PULL_TIMEOUT_MS);
+  fail_unless (buf != NULL);
+  current_size (h, &w, &ht);
+  prev = buffer_dup_pixels (buf, w, ht);
+  seq = gst_buffer_get_spice_damage_meta (buf)->seq;
+  gst_buffer_unref (buf);
+  mask = g_malloc ((gsize) w * ht);
+
+  end = g_get_monotonic_time () + 4 * G_USEC_PER_SEC;
+  while (g_get_monotonic_time () < end) {
+    GstSpiceDamageMeta *meta;
+    GstMapInfo map;
+    guint i;
+    gint x, y;
+    guint64 changed = 0, area = 0, outside = 0;
+    gint ox = -1, oy = -1;
+
+    buf = pull_within (h, 5000);
+    fail_unless (buf != NULL, "frames stopped during busy");
+    meta = gst_buffer_get_spice_damage_meta (buf);
+    fail_unless (meta != NULL);
+    fail_unless_equals_uint64 (meta->seq, seq + 1);
+    seq = meta->seq;
+
+    memset (mask, 0, (gsize) w * ht);
+    for (i = 0; i < meta->n_rects; i++) {
+      const GstVideoRectangle *r = &meta->rects[i];
+
+      fail_unless (r->x >= 0 && r->y >= 0 && r->w > 0 && r->h > 0 &&
+          r->x + r->w <= w && r->y + r->h <= ht, "bad damage rect");
+      for (y = r->y; y < r->y + r->h; y++)
+        memset (mask + (gsize) y * w + r->x, 1, r->w);
+    }
+    fail_unless (gst_buffer_map (buf, &map, GST_MAP_READ));
+    for (y = 0; y < ht; y++) {
+      const guint32 *a = (const guint32 *) (prev + (gsize) y * w * 4);
+      const guint32 *b = (const guint32 *) (map.data + (gsize) y * w * 4);
+      const guint8 *m = mask + (gsize) y * w;
+
+      for (x = 0; x < w; x++) {
+        area += m[x];
+        if (((a[x] ^ b[x]) & 0x00ffffff) != 0) {
+          changed++;
+          if (!m[x] && outside++ == 0) {
+            ox = x;
+            oy = y;
+          }
+        }
+      }
+    }
+    memcpy (prev, map.data, (gsize) w * ht * 4);
+    gst_buffer_unmap (buf, &map);
+    gst_buffer_unref (buf);
+
+    fail_unless (outside == 0, "frame %" G_GUINT64_FORMAT ": %" G_GUINT64_FORMAT
+        " changed pixels outside the damage (first at %d,%d)", seq, outside,
+        ox, oy);
+    changed_total += changed;
+    damage_total += area;
+    frames++;
+  }
+  fail_unless (frames >= 10, "only %" G_GUINT64_FORMAT " frames in 4 s",
+      frames);
+  fail_unless (changed_total > 0);
+  ratio = (gdouble) damage_total / changed_total;
+  GST_INFO ("busy: %" G_GUINT64_FORMAT " frames, damage area / changed "
+      "pixels = %.3f", frames, ratio);
+  g_printerr ("busy: %" G_GUINT64_FORMAT " frames, damage area %"
+      G_GUINT64_FORMAT " / changed pixels %" G_GUINT64_FORMAT " = %.3f\n",
+      frames, damage_total, changed_total, ratio);
+  fail_unless (ratio < 2.0, "damage much larger than the change: %.2f",
+      ratio);
+
+  /* a later frame equals the model: freeze the activity on frame N */
+  guest_process_command (gp, "freeze");
+  line = guest_process_wait_line (gp, "frozen ", GUEST_LINE_TIMEOUT_MS);
+  fail_unless (line != NULL);
+  fail_unless (sscanf (line, "frozen busy %u", &frozen_no) == 1, "%s", line);
+  g_free (line);
+  expected = guest_render_frame_new (w, ht, TEST_SEED, 0,
+      GUEST_ACTIVITY_BUSY, frozen_no);
+  fail_unless (pull_until_equal (h, w, ht, expected, PULL_TIMEOUT_MS, &diff),
+      "no frame equals busy frame %u (last diff %" G_GUINT64_FORMAT ")",
+      frozen_no, diff);
+
+  g_free (expected);
+  g_free (prev);
+  g_free (mask);
+  gst_harness_teardown (h);
+  g_free (uri);
+  guest_process_stop (gp);
+}
+
+GST_END_TEST;
+
+static GstEvent *
+key_event (gboolean press, const gchar * key, gint scancode)
+{
+  GstEvent *ev = press ? gst_navigation_event_new_key_press (key, 0) :
+      gst_navigation_event_new_key_release (key, 0);
+
+  if (scancode > 0) {
+    GstStructure *s;
+
+    ev = gst_event_make_writable (ev);
+    s = gst_event_writable_structure (ev);
+    gst_structure_set (s, "scancode", G_TYPE_UINT, (guint) scancode, NULL);
+  }
+  return ev;
+}
+
+GST_START_TEST (test_key_press)
+{
+  GuestProcess *gp = start_guest (NULL);
+  gchar *uri = guest_process_get_uri (gp);
+  GstHarness *h = harness_for (uri, NULL);
+  GstBuffer *buf;
+  guint8 *expected;
+  gint w, ht;
+  guint mark;
+  gchar *line;
+  guint64 diff;
+
+  buf = pull_within (h, PULL_TIMEOUT_MS);
+  fail_unless (buf != NULL);
+  current_size (h, &w, &ht);
+  gst_buffer_unref (buf);
+  /* the inputs channel links shortly after the display */
+  fail_unless ((line = guest_process_wait_line (gp, "channel up inputs",
+              GUEST_LINE_TIMEOUT_MS)) != NULL);
+  g_free (line);
+
+  /* keysym name */
+  mark = guest_process_mark (gp);
+  fail_unless (gst_harness_push_upstream_event (h, key_event (TRUE, "space",
+              0)));
+  fail_unless (gst_harness_push_upstream_event (h, key_event (FALSE, "space",
+              0)));
+  line = guest_process_wait_line_from (gp, mark, "key down", 20000, NULL);
+  fail_unless (line != NULL, "guest saw no key");
+  fail_unless_equals_string (line, "key down 0x39");
+  g_free (line);
+  line = guest_process_wait_line_from (gp, mark, "key up", 20000, NULL);
+  fail_unless_equals_string (line, "key up 0x39");
+  g_free (line);
+  line = guest_process_wait_line_from (gp, mark, "box 1", 20000, NULL);
+  fail_unless (line != NULL);
+  g_free (line);
+
+  /* the key box toggles in a later frame */
+  expected = expected_idle (w, ht, 1);
+  fail_unless (pull_until_equal (h, w, ht, expected, PULL_TIMEOUT_MS, &diff),
+      "key box never toggled (last diff %" G_GUINT64_FORMAT ")", diff);
+  g_free (expected);
+
+  /* exact scancode field wins over the name: Right Ctrl */
+  mark = guest_process_mark (gp);
+  fail_unless (gst_harness_push_upstream_event (h, key_event (TRUE,
+              "Control_L", 0x11d)));
+  fail_unless (gst_harness_push_upstream_event (h, key_event (FALSE,
+              "Control_L", 0x11d)));
+  line = guest_process_wait_line_from (gp, mark, "key down", 20000, NULL);
+  fail_unless_equals_string (line, "key down 0x11d");
+  g_free (line);
+
+  /* a shifted name without Shift gets a synthesized Shift */
+  mark = guest_process_mark (gp);
+  fail_unless (gst_harness_push_upstream_event (h, key_event (TRUE, "A", 0)));
+  fail_unless (gst_harness_push_upstream_event (h, key_event (FALSE, "A",
+              0)));
+  line = guest_process_wait_line_from (gp, mark, "key down 0x1e", 20000, NULL);
+  fail_unless (line != NULL, "no 'a' key for \"A\"");
+  g_free (line);
+  line = guest_process_find_line (gp, mark, "key down 0x2a", NULL);
+  fail_unless (line != NULL, "no Shift for \"A\"");
+  g_free (line);
+
+  fail_unless (stat_u64 (h->element, "input-events") >= 6);
+
+  gst_harness_teardown (h);
+  g_free (uri);
+  guest_process_stop (gp);
+}
+
+GST_END_TEST;
+
+static gboolean
+wait_mouse_mode (GstElement * src, const gchar * mode, guint timeout_ms)
+{
+  gint64 end = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
+
+  while (g_get_monotonic_time () < end) {
+    GstStructure *s = src_stats (src);
+    gboolean ok = !g_strcmp0 (gst_structure_get_string (s, "mouse-mode"),
+        mode);
+
+    gst_structure_free (s);
+    if (ok)
+      return TRUE;
+    g_usleep (20000);
+  }
+  return FALSE;
+}
+
+GST_START_TEST (test_mouse_client_mode)
+{
+  GuestProcess *gp = start_guest (NULL);
+  gchar *uri = guest_process_get_uri (gp);
+  GstHarness *h = harness_for (uri, NULL);
+  GstBuffer *buf;
+  guint mark;
+  gchar *line;
+
+  buf = pull_within (h, PULL_TIMEOUT_MS);
+  fail_unless (buf != NULL);
+  gst_buffer_unref (buf);
+  fail_unless ((line = guest_process_wait_line (gp, "channel up inputs",
+              GUEST_LINE_TIMEOUT_MS)) != NULL);
+  g_free (line);
+  fail_unless (wait_mouse_mode (h->element, "client", 20000),
+      "server never granted client mouse mode");
+
+  mark = guest_process_mark (gp);
+  fail_unless (gst_harness_push_upstream_event (h,
+          gst_navigation_event_new_mouse_move (100, 200, 0)));
+  line = guest_process_wait_line_from (gp, mark, "mouse position", 20000,
+      NULL);
+  fail_unless_equals_string (line, "mouse position 100 200 buttons=0");
+  g_free (line);
+
+  mark = guest_process_mark (gp);
+  fail_unless (gst_harness_push_upstream_event (h,
+          gst_navigation_event_new_mouse_button_press (1, 300, 400, 0)));
+  fail_unless (gst_harness_push_upstream_event (h,
+          gst_navigation_event_new_mouse_button_release (1, 300, 400, 0)));
+  line = guest_process_wait_line_from (gp, mark, "mouse position", 20000,
+      NULL);
+  fail_unless (line && g_str_has_prefix (line, "mouse position 300 400"),
+      "%s", GST_STR_NULL (line));
+  g_free (line);
+  line = guest_process_wait_line_from (gp, mark, "mouse buttons 1", 20000,
+      NULL);
+  fail_unless (line != NULL, "no left button press");
+  g_free (line);
+  line = guest_process_wait_line_from (gp, mark, "mouse buttons 0", 20000,
+      NULL);
+  fail_unless (line != NULL, "no left button release");
+  g_free (line);
+
+  /* wheel up */
+  mark = guest_process_mark (gp);
+  fail_unless (gst_harness_push_upstream_event (h,
+          gst_navigation_event_new_mouse_scroll (300, 400, 0, 1, 0)));
+  line = guest_process_wait_line_from (gp, mark, "mouse wheel", 20000, NULL);
+  fail_unless (line && g_str_has_prefix (line, "mouse wheel -1"), "%s",
+      GST_STR_NULL (line));
+  g_free (line);
+
+  gst_harness_teardown (h);
+  g_free (uri);
+  guest_process_stop (gp);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_resize)
+{
+  GuestProcess *gp = start_guest (NULL);
+  gchar *uri = guest_process_get_uri (gp);
+  GstHarness *h = harness_for (uri, NULL);
+  GstBuffer *buf;
+  guint8 *expected;
+  gint w, ht;
+  gchar *line;
+  guint64 diff = 0;
+  gint64 end;
+  gboolean seen = FALSE;
+
+  buf = pull_within (h, PULL_TIMEOUT_MS);
+  fail_unless (buf != NULL);
+  gst_buffer_unref (buf);
+
+  guest_process_command (gp, "resize 1024 640");
+  line = guest_process_wait_line (gp, "resized", GUEST_LINE_TIMEOUT_MS);
+  fail_unless (line != NULL);
+  g_free (line);
+
+  expected = expected_idle (1024, 640, 0);
+  end = g_get_monotonic_time () + PULL_TIMEOUT_MS * 1000LL;
+  while (!seen && g_get_monotonic_time () < end) {
+    GstSpiceDamageMeta *meta;
+
+    buf = pull_within (h, 1000);
+    if (!buf)
+      continue;
+    current_size (h, &w, &ht);
+    if (w == 1024 && ht == 640) {
+      meta = gst_buffer_get_spice_damage_meta (buf);
+      fail_unless (meta != NULL);
+      diff = frame_diff (buf, w, ht, expected, NULL, NULL);
+      seen = diff == 0;
+    }
+    gst_buffer_unref (buf);
+  }
+  fail_unless (seen, "no correct 1024x640 frame after resize (last diff %"
+      G_GUINT64_FORMAT ")", diff);
+
+  g_free (expected);
+  gst_harness_teardown (h);
+  g_free (uri);
+  guest_process_stop (gp);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_reconnect)
+{
+  GuestProcess *gp = start_guest (NULL);
+  gchar *uri = guest_process_get_uri (gp);
+  guint port = guest_process_get_port (gp);
+  gchar *port_arg = g_strdup_printf ("--port=%u", port);
+  GstHarness *h = harness_for (uri,
+      "reconnect=always reconnect-interval=200");
+  GstBuffer *buf;
+  guint8 *expected;
+  guint64 diff;
+  gint w, ht;
+
+  buf = pull_within (h, PULL_TIMEOUT_MS);
+  fail_unless (buf != NULL);
+  gst_buffer_unref (buf);
+
+  /* the guest goes away... */
+  guest_process_stop (gp);
+  g_usleep (500 * 1000);
+  /* ...and comes back on the same port, this time with a key pressed:
+   * frames resume with its picture */
+  gp = start_guest (port_arg, NULL);
+  fail_unless_equals_int (guest_process_get_port (gp), port);
+  guest_process_command (gp, "key");
+  expected = expected_idle (GUEST_DEFAULT_WIDTH, GUEST_DEFAULT_HEIGHT, 1);
+  w = GUEST_DEFAULT_WIDTH;
+  ht = GUEST_DEFAULT_HEIGHT;
+  fail_unless (pull_until_equal (h, w, ht, expected, PULL_TIMEOUT_MS, &diff),
+      "no frame from the restarted guest (last diff %" G_GUINT64_FORMAT ")",
+      diff);
+  {
+    GstStructure *s = src_stats (h->element);
+    guint rc = 0;
+
+    fail_unless (gst_structure_get_uint (s, "reconnects", &rc));
+    fail_unless (rc >= 1);
+    gst_structure_free (s);
+  }
+  /* no error was posted meanwhile */
+  g_free (expected);
+  gst_harness_teardown (h);
+  g_free (uri);
+  g_free (port_arg);
+  guest_process_stop (gp);
+}
+
+GST_END_TEST;
+
+/* ------------------------------------------------------------------------ */
+/* errors, in a pipeline with a bus */
+
+static GstElement *
+pipeline_for (const gchar * uri, const gchar * extra, GstElement ** src)
+{
+  gchar *desc = g_strdup_printf ("spicesrc name=src uri=\"%s\" %s ! "
+      "fakesink sync=false", uri, extra ? extra : "");
+  GError *err = NULL;
+  GstElement *p = gst_parse_launch (desc, &err);
+
+  fail_unless (p != NULL, "%s", err ? err->message : "");
+  g_free (desc);
+  if (src)
+    *src = gst_bin_get_by_name (GST_BIN (p), "src");
+  return p;
+}
+
+static void
+expect_error (GstElement * p, GQuark domain, gint code, const gchar * needle,
+    guint timeout_ms)
+{
+  GstBus *bus = gst_element_get_bus (p);
+  GstMessage *msg = wait_error (bus, timeout_ms);
+  GError *err = NULL;
+  gchar *dbg = NULL;
+
+  fail_unless (msg != NULL, "no error within %u ms", timeout_ms);
+  gst_message_parse_error (msg, &err, &dbg);
+  GST_INFO ("error: %s (%s)", err->message, dbg);
+  g_printerr ("got expected error: %s (%s)\n", err->message,
+      GST_STR_NULL (dbg));
+  fail_unless (g_error_matches (err, domain, code), "wrong error: %s %d %s",
+      g_quark_to_string (err->domain), err->code, err->message);
+  fail_unless (strstr (err->message, needle) != NULL, "'%s' not in '%s'",
+      needle, err->message);
+  fail_unless (GST_MESSAGE_SRC (msg) != NULL &&
+      g_str_has_prefix (GST_OBJECT_NAME (GST_MESSAGE_SRC (msg)), "src"));
+  g_error_free (err);
+  g_free (dbg);
+  gst_message_unref (msg);
+  gst_object_unref (bus);
+}
+
+GST_START_TEST (test_error_refused)
+{
+  guint port = test_pick_free_port ();
+  gchar *uri = g_strdup_printf ("spice://127.0.0.1:%u", port);
+  GstElement *p = pipeline_for (uri, NULL, NULL);
+
+  gst_element_set_state (p, GST_STATE_PLAYING);
+  expect_error (p, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_OPEN_READ,
+      "Could not connect", 20000);
+  gst_element_set_state (p, GST_STATE_NULL);
+  gst_object_unref (p);
+  g_free (uri);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_error_password)
+{
+  GuestProcess *gp = start_guest ("--password=s3cret", NULL);
+  gchar *uri = guest_process_get_uri (gp);
+  GstElement *p = pipeline_for (uri, "password=wrong", NULL);
+  GstHarness *h;
+  GstBuffer *buf;
+  gchar *good;
+
+  gst_element_set_state (p, GST_STATE_PLAYING);
+  expect_error (p, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_NOT_AUTHORIZED,
+      "authentication failed", 20000);
+  gst_element_set_state (p, GST_STATE_NULL);
+  gst_object_unref (p);
+
+  /* the right one, in the URI this time, works */
+  good = g_strdup_printf ("%s?password=s3cret", uri);
+  h = harness_for (good, NULL);
+  buf = pull_within (h, PULL_TIMEOUT_MS);
+  fail_unless (buf != NULL, "no frame with the right password");
+  gst_buffer_unref (buf);
+  gst_harness_teardown (h);
+
+  g_free (good);
+  g_free (uri);
+  guest_process_stop (gp);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_error_bad_uri)
+{
+  const gchar *bad[] = { "spice://", "http://127.0.0.1:5900",
+    "spice://127.0.0.1", "spice://127.0.0.1:99999", NULL
+  };
+  const gchar **u;
+
+  for (u = bad; *u; u++) {
+    GstElement *p = pipeline_for (*u, NULL, NULL);
+    GstBus *bus = gst_element_get_bus (p);
+    GstMessage *msg;
+    GError *err = NULL;
+
+    fail_unless_equals_int (gst_element_set_state (p, GST_STATE_PAUSED),
+        GST_STATE_CHANGE_FAILURE);
+    msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
+    fail_unless (msg != NULL, "no error for %s", *u);
+    gst_message_parse_error (msg, &err, NULL);
+    fail_unless (strstr (err->message, *u) != NULL, "URI not named in '%s'",
+        err->message);
+    g_error_free (err);
+    gst_message_unref (msg);
+    gst_object_unref (bus);
+    gst_element_set_state (p, GST_STATE_NULL);
+    gst_object_unref (p);
+  }
+  /* the URI handler refuses them too */
+  {
+    GstElement *e = gst_element_make_from_uri (GST_URI_SRC,
+        "spice://127.0.0.1:5900", NULL, NULL);
+    gchar *got;
+
+    fail_unless (e != NULL);
+    got = gst_uri_handler_get_uri (GST_URI_HANDLER (e));
+    fail_unless_equals_string (got, "spice://127.0.0.1:5900");
+    g_free (got);
+    fail_if (gst_uri_handler_set_uri (GST_URI_HANDLER (e), "http://x", NULL));
+    gst_object_unref (e);
+  }
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_error_vanish)
+{
+  GuestProcess *gp = start_guest (NULL);
+  gchar *uri = guest_process_get_uri (gp);
+  GstElement *src;
+  GstElement *p = pipeline_for (uri, NULL, &src);
+  gint64 end = g_get_monotonic_time () + PULL_TIMEOUT_MS * 1000LL;
+
+  gst_element_set_state (p, GST_STATE_PLAYING);
+  while (stat_u64 (src, "frames") == 0 && g_get_monotonic_time () < end)
+    g_usleep (10000);
+  fail_unless (stat_u64 (src, "frames") > 0);
+  guest_process_stop (gp);
+  expect_error (p, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_READ, "lost",
+      20000);
+  gst_element_set_state (p, GST_STATE_NULL);
+  gst_object_unref (src);
+  gst_object_unref (p);
+  g_free (uri);
+}
+
+GST_END_TEST;
+
+/* ------------------------------------------------------------------------ */
+/* shutdown */
+
+static gint64
+timed_set_null (GstElement * p)
+{
+  gint64 t0 = g_get_monotonic_time ();
+
+  fail_unless (gst_element_set_state (p, GST_STATE_NULL) ==
+      GST_STATE_CHANGE_SUCCESS);
+  return g_get_monotonic_time () - t0;
+}
+
+GST_START_TEST (test_null_while_connecting)
+{
+  /* a server that accepts TCP and never says a word */
+  GSocket *sock = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM,
+      G_SOCKET_PROTOCOL_TCP, NULL);
+  GInetAddress *lo = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
+  GSocketAddress *addr = g_inet_socket_address_new (lo, 0), *bound;
+  gchar *uri;
+  GstElement *p;
+  gint64 us;
+
+  fail_unless (g_socket_bind (sock, addr, TRUE, NULL));
+  fail_unless (g_socket_listen (sock, NULL));
+  bound = g_socket_get_local_address (sock, NULL);
+  uri = g_strdup_printf ("spice://127.0.0.1:%u",
+      g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (bound)));
+
+  p = pipeline_for (uri, NULL, NULL);
+  gst_element_set_state (p, GST_STATE_PLAYING);
+  g_usleep (G_USEC_PER_SEC);
+  us = timed_set_null (p);
+  g_printerr ("NULL while connecting: %.3f s\n", us / 1e6);
+  fail_unless (us < 2 * G_USEC_PER_SEC, "took %.3f s", us / 1e6);
+
+  /* and right after PLAYING */
+  gst_element_set_state (p, GST_STATE_PLAYING);
+  us = timed_set_null (p);
+  fail_unless (us < 2 * G_USEC_PER_SEC, "took %.3f s", us / 1e6);
+
+  gst_object_unref (p);
+  g_free (uri);
+  g_object_unref (bound);
+  g_object_unref (addr);
+  g_object_unref (lo);
+  g_object_unref (sock);
+}
+
+GST_END_TEST;
+
+/* Downstream blocks (appsink full, nobody pulls): draws merge instead of
+ * queueing, consecutive pulled frames carry consecutive seqs whose damage
+ * covers their difference, and NULL returns promptly while blocked. */
+GST_START_TEST (test_coalesce_and_null_while_blocked)
+{
+  GuestProcess *gp = start_guest ("--activity=busy", NULL);
+  gchar *uri = guest_process_get_uri (gp);
+  gchar *desc = g_strdup_printf ("spicesrc name=src uri=\"%s\" ! "
+      "appsink name=sink sync=false max-buffers=1 drop=false", uri);
+  GstElement *p = gst_parse_launch (desc, NULL);
+  GstElement *sink = gst_bin_get_by_name (GST_BIN (p), "sink");
+  GstElement *src = gst_bin_get_by_name (GST_BIN (p), "src");
+  GstSample *sample;
+  guint64 seq = 0, invalidates0, frames0;
+  guint8 *prev = NULL;
+  gint i, w = 0, ht = 0;
+  gint64 us;
+
+  gst_element_set_state (p, GST_STATE_PLAYING);
+  for (i = 0; i < 6; i++) {
+    GstBuffer *buf;
+    GstSpiceDamageMeta *meta;
+    GstVideoInfo info;
+    guint8 *cur;
+
+    sample = gst_app_sink_try_pull_sample (GST_APP_SINK (sink),
+        PULL_TIMEOUT_MS * GST_MSECOND);
+    fail_unless (sample != NULL);
+    buf = gst_sample_get_buffer (sample);
+    fail_unless (gst_video_info_from_caps (&info,
+            gst_sample_get_caps (sample)));
+    w = info.width;
+    ht = info.height;
+    meta = gst_buffer_get_spice_damage_meta (buf);
+    fail_unless (meta != NULL);
+    if (i > 0) {
+      gint x, y, fx = -1, fy = -1;
+      guint64 outside = 0;
+
+      fail_unless_equals_uint64 (meta->seq, seq + 1);
+      cur = buffer_dup_pixels (buf, w, ht);
+      for (y = 0; y < ht; y++)
+        for (x = 0; x < w; x++) {
+          gsize o = ((gsize) y * w + x) * 4;
+          guint r;
+          gboolean in = FALSE;
+
+          if (!memcmp (prev + o, cur + o, 3))
+            continue;
+          for (r = 0; r < meta->n_rects && !in; r++) {
+            const GstVideoRectangle *d = &meta->rects[r];
+
+            in = x >= d->x && x < d->x + d->w && y >= d->y && y < d->y + d->h;
+          }
+          if (!in && outside++ == 0) {
+            fx = x;
+            fy = y;
+          }
+        }
+      fail_unless (outside == 0, "%" G_GUINT64_FORMAT " changed pixels "
+          "outside the merged damage (first at %d,%d)", outside, fx, fy);
+      g_free (prev);
+      prev = cur;
+    } else {
+      prev = buffer_dup_pixels (buf, w, ht);
+    }
+    seq = meta->seq;
+    gst_sample_unref (sample);
+    /* let the guest draw ~9 frames while we hold the pipeline */
+    g_usleep (300 * 1000);
+  }
+
+  /* while blocked, invalidates keep coming but frames don't */
+  frames0 = stat_u64 (src, "frames");
+  invalidates0 = stat_u64 (src, "invalidates");
+  g_usleep (G_USEC_PER_SEC);
+  fail_unless (stat_u64 (src, "invalidates") > invalidates0 + 5,
+      "guest stopped drawing?");
+  fail_unless (stat_u64 (src, "frames") <= frames0 + 1,
+      "spicesrc queued frames: %" G_GUINT64_FORMAT " -> %" G_GUINT64_FORMAT,
+      frames0, stat_u64 (src, "frames"));
+
+  us = timed_set_null (p);
+  g_printerr ("NULL while blocked: %.3f s\n", us / 1e6);
+  fail_unless (us < 2 * G_USEC_PER_SEC, "took %.3f s", us / 1e6);
+
+  g_free (prev);
+  gst_object_unref (sink);
+  gst_object_unref (src);
+  gst_object_unref (p);
+  g_free (desc);
+  g_free (uri);
+  guest_process_stop (gp);
+}
+
+GST_END_TEST;
+
+/* ------------------------------------------------------------------------ */
+/* cursor */
+
+GST_START_TEST (test_cursor_event)
+{
+  GuestProcess *gp = start_guest (NULL);
+  gchar *uri = guest_process_get_uri (gp);
+  GstHarness *h = harness_for (uri, NULL);
+  GstBuffer *buf;
+  GstSpiceCursor c;
+  gboolean got_shape = FALSE, got_hidden = FALSE;
+  gint64 end;
+  gchar *line;
+
+  buf = pull_within (h, PULL_TIMEOUT_MS);
+  fail_unless (buf != NULL);
+  gst_buffer_unref (buf);
+  fail_unless ((line = guest_process_wait_line (gp, "channel up cursor",
+              GUEST_LINE_TIMEOUT_MS)) != NULL);
+  g_free (line);
+  guest_process_command (gp, "cursor hide");
+
+  end = g_get_monotonic_time () + PULL_TIMEOUT_MS * 1000LL;
+  while (!(got_shape && got_hidden) && g_get_monotonic_time () < end) {
+    GstEvent *ev = gst_harness_try_pull_event (h);
+
+    if (!ev) {
+      /* frames keep the stream going; drop them */
+      while ((buf = gst_harness_try_pull (h)))
+        gst_buffer_unref (buf);
+      g_usleep (5000);
+      continue;
+    }
+    if (gst_spice_event_parse_cursor (ev, &c)) {
+      GST_INFO ("cursor visible %d %dx%d hot %d,%d", c.visible, c.width,
+          c.height, c.hot_x, c.hot_y);
+      if (c.shape && c.width > 0 && c.height > 0) {
+        fail_unless (gst_buffer_get_size (c.shape) >=
+            (gsize) c.width * c.height * 4);
+        got_shape = TRUE;
+      }
+      if (got_shape && !c.visible)
+        got_hidden = TRUE;
+      gst_clear_buffer (&c.shape);
+    }
+    gst_event_unref (ev);
+  }
+  fail_unless (got_shape, "no cursor shape event");
+  fail_unless (got_hidden, "no hidden cursor event");
+
+  gst_harness_teardown (h);
+  g_free (uri);
+  guest_process_stop (gp);
+}
+
+GST_END_TEST;
+
+/* ------------------------------------------------------------------------ */
+/* an application with a GMainLoop on the default context (gst-launch) */
+
+typedef struct
+{
+  GMainLoop *loop;
+  GstElement *src;
+  GuestProcess *gp;
+  guint frames;
+  gboolean idle_ran;
+  gint64 loop_start;
+  gint64 idle_delay;
+  guint64 helper_at_steady;
+  gboolean steady;
+  gboolean failed;
+  gchar *why;
+  gboolean key_sent;
+  GstElement *pipeline;
+} AppState;
+
+static void
+on_handoff (GstElement * sink, GstBuffer * buf, GstPad * pad, AppState * st)
+{
+  g_atomic_int_inc (&st->frames);
+}
+
+static gboolean
+on_idle (AppState * st)
+{
+  st->idle_ran = TRUE;
+  st->idle_delay = g_get_monotonic_time () - st->loop_start;
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
+on_tick (AppState * st)
+{
+  gint64 t = g_get_monotonic_time () - st->loop_start;
+
+  if (!st->steady && t > G_USEC_PER_SEC && g_atomic_int_get (&st->frames)) {
+    st->steady = TRUE;
+    st->helper_at_steady = stat_u64 (st->src, "invalidates-on-helper");
+    /* input through the pipeline, from the app thread */
+    gst_element_send_event (st->pipeline,
+        gst_navigation_event_new_key_press ("space", 0));
+    gst_element_send_event (st->pipeline,
+        gst_navigation_event_new_key_release ("space", 0));
+    st->key_sent = TRUE;
+  }
+  if (st->steady && t > 3 * G_USEC_PER_SEC) {
+    g_main_loop_quit (st->loop);
+    return G_SOURCE_REMOVE;
+  }
+  if (t > 40 * G_USEC_PER_SEC) {
+    st->failed = TRUE;
+    st->why = g_strdup ("timeout");
+    g_main_loop_quit (st->loop);
+    return G_SOURCE_REMOVE;
+  }
+  return G_SOURCE_CONTINUE;
+}
+
+static gboolean
+on_bus (GstBus * bus, GstMessage * msg, AppState * st)
+{
+  if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
+    GError *err = NULL;
+
+    gst_message_parse_error (msg, &err, NULL);
+    st->failed = TRUE;
+    st->why = g_strdup (err->message);
+    g_error_free (err);
+    g_main_loop_quit (st->loop);
+  }
+  return G_SOURCE_CONTINUE;
+}
+
+GST_START_TEST (test_app_main_loop)
+{
+  GuestProcess *gp = start_guest ("--activity=busy", NULL);
+  gchar *uri = guest_process_get_uri (gp);
+  gchar *desc = g_strdup_printf ("spicesrc name=src uri=\"%s\" ! "
+      "videoconvert ! fakesink name=sink sync=true signal-handoffs=true", uri);
+  AppState st = { 0, };
+  GstElement *sink;
+  GstBus *bus;
+  guint bus_id;
+  gchar *line;
+  guint64 helper_end;
+
+  st.pipeline = gst_parse_launch (desc, NULL);
+  fail_unless (st.pipeline != NULL);
+  st.src = gst_bin_get_by_name (GST_BIN (st.pipeline), "src");
+  sink = gst_bin_get_by_name (GST_BIN (st.pipeline), "sink");
+  g_signal_connect (sink, "handoff", G_CALLBACK (on_handoff), &st);
+  st.loop = g_main_loop_new (NULL, FALSE);
+  bus = gst_element_get_bus (st.pipeline);
+  bus_id = gst_bus_add_watch (bus, (GstBusFunc) on_bus, &st);
+
+  /* like gst-launch: state change first, then the loop */
+  gst_element_set_state (st.pipeline, GST_STATE_PLAYING);
+  g_usleep (300 * 1000);        /* the helper owns the context meanwhile */
+  st.loop_start = g_get_monotonic_time ();
+  g_idle_add ((GSourceFunc) on_idle, &st);
+  g_timeout_add (50, (GSourceFunc) on_tick, &st);
+  g_main_loop_run (st.loop);
+
+  fail_if (st.failed, "%s", GST_STR_NULL (st.why));
+  fail_unless (st.idle_ran);
+  g_printerr ("app loop got the context after %.1f ms\n",
+      st.idle_delay / 1000.0);
+  fail_unless (st.idle_delay < G_USEC_PER_SEC / 2, "loop starved: %.3f s",
+      st.idle_delay / 1e6);
+  fail_unless (g_atomic_int_get (&st.frames) > 10);
+  /* while the application's loop ran, spice-gtk ran on its thread */
+  helper_end = stat_u64 (st.src, "invalidates-on-helper");
+  fail_unless (helper_end == st.helper_at_steady,
+      "helper dispatched %" G_GUINT64_FORMAT " invalidates under the app loop",
+      helper_end - st.helper_at_steady);
+  fail_unless (st.key_sent);
+  line = guest_process_wait_line (gp, "key down 0x39", 20000);
+  fail_unless (line != NULL, "key from the app loop never arrived");
+  g_free (line);
+
+  fail_unless (timed_set_null (st.pipeline) < 2 * G_USEC_PER_SEC);
+  g_source_remove (bus_id);
+  gst_object_unref (bus);
+  gst_object_unref (sink);
+  gst_object_unref (st.src);
+  gst_object_unref (st.pipeline);
+  g_main_loop_unref (st.loop);
+  g_free (st.why);
+  g_free (desc);
+  g_free (uri);
+  guest_process_stop (gp);
+}
+
+GST_END_TEST;
+
+/* ------------------------------------------------------------------------ */
+
+static Suite *
+spicesrc_suite (void)
+{
+  Suite *s = suite_create ("spicesrc");
+  TCase *tc = tcase_create ("guest");
+
+  tcase_set_timeout (tc, 180);
+  suite_add_tcase (s, tc);
+  tcase_add_test (tc, test_first_frame_exact);
+  tcase_add_test (tc, test_busy_damage);
+  tcase_add_test (tc, test_key_press);
+  tcase_add_test (tc, test_mouse_client_mode);
+  tcase_add_test (tc, test_resize);
+  tcase_add_test (tc, test_reconnect);
+  tcase_add_test (tc, test_error_refused);
+  tcase_add_test (tc, test_error_password);
+  tcase_add_test (tc, test_error_bad_uri);
+  tcase_add_test (tc, test_error_vanish);
+  tcase_add_test (tc, test_null_while_connecting);
+  tcase_add_test (tc, test_coalesce_and_null_while_blocked);
+  tcase_add_test (tc, test_cursor_event);
+  tcase_add_test (tc, test_app_main_loop);
+  return s;
+}
+
+GST_CHECK_MAIN (spicesrc);
