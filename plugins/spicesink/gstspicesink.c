@@ -1,0 +1,1167 @@
+/* spicesink: serves a GStreamer picture to SPICE clients (element and pads)
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+/**
+ * SECTION:element-spicesink
+ * @title: spicesink
+ *
+ * spicesink is a small SPICE server. It serves the draws that spicetiler
+ * produces on its `draw` pad (application/x-spice-draws: DRAW_COPY regions
+ * with BITMAP, LZ4 or JPEG images) and, on request pads `stream_%u`,
+ * encoded video (image/jpeg, video/x-vp8, video/x-vp9, video/x-h264) as
+ * SPICE video streams, to any number of ordinary SPICE clients
+ * (remote-viewer, spicy, spice-html5...).
+ *
+ * Keyboard and mouse input of the clients travel upstream from the `draw`
+ * pad as GstNavigation events (`key` is the X11 keysym name, plus an exact
+ * `scancode` field in spice-gtk's convention: XT set 1, 0x100|code for
+ * E0-prefixed keys; pointer positions in surface pixels).
+ *
+ * A client that connects is sent the surface, the last known picture and
+ * a `spice-refresh` event goes upstream so that the tiler redraws
+ * everything; streams start for it at the next key unit (a force-key-unit
+ * event is sent upstream). A client that cannot decode a stream's codec
+ * makes spicesink send `spice-stream-control` (enabled=FALSE) upstream on
+ * that stream pad so that the tiler sends the area as draws.
+ *
+ * Writes are paced by the sockets (TCP_NOTSENT_LOWAT): the render path
+ * blocks while a client has no room, up to `client-timeout`; a client that
+ * stays full for longer is resynchronised later instead of being fed a
+ * backlog.
+ *
+ * ## Example launch line
+ * |[
+ * gst-launch-1.0 videotestsrc is-live=true ! spicetiler name=t \
+ *     t.draw ! spicesink name=s port=5910 \
+ *     t.stream ! queue max-size-buffers=1 leaky=downstream ! \
+ *     vp8enc deadline=1 ! s.stream_0
+ * ]| Serves a test picture on spice://127.0.0.1:5910
+ *
+ * Since: 0.1
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <stdio.h>
+#include <string.h>
+#include <gst/video/video.h>
+
+#include "gstspicesinkpriv.h"
+
+GST_DEBUG_CATEGORY (gst_spice_sink_debug);
+
+#define DEFAULT_ADDRESS "127.0.0.1"
+#define DEFAULT_PORT 5900
+#define DEFAULT_TLS_PORT -1
+#define DEFAULT_MAX_CLIENTS 4
+#define DEFAULT_STREAM_LATENCY 20
+#define DEFAULT_CLIENT_TIMEOUT 500
+#define DEFAULT_QUEUE_SIZE (256 * 1024)
+#define DEFAULT_NOTSENT_LOWAT (64 * 1024)
+#define DEFAULT_HANDSHAKE_TIMEOUT 10000
+#define FKU_MIN_INTERVAL_US (200 * G_TIME_SPAN_MILLISECOND)
+#define REFRESH_RETRY_US (1000 * G_TIME_SPAN_MILLISECOND)
+
+enum {
+  PROP_0,
+  PROP_ADDRESS,
+  PROP_PORT,
+  PROP_TLS_PORT,
+  PROP_TLS_CERT_FILE,
+  PROP_TLS_KEY_FILE,
+  PROP_PASSWORD,
+  PROP_DISABLE_TICKETING,
+  PROP_MAX_CLIENTS,
+  PROP_STREAM_LATENCY,
+  PROP_CLIENT_TIMEOUT,
+  PROP_QUEUE_SIZE,
+  PROP_NOTSENT_LOWAT,
+  PROP_HANDSHAKE_TIMEOUT,
+  PROP_BOUND_PORT,
+  PROP_BOUND_TLS_PORT,
+  PROP_STATS,
+};
+
+static GstStaticPadTemplate draw_template = GST_STATIC_PAD_TEMPLATE ("draw",
+    GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS (GST_SPICE_DRAWS_CAPS));
+
+static GstStaticPadTemplate stream_template =
+GST_STATIC_PAD_TEMPLATE ("stream_%u", GST_PAD_SINK, GST_PAD_REQUEST,
+    GST_STATIC_CAPS ("image/jpeg; video/x-vp8; video/x-vp9; "
+        "video/x-h264, stream-format = (string) byte-stream, "
+        "alignment = (string) au"));
+
+#define gst_spice_sink_parent_class parent_class
+G_DEFINE_TYPE (GstSpiceSink, gst_spice_sink, GST_TYPE_ELEMENT);
+GST_ELEMENT_REGISTER_DEFINE_WITH_CODE (spicesink, "spicesink", GST_RANK_NONE,
+    GST_TYPE_SPICE_SINK,
+    GST_DEBUG_CATEGORY_INIT (gst_spice_sink_debug, "spicesink", 0,
+        "SPICE server sink"));
+
+/* ------------------------------------------------------- upstream events */
+
+typedef struct {
+  GstPad *pad;
+  GstEvent *event;
+} PendingEvent;
+
+static void
+event_thread_func (gpointer data, gpointer user_data)
+{
+  PendingEvent *pe = data;
+
+  if (!gst_pad_push_event (pe->pad, pe->event))
+    GST_LOG_OBJECT (pe->pad, "upstream event not handled");
+  gst_object_unref (pe->pad);
+  g_free (pe);
+}
+
+/* any thread: pushes @event upstream from @pad on the event thread */
+void
+gst_spice_sink_post_upstream (GstSpiceSink * sink, GstPad * pad,
+    GstEvent * event)
+{
+  PendingEvent *pe;
+
+  if (!sink->event_pool) {
+    gst_event_unref (event);
+    return;
+  }
+  pe = g_new (PendingEvent, 1);
+  pe->pad = gst_object_ref (pad);
+  pe->event = event;
+  g_thread_pool_push (sink->event_pool, pe, NULL);
+}
+
+/* lock held */
+void
+gst_spice_sink_request_refresh (GstSpiceSink * sink, gboolean force)
+{
+  gint64 now = g_get_monotonic_time ();
+
+  if (sink->refresh_outstanding && now - sink->refresh_requested_us <
+      REFRESH_RETRY_US)
+    return;
+  if (!force && !sink->refresh_outstanding)
+    return;
+  sink->refresh_outstanding = TRUE;
+  sink->refresh_requested_us = now;
+  sink->refresh_requests++;
+  GST_DEBUG_OBJECT (sink, "requesting a refresh upstream");
+  gst_spice_sink_post_upstream (sink, sink->draw_pad,
+      gst_spice_event_new_refresh ());
+}
+
+/* lock held */
+void
+gst_spice_sink_request_key_unit (GstSpiceSink * sink, SinkStream * st,
+    gboolean force)
+{
+  gint64 now = g_get_monotonic_time ();
+
+  if (!force && now - st->last_fku_us < FKU_MIN_INTERVAL_US)
+    return;
+  st->last_fku_us = now;
+  gst_spice_sink_post_upstream (sink, st->pad,
+      gst_video_event_new_upstream_force_key_unit (GST_CLOCK_TIME_NONE, TRUE,
+          0));
+}
+
+/* lock held: a stream is enabled while every client with a display can
+ * decode its codec */
+void
+gst_spice_sink_update_stream_control (GstSpiceSink * sink)
+{
+  guint i;
+
+  for (i = 0; sink->streams && i < sink->streams->len; i++) {
+    SinkStream *st = g_ptr_array_index (sink->streams, i);
+    gboolean enabled = TRUE;
+    GList *l;
+
+    if (st->codec == 0)
+      continue;
+    for (l = sink->sessions; l; l = l->next) {
+      SinkSession *s = l->data;
+
+      if (s->display && s->display->state == CONN_DATA &&
+          !gst_spice_sink_session_supports_codec (s, st->codec))
+        enabled = FALSE;
+    }
+    if (enabled == st->enabled)
+      continue;
+    st->enabled = enabled;
+    GST_INFO_OBJECT (sink, "stream %u %s", st->index, enabled ?
+        "enabled: every client can decode it" :
+        "disabled: a client cannot decode it, asking for draws");
+    if (!enabled)
+      gst_spice_sink_stream_destroy_all_clients (sink, st);
+    else
+      gst_spice_sink_request_key_unit (sink, st, TRUE);
+    gst_spice_sink_post_upstream (sink, st->pad,
+        gst_spice_event_new_stream_control (enabled));
+  }
+}
+
+/* ----------------------------------------------------------- draw path */
+
+typedef struct {
+  GstVideoRectangle dest;
+  guint8 type;
+  gsize offset, size;
+} DrawRegion;
+
+static void
+unmap_free (gpointer data)
+{
+  GstMapInfo *map = data;
+  GstBuffer *buf = map->user_data[0];
+
+  gst_buffer_unmap (buf, map);
+  gst_buffer_unref (buf);
+  g_free (map);
+}
+
+static GBytes *
+buffer_to_bytes (GstBuffer * buf)
+{
+  GstMapInfo *map = g_new0 (GstMapInfo, 1);
+
+  if (!gst_buffer_map (buf, map, GST_MAP_READ)) {
+    g_free (map);
+    return NULL;
+  }
+  map->user_data[0] = gst_buffer_ref (buf);
+  return g_bytes_new_with_free_func (map->data, map->size, unmap_free, map);
+}
+
+static GstFlowReturn
+gst_spice_sink_draw_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
+{
+  GstSpiceSink *sink = GST_SPICE_SINK (parent);
+  GstSpiceDrawsReader rd;
+  GstSpiceDraw d;
+  GArray *regions;
+  GBytes *bytes;
+  const guint8 *base;
+  gboolean refresh;
+  GList *l;
+  guint i;
+
+  if (!gst_spice_draws_reader_init (&rd, buf)) {
+    GST_ELEMENT_WARNING (sink, STREAM, FORMAT, (NULL),
+        ("malformed draws buffer dropped"));
+    gst_buffer_unref (buf);
+    return GST_FLOW_OK;
+  }
+  bytes = buffer_to_bytes (buf);
+  if (!bytes) {
+    gst_spice_draws_reader_clear (&rd);
+    gst_buffer_unref (buf);
+    return GST_FLOW_ERROR;
+  }
+  base = g_bytes_get_data (bytes, NULL);
+  refresh = (rd.flags & GST_SPICE_DRAWS_FLAG_REFRESH) != 0;
+  regions = g_array_new (FALSE, FALSE, sizeof (DrawRegion));
+
+  g_mutex_lock (&sink->lock);
+  while (gst_spice_draws_reader_next (&rd, &d)) {
+    DrawRegion r;
+
+    if (d.dest.x + d.dest.w > sink->width ||
+        d.dest.y + d.dest.h > sink->height ||
+        !gst_spice_payload_validate (d.type, d.dest.w, d.dest.h, d.payload,
+            d.payload_size)) {
+      sink->regions_invalid++;
+      GST_WARNING_OBJECT (sink, "dropping invalid region %dx%d+%d+%d "
+          "type %u", d.dest.w, d.dest.h, d.dest.x, d.dest.y, d.type);
+      continue;
+    }
+    r.dest = d.dest;
+    r.type = d.type;
+    r.offset = d.payload - rd.map.data;
+    r.size = d.payload_size;
+    g_array_append_val (regions, r);
+  }
+  if (rd.error) {
+    sink->regions_invalid++;
+    GST_WARNING_OBJECT (sink, "malformed region in draws buffer");
+  }
+  gst_spice_draws_reader_clear (&rd);
+  /* rd.map and our own mapping point at the same memory */
+  sink->updates_in++;
+  sink->regions_in += regions->len;
+
+  if (!gst_spice_sink_wait_for_room (sink)) {
+    g_mutex_unlock (&sink->lock);
+    g_array_unref (regions);
+    g_bytes_unref (bytes);
+    gst_buffer_unref (buf);
+    return GST_FLOW_FLUSHING;
+  }
+  if (refresh) {
+    gst_spice_sink_cache_clear (sink);
+    sink->refresh_outstanding = FALSE;
+  }
+  for (i = 0; i < regions->len; i++) {
+    DrawRegion *r = &g_array_index (regions, DrawRegion, i);
+    GBytes *payload = g_bytes_new_from_bytes (bytes, r->offset, r->size);
+
+    (void) base;
+    for (l = sink->sessions; l; l = l->next) {
+      SinkSession *s = l->data;
+
+      if (!gst_spice_sink_session_display_ready (s) || s->behind)
+        continue;
+      if (s->awaiting_refresh && !refresh)
+        continue;
+      gst_spice_sink_send_draw (s->display, &r->dest, r->type, payload);
+    }
+    gst_spice_sink_cache_add (sink, &r->dest, r->type, payload);
+    g_bytes_unref (payload);
+  }
+  for (l = sink->sessions; l; l = l->next) {
+    SinkSession *s = l->data;
+
+    if (!gst_spice_sink_session_display_ready (s))
+      continue;
+    if (s->behind || (s->awaiting_refresh && !refresh)) {
+      s->updates_skipped++;
+      continue;
+    }
+    s->awaiting_refresh = FALSE;
+    s->updates++;
+  }
+  gst_spice_sink_cache_update_complete (sink);
+  g_mutex_unlock (&sink->lock);
+
+  g_array_unref (regions);
+  g_bytes_unref (bytes);
+  gst_buffer_unref (buf);
+  return GST_FLOW_OK;
+}
+
+/* ----------------------------------------------------------- cursor */
+
+static GBytes *
+default_cursor (gint * w, gint * h)
+{
+  /* a plain arrow: black outline, white inside */
+  const gint W = 12, H = 19;
+  guint8 *p = g_malloc0 (W * H * 4);
+  gint x, y;
+
+  for (y = 0; y < H; y++) {
+    gint len = y < 12 ? y + 1 : (y < 16 ? 12 - (y - 12) * 3 : 0);
+
+    if (y >= 12 && y < 19) {
+      /* the tail */
+      len = 0;
+      if (y < 17) {
+        for (x = 0; x < 2; x++) {
+          guint8 *q = p + (y * W + x) * 4;
+          q[0] = q[1] = q[2] = x == 0 ? 0 : 255;
+          q[3] = 255;
+        }
+      }
+      if (y == 12) {
+        for (x = 0; x < 8; x++) {
+          guint8 *q = p + (y * W + x) * 4;
+          q[0] = q[1] = q[2] = 0;
+          q[3] = 255;
+        }
+      }
+    }
+    for (x = 0; x < len && x < W; x++) {
+      guint8 *q = p + (y * W + x) * 4;
+      gboolean edge = x == 0 || x == len - 1 || y == 11;
+
+      q[0] = q[1] = q[2] = edge ? 0 : 255;
+      q[3] = 255;
+    }
+  }
+  *w = W;
+  *h = H;
+  return g_bytes_new_take (p, W * H * 4);
+}
+
+static void
+set_default_cursor (GstSpiceSink * sink)
+{
+  gint w, h;
+
+  if (sink->cursor_shape)
+    g_bytes_unref (sink->cursor_shape);
+  memset (&sink->cursor, 0, sizeof (sink->cursor));
+  sink->cursor_shape = default_cursor (&w, &h);
+  sink->cursor.width = w;
+  sink->cursor.height = h;
+  sink->cursor.visible = TRUE;
+  sink->cursor.serial = G_MAXUINT64 - 1;
+  sink->have_cursor = FALSE;
+}
+
+static void
+handle_cursor_event (GstSpiceSink * sink, GstEvent * event)
+{
+  GstSpiceCursor c;
+  GList *l;
+
+  if (!gst_spice_event_parse_cursor (event, &c))
+    return;
+  g_mutex_lock (&sink->lock);
+  if (sink->cursor_shape && (c.serial != sink->cursor.serial ||
+          !sink->have_cursor)) {
+    g_bytes_unref (sink->cursor_shape);
+    sink->cursor_shape = NULL;
+  }
+  if (c.shape && !sink->cursor_shape) {
+    GstMapInfo map;
+
+    if (gst_buffer_map (c.shape, &map, GST_MAP_READ)) {
+      sink->cursor_shape = g_bytes_new (map.data,
+          (gsize) c.width * c.height * 4);
+      gst_buffer_unmap (c.shape, &map);
+    }
+  }
+  if (!sink->cursor_shape)
+    c.width = c.height = 0;
+  if (c.shape)
+    gst_buffer_unref (c.shape);
+  c.shape = NULL;
+  c.width = CLAMP (c.width, 0, 512);
+  c.height = CLAMP (c.height, 0, 512);
+  sink->cursor = c;
+  sink->have_cursor = TRUE;
+  for (l = sink->sessions; l; l = l->next)
+    gst_spice_sink_send_cursor (sink, l->data, FALSE);
+  g_mutex_unlock (&sink->lock);
+}
+
+/* ------------------------------------------------------------- events */
+
+static void
+check_all_eos (GstSpiceSink * sink)
+{
+  guint i;
+  gboolean all = sink->draw_eos;
+
+  g_mutex_lock (&sink->lock);
+  for (i = 0; i < sink->streams->len; i++)
+    all &= ((SinkStream *) g_ptr_array_index (sink->streams, i))->eos;
+  g_mutex_unlock (&sink->lock);
+  if (all)
+    gst_element_post_message (GST_ELEMENT (sink),
+        gst_message_new_eos (GST_OBJECT (sink)));
+}
+
+static void
+set_flushing (GstSpiceSink * sink, gboolean flushing)
+{
+  g_mutex_lock (&sink->lock);
+  sink->flushing = flushing;
+  g_cond_broadcast (&sink->cond);
+  g_mutex_unlock (&sink->lock);
+}
+
+static gboolean
+gst_spice_sink_draw_event (GstPad * pad, GstObject * parent, GstEvent * event)
+{
+  GstSpiceSink *sink = GST_SPICE_SINK (parent);
+
+  switch (GST_EVENT_TYPE (event)) {
+    case GST_EVENT_CAPS:{
+      GstCaps *caps;
+      const GstStructure *s;
+      gint w = 0, h = 0;
+      GList *l;
+
+      gst_event_parse_caps (event, &caps);
+      s = gst_caps_get_structure (caps, 0);
+      if (!gst_structure_get_int (s, "width", &w) ||
+          !gst_structure_get_int (s, "height", &h) || w <= 0 || h <= 0) {
+        gst_event_unref (event);
+        return FALSE;
+      }
+      g_mutex_lock (&sink->lock);
+      if (w != sink->width || h != sink->height) {
+        guint i;
+
+        GST_INFO_OBJECT (sink, "surface %dx%d", w, h);
+        for (i = 0; i < sink->streams->len; i++)
+          gst_spice_sink_stream_destroy_all_clients (sink,
+              g_ptr_array_index (sink->streams, i));
+        sink->width = w;
+        sink->height = h;
+        gst_spice_sink_cache_clear (sink);
+        for (l = sink->sessions; l; l = l->next)
+          gst_spice_sink_display_start (sink, l->data);
+      }
+      g_mutex_unlock (&sink->lock);
+      gst_event_unref (event);
+      return TRUE;
+    }
+    case GST_EVENT_CUSTOM_DOWNSTREAM_STICKY:
+      if (gst_event_has_name (event, GST_SPICE_EVENT_CURSOR))
+        handle_cursor_event (sink, event);
+      gst_event_unref (event);
+      return TRUE;
+    case GST_EVENT_FLUSH_START:
+      set_flushing (sink, TRUE);
+      gst_event_unref (event);
+      return TRUE;
+    case GST_EVENT_FLUSH_STOP:
+      set_flushing (sink, FALSE);
+      sink->draw_eos = FALSE;
+      gst_event_unref (event);
+      return TRUE;
+    case GST_EVENT_EOS:
+      sink->draw_eos = TRUE;
+      gst_event_unref (event);
+      check_all_eos (sink);
+      return TRUE;
+    default:
+      gst_event_unref (event);
+      return TRUE;
+  }
+}
+
+static gboolean
+gst_spice_sink_query (GstPad * pad, GstObject * parent, GstQuery * query)
+{
+  return gst_pad_query_default (pad, parent, query);
+}
+
+/* ---------------------------------------------------------- stream path */
+
+static SinkStream *
+stream_for_pad (GstPad * pad)
+{
+  return gst_pad_get_element_private (pad);
+}
+
+static guint8
+codec_from_caps (GstCaps * caps, gint * w, gint * h)
+{
+  const GstStructure *s = gst_caps_get_structure (caps, 0);
+  const gchar *name = gst_structure_get_name (s);
+
+  *w = *h = 0;
+  gst_structure_get_int (s, "width", w);
+  gst_structure_get_int (s, "height", h);
+  if (g_str_equal (name, "image/jpeg"))
+    return GST_SPICE_CODEC_MJPEG;
+  if (g_str_equal (name, "video/x-vp8"))
+    return GST_SPICE_CODEC_VP8;
+  if (g_str_equal (name, "video/x-vp9"))
+    return GST_SPICE_CODEC_VP9;
+  if (g_str_equal (name, "video/x-h264"))
+    return GST_SPICE_CODEC_H264;
+  return 0;
+}
+
+static gint
+alloc_spice_id (GstSpiceSink * sink)
+{
+  guint i;
+
+  for (i = 0; i < SINK_MAX_STREAMS; i++)
+    if (!(sink->stream_ids_used & (G_GUINT64_CONSTANT (1) << i))) {
+      sink->stream_ids_used |= G_GUINT64_CONSTANT (1) << i;
+      return (gint) i;
+    }
+  return -1;
+}
+
+static void
+send_stream_create (GstSpiceSink * sink, SinkSession * s, SinkStream * st)
+{
+  SinkConn *d = s->display;
+  SinkClientStream *cs = &s->streams[st->spice_id];
+  GByteArray *a = g_byte_array_new ();
+
+  gst_spice_wire_write_stream_create (a, 0, st->spice_id, st->active_codec,
+      GST_SPICE_STREAM_FLAGS_TOP_DOWN,
+      st->width > 0 ? st->width : st->dest.w,
+      st->height > 0 ? st->height : st->dest.h, &st->dest);
+  gst_spice_sink_conn_send (d, GST_SPICE_MSG_DISPLAY_STREAM_CREATE, a, NULL);
+  g_byte_array_set_size (a, 0);
+  /* per-client state exists exactly from the moment STREAM_CREATE is queued */
+  memset (cs, 0, sizeof (*cs));
+  cs->created = TRUE;
+  cs->unique_id = g_random_int ();
+  if (gst_spice_caps_test (d->link.channel_caps, d->link.n_channel,
+          GST_SPICE_DISPLAY_CAP_STREAM_REPORT)) {
+    gst_spice_wire_write_stream_activate_report (a, st->spice_id,
+        cs->unique_id, 5, 1000);
+    gst_spice_sink_conn_send (d, GST_SPICE_MSG_DISPLAY_STREAM_ACTIVATE_REPORT,
+        a, NULL);
+  }
+  g_byte_array_unref (a);
+}
+
+static void
+send_stream_data (SinkConn * d, SinkStream * st, GBytes * frame)
+{
+  GByteArray *a = g_byte_array_new ();
+  SinkMsg *m;
+
+  gst_spice_wire_write_stream_data_head (a, st->spice_id, 0,
+      (guint32) g_bytes_get_size (frame));
+  m = gst_spice_sink_msg_new (d, GST_SPICE_MSG_DISPLAY_STREAM_DATA, a, frame);
+  /* stamped when its first byte goes out: mm now + stream-latency */
+  m->mm_off = (gint16) (gst_spice_wire_header_size (d->mini) +
+      GST_SPICE_WIRE_STREAM_DATA_MM_OFFSET);
+  gst_spice_sink_conn_send_msg (d, m);
+  g_byte_array_unref (a);
+}
+
+static GstFlowReturn
+gst_spice_sink_stream_chain (GstPad * pad, GstObject * parent,
+    GstBuffer * buf)
+{
+  GstSpiceSink *sink = GST_SPICE_SINK (parent);
+  SinkStream *st = stream_for_pad (pad);
+  GstSpiceStreamMeta *meta = gst_buffer_get_spice_stream_meta (buf);
+  gboolean key = !GST_BUFFER_FLAG_IS_SET (buf, GST_BUFFER_FLAG_DELTA_UNIT);
+  GstVideoRectangle dest;
+  gboolean want_key = FALSE;
+  GBytes *frame = NULL;
+  GList *l;
+
+  g_mutex_lock (&sink->lock);
+  st->frames_in++;
+  sink->stream_frames_in++;
+  if (!gst_spice_sink_wait_for_room (sink)) {
+    g_mutex_unlock (&sink->lock);
+    gst_buffer_unref (buf);
+    return GST_FLOW_FLUSHING;
+  }
+  if (sink->width <= 0 || st->codec == 0 || !st->enabled ||
+      gst_buffer_get_size (buf) == 0) {
+    st->frames_dropped++;
+    goto done;
+  }
+  if (meta) {
+    dest = meta->dest;
+  } else {
+    dest.x = dest.y = 0;
+    dest.w = st->width > 0 ? st->width : sink->width;
+    dest.h = st->height > 0 ? st->height : sink->height;
+  }
+  if (!gst_spice_rect_clip (&dest, sink->width, sink->height)) {
+    st->frames_dropped++;
+    goto done;
+  }
+  if (st->active && ((meta && meta->stream_id != st->meta_id) ||
+          dest.x != st->dest.x || dest.y != st->dest.y ||
+          dest.w != st->dest.w || dest.h != st->dest.h ||
+          st->active_codec != st->codec))
+    gst_spice_sink_stream_destroy_all_clients (sink, st);
+  if (!st->active) {
+    gint id = alloc_spice_id (sink);
+
+    if (id < 0) {
+      st->frames_dropped++;
+      goto done;
+    }
+    st->spice_id = id;
+    st->active = TRUE;
+    st->dest = dest;
+    st->meta_id = meta ? meta->stream_id : 0;
+    st->active_codec = st->codec;
+    GST_DEBUG_OBJECT (sink, "stream %u: SPICE stream %u at %dx%d+%d+%d",
+        st->index, id, dest.w, dest.h, dest.x, dest.y);
+  }
+  frame = buffer_to_bytes (buf);
+  if (!frame)
+    goto done;
+  for (l = sink->sessions; l; l = l->next) {
+    SinkSession *s = l->data;
+    SinkClientStream *cs = &s->streams[st->spice_id];
+
+    if (!gst_spice_sink_session_display_ready (s) ||
+        !gst_spice_sink_session_supports_codec (s, st->active_codec))
+      continue;
+    if (s->behind || s->awaiting_refresh) {
+      if (cs->created)
+        cs->need_key = TRUE;
+      s->frames_dropped++;
+      continue;
+    }
+    if (!cs->created || cs->need_key) {
+      if (!key) {
+        want_key = TRUE;
+        s->frames_dropped++;
+        continue;
+      }
+      if (!cs->created)
+        send_stream_create (sink, s, st);
+      cs->need_key = FALSE;
+    }
+    send_stream_data (s->display, st, frame);
+    cs->frames++;
+    s->stream_frames++;
+  }
+  if (want_key)
+    gst_spice_sink_request_key_unit (sink, st, FALSE);
+done:
+  g_mutex_unlock (&sink->lock);
+  if (frame)
+    g_bytes_unref (frame);
+  gst_buffer_unref (buf);
+  return GST_FLOW_OK;
+}
+
+static gboolean
+gst_spice_sink_stream_event (GstPad * pad, GstObject * parent,
+    GstEvent * event)
+{
+  GstSpiceSink *sink = GST_SPICE_SINK (parent);
+  SinkStream *st = stream_for_pad (pad);
+
+  switch (GST_EVENT_TYPE (event)) {
+    case GST_EVENT_CAPS:{
+      GstCaps *caps;
+      gint w, h;
+      guint8 codec;
+
+      gst_event_parse_caps (event, &caps);
+      codec = codec_from_caps (caps, &w, &h);
+      gst_event_unref (event);
+      if (!codec)
+        return FALSE;
+      g_mutex_lock (&sink->lock);
+      st->codec = codec;
+      st->width = w;
+      st->height = h;
+      gst_spice_sink_update_stream_control (sink);
+      g_mutex_unlock (&sink->lock);
+      return TRUE;
+    }
+    case GST_EVENT_FLUSH_START:
+      set_flushing (sink, TRUE);
+      gst_event_unref (event);
+      return TRUE;
+    case GST_EVENT_FLUSH_STOP:
+      set_flushing (sink, FALSE);
+      st->eos = FALSE;
+      gst_event_unref (event);
+      return TRUE;
+    case GST_EVENT_EOS:
+      g_mutex_lock (&sink->lock);
+      st->eos = TRUE;
+      gst_spice_sink_stream_destroy_all_clients (sink, st);
+      g_mutex_unlock (&sink->lock);
+      gst_event_unref (event);
+      check_all_eos (sink);
+      return TRUE;
+    default:
+      gst_event_unref (event);
+      return TRUE;
+  }
+}
+
+static GstPad *
+gst_spice_sink_request_new_pad (GstElement * element, GstPadTemplate * templ,
+    const gchar * name, const GstCaps * caps)
+{
+  GstSpiceSink *sink = GST_SPICE_SINK (element);
+  SinkStream *st;
+  GstPad *pad;
+  guint index;
+  gchar *pad_name;
+
+  g_mutex_lock (&sink->lock);
+  if (name && sscanf (name, "stream_%u", &index) == 1) {
+    guint i;
+
+    for (i = 0; i < sink->streams->len; i++)
+      if (((SinkStream *) g_ptr_array_index (sink->streams, i))->index ==
+          index) {
+        g_mutex_unlock (&sink->lock);
+        GST_WARNING_OBJECT (sink, "pad %s already exists", name);
+        return NULL;
+      }
+  } else {
+    index = sink->next_pad_index;
+  }
+  sink->next_pad_index = MAX (sink->next_pad_index, index + 1);
+  pad_name = g_strdup_printf ("stream_%u", index);
+  pad = gst_pad_new_from_template (templ, pad_name);
+  g_free (pad_name);
+  st = g_new0 (SinkStream, 1);
+  st->pad = pad;
+  st->index = index;
+  st->enabled = TRUE;
+  gst_pad_set_element_private (pad, st);
+  g_ptr_array_add (sink->streams, st);
+  g_mutex_unlock (&sink->lock);
+
+  gst_pad_set_chain_function (pad,
+      GST_DEBUG_FUNCPTR (gst_spice_sink_stream_chain));
+  gst_pad_set_event_function (pad,
+      GST_DEBUG_FUNCPTR (gst_spice_sink_stream_event));
+  GST_PAD_SET_PROXY_ALLOCATION (pad);
+  gst_pad_set_active (pad, TRUE);
+  gst_element_add_pad (element, pad);
+  return pad;
+}
+
+static void
+gst_spice_sink_release_pad (GstElement * element, GstPad * pad)
+{
+  GstSpiceSink *sink = GST_SPICE_SINK (element);
+  SinkStream *st = stream_for_pad (pad);
+
+  g_mutex_lock (&sink->lock);
+  if (st) {
+    gst_spice_sink_stream_destroy_all_clients (sink, st);
+    g_ptr_array_remove (sink->streams, st);
+    gst_pad_set_element_private (pad, NULL);
+  }
+  g_mutex_unlock (&sink->lock);
+  gst_pad_set_active (pad, FALSE);
+  gst_element_remove_pad (element, pad);
+  g_free (st);
+}
+
+/* ------------------------------------------------------ state changes */
+
+static GstStateChangeReturn
+gst_spice_sink_change_state (GstElement * element, GstStateChange transition)
+{
+  GstSpiceSink *sink = GST_SPICE_SINK (element);
+  GstStateChangeReturn ret;
+  GError *err = NULL;
+
+  switch (transition) {
+    case GST_STATE_CHANGE_NULL_TO_READY:
+      sink->event_pool = g_thread_pool_new (event_thread_func, sink, 1, TRUE,
+          NULL);
+      if (!gst_spice_sink_server_start (sink, &err)) {
+        GST_ELEMENT_ERROR (sink, RESOURCE, OPEN_READ_WRITE,
+            ("Could not start the SPICE server: %s", err->message),
+            ("address %s port %d tls-port %d", sink->address, sink->port,
+                sink->tls_port));
+        g_clear_error (&err);
+        g_thread_pool_free (sink->event_pool, TRUE, TRUE);
+        sink->event_pool = NULL;
+        return GST_STATE_CHANGE_FAILURE;
+      }
+      g_object_notify (G_OBJECT (sink), "bound-port");
+      break;
+    case GST_STATE_CHANGE_READY_TO_PAUSED:
+      set_flushing (sink, FALSE);
+      sink->draw_eos = FALSE;
+      break;
+    case GST_STATE_CHANGE_PAUSED_TO_READY:
+      set_flushing (sink, TRUE);
+      break;
+    default:
+      break;
+  }
+
+  ret = GST_ELEMENT_CLASS (parent_class)->change_state (element, transition);
+
+  switch (transition) {
+    case GST_STATE_CHANGE_READY_TO_NULL:
+      gst_spice_sink_server_stop (sink);
+      if (sink->event_pool) {
+        g_thread_pool_free (sink->event_pool, FALSE, TRUE);
+        sink->event_pool = NULL;
+      }
+      g_mutex_lock (&sink->lock);
+      sink->width = sink->height = 0;
+      gst_spice_sink_cache_clear (sink);
+      sink->stream_ids_used = 0;
+      {
+        guint i;
+        for (i = 0; i < sink->streams->len; i++)
+          ((SinkStream *) g_ptr_array_index (sink->streams, i))->active =
+              FALSE;
+      }
+      sink->refresh_outstanding = FALSE;
+      g_mutex_unlock (&sink->lock);
+      break;
+    default:
+      break;
+  }
+  if (ret == GST_STATE_CHANGE_SUCCESS &&
+      (transition == GST_STATE_CHANGE_READY_TO_PAUSED ||
+          transition == GST_STATE_CHANGE_PLAYING_TO_PAUSED))
+    ret = GST_STATE_CHANGE_NO_PREROLL;
+  return ret;
+}
+
+/* --------------------------------------------------------- properties */
+
+static void
+gst_spice_sink_set_property (GObject * object, guint prop_id,
+    const GValue * value, GParamSpec * pspec)
+{
+  GstSpiceSink *sink = GST_SPICE_SINK (object);
+
+  g_mutex_lock (&sink->lock);
+  switch (prop_id) {
+    case PROP_ADDRESS:
+      g_free (sink->address);
+      sink->address = g_value_dup_string (value);
+      break;
+    case PROP_PORT:
+      sink->port = g_value_get_int (value);
+      break;
+    case PROP_TLS_PORT:
+      sink->tls_port = g_value_get_int (value);
+      break;
+    case PROP_TLS_CERT_FILE:
+      g_free (sink->cert_file);
+      sink->cert_file = g_value_dup_string (value);
+      break;
+    case PROP_TLS_KEY_FILE:
+      g_free (sink->key_file);
+      sink->key_file = g_value_dup_string (value);
+      break;
+    case PROP_PASSWORD:
+      g_free (sink->password);
+      sink->password = g_value_dup_string (value);
+      break;
+    case PROP_DISABLE_TICKETING:
+      sink->disable_ticketing = g_value_get_boolean (value);
+      break;
+    case PROP_MAX_CLIENTS:
+      sink->max_clients = g_value_get_uint (value);
+      break;
+    case PROP_STREAM_LATENCY:
+      sink->stream_latency = g_value_get_uint (value);
+      break;
+    case PROP_CLIENT_TIMEOUT:
+      sink->client_timeout = g_value_get_uint (value);
+      break;
+    case PROP_QUEUE_SIZE:
+      sink->queue_size = g_value_get_uint (value);
+      break;
+    case PROP_NOTSENT_LOWAT:
+      sink->notsent_lowat = g_value_get_uint (value);
+      break;
+    case PROP_HANDSHAKE_TIMEOUT:
+      sink->handshake_timeout = g_value_get_uint (value);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  g_mutex_unlock (&sink->lock);
+}
+
+static void
+gst_spice_sink_get_property (GObject * object, guint prop_id, GValue * value,
+    GParamSpec * pspec)
+{
+  GstSpiceSink *sink = GST_SPICE_SINK (object);
+
+  g_mutex_lock (&sink->lock);
+  switch (prop_id) {
+    case PROP_ADDRESS:
+      g_value_set_string (value, sink->address);
+      break;
+    case PROP_PORT:
+      g_value_set_int (value, sink->port);
+      break;
+    case PROP_TLS_PORT:
+      g_value_set_int (value, sink->tls_port);
+      break;
+    case PROP_TLS_CERT_FILE:
+      g_value_set_string (value, sink->cert_file);
+      break;
+    case PROP_TLS_KEY_FILE:
+      g_value_set_string (value, sink->key_file);
+      break;
+    case PROP_PASSWORD:
+      g_value_set_string (value, sink->password);
+      break;
+    case PROP_DISABLE_TICKETING:
+      g_value_set_boolean (value, sink->disable_ticketing);
+      break;
+    case PROP_MAX_CLIENTS:
+      g_value_set_uint (value, sink->max_clients);
+      break;
+    case PROP_STREAM_LATENCY:
+      g_value_set_uint (value, sink->stream_latency);
+      break;
+    case PROP_CLIENT_TIMEOUT:
+      g_value_set_uint (value, sink->client_timeout);
+      break;
+    case PROP_QUEUE_SIZE:
+      g_value_set_uint (value, sink->queue_size);
+      break;
+    case PROP_NOTSENT_LOWAT:
+      g_value_set_uint (value, sink->notsent_lowat);
+      break;
+    case PROP_HANDSHAKE_TIMEOUT:
+      g_value_set_uint (value, sink->handshake_timeout);
+      break;
+    case PROP_BOUND_PORT:
+      g_value_set_int (value, sink->bound_port);
+      break;
+    case PROP_BOUND_TLS_PORT:
+      g_value_set_int (value, sink->bound_tls_port);
+      break;
+    case PROP_STATS:
+      g_value_take_boxed (value, gst_spice_sink_server_stats (sink));
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  g_mutex_unlock (&sink->lock);
+}
+
+static void
+gst_spice_sink_finalize (GObject * object)
+{
+  GstSpiceSink *sink = GST_SPICE_SINK (object);
+  guint i;
+
+  g_free (sink->address);
+  g_free (sink->cert_file);
+  g_free (sink->key_file);
+  g_free (sink->password);
+  if (sink->cache)
+    g_ptr_array_unref (sink->cache);
+  for (i = 0; i < sink->streams->len; i++)
+    g_free (g_ptr_array_index (sink->streams, i));
+  g_ptr_array_unref (sink->streams);
+  if (sink->cursor_shape)
+    g_bytes_unref (sink->cursor_shape);
+  g_mutex_clear (&sink->lock);
+  g_cond_clear (&sink->cond);
+  G_OBJECT_CLASS (parent_class)->finalize (object);
+}
+
+static void
+gst_spice_sink_init (GstSpiceSink * sink)
+{
+  g_mutex_init (&sink->lock);
+  g_cond_init (&sink->cond);
+  sink->address = g_strdup (DEFAULT_ADDRESS);
+  sink->port = DEFAULT_PORT;
+  sink->tls_port = DEFAULT_TLS_PORT;
+  sink->max_clients = DEFAULT_MAX_CLIENTS;
+  sink->stream_latency = DEFAULT_STREAM_LATENCY;
+  sink->client_timeout = DEFAULT_CLIENT_TIMEOUT;
+  sink->queue_size = DEFAULT_QUEUE_SIZE;
+  sink->notsent_lowat = DEFAULT_NOTSENT_LOWAT;
+  sink->handshake_timeout = DEFAULT_HANDSHAKE_TIMEOUT;
+  sink->bound_port = sink->bound_tls_port = -1;
+  sink->streams = g_ptr_array_new ();
+  sink->flushing = TRUE;
+  gst_spice_sink_cache_clear (sink);
+  set_default_cursor (sink);
+
+  sink->draw_pad = gst_pad_new_from_static_template (&draw_template, "draw");
+  gst_pad_set_chain_function (sink->draw_pad,
+      GST_DEBUG_FUNCPTR (gst_spice_sink_draw_chain));
+  gst_pad_set_event_function (sink->draw_pad,
+      GST_DEBUG_FUNCPTR (gst_spice_sink_draw_event));
+  gst_pad_set_query_function (sink->draw_pad,
+      GST_DEBUG_FUNCPTR (gst_spice_sink_query));
+  gst_element_add_pad (GST_ELEMENT (sink), sink->draw_pad);
+  GST_OBJECT_FLAG_SET (sink, GST_ELEMENT_FLAG_SINK);
+}
+
+static void
+gst_spice_sink_class_init (GstSpiceSinkClass * klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
+  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+      GST_PARAM_MUTABLE_READY;
+
+  gobject_class->set_property = gst_spice_sink_set_property;
+  gobject_class->get_property = gst_spice_sink_get_property;
+  gobject_class->finalize = gst_spice_sink_finalize;
+
+  g_object_class_install_property (gobject_class, PROP_ADDRESS,
+      g_param_spec_string ("address", "Address",
+          "IP address to listen on; a non-loopback address needs a password "
+          "or disable-ticketing=true", DEFAULT_ADDRESS, rw));
+  g_object_class_install_property (gobject_class, PROP_PORT,
+      g_param_spec_int ("port", "Port",
+          "TCP port for plain connections (0 = any free port, see "
+          "bound-port; -1 = none)", -1, 65535, DEFAULT_PORT, rw));
+  g_object_class_install_property (gobject_class, PROP_TLS_PORT,
+      g_param_spec_int ("tls-port", "TLS port",
+          "TCP port for TLS connections (0 = any free port, see "
+          "bound-tls-port; -1 = none)", -1, 65535, DEFAULT_TLS_PORT, rw));
+  g_object_class_install_property (gobject_class, PROP_TLS_CERT_FILE,
+      g_param_spec_string ("tls-cert-file", "TLS certificate file",
+          "PEM certificate (chain) served on tls-port", NULL, rw));
+  g_object_class_install_property (gobject_class, PROP_TLS_KEY_FILE,
+      g_param_spec_string ("tls-key-file", "TLS key file",
+          "PEM private key of tls-cert-file", NULL, rw));
+  g_object_class_install_property (gobject_class, PROP_PASSWORD,
+      g_param_spec_string ("password", "Password",
+          "SPICE ticket clients must present (NULL or empty: none)", NULL,
+          rw));
+  g_object_class_install_property (gobject_class, PROP_DISABLE_TICKETING,
+      g_param_spec_boolean ("disable-ticketing", "Disable ticketing",
+          "Accept clients without checking a password, also on a "
+          "non-loopback address", FALSE, rw));
+  g_object_class_install_property (gobject_class, PROP_MAX_CLIENTS,
+      g_param_spec_uint ("max-clients", "Max clients",
+          "Maximum number of simultaneous client sessions", 1, 256,
+          DEFAULT_MAX_CLIENTS, rw));
+  g_object_class_install_property (gobject_class, PROP_STREAM_LATENCY,
+      g_param_spec_uint ("stream-latency", "Stream latency",
+          "Presentation margin of stream frames in ms: a frame is stamped "
+          "with the multimedia time at which its first byte is written plus "
+          "this margin", 0, 1000, DEFAULT_STREAM_LATENCY,
+          rw | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property (gobject_class, PROP_CLIENT_TIMEOUT,
+      g_param_spec_uint ("client-timeout", "Client timeout",
+          "How long (ms) the render path waits for a client whose queue is "
+          "full before leaving it behind (it is resynchronised later)", 0,
+          60000, DEFAULT_CLIENT_TIMEOUT, rw | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property (gobject_class, PROP_QUEUE_SIZE,
+      g_param_spec_uint ("queue-size", "Queue size",
+          "Bytes queued per client beyond the socket before the render path "
+          "waits", 1024, G_MAXINT, DEFAULT_QUEUE_SIZE,
+          rw | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property (gobject_class, PROP_NOTSENT_LOWAT,
+      g_param_spec_uint ("notsent-lowat", "Not-sent low water mark",
+          "TCP_NOTSENT_LOWAT of client sockets in bytes (0 = system "
+          "default)", 0, G_MAXINT, DEFAULT_NOTSENT_LOWAT, rw));
+  g_object_class_install_property (gobject_class, PROP_HANDSHAKE_TIMEOUT,
+      g_param_spec_uint ("handshake-timeout", "Handshake timeout",
+          "Connections that have not linked a channel after this many ms "
+          "are closed", 100, 600000, DEFAULT_HANDSHAKE_TIMEOUT, rw));
+  g_object_class_install_property (gobject_class, PROP_BOUND_PORT,
+      g_param_spec_int ("bound-port", "Bound port",
+          "Port actually listened on (-1 if none)", -1, 65535, -1,
+          G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+  g_object_class_install_property (gobject_class, PROP_BOUND_TLS_PORT,
+      g_param_spec_int ("bound-tls-port", "Bound TLS port",
+          "TLS port actually listened on (-1 if none)", -1, 65535, -1,
+          G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+  g_object_class_install_property (gobject_class, PROP_STATS,
+      g_param_spec_boxed ("stats", "Statistics",
+          "application/x-spice-sink-stats: totals and, in client-stats, one "
+          "structure per client (address, bytes and messages per channel, "
+          "draws/s, stream frames/s, frames dropped, queue, ping RTT, "
+          "TCP_INFO link estimate)", GST_TYPE_STRUCTURE,
+          G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+
+  gst_element_class_add_static_pad_template (element_class, &draw_template);
+  gst_element_class_add_static_pad_template (element_class, &stream_template);
+  gst_element_class_set_static_metadata (element_class, "SPICE server sink",
+      "Sink/Network", "Serves draws and encoded video streams to SPICE "
+      "clients", "gst-spice developers");
+
+  element_class->change_state =
+      GST_DEBUG_FUNCPTR (gst_spice_sink_change_state);
+  element_class->request_new_pad =
+      GST_DEBUG_FUNCPTR (gst_spice_sink_request_new_pad);
+  element_class->release_pad = GST_DEBUG_FUNCPTR (gst_spice_sink_release_pad);
+}
