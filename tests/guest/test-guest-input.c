@@ -1,5 +1,7 @@
-/* gst-spice tests/guest: input events from a real spice-client-glib client
- * reach spice-test-guest and are logged; its cursor reaches the client. */
+/* gst-spice tests/guest: spice-test-guest with a real spice-client-glib
+ * client: input events reach the guest and are logged, the cursor reaches
+ * the client, and the client's view of the display follows the guest
+ * exactly (key box, resize, activity with and without video streams). */
 #include "guest-test-util.h"
 
 #include <spice-client.h>
@@ -18,6 +20,12 @@ typedef struct
   guint cursor_hides;
   gint cursor_move_x, cursor_move_y;
   guint cursor_moves;
+  /* display channel 0: the client's copy of the primary surface */
+  SpiceDisplayChannel *display;
+  const guint8 *surface;
+  gint surface_w, surface_h, surface_stride, surface_format;
+  guint invalidates;
+  guint primaries;
 } Client;
 
 static void
@@ -119,6 +127,31 @@ on_cursor_move (SpiceCursorChannel * ch, gint x, gint y, Client * c)
 }
 
 static void
+on_primary_create (SpiceChannel * ch, gint format, gint width, gint height,
+    gint stride, gint shmid, gpointer imgdata, Client * c)
+{
+  c->surface = imgdata;
+  c->surface_w = width;
+  c->surface_h = height;
+  c->surface_stride = stride;
+  c->surface_format = format;
+  c->primaries++;
+}
+
+static void
+on_primary_destroy (SpiceChannel * ch, Client * c)
+{
+  c->surface = NULL;
+  c->surface_w = c->surface_h = 0;
+}
+
+static void
+on_invalidate (SpiceChannel * ch, gint x, gint y, gint w, gint h, Client * c)
+{
+  c->invalidates++;
+}
+
+static void
 on_channel_new (SpiceSession * s, SpiceChannel * ch, Client * c)
 {
   g_signal_connect (ch, "channel-event", G_CALLBACK (on_channel_event), c);
@@ -128,6 +161,19 @@ on_channel_new (SpiceSession * s, SpiceChannel * ch, Client * c)
   }
   if (SPICE_IS_INPUTS_CHANNEL (ch))
     c->inputs = SPICE_INPUTS_CHANNEL (ch);
+  if (SPICE_IS_DISPLAY_CHANNEL (ch)) {
+    gint id = -1;
+    g_object_get (ch, "channel-id", &id, NULL);
+    if (id != 0)
+      return;
+    c->display = SPICE_DISPLAY_CHANNEL (ch);
+    g_signal_connect (ch, "display-primary-create",
+        G_CALLBACK (on_primary_create), c);
+    g_signal_connect (ch, "display-primary-destroy",
+        G_CALLBACK (on_primary_destroy), c);
+    g_signal_connect (ch, "display-invalidate", G_CALLBACK (on_invalidate),
+        c);
+  }
   if (SPICE_IS_CURSOR_CHANNEL (ch)) {
     c->cursor = SPICE_CURSOR_CHANNEL (ch);
     g_signal_connect (ch, "notify::cursor", G_CALLBACK (on_cursor), c);
@@ -187,6 +233,35 @@ set_mouse_mode (Client * c, gint mode)
     g_main_context_iteration (NULL, TRUE);
   g_source_remove (id);
   fail_unless_equals_int (mouse_mode (c), mode);
+}
+
+/* Runs the client until its copy of the surface equals expected (w x h);
+ * fails with the difference otherwise. */
+static void
+assert_client_view (Client * c, const guint8 * expected, gint w, gint h,
+    const gchar * what)
+{
+  gint64 end = g_get_monotonic_time () + GUEST_LINE_TIMEOUT_MS * 1000LL;
+  gboolean never = FALSE;
+  guint8 *copy;
+  gint y;
+
+  while (g_get_monotonic_time () < end) {
+    if (c->surface && c->surface_w == w && c->surface_h == h &&
+        test_bgrx_count_diff (c->surface, c->surface_stride, expected, w * 4,
+            w, h, NULL, NULL) == 0)
+      return;
+    pump_until (&never, 20);
+  }
+  fail_unless (c->surface != NULL, "%s: client has no surface", what);
+  fail_unless_equals_int (c->surface_format, SPICE_SURFACE_FMT_32_xRGB);
+  copy = g_malloc ((gsize) c->surface_w * c->surface_h * 4);
+  for (y = 0; y < c->surface_h; y++)
+    memcpy (copy + (gsize) y * c->surface_w * 4,
+        c->surface + (gsize) y * c->surface_stride, c->surface_w * 4);
+  assert_frames_equal (copy, c->surface_w, c->surface_h, expected, w, h,
+      what);
+  g_free (copy);
 }
 
 GST_START_TEST (test_keys_from_client)
@@ -323,6 +398,109 @@ GST_START_TEST (test_cursor)
 
 GST_END_TEST;
 
+GST_START_TEST (test_live_view)
+{
+  GuestProcess *gp = start_guest ("--seed=21", NULL);
+  guint cursor = 0;
+  Client *c = client_connect (gp);
+  guint8 *expected;
+  gint presses;
+
+  expected = guest_render_frame_new (GUEST_DEFAULT_WIDTH,
+      GUEST_DEFAULT_HEIGHT, 21, 0, GUEST_ACTIVITY_IDLE, GUEST_FRAME_NONE);
+  assert_client_view (c, expected, GUEST_DEFAULT_WIDTH, GUEST_DEFAULT_HEIGHT,
+      "initial view");
+  g_free (expected);
+
+  /* the keydraw loop: every press shows up in the client's picture */
+  for (presses = 1; presses <= 3; presses++) {
+    gchar *what = g_strdup_printf ("after %d presses", presses);
+    spice_inputs_channel_key_press_and_release (c->inputs, 0x39);
+    expected = guest_render_frame_new (GUEST_DEFAULT_WIDTH,
+        GUEST_DEFAULT_HEIGHT, 21, presses, GUEST_ACTIVITY_IDLE,
+        GUEST_FRAME_NONE);
+    assert_client_view (c, expected, GUEST_DEFAULT_WIDTH,
+        GUEST_DEFAULT_HEIGHT, what);
+    g_free (expected);
+    g_free (what);
+  }
+
+  /* a resize reaches the connected client, redrawn completely */
+  guest_process_command (gp, "resize 1024 768");
+  expect_guest_line (gp, &cursor, "resized 1024 768");
+  expected = guest_render_frame_new (1024, 768, 21, 3, GUEST_ACTIVITY_IDLE,
+      GUEST_FRAME_NONE);
+  assert_client_view (c, expected, 1024, 768, "after resize");
+  g_free (expected);
+
+  /* an activity frame, drawn on demand */
+  guest_process_command (gp, "activity video");
+  expect_guest_line (gp, &cursor, "activity video");
+  guest_process_command (gp, "freeze");
+  expect_guest_line (gp, &cursor, "frozen video 0");
+  expected = guest_render_frame_new (1024, 768, 21, 3, GUEST_ACTIVITY_VIDEO,
+      0);
+  assert_client_view (c, expected, 1024, 768, "video frame 0");
+  g_free (expected);
+
+  client_free (c, gp, &cursor);
+  guest_process_stop (gp);
+}
+
+GST_END_TEST;
+
+static void
+check_streaming (const gchar * activity, const gchar * codecs)
+{
+  gchar *arg = g_strdup_printf ("--activity=%s", activity);
+  gchar *codec_arg = g_strdup_printf ("--video-codecs=%s", codecs);
+  GuestProcess *gp = start_guest (arg, "--streaming-video=all", codec_arg,
+      "--activity-after-connect", "--log-frames", NULL);
+  gchar *prefix = g_strdup_printf ("activity %s", activity);
+  guint cursor = 0, before;
+  Client *c = client_connect (gp);
+  guint8 *expected;
+  gboolean never = FALSE;
+
+  /* 60 frames at 30 fps reach the client (spice-server makes a video
+   * stream of them: seen with SPICE_DEBUG=1, not observable through the
+   * client API), the guest survives */
+  expect_guest_line (gp, &cursor, prefix);
+  before = c->invalidates;
+  expect_guest_line (gp, &cursor, "frame ");
+  g_free (prefix);
+  prefix = g_strdup_printf ("frame %s 60", activity);
+  expect_guest_line (gp, &cursor, prefix);
+  pump_until (&never, 200);
+  fail_unless (c->invalidates > before + 10, "client saw %u updates",
+      c->invalidates - before);
+  fail_if (c->channel_error);
+  fail_unless (guest_process_is_running (gp));
+
+  /* when the activity stops, the picture ends exact again */
+  guest_process_command (gp, "activity idle");
+  expect_guest_line (gp, &cursor, "activity idle");
+  expected = guest_render_frame_new (GUEST_DEFAULT_WIDTH,
+      GUEST_DEFAULT_HEIGHT, 1, 0, GUEST_ACTIVITY_IDLE, GUEST_FRAME_NONE);
+  assert_client_view (c, expected, GUEST_DEFAULT_WIDTH, GUEST_DEFAULT_HEIGHT,
+      "after the stream");
+  g_free (expected);
+
+  client_free (c, gp, &cursor);
+  fail_unless_equals_int (guest_process_stop (gp), 0);
+  g_free (prefix);
+  g_free (arg);
+  g_free (codec_arg);
+}
+
+GST_START_TEST (test_streaming)
+{
+  check_streaming ("busy", "spice:mjpeg;");
+  check_streaming ("video", "gstreamer:vp8;spice:mjpeg;");
+}
+
+GST_END_TEST;
+
 static Suite *
 guest_input_suite (void)
 {
@@ -334,6 +512,8 @@ guest_input_suite (void)
   tcase_add_test (tc, test_keys_from_client);
   tcase_add_test (tc, test_mouse_from_client);
   tcase_add_test (tc, test_cursor);
+  tcase_add_test (tc, test_live_view);
+  tcase_add_test (tc, test_streaming);
   return s;
 }
 
