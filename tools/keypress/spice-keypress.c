@@ -1,0 +1,746 @@
+/* spice-keypress: headless keypress-to-draw latency client for the gst-spice
+ * latency rig (docs/benchmarks.md).
+ *
+ * Connects to a SPICE server with spice-client-glib, presses a key (scancode
+ * 0x39 by default, released 50 ms later) and stops the clock at the first
+ * display-invalidate after which the key box (96x96 at (16,16) on the test
+ * guest) in the client's primary surface shows its new colour.  Presses are
+ * separated by random gaps (0.4-1.2 s) so that they do not phase-lock with
+ * the guest's frame timer; one press is outstanding at a time.
+ *
+ * Optional "time to the exact picture": with --guest-control FILE (the test
+ * guest's stdin, usually a FIFO the rig holds open) the client, after the
+ * last sample, writes "activity idle" and "dump REF" there, waits for the
+ * guest's dump of its framebuffer (PPM) and measures how long it takes until
+ * the client's surface equals it pixel for pixel.
+ *
+ * Output: one JSON object (--json FILE, default stdout) with the samples and
+ * p50/p95/max (linear-interpolated percentiles), timeouts, the received
+ * Mbit/s over the measurement window (all channels' total-read-bytes) and the
+ * time to the exact picture.
+ *
+ * Exit status: 0 measured (timeouts are reported, not fatal), 1 aborted
+ * (no connection, no key box, too many timeouts), 2 usage.
+ */
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <spice-client.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define BOX_X 16
+#define BOX_Y 16
+#define BOX_SIZE 96
+#define COLOR_OFF 0xc03030
+#define COLOR_ON  0x30c030
+
+typedef enum {
+  ST_CONNECTING,
+  ST_WARMUP,
+  ST_GAP,
+  ST_WAITING,
+  ST_LATE,          /* timed out, waiting for the box to settle */
+  ST_EXACT,
+  ST_DONE
+} State;
+
+typedef struct {
+  /* options */
+  gchar *uri, *host, *password, *json_path, *guest_control, *reference;
+  gint port, samples, warmup_presses, tolerance, inset, scancode, release_ms;
+  gdouble warmup_s, timeout_s, gap_min, gap_max, connect_timeout_s,
+      exact_timeout_s;
+  gint64 seed;
+  gboolean verbose;
+
+  /* state */
+  GMainLoop *loop;
+  SpiceSession *session;
+  SpiceChannel *display;
+  SpiceInputsChannel *inputs;
+  gboolean inputs_open;
+  GPtrArray *channels;
+  GRand *rand;
+  State state;
+  guint timer;
+  gint presses;             /* presses done (warm-up included) */
+  guint32 expect;           /* colour expected after the current press */
+  gint64 t_press, t_start, t_connect;
+  gint64 t_first_box;
+  GArray *lat_ms;           /* measured presses */
+  gint timeouts, late_settled;
+  guint64 bytes0, bytes1, display_bytes0, display_bytes1;
+  gint64 t_bytes0, t_bytes1;
+  gboolean exit_error;
+  gchar *error;
+
+  /* exact picture */
+  gint64 t_stop;
+  guint8 *ref;              /* RGB */
+  gint ref_w, ref_h;
+  gint64 exact_ms;          /* -1 not reached */
+  gint64 last_diff;
+  gboolean ref_checked;
+} Ctx;
+
+static Ctx ctx;
+
+static void next_step (void);
+
+static void
+logv (const gchar * fmt, ...) G_GNUC_PRINTF (1, 2);
+static void
+logv (const gchar * fmt, ...)
+{
+  va_list ap;
+  if (!ctx.verbose)
+    return;
+  va_start (ap, fmt);
+  fprintf (stderr, "[%8.3f] ", (g_get_monotonic_time () - ctx.t_start) / 1e6);
+  vfprintf (stderr, fmt, ap);
+  fputc ('\n', stderr);
+  va_end (ap);
+}
+
+static void
+fail (const gchar * fmt, ...) G_GNUC_PRINTF (1, 2);
+static void
+fail (const gchar * fmt, ...)
+{
+  va_list ap;
+  va_start (ap, fmt);
+  g_free (ctx.error);
+  ctx.error = g_strdup_vprintf (fmt, ap);
+  va_end (ap);
+  fprintf (stderr, "spice-keypress: %s\n", ctx.error);
+  ctx.exit_error = TRUE;
+  ctx.state = ST_DONE;
+  g_main_loop_quit (ctx.loop);
+}
+
+static void
+set_timer (gdouble seconds, GSourceFunc fn)
+{
+  if (ctx.timer)
+    g_source_remove (ctx.timer);
+  ctx.timer = g_timeout_add ((guint) MAX (0, seconds * 1000.0), fn, NULL);
+}
+
+static void
+clear_timer (void)
+{
+  if (ctx.timer)
+    g_source_remove (ctx.timer);
+  ctx.timer = 0;
+}
+
+/* ---- pixels ------------------------------------------------------------ */
+
+static gboolean
+get_primary (SpiceDisplayPrimary * p)
+{
+  if (!ctx.display)
+    return FALSE;
+  if (!spice_display_channel_get_primary (ctx.display, 0, p))
+    return FALSE;
+  return p->data != NULL && p->width >= BOX_X + BOX_SIZE
+      && p->height >= BOX_Y + BOX_SIZE;
+}
+
+static gboolean
+near (guint32 px, guint32 rgb, gint tol)
+{
+  gint b = px & 0xff, g = (px >> 8) & 0xff, r = (px >> 16) & 0xff;
+  gint eb = rgb & 0xff, eg = (rgb >> 8) & 0xff, er = (rgb >> 16) & 0xff;
+  return ABS (r - er) <= tol && ABS (g - eg) <= tol && ABS (b - eb) <= tol;
+}
+
+/* The colour the whole box (minus the inset) shows: COLOR_OFF, COLOR_ON or 0
+ * if it is neither (mixed, not drawn yet). */
+static guint32
+box_colour (void)
+{
+  SpiceDisplayPrimary p;
+  guint32 cand = 0;
+  gint x, y;
+
+  if (!get_primary (&p))
+    return 0;
+  for (y = BOX_Y + ctx.inset; y < BOX_Y + BOX_SIZE - ctx.inset; y++) {
+    const guint32 *row = (const guint32 *) (p.data + (gsize) y * p.stride);
+    for (x = BOX_X + ctx.inset; x < BOX_X + BOX_SIZE - ctx.inset; x++) {
+      guint32 px = row[x];
+      if (cand == 0) {
+        if (near (px, COLOR_OFF, ctx.tolerance))
+          cand = COLOR_OFF;
+        else if (near (px, COLOR_ON, ctx.tolerance))
+          cand = COLOR_ON;
+        else
+          return 0;
+      } else if (!near (px, cand, ctx.tolerance)) {
+        return 0;
+      }
+    }
+  }
+  return cand;
+}
+
+/* Number of pixels that differ from the reference (-1: no comparison). */
+static gint64
+diff_reference (void)
+{
+  SpiceDisplayPrimary p;
+  gint64 diff = 0;
+  gint x, y;
+
+  if (!ctx.ref || !get_primary (&p))
+    return -1;
+  if (p.width != ctx.ref_w || p.height != ctx.ref_h)
+    return (gint64) ctx.ref_w * ctx.ref_h;
+  for (y = 0; y < p.height; y++) {
+    const guint8 *row = p.data + (gsize) y * p.stride;
+    const guint8 *ref = ctx.ref + (gsize) y * p.width * 3;
+    for (x = 0; x < p.width; x++) {
+      /* primary: B G R x; reference: R G B */
+      if (row[4 * x] != ref[3 * x + 2] || row[4 * x + 1] != ref[3 * x + 1]
+          || row[4 * x + 2] != ref[3 * x])
+        diff++;
+    }
+  }
+  return diff;
+}
+
+/* ---- statistics ---------------------------------------------------------- */
+
+static guint64
+total_bytes (guint64 * display_bytes)
+{
+  guint64 sum = 0;
+  guint i;
+  if (display_bytes)
+    *display_bytes = 0;
+  for (i = 0; i < ctx.channels->len; i++) {
+    gulong b = 0;
+    SpiceChannel *ch = g_ptr_array_index (ctx.channels, i);
+    g_object_get (ch, "total-read-bytes", &b, NULL);
+    sum += b;
+    if (display_bytes && SPICE_IS_DISPLAY_CHANNEL (ch))
+      *display_bytes += b;
+  }
+  return sum;
+}
+
+static gint
+cmp_double (gconstpointer a, gconstpointer b)
+{
+  gdouble x = *(const gdouble *) a, y = *(const gdouble *) b;
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
+static gdouble
+percentile (const gdouble * sorted, guint n, gdouble q)
+{
+  gdouble pos;
+  guint lo;
+  if (n == 0)
+    return NAN;
+  pos = q * (n - 1);
+  lo = (guint) floor (pos);
+  if (lo + 1 >= n)
+    return sorted[n - 1];
+  return sorted[lo] + (pos - lo) * (sorted[lo + 1] - sorted[lo]);
+}
+
+static void
+json_num (GString * s, const gchar * key, gdouble v, gboolean comma)
+{
+  if (isnan (v))
+    g_string_append_printf (s, "\"%s\":null", key);
+  else
+    g_string_append_printf (s, "\"%s\":%.3f", key, v);
+  if (comma)
+    g_string_append_c (s, ',');
+}
+
+static void
+write_json (void)
+{
+  GString *s = g_string_new ("{");
+  guint n = ctx.lat_ms->len, i;
+  gdouble *sorted = g_memdup2 (ctx.lat_ms->data, sizeof (gdouble) * MAX (n, 1));
+  gdouble window_s = ctx.t_bytes1 > ctx.t_bytes0 ?
+      (ctx.t_bytes1 - ctx.t_bytes0) / 1e6 : NAN;
+  gdouble mean = 0;
+
+  qsort (sorted, n, sizeof (gdouble), cmp_double);
+  for (i = 0; i < n; i++)
+    mean += sorted[i];
+  mean = n ? mean / n : NAN;
+  g_string_append_printf (s, "\"uri\":\"%s\",\"ok\":%s,", ctx.uri,
+      ctx.exit_error ? "false" : "true");
+  if (ctx.error) {
+    gchar *e = g_strescape (ctx.error, NULL);
+    g_string_append_printf (s, "\"error\":\"%s\",", e);
+    g_free (e);
+  }
+  g_string_append_printf (s, "\"samples_requested\":%d,\"warmup_presses\":%d,"
+      "\"n\":%u,\"timeouts\":%d,\"late_settled\":%d,", ctx.samples,
+      ctx.warmup_presses, n, ctx.timeouts, ctx.late_settled);
+  g_string_append (s, "\"samples_ms\":[");
+  for (i = 0; i < n; i++)
+    g_string_append_printf (s, "%s%.3f", i ? "," : "",
+        g_array_index (ctx.lat_ms, gdouble, i));
+  g_string_append (s, "],");
+  json_num (s, "p50_ms", percentile (sorted, n, 0.50), TRUE);
+  json_num (s, "p95_ms", percentile (sorted, n, 0.95), TRUE);
+  json_num (s, "max_ms", n ? sorted[n - 1] : NAN, TRUE);
+  json_num (s, "min_ms", n ? sorted[0] : NAN, TRUE);
+  json_num (s, "mean_ms", mean, TRUE);
+  json_num (s, "window_s", window_s, TRUE);
+  json_num (s, "mbit_s", isnan (window_s) ? NAN :
+      (ctx.bytes1 - ctx.bytes0) * 8.0 / window_s / 1e6, TRUE);
+  json_num (s, "display_mbit_s", isnan (window_s) ? NAN :
+      (ctx.display_bytes1 - ctx.display_bytes0) * 8.0 / window_s / 1e6, TRUE);
+  g_string_append_printf (s, "\"bytes\":%" G_GUINT64_FORMAT ",",
+      ctx.bytes1 - ctx.bytes0);
+  json_num (s, "connect_ms", ctx.t_first_box ?
+      (ctx.t_first_box - ctx.t_connect) / 1e3 : NAN, TRUE);
+  if (ctx.guest_control) {
+    json_num (s, "time_to_exact_ms", ctx.exact_ms >= 0 ?
+        ctx.exact_ms / 1e3 : NAN, TRUE);
+    g_string_append_printf (s, "\"exact_diff_pixels\":%" G_GINT64_FORMAT ",",
+        ctx.exact_ms >= 0 ? 0 : ctx.last_diff);
+  }
+  g_string_append_printf (s, "\"scancode\":%d,\"seed\":%" G_GINT64_FORMAT "}\n",
+      ctx.scancode, ctx.seed);
+  if (ctx.json_path && strcmp (ctx.json_path, "-") != 0) {
+    GError *err = NULL;
+    if (!g_file_set_contents (ctx.json_path, s->str, -1, &err)) {
+      fprintf (stderr, "spice-keypress: %s\n", err->message);
+      g_error_free (err);
+    }
+  } else {
+    fputs (s->str, stdout);
+    fflush (stdout);
+  }
+  g_free (sorted);
+  g_string_free (s, TRUE);
+}
+
+/* ---- exact picture ------------------------------------------------------- */
+
+static gboolean
+load_ppm (const gchar * path)
+{
+  gchar *data = NULL;
+  gsize len = 0;
+  gint w, h, maxv, off = 0;
+  if (!g_file_get_contents (path, &data, &len, NULL))
+    return FALSE;
+  if (sscanf (data, "P6 %d %d %d%n", &w, &h, &maxv, &off) != 3 || maxv != 255
+      || w <= 0 || h <= 0 || (gsize) off + 1 + (gsize) w * h * 3 > len) {
+    g_free (data);
+    return FALSE;
+  }
+  ctx.ref = g_malloc ((gsize) w * h * 3);
+  memcpy (ctx.ref, data + off + 1, (gsize) w * h * 3);
+  ctx.ref_w = w;
+  ctx.ref_h = h;
+  g_free (data);
+  return TRUE;
+}
+
+static void
+finish (void)
+{
+  clear_timer ();
+  ctx.state = ST_DONE;
+  g_main_loop_quit (ctx.loop);
+}
+
+static void
+check_exact (void)
+{
+  gint64 d = diff_reference ();
+  if (d < 0)
+    return;
+  ctx.last_diff = d;
+  if (d == 0) {
+    ctx.exact_ms = g_get_monotonic_time () - ctx.t_stop;
+    logv ("exact picture after %.1f ms", ctx.exact_ms / 1e3);
+    finish ();
+  }
+}
+
+static gboolean
+exact_poll (gpointer data)
+{
+  if (!ctx.ref && !load_ppm (ctx.reference)) {
+    /* the guest renames its dump into place when complete */
+  } else {
+    check_exact ();
+    if (ctx.state != ST_EXACT)
+      return G_SOURCE_REMOVE;
+  }
+  if (g_get_monotonic_time () - ctx.t_stop > ctx.exact_timeout_s * 1e6) {
+    logv ("no exact picture after %.1f s (%" G_GINT64_FORMAT " pixels differ)",
+        ctx.exact_timeout_s, ctx.last_diff);
+    ctx.timer = 0;
+    finish ();
+    return G_SOURCE_REMOVE;
+  }
+  return G_SOURCE_CONTINUE;
+}
+
+static void
+start_exact (void)
+{
+  gchar *cmd;
+  int fd;
+
+  ctx.state = ST_EXACT;
+  g_unlink (ctx.reference);
+  fd = open (ctx.guest_control, O_WRONLY | O_NONBLOCK | O_APPEND);
+  if (fd < 0) {
+    fprintf (stderr, "spice-keypress: %s: %s (no exact-picture phase)\n",
+        ctx.guest_control, g_strerror (errno));
+    finish ();
+    return;
+  }
+  cmd = g_strdup_printf ("activity idle\ndump %s\n", ctx.reference);
+  ctx.t_stop = g_get_monotonic_time ();
+  if (write (fd, cmd, strlen (cmd)) != (ssize_t) strlen (cmd))
+    fprintf (stderr, "spice-keypress: short write to %s\n", ctx.guest_control);
+  close (fd);
+  g_free (cmd);
+  logv ("asked the guest to stop its activity");
+  clear_timer ();
+  ctx.timer = g_timeout_add (50, exact_poll, NULL);
+}
+
+/* ---- presses ------------------------------------------------------------- */
+
+static gboolean
+release_key (gpointer data)
+{
+  if (ctx.inputs)
+    spice_inputs_channel_key_release (ctx.inputs, (guint) ctx.scancode);
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean on_timeout (gpointer data);
+
+static gboolean
+do_press (gpointer data)
+{
+  guint32 now_colour = box_colour ();
+  ctx.timer = 0;
+  if (now_colour == 0) {
+    /* the box is mid-update (e.g. a lossy frame): look again shortly */
+    set_timer (0.05, do_press);
+    return G_SOURCE_REMOVE;
+  }
+  ctx.expect = now_colour == COLOR_OFF ? COLOR_ON : COLOR_OFF;
+  ctx.state = ST_WAITING;
+  ctx.t_press = g_get_monotonic_time ();
+  spice_inputs_channel_key_press (ctx.inputs, (guint) ctx.scancode);
+  g_timeout_add (ctx.release_ms, release_key, NULL);
+  set_timer (ctx.timeout_s, on_timeout);
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
+on_late_giveup (gpointer data)
+{
+  ctx.timer = 0;
+  fail ("the key box never showed colour %06x after press %d", ctx.expect,
+      ctx.presses + 1);
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
+on_timeout (gpointer data)
+{
+  gint max_timeouts = MAX (5, ctx.samples / 4);
+  ctx.timer = 0;
+  if (ctx.presses >= ctx.warmup_presses)
+    ctx.timeouts++;
+  logv ("press %d timed out", ctx.presses + 1);
+  if (ctx.timeouts >= max_timeouts) {
+    fail ("%d timeouts", ctx.timeouts);
+    return G_SOURCE_REMOVE;
+  }
+  /* wait for the late draw so it is not claimed by the next press */
+  ctx.state = ST_LATE;
+  set_timer (MAX (ctx.timeout_s, 15.0), on_late_giveup);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+sample_done (gboolean measured, gdouble ms)
+{
+  if (measured && ctx.presses >= ctx.warmup_presses)
+    g_array_append_val (ctx.lat_ms, ms);
+  logv ("press %d: %s %.2f ms", ctx.presses + 1,
+      ctx.presses < ctx.warmup_presses ? "warm-up" : "sample", ms);
+  ctx.presses++;
+  next_step ();
+}
+
+static void
+next_step (void)
+{
+  gdouble gap;
+  clear_timer ();
+  if (ctx.presses == ctx.warmup_presses && ctx.t_bytes0 == 0) {
+    ctx.bytes0 = total_bytes (&ctx.display_bytes0);
+    ctx.t_bytes0 = g_get_monotonic_time ();
+  }
+  if (ctx.presses >= ctx.warmup_presses + ctx.samples) {
+    ctx.bytes1 = total_bytes (&ctx.display_bytes1);
+    ctx.t_bytes1 = g_get_monotonic_time ();
+    if (ctx.guest_control)
+      start_exact ();
+    else
+      finish ();
+    return;
+  }
+  ctx.state = ST_GAP;
+  gap = ctx.gap_min + g_rand_double (ctx.rand) * (ctx.gap_max - ctx.gap_min);
+  set_timer (gap, do_press);
+}
+
+static gboolean
+warmup_done (gpointer data)
+{
+  ctx.timer = 0;
+  next_step ();
+  return G_SOURCE_REMOVE;
+}
+
+/* Called whenever the surface may have changed. */
+static void
+surface_changed (gboolean touches_box)
+{
+  switch (ctx.state) {
+    case ST_CONNECTING:
+      if (ctx.inputs_open && box_colour () != 0) {
+        ctx.t_first_box = g_get_monotonic_time ();
+        logv ("connected, key box visible; warming up %.1f s", ctx.warmup_s);
+        ctx.state = ST_WARMUP;
+        clear_timer ();
+        set_timer (ctx.warmup_s, warmup_done);
+      }
+      break;
+    case ST_WAITING:
+      if (touches_box && box_colour () == ctx.expect) {
+        gdouble ms = (g_get_monotonic_time () - ctx.t_press) / 1e3;
+        sample_done (TRUE, ms);
+      }
+      break;
+    case ST_LATE:
+      if (touches_box && box_colour () == ctx.expect) {
+        ctx.late_settled++;
+        logv ("late draw arrived after %.0f ms",
+            (g_get_monotonic_time () - ctx.t_press) / 1e3);
+        sample_done (FALSE, 0);
+      }
+      break;
+    case ST_EXACT:
+      if (ctx.ref)
+        check_exact ();
+      break;
+    default:
+      break;
+  }
+}
+
+/* ---- spice signals ------------------------------------------------------- */
+
+static void
+on_invalidate (SpiceChannel * ch, gint x, gint y, gint w, gint h, gpointer d)
+{
+  gboolean touches = x < BOX_X + BOX_SIZE && x + w > BOX_X
+      && y < BOX_Y + BOX_SIZE && y + h > BOX_Y;
+  surface_changed (touches);
+}
+
+static void
+on_mark (SpiceChannel * ch, gint mark, gpointer d)
+{
+  surface_changed (TRUE);
+}
+
+static void
+on_channel_event (SpiceChannel * ch, SpiceChannelEvent ev, gpointer d)
+{
+  if (ev == SPICE_CHANNEL_OPENED) {
+    if (SPICE_IS_INPUTS_CHANNEL (ch)) {
+      ctx.inputs_open = TRUE;
+      surface_changed (TRUE);
+    }
+    return;
+  }
+  if (ev == SPICE_CHANNEL_CLOSED || ev >= SPICE_CHANNEL_ERROR_CONNECT) {
+    if (ctx.state != ST_DONE) {
+      if (ev == SPICE_CHANNEL_ERROR_AUTH)
+        fail ("authentication failed");
+      else
+        fail ("channel %s closed or failed (event %d)",
+            G_OBJECT_TYPE_NAME (ch), ev);
+    }
+  }
+}
+
+static void
+on_channel_new (SpiceSession * s, SpiceChannel * ch, gpointer d)
+{
+  g_ptr_array_add (ctx.channels, g_object_ref (ch));
+  if (SPICE_IS_MAIN_CHANNEL (ch)) {
+    g_signal_connect (ch, "channel-event", G_CALLBACK (on_channel_event), NULL);
+  } else if (SPICE_IS_DISPLAY_CHANNEL (ch)) {
+    gint id;
+    g_object_get (ch, "channel-id", &id, NULL);
+    if (id != 0 || ctx.display)
+      return;
+    ctx.display = ch;
+    g_signal_connect (ch, "display-invalidate", G_CALLBACK (on_invalidate),
+        NULL);
+    g_signal_connect (ch, "display-mark", G_CALLBACK (on_mark), NULL);
+    g_signal_connect (ch, "channel-event", G_CALLBACK (on_channel_event), NULL);
+    spice_channel_connect (ch);
+  } else if (SPICE_IS_INPUTS_CHANNEL (ch)) {
+    ctx.inputs = SPICE_INPUTS_CHANNEL (ch);
+    g_signal_connect (ch, "channel-event", G_CALLBACK (on_channel_event), NULL);
+    spice_channel_connect (ch);
+  }
+}
+
+static gboolean
+connect_timeout (gpointer data)
+{
+  ctx.timer = 0;
+  fail ("no key box within %.0f s of connecting", ctx.connect_timeout_s);
+  return G_SOURCE_REMOVE;
+}
+
+int
+main (int argc, char **argv)
+{
+  GOptionContext *oc;
+  GError *err = NULL;
+  gchar *scancode_str = NULL;
+  GOptionEntry entries[] = {
+    {"uri", 0, 0, G_OPTION_ARG_STRING, &ctx.uri, "spice://HOST:PORT", "URI"},
+    {"host", 'h', 0, G_OPTION_ARG_STRING, &ctx.host, "Server host", "HOST"},
+    {"port", 'p', 0, G_OPTION_ARG_INT, &ctx.port, "Server port", "PORT"},
+    {"password", 'w', 0, G_OPTION_ARG_STRING, &ctx.password, "Ticket", "PW"},
+    {"samples", 'n', 0, G_OPTION_ARG_INT, &ctx.samples,
+        "Measured presses (25)", "N"},
+    {"warmup-presses", 0, 0, G_OPTION_ARG_INT, &ctx.warmup_presses,
+        "Unmeasured presses first (3)", "N"},
+    {"warmup", 0, 0, G_OPTION_ARG_DOUBLE, &ctx.warmup_s,
+        "Seconds between the first picture and the first press (2)", "S"},
+    {"timeout", 0, 0, G_OPTION_ARG_DOUBLE, &ctx.timeout_s,
+        "Per-press timeout in seconds (15)", "S"},
+    {"gap-min", 0, 0, G_OPTION_ARG_DOUBLE, &ctx.gap_min, "Gap min s (0.4)",
+        "S"},
+    {"gap-max", 0, 0, G_OPTION_ARG_DOUBLE, &ctx.gap_max, "Gap max s (1.2)",
+        "S"},
+    {"connect-timeout", 0, 0, G_OPTION_ARG_DOUBLE, &ctx.connect_timeout_s,
+        "Seconds to wait for the key box after connecting (30)", "S"},
+    {"scancode", 0, 0, G_OPTION_ARG_STRING, &scancode_str,
+        "Set-1 scancode to press (0x39)", "SC"},
+    {"release-ms", 0, 0, G_OPTION_ARG_INT, &ctx.release_ms,
+        "Release after this many ms (50)", "MS"},
+    {"tolerance", 0, 0, G_OPTION_ARG_INT, &ctx.tolerance,
+        "Per-channel colour tolerance for the box (64)", "T"},
+    {"inset", 0, 0, G_OPTION_ARG_INT, &ctx.inset,
+        "Ignore this many px at the box border (4)", "PX"},
+    {"guest-control", 0, 0, G_OPTION_ARG_FILENAME, &ctx.guest_control,
+        "Guest command FIFO: enables the exact-picture phase", "FILE"},
+    {"reference", 0, 0, G_OPTION_ARG_FILENAME, &ctx.reference,
+        "Where the guest dumps its framebuffer (PPM)", "FILE"},
+    {"exact-timeout", 0, 0, G_OPTION_ARG_DOUBLE, &ctx.exact_timeout_s,
+        "Give up on the exact picture after S seconds (30)", "S"},
+    {"seed", 0, 0, G_OPTION_ARG_INT64, &ctx.seed, "Gap RNG seed (1)", "N"},
+    {"json", 'o', 0, G_OPTION_ARG_FILENAME, &ctx.json_path,
+        "Write JSON here (default stdout)", "FILE"},
+    {"verbose", 'v', 0, G_OPTION_ARG_NONE, &ctx.verbose, "Log to stderr",
+        NULL},
+    {NULL}
+  };
+
+  ctx.samples = 25;
+  ctx.warmup_presses = 3;
+  ctx.warmup_s = 2.0;
+  ctx.timeout_s = 15.0;
+  ctx.gap_min = 0.4;
+  ctx.gap_max = 1.2;
+  ctx.connect_timeout_s = 30.0;
+  ctx.exact_timeout_s = 30.0;
+  ctx.scancode = 0x39;
+  ctx.release_ms = 50;
+  ctx.tolerance = 64;
+  ctx.inset = 4;
+  ctx.seed = 1;
+  ctx.exact_ms = -1;
+  ctx.last_diff = -1;
+
+  oc = g_option_context_new ("- SPICE keypress-to-draw latency client");
+  g_option_context_add_main_entries (oc, entries, NULL);
+  if (!g_option_context_parse (oc, &argc, &argv, &err)) {
+    fprintf (stderr, "spice-keypress: %s\n", err->message);
+    return 2;
+  }
+  g_option_context_free (oc);
+  if (scancode_str)
+    ctx.scancode = (gint) g_ascii_strtoll (scancode_str, NULL, 0);
+  if (!ctx.uri) {
+    if (!ctx.port) {
+      fprintf (stderr, "spice-keypress: give --uri or --port\n");
+      return 2;
+    }
+    ctx.uri = g_strdup_printf ("spice://%s:%d", ctx.host ? ctx.host :
+        "127.0.0.1", ctx.port);
+  }
+  if (ctx.samples < 1 || ctx.warmup_presses < 0 || ctx.gap_max < ctx.gap_min
+      || ctx.inset < 0 || ctx.inset >= BOX_SIZE / 2) {
+    fprintf (stderr, "spice-keypress: bad arguments\n");
+    return 2;
+  }
+  if (ctx.guest_control && !ctx.reference)
+    ctx.reference = g_strdup_printf ("%s.ref.ppm", ctx.guest_control);
+
+  ctx.t_start = g_get_monotonic_time ();
+  ctx.loop = g_main_loop_new (NULL, FALSE);
+  ctx.rand = g_rand_new_with_seed ((guint32) ctx.seed);
+  ctx.lat_ms = g_array_new (FALSE, FALSE, sizeof (gdouble));
+  ctx.channels = g_ptr_array_new_with_free_func (g_object_unref);
+  ctx.session = spice_session_new ();
+  g_object_set (ctx.session, "uri", ctx.uri, NULL);
+  if (ctx.password)
+    g_object_set (ctx.session, "password", ctx.password, NULL);
+  g_signal_connect (ctx.session, "channel-new", G_CALLBACK (on_channel_new),
+      NULL);
+  ctx.state = ST_CONNECTING;
+  ctx.t_connect = g_get_monotonic_time ();
+  if (!spice_session_connect (ctx.session)) {
+    fprintf (stderr, "spice-keypress: cannot connect to %s\n", ctx.uri);
+    return 1;
+  }
+  set_timer (ctx.connect_timeout_s, connect_timeout);
+  g_main_loop_run (ctx.loop);
+
+  write_json ();
+  spice_session_disconnect (ctx.session);
+  g_object_unref (ctx.session);
+  g_ptr_array_free (ctx.channels, TRUE);
+  return ctx.exit_error ? 1 : 0;
+}
