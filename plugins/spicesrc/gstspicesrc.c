@@ -698,13 +698,8 @@ ctx_handle_failure (GstSpiceSrc * self, SpiceChannel * channel,
   GST_WARNING_OBJECT (self, "%s (%s)%s", msg, detail,
       fatal ? "" : ", reconnecting");
 
-  g_mutex_lock (&self->lock);
-  set_last_error_locked (self, msg);
-  if (fatal)
-    self->fatal = TRUE;
-  g_cond_broadcast (&self->cond);
-  g_mutex_unlock (&self->lock);
-
+  /* post our error before create() can return FLOW_ERROR (basesrc would
+   * post its generic "Internal data stream error" first) */
   if (fatal) {
     switch (event) {
       case SPICE_CHANNEL_ERROR_AUTH:
@@ -722,6 +717,12 @@ ctx_handle_failure (GstSpiceSrc * self, SpiceChannel * channel,
         break;
     }
   }
+  g_mutex_lock (&self->lock);
+  set_last_error_locked (self, msg);
+  if (fatal)
+    self->fatal = TRUE;
+  g_cond_broadcast (&self->cond);
+  g_mutex_unlock (&self->lock);
   g_free (msg);
 
   ctx_drop_session (self);
