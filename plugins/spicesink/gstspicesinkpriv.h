@@ -109,6 +109,7 @@ typedef struct {
 struct _SinkSession {
   guint32 id;
   gchar *peer_host;
+  gchar *peer;                  /* address:port of the main channel */
   SinkConn *main, *display, *inputs, *cursor;
 
   /* display */

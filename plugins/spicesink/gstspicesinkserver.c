@@ -78,7 +78,8 @@ session_new (GstSpiceSink * sink, SinkConn * main_conn)
   do {
     s->id = g_random_int ();
   } while (s->id == 0 || session_find (sink, s->id));
-  s->peer_host = g_strdup (main_conn->peer);
+  s->peer_host = g_strdup (main_conn->peer_host);
+  s->peer = g_strdup (main_conn->peer);
   s->main = main_conn;
   s->rtt_us = -1;
   s->mouse_mode = GST_SPICE_MOUSE_MODE_CLIENT;
@@ -92,6 +93,7 @@ session_free (GstSpiceSink * sink, SinkSession * s)
 {
   sink->sessions = g_list_remove (sink->sessions, s);
   g_free (s->peer_host);
+  g_free (s->peer);
   g_free (s);
 }
 
@@ -933,6 +935,7 @@ gst_spice_sink_server_stats (GstSpiceSink * sink)
     SinkSession *s = l->data;
     GstStructure *c = gst_structure_new ("client",
         "address", G_TYPE_STRING, s->peer_host,
+        "peer", G_TYPE_STRING, s->peer,
         "session-id", G_TYPE_UINT, s->id,
         "draws", G_TYPE_UINT64, s->draws,
         "updates", G_TYPE_UINT64, s->updates,

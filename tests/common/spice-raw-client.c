@@ -1,0 +1,401 @@
+/* gst-spice tests: raw-socket SPICE client (see spice-raw-client.h)
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include <string.h>
+#include "spice-raw-client.h"
+
+SpiceRawConn *
+spice_raw_connect (guint16 port, guint timeout_s)
+{
+  GSocket *sock;
+  GInetAddress *ia = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
+  GSocketAddress *sa = g_inet_socket_address_new (ia, port);
+  SpiceRawConn *c = NULL;
+
+  sock = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM,
+      G_SOCKET_PROTOCOL_TCP, NULL);
+  if (sock) {
+    g_socket_set_timeout (sock, timeout_s);
+    if (g_socket_connect (sock, sa, NULL, NULL)) {
+      c = g_new0 (SpiceRawConn, 1);
+      c->sock = sock;
+    } else {
+      g_object_unref (sock);
+    }
+  }
+  g_object_unref (sa);
+  g_object_unref (ia);
+  return c;
+}
+
+void
+spice_raw_close (SpiceRawConn * c)
+{
+  if (!c)
+    return;
+  g_socket_close (c->sock, NULL);
+  g_object_unref (c->sock);
+  g_free (c);
+}
+
+gboolean
+spice_raw_send (SpiceRawConn * c, const guint8 * data, gsize size)
+{
+  while (size > 0) {
+    gssize n = g_socket_send (c->sock, (const gchar *) data, size, NULL,
+        NULL);
+    if (n <= 0)
+      return FALSE;
+    data += n;
+    size -= n;
+  }
+  return TRUE;
+}
+
+gboolean
+spice_raw_recv_exact (SpiceRawConn * c, guint8 * buf, gsize size,
+    guint timeout_ms)
+{
+  gint64 deadline = g_get_monotonic_time () + timeout_ms * (gint64) 1000;
+
+  while (size > 0) {
+    gint64 left = deadline - g_get_monotonic_time ();
+    gssize n;
+
+    if (left <= 0)
+      return FALSE;
+    if (!g_socket_condition_timed_wait (c->sock, G_IO_IN, left, NULL, NULL))
+      return FALSE;
+    n = g_socket_receive (c->sock, (gchar *) buf, size, NULL, NULL);
+    if (n <= 0)
+      return FALSE;
+    buf += n;
+    size -= n;
+  }
+  return TRUE;
+}
+
+gboolean
+spice_raw_wait_closed (SpiceRawConn * c, guint timeout_ms)
+{
+  gint64 deadline = g_get_monotonic_time () + timeout_ms * (gint64) 1000;
+  guint8 buf[4096];
+
+  for (;;) {
+    gint64 left = deadline - g_get_monotonic_time ();
+    gssize n;
+
+    if (left <= 0)
+      return FALSE;
+    if (!g_socket_condition_timed_wait (c->sock, G_IO_IN, left, NULL, NULL))
+      return FALSE;
+    n = g_socket_receive (c->sock, (gchar *) buf, sizeof (buf), NULL, NULL);
+    if (n <= 0)
+      return TRUE;
+  }
+}
+
+gboolean
+spice_raw_link (SpiceRawConn * c, guint32 connection_id, guint8 channel_type,
+    guint32 common_caps, guint32 channel_caps, const gchar * password,
+    guint32 * reply_error)
+{
+  GstSpiceLinkMess m = { 0, };
+  GstSpiceLinkHeader h;
+  GstSpiceLinkReply r;
+  GByteArray *a = g_byte_array_new ();
+  guint8 hdr[16], *body, ticket[128], res[4];
+  gboolean ok = FALSE;
+
+  if (reply_error)
+    *reply_error = 0;
+  m.connection_id = connection_id;
+  m.channel_type = channel_type;
+  m.n_common = 1;
+  m.n_channel = 1;
+  m.common_caps[0] = common_caps;
+  m.channel_caps[0] = channel_caps;
+  gst_spice_wire_write_link_mess (a, &m);
+  if (!spice_raw_send (c, a->data, a->len))
+    goto out;
+  if (!spice_raw_recv_exact (c, hdr, 16, 10000) ||
+      !gst_spice_wire_parse_link_header (hdr, 16,
+          GST_SPICE_WIRE_LINK_REPLY_SIZE, &h, NULL))
+    goto out;
+  body = g_malloc (h.size);
+  if (!spice_raw_recv_exact (c, body, h.size, 10000) ||
+      !gst_spice_wire_parse_link_reply (body, h.size, &r)) {
+    g_free (body);
+    goto out;
+  }
+  g_free (body);
+  if (r.error) {
+    if (reply_error)
+      *reply_error = r.error;
+    goto out;
+  }
+  c->type = channel_type;
+  c->mini = gst_spice_caps_test (r.common_caps, r.n_common,
+      GST_SPICE_COMMON_CAP_MINI_HEADER) &&
+      (common_caps & (1u << GST_SPICE_COMMON_CAP_MINI_HEADER));
+  g_byte_array_set_size (a, 0);
+  if (common_caps & (1u << GST_SPICE_COMMON_CAP_AUTH_SELECTION))
+    gst_spice_put_u32 (a, GST_SPICE_COMMON_CAP_AUTH_SPICE);
+  if (!gst_spice_ticket_encrypt (r.pub_key, GST_SPICE_WIRE_PUBKEY_SIZE,
+          password ? password : "", ticket, sizeof (ticket)))
+    goto out;
+  gst_spice_put_bytes (a, ticket, 128);
+  if (!spice_raw_send (c, a->data, a->len))
+    goto out;
+  if (!spice_raw_recv_exact (c, res, 4, 10000))
+    goto out;
+  c->link_result = GST_READ_UINT32_LE (res);
+  ok = TRUE;
+out:
+  g_byte_array_unref (a);
+  return ok;
+}
+
+gboolean
+spice_raw_send_msg (SpiceRawConn * c, guint16 type, const guint8 * body,
+    gsize size)
+{
+  guint8 h[18];
+  gsize hs = gst_spice_wire_header_size (c->mini);
+
+  gst_spice_wire_put_header (h, c->mini, 1, type, (guint32) size);
+  return spice_raw_send (c, h, hs) && spice_raw_send (c, body, size);
+}
+
+gboolean
+spice_raw_read_msg (SpiceRawConn * c, guint timeout_ms, guint16 * type,
+    guint8 ** body, gsize * size)
+{
+  guint8 h[18];
+  gsize hs = gst_spice_wire_header_size (c->mini);
+  GstSpiceMsgHeader mh;
+
+  *body = NULL;
+  *size = 0;
+  if (!spice_raw_recv_exact (c, h, hs, timeout_ms) ||
+      !gst_spice_wire_parse_header (h, hs, c->mini, &mh))
+    return FALSE;
+  if (mh.size > 64 * 1024 * 1024)
+    return FALSE;
+  *type = mh.type;
+  *size = mh.size;
+  if (mh.size) {
+    *body = g_malloc (mh.size);
+    if (!spice_raw_recv_exact (c, *body, mh.size, MAX (timeout_ms, 10000))) {
+      g_free (*body);
+      *body = NULL;
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+#define COMMON_CAPS 0x0d        /* AUTH_SELECTION, AUTH_SASL, MINI_HEADER: as spice-gtk */
+
+SpiceRawSession *
+spice_raw_session_new (guint16 port, const gchar * password,
+    guint32 display_caps)
+{
+  SpiceRawSession *s = g_new0 (SpiceRawSession, 1);
+  guint16 type;
+  guint8 *body;
+  gsize size;
+  GstSpiceMainInit init;
+
+  s->main = spice_raw_connect (port, 10);
+  if (!s->main || !spice_raw_link (s->main, 0, GST_SPICE_CHANNEL_MAIN,
+          COMMON_CAPS, 0, password, NULL) || s->main->link_result != 0)
+    goto fail;
+  if (!spice_raw_read_msg (s->main, 10000, &type, &body, &size))
+    goto fail;
+  if (type != GST_SPICE_MSG_MAIN_INIT ||
+      !gst_spice_wire_parse_main_init (body, size, &init)) {
+    g_free (body);
+    goto fail;
+  }
+  g_free (body);
+  s->session_id = init.session_id;
+  s->mm_time = init.multi_media_time;
+  if (!spice_raw_send_msg (s->main, GST_SPICE_MSGC_MAIN_ATTACH_CHANNELS, NULL,
+          0))
+    goto fail;
+  for (;;) {
+    if (!spice_raw_read_msg (s->main, 10000, &type, &body, &size))
+      goto fail;
+    g_free (body);
+    if (type == GST_SPICE_MSG_MAIN_CHANNELS_LIST)
+      break;
+  }
+  s->display = spice_raw_connect (port, 10);
+  if (!s->display || !spice_raw_link (s->display, s->session_id,
+          GST_SPICE_CHANNEL_DISPLAY, COMMON_CAPS, display_caps, password,
+          NULL) || s->display->link_result != 0)
+    goto fail;
+  return s;
+fail:
+  spice_raw_session_free (s);
+  return NULL;
+}
+
+void
+spice_raw_session_free (SpiceRawSession * s)
+{
+  if (!s)
+    return;
+  spice_raw_close (s->main);
+  spice_raw_close (s->display);
+  if (s->canvas)
+    draws_decoder_free (s->canvas);
+  g_free (s->error);
+  g_free (s);
+}
+
+static gboolean
+proto_error (SpiceRawSession * s, const gchar * what)
+{
+  s->protocol_error = TRUE;
+  if (!s->error)
+    s->error = g_strdup (what);
+  return FALSE;
+}
+
+static gboolean
+handle_display (SpiceRawSession * s, guint16 type, const guint8 * body,
+    gsize size)
+{
+  switch (type) {
+    case GST_SPICE_MSG_DISPLAY_SURFACE_CREATE:{
+      guint32 id, w, h, fmt, flags;
+
+      if (!gst_spice_wire_parse_surface_create (body, size, &id, &w, &h, &fmt,
+              &flags) || id != 0 || fmt != 32 || w == 0 || h == 0 ||
+          w > 16384 || h > 16384)
+        return proto_error (s, "bad SURFACE_CREATE");
+      if (s->canvas)
+        draws_decoder_resize (s->canvas, w, h);
+      else
+        s->canvas = draws_decoder_new (w, h);
+      s->width = w;
+      s->height = h;
+      return TRUE;
+    }
+    case GST_SPICE_MSG_DISPLAY_SURFACE_DESTROY:
+      if (s->streams_live)
+        return proto_error (s, "surface destroyed under a live stream");
+      return TRUE;
+    case GST_SPICE_MSG_DISPLAY_MARK:
+      if (!s->canvas)
+        return proto_error (s, "MARK before SURFACE_CREATE");
+      s->marks++;
+      return TRUE;
+    case GST_SPICE_MSG_DISPLAY_DRAW_COPY:{
+      GstSpiceDrawCopy dc;
+      GstSpiceDrawsWriter *w;
+      GstBuffer *buf;
+      GstVideoRectangle dest;
+      gboolean ok;
+
+      if (!s->canvas)
+        return proto_error (s, "draw before SURFACE_CREATE");
+      if (!gst_spice_wire_parse_draw_copy (body, size, &dc) ||
+          dc.rop != 8 || dc.box.w != (gint) dc.image_width ||
+          dc.box.h != (gint) dc.image_height || dc.box.w <= 0)
+        return proto_error (s, "bad DRAW_COPY");
+      dest = dc.box;
+      w = gst_spice_draws_writer_new (0, dc.payload_size + 64);
+      gst_spice_draws_writer_add (w, &dest, dc.image_type, 0, dc.payload,
+          dc.payload_size);
+      buf = gst_spice_draws_writer_finish (w);
+      ok = draws_decoder_apply (s->canvas, buf, NULL);
+      gst_buffer_unref (buf);
+      if (!ok)
+        return proto_error (s, "undecodable DRAW_COPY image");
+      s->draws++;
+      return TRUE;
+    }
+    case GST_SPICE_MSG_DISPLAY_STREAM_CREATE:{
+      GstSpiceStreamCreate sc;
+
+      if (!s->canvas)
+        return proto_error (s, "STREAM_CREATE before SURFACE_CREATE");
+      if (!gst_spice_wire_parse_stream_create (body, size, &sc) ||
+          sc.surface_id != 0 || !(sc.flags & 1))
+        return proto_error (s, "bad STREAM_CREATE");
+      if (s->streams_live & (1u << (sc.id % 32)))
+        return proto_error (s, "STREAM_CREATE of a live stream id");
+      s->streams_live |= 1u << (sc.id % 32);
+      s->stream_creates++;
+      s->last_codec = sc.codec;
+      return TRUE;
+    }
+    case GST_SPICE_MSG_DISPLAY_STREAM_DATA:{
+      guint32 id, mm;
+      const guint8 *f;
+      gsize fs;
+
+      if (!gst_spice_wire_parse_stream_data (body, size, &id, &mm, &f, &fs) ||
+          mm == 0)
+        return proto_error (s, "bad STREAM_DATA");
+      if (!(s->streams_live & (1u << (id % 32))))
+        return proto_error (s, "STREAM_DATA for an unknown stream");
+      s->stream_datas++;
+      s->last_stream_mm = mm;
+      return TRUE;
+    }
+    case GST_SPICE_MSG_DISPLAY_STREAM_DESTROY:{
+      guint32 id;
+
+      if (size != 4)
+        return proto_error (s, "bad STREAM_DESTROY");
+      id = GST_READ_UINT32_LE (body);
+      if (!(s->streams_live & (1u << (id % 32))))
+        return proto_error (s, "STREAM_DESTROY of an unknown stream");
+      s->streams_live &= ~(1u << (id % 32));
+      s->stream_destroys++;
+      return TRUE;
+    }
+    case GST_SPICE_MSG_DISPLAY_STREAM_ACTIVATE_REPORT:
+      s->stream_reports++;
+      return TRUE;
+    case GST_SPICE_MSG_PING:
+      return TRUE;
+    default:
+      return proto_error (s, "unexpected display message");
+  }
+}
+
+gboolean
+spice_raw_session_pump (SpiceRawSession * s, guint timeout_ms,
+    gboolean (*until) (SpiceRawSession * s, gpointer data), gpointer data)
+{
+  gint64 deadline = g_get_monotonic_time () + timeout_ms * (gint64) 1000;
+
+  if (until && until (s, data))
+    return TRUE;
+  for (;;) {
+    gint64 left = (deadline - g_get_monotonic_time ()) / 1000;
+    guint16 type;
+    guint8 *body;
+    gsize size;
+    gboolean ok;
+
+    if (left <= 0)
+      return !s->protocol_error;
+    if (!g_socket_condition_timed_wait (s->display->sock, G_IO_IN,
+            left * 1000, NULL, NULL))
+      return !s->protocol_error;
+    if (!spice_raw_read_msg (s->display, 10000, &type, &body, &size))
+      return FALSE;
+    ok = handle_display (s, type, body, size);
+    g_free (body);
+    if (!ok)
+      return FALSE;
+    if (until && until (s, data))
+      return TRUE;
+  }
+}

@@ -1,0 +1,70 @@
+/* gst-spice tests: a raw-socket SPICE client (loopback only) built on the
+ * shared wire code. Blocking sockets with timeouts; used for hostile-input
+ * tests and for clients with chosen capabilities.
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#pragma once
+
+#include <gio/gio.h>
+#include <spice/gstspice.h>
+#include "draws-decoder.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+  GSocket *sock;
+  gboolean mini;
+  guint8 type;
+  guint32 link_result;
+} SpiceRawConn;
+
+/* connects to 127.0.0.1:@port (blocking, @timeout_s per operation) */
+SpiceRawConn *spice_raw_connect (guint16 port, guint timeout_s);
+void     spice_raw_close (SpiceRawConn * c);
+gboolean spice_raw_send (SpiceRawConn * c, const guint8 * data, gsize size);
+gboolean spice_raw_recv_exact (SpiceRawConn * c, guint8 * buf, gsize size,
+    guint timeout_ms);
+/* TRUE when the peer closed (EOF or reset) within @timeout_ms */
+gboolean spice_raw_wait_closed (SpiceRawConn * c, guint timeout_ms);
+
+/* Full link handshake. Returns TRUE if it reached the link result (stored
+ * in c->link_result); with @reply_error set to the error of an error
+ * reply, if any. */
+gboolean spice_raw_link (SpiceRawConn * c, guint32 connection_id,
+    guint8 channel_type, guint32 common_caps, guint32 channel_caps,
+    const gchar * password, guint32 * reply_error);
+
+gboolean spice_raw_send_msg (SpiceRawConn * c, guint16 type,
+    const guint8 * body, gsize size);
+/* one message; *body is g_malloc'd (may be NULL when size is 0) */
+gboolean spice_raw_read_msg (SpiceRawConn * c, guint timeout_ms,
+    guint16 * type, guint8 ** body, gsize * size);
+
+/* A session: main (+ ATTACH_CHANNELS) and display with @display_caps. */
+typedef struct {
+  SpiceRawConn *main;
+  SpiceRawConn *display;
+  guint32 session_id;
+  guint32 mm_time;
+  DrawsDecoder *canvas;         /* NULL until SURFACE_CREATE */
+  gint width, height;
+  guint64 draws, marks;
+  guint64 stream_creates, stream_datas, stream_destroys, stream_reports;
+  guint32 streams_live;         /* bit per stream id */
+  gboolean protocol_error;      /* message order or layout violated */
+  gchar *error;
+  guint8 last_codec;
+  guint32 last_stream_mm;
+} SpiceRawSession;
+
+#define SPICE_RAW_DISPLAY_CAPS_ALL 0x6f3d       /* spice-gtk 0.42 minus MONITORS_CONFIG, GL */
+
+SpiceRawSession *spice_raw_session_new (guint16 port, const gchar * password,
+    guint32 display_caps);
+void     spice_raw_session_free (SpiceRawSession * s);
+/* Processes display messages for up to @timeout_ms or until @until returns
+ * TRUE. Returns FALSE on a protocol error or closed connection. */
+gboolean spice_raw_session_pump (SpiceRawSession * s, guint timeout_ms,
+    gboolean (*until) (SpiceRawSession * s, gpointer data), gpointer data);
+
+G_END_DECLS

@@ -1,0 +1,223 @@
+/* gst-spice tests: spice-client-glib test client.
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Connects like any spice-gtk client, logs "MARK <us>" and
+ * "INV <us> x y w h" (monotonic microseconds) on stdout, sends the given
+ * scancodes once the display is ready, and writes the primary surface as a
+ * PPM when the display has been quiet for --settle-ms (after at least
+ * --min-invalidates invalidates) or after --duration-ms. Exit codes: 0 done,
+ * 1 no picture, 2 timeout/connection error.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <spice-client.h>
+#include "ppm.h"
+
+static gchar *host = NULL, *port = NULL, *tls_port = NULL, *ca_file = NULL,
+    *password = NULL, *out = NULL, *keys = NULL;
+static gint settle_ms = 400, min_inv = 1, duration_ms = 0, timeout_s = 30;
+static gboolean log_inv = FALSE;
+
+static GMainLoop *loop;
+static guint8 *primary;
+static gint pw, ph, pstride;
+static gint64 last_inv_us;
+static gint n_inv;
+static gboolean marked;
+static gint exit_code = 2;
+static SpiceInputsChannel *inputs;
+static gboolean keys_sent;
+
+static gboolean
+finish (gpointer data)
+{
+  if (primary && out) {
+    GError *err = NULL;
+
+    if (!test_ppm_write (out, primary, pw, ph, pstride, &err)) {
+      g_printerr ("ppm: %s\n", err->message);
+      g_clear_error (&err);
+      exit_code = 1;
+    } else {
+      exit_code = 0;
+    }
+  } else {
+    exit_code = primary ? 0 : 1;
+  }
+  g_main_loop_quit (loop);
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
+send_keys (gpointer data)
+{
+  gchar **codes;
+  guint i;
+
+  if (!inputs)
+    return G_SOURCE_CONTINUE;
+  codes = g_strsplit (keys, ",", -1);
+  for (i = 0; codes[i]; i++) {
+    guint sc = (guint) g_ascii_strtoull (codes[i], NULL, 0);
+
+    spice_inputs_channel_key_press (inputs, sc);
+    spice_inputs_channel_key_release (inputs, sc);
+  }
+  g_strfreev (codes);
+  g_print ("KEYS-SENT %" G_GINT64_FORMAT "\n", g_get_monotonic_time ());
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
+check_settled (gpointer data)
+{
+  gint64 now = g_get_monotonic_time ();
+
+  if (keys && marked && !keys_sent) {
+    keys_sent = TRUE;
+    g_timeout_add (200, send_keys, NULL);
+  }
+  if (duration_ms > 0)
+    return G_SOURCE_CONTINUE;
+  if (marked && n_inv >= min_inv && now - last_inv_us > settle_ms * 1000 &&
+      (!keys || keys_sent)) {
+    finish (NULL);
+    return G_SOURCE_REMOVE;
+  }
+  return G_SOURCE_CONTINUE;
+}
+
+static void
+primary_create (SpiceChannel * ch, gint format, gint w, gint h, gint stride,
+    gint shmid, gpointer imgdata, gpointer data)
+{
+  primary = imgdata;
+  pw = w;
+  ph = h;
+  pstride = stride;
+  g_print ("PRIMARY %d %d\n", w, h);
+}
+
+static void
+primary_destroy (SpiceChannel * ch, gpointer data)
+{
+  primary = NULL;
+}
+
+static void
+invalidate (SpiceChannel * ch, gint x, gint y, gint w, gint h, gpointer data)
+{
+  last_inv_us = g_get_monotonic_time ();
+  n_inv++;
+  if (log_inv)
+    g_print ("INV %" G_GINT64_FORMAT " %d %d %d %d\n", last_inv_us, x, y, w,
+        h);
+}
+
+static void
+mark (SpiceChannel * ch, gint m, gpointer data)
+{
+  if (m && !marked) {
+    marked = TRUE;
+    g_print ("MARK %" G_GINT64_FORMAT "\n", g_get_monotonic_time ());
+  }
+}
+
+static void
+channel_event (SpiceChannel * ch, SpiceChannelEvent ev, gpointer data)
+{
+  if (ev >= SPICE_CHANNEL_ERROR_CONNECT) {
+    g_printerr ("channel error %d\n", ev);
+    exit_code = 2;
+    g_main_loop_quit (loop);
+  }
+}
+
+static void
+channel_new (SpiceSession * s, SpiceChannel * ch, gpointer data)
+{
+  if (SPICE_IS_MAIN_CHANNEL (ch))
+    g_signal_connect (ch, "channel-event", G_CALLBACK (channel_event), NULL);
+  if (SPICE_IS_DISPLAY_CHANNEL (ch)) {
+    gint id;
+
+    g_object_get (ch, "channel-id", &id, NULL);
+    if (id != 0)
+      return;
+    g_signal_connect (ch, "display-primary-create",
+        G_CALLBACK (primary_create), NULL);
+    g_signal_connect (ch, "display-primary-destroy",
+        G_CALLBACK (primary_destroy), NULL);
+    g_signal_connect (ch, "display-invalidate", G_CALLBACK (invalidate),
+        NULL);
+    g_signal_connect (ch, "display-mark", G_CALLBACK (mark), NULL);
+    g_signal_connect (ch, "channel-event", G_CALLBACK (channel_event), NULL);
+    spice_channel_connect (ch);
+  }
+  if (SPICE_IS_INPUTS_CHANNEL (ch)) {
+    inputs = SPICE_INPUTS_CHANNEL (ch);
+    spice_channel_connect (ch);
+  }
+}
+
+static gboolean
+timeout_cb (gpointer data)
+{
+  g_printerr ("timeout\n");
+  exit_code = 2;
+  g_main_loop_quit (loop);
+  return G_SOURCE_REMOVE;
+}
+
+int
+main (int argc, char **argv)
+{
+  GOptionEntry entries[] = {
+    {"host", 'h', 0, G_OPTION_ARG_STRING, &host, "host", NULL},
+    {"port", 'p', 0, G_OPTION_ARG_STRING, &port, "port", NULL},
+    {"tls-port", 's', 0, G_OPTION_ARG_STRING, &tls_port, "TLS port", NULL},
+    {"ca-file", 0, 0, G_OPTION_ARG_FILENAME, &ca_file, "CA file", NULL},
+    {"password", 'w', 0, G_OPTION_ARG_STRING, &password, "password", NULL},
+    {"out", 'o', 0, G_OPTION_ARG_FILENAME, &out, "PPM output", NULL},
+    {"settle-ms", 0, 0, G_OPTION_ARG_INT, &settle_ms, "quiet time", NULL},
+    {"min-invalidates", 0, 0, G_OPTION_ARG_INT, &min_inv, "min", NULL},
+    {"duration-ms", 0, 0, G_OPTION_ARG_INT, &duration_ms, "run time", NULL},
+    {"timeout", 0, 0, G_OPTION_ARG_INT, &timeout_s, "timeout (s)", NULL},
+    {"log", 0, 0, G_OPTION_ARG_NONE, &log_inv, "log invalidates", NULL},
+    {"keys", 0, 0, G_OPTION_ARG_STRING, &keys, "scancodes a,b,c", NULL},
+    {NULL}
+  };
+  GOptionContext *ctx = g_option_context_new ("- gst-spice test client");
+  SpiceSession *session;
+  GError *err = NULL;
+
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  if (!g_option_context_parse (ctx, &argc, &argv, &err)) {
+    g_printerr ("%s\n", err->message);
+    return 2;
+  }
+  g_option_context_free (ctx);
+  setvbuf (stdout, NULL, _IOLBF, 0);
+  loop = g_main_loop_new (NULL, FALSE);
+  session = spice_session_new ();
+  g_object_set (session, "host", host ? host : "127.0.0.1", NULL);
+  if (port)
+    g_object_set (session, "port", port, NULL);
+  if (tls_port)
+    g_object_set (session, "tls-port", tls_port, NULL);
+  if (ca_file)
+    g_object_set (session, "ca-file", ca_file, NULL);
+  if (password)
+    g_object_set (session, "password", password, NULL);
+  g_signal_connect (session, "channel-new", G_CALLBACK (channel_new), NULL);
+  if (!spice_session_connect (session))
+    return 2;
+  g_timeout_add (20, check_settled, NULL);
+  if (duration_ms > 0)
+    g_timeout_add (duration_ms, finish, NULL);
+  g_timeout_add_seconds (timeout_s, timeout_cb, NULL);
+  g_main_loop_run (loop);
+  spice_session_disconnect (session);
+  g_object_unref (session);
+  return exit_code;
+}

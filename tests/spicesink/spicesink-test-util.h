@@ -1,0 +1,364 @@
+/* tests/spicesink: shared fixture — an appsrc playing spicetiler on the
+ * sink's draw pad (answers refresh with a full REFRESH-flagged update),
+ * recording the upstream events the sink sends.
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#pragma once
+
+#include <string.h>
+#include <stdlib.h>
+#include <gst/gst.h>
+#include <gst/check/gstcheck.h>
+#include <gst/app/gstappsrc.h>
+#include <gst/video/video.h>
+#include <gst/video/navigation.h>
+#include <lz4.h>
+#include <spice/gstspice.h>
+#include "ppm.h"
+#include "spice-raw-client.h"
+
+typedef struct {
+  GstElement *pipeline, *sink, *src;
+  guint16 port, tls_port;
+  gint w, h;
+  GMutex lock;
+  GCond cond;
+  guint8 *picture;              /* BGRx, what the "tiler" shows */
+  gboolean use_lz4;
+  gboolean answer_refresh;
+  guint refresh_events;
+  guint fku_events;
+  gint stream_control;          /* -1 none seen, else last enabled */
+  GPtrArray *nav;               /* GstStructure copies */
+  GstElement *stream_src;       /* optional stream branch head */
+  GArray *push_times;           /* gint64 per stream frame at the sink */
+} Fixture;
+
+static inline gchar *
+tool_path (const gchar * name)
+{
+  const gchar *b = g_getenv ("GST_SPICE_BUILD_DIR");
+
+  return g_build_filename (b ? b : ".", "tests", "common", name, NULL);
+}
+
+/* deterministic picture with gradients, edges and noise */
+static inline void
+make_pattern (guint8 * p, gint w, gint h, guint seed)
+{
+  GRand *r = g_rand_new_with_seed (seed);
+  gint x, y;
+
+  for (y = 0; y < h; y++)
+    for (x = 0; x < w; x++) {
+      guint8 *q = p + ((gsize) y * w + x) * 4;
+      q[0] = (guint8) (x * 255 / MAX (w - 1, 1));
+      q[1] = (guint8) (y * 255 / MAX (h - 1, 1));
+      q[2] = ((x / 16 + y / 16 + seed) & 1) ? 200 : (guint8) g_rand_int (r);
+      q[3] = 0xff;
+    }
+  g_rand_free (r);
+}
+
+static inline void
+add_lz4 (GstSpiceDrawsWriter * wr, const GstVideoRectangle * dest,
+    const guint8 * bgrx, gint stride)
+{
+  gsize row = (gsize) dest->w * 4, raw = row * dest->h;
+  guint8 *packed = g_malloc (raw);
+  gint bound = LZ4_compressBound ((int) raw), n, y;
+  guint8 *payload = g_malloc (4 + 2 + 4 + bound);
+
+  for (y = 0; y < dest->h; y++)
+    memcpy (packed + y * row, bgrx + (gsize) y * stride, row);
+  n = LZ4_compress_default ((const char *) packed, (char *) payload + 10,
+      (int) raw, bound);
+  g_assert (n > 0);
+  GST_WRITE_UINT32_LE (payload, 2 + 4 + n);
+  payload[4] = 1;               /* top-down */
+  payload[5] = 8;               /* 32BIT */
+  GST_WRITE_UINT32_BE (payload + 6, n);
+  gst_spice_draws_writer_add (wr, dest, GST_SPICE_IMAGE_LZ4, 0, payload,
+      10 + n);
+  g_free (payload);
+  g_free (packed);
+}
+
+/* pushes @rects of the fixture's picture as one update */
+static inline void
+push_rects (Fixture * f, const GstVideoRectangle * rects, guint n,
+    guint32 flags)
+{
+  GstSpiceDrawsWriter *wr = gst_spice_draws_writer_new (flags, 0);
+  guint i;
+
+  g_mutex_lock (&f->lock);
+  for (i = 0; i < n; i++) {
+    const guint8 *p = f->picture + ((gsize) rects[i].y * f->w + rects[i].x)
+        * 4;
+    if (f->use_lz4)
+      add_lz4 (wr, &rects[i], p, f->w * 4);
+    else
+      gst_spice_draws_writer_add_bitmap (wr, &rects[i], p, f->w * 4);
+  }
+  g_mutex_unlock (&f->lock);
+  fail_unless_equals_int (gst_app_src_push_buffer (GST_APP_SRC (f->src),
+          gst_spice_draws_writer_finish (wr)), GST_FLOW_OK);
+}
+
+static inline void
+push_full (Fixture * f, guint32 flags)
+{
+  GstVideoRectangle r = { 0, 0, f->w, f->h };
+  push_rects (f, &r, 1, flags);
+}
+
+static GstPadProbeReturn
+upstream_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  Fixture *f = data;
+  GstEvent *ev = GST_PAD_PROBE_INFO_EVENT (info);
+  gboolean refresh = FALSE;
+
+  g_mutex_lock (&f->lock);
+  if (GST_EVENT_TYPE (ev) == GST_EVENT_NAVIGATION)
+    g_ptr_array_add (f->nav, gst_structure_copy (gst_event_get_structure
+            (ev)));
+  else if (gst_spice_event_is_refresh (ev)) {
+    f->refresh_events++;
+    refresh = f->answer_refresh;
+  }
+  g_cond_broadcast (&f->cond);
+  g_mutex_unlock (&f->lock);
+  if (refresh)
+    push_full (f, GST_SPICE_DRAWS_FLAG_REFRESH);
+  return GST_PAD_PROBE_OK;
+}
+
+static inline Fixture *
+fixture_new (gint w, gint h, const gchar * props)
+{
+  Fixture *f = g_new0 (Fixture, 1);
+  gchar *desc;
+  GstCaps *caps;
+  GstPad *pad;
+  GError *err = NULL;
+
+  g_mutex_init (&f->lock);
+  g_cond_init (&f->cond);
+  f->w = w;
+  f->h = h;
+  f->answer_refresh = TRUE;
+  f->stream_control = -1;
+  f->nav = g_ptr_array_new_with_free_func ((GDestroyNotify)
+      gst_structure_free);
+  f->push_times = g_array_new (FALSE, FALSE, sizeof (gint64));
+  f->picture = g_malloc ((gsize) w * h * 4);
+  make_pattern (f->picture, w, h, 1);
+  desc = g_strdup_printf ("appsrc name=src format=time ! "
+      "spicesink name=sink port=0 %s", props ? props : "");
+  f->pipeline = gst_parse_launch (desc, &err);
+  g_free (desc);
+  fail_unless (f->pipeline != NULL, "%s", err ? err->message : "?");
+  f->sink = gst_bin_get_by_name (GST_BIN (f->pipeline), "sink");
+  f->src = gst_bin_get_by_name (GST_BIN (f->pipeline), "src");
+  caps = gst_caps_new_simple (GST_SPICE_DRAWS_MEDIA_TYPE, "width",
+      G_TYPE_INT, w, "height", G_TYPE_INT, h, NULL);
+  g_object_set (f->src, "caps", caps, "is-live", TRUE, NULL);
+  gst_caps_unref (caps);
+  pad = gst_element_get_static_pad (f->src, "src");
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_EVENT_UPSTREAM, upstream_probe,
+      f, NULL);
+  gst_object_unref (pad);
+  return f;
+}
+
+/* plays and returns the bound port */
+static inline void
+fixture_start (Fixture * f, gboolean push_first)
+{
+  gint port = -1, tls = -1;
+
+  fail_unless (gst_element_set_state (f->pipeline, GST_STATE_PLAYING) !=
+      GST_STATE_CHANGE_FAILURE);
+  g_object_get (f->sink, "bound-port", &port, "bound-tls-port", &tls, NULL);
+  f->port = port > 0 ? port : 0;
+  f->tls_port = tls > 0 ? tls : 0;
+  if (push_first)
+    push_full (f, 0);
+}
+
+static inline void
+fixture_free (Fixture * f)
+{
+  gst_element_set_state (f->pipeline, GST_STATE_NULL);
+  gst_object_unref (f->sink);
+  gst_object_unref (f->src);
+  if (f->stream_src)
+    gst_object_unref (f->stream_src);
+  gst_object_unref (f->pipeline);
+  g_ptr_array_unref (f->nav);
+  g_array_unref (f->push_times);
+  g_free (f->picture);
+  g_mutex_clear (&f->lock);
+  g_cond_clear (&f->cond);
+  g_free (f);
+}
+
+/* runs argv (NULL-terminated) under `timeout`; returns the exit status */
+static inline gint
+run_tool (const gchar * const *argv, const gchar * const *env_add,
+    gchar ** out)
+{
+  GPtrArray *a = g_ptr_array_new ();
+  gchar **envp = g_get_environ ();
+  gint status = -1;
+  GError *err = NULL;
+  gchar *errout = NULL;
+  guint i;
+
+  g_ptr_array_add (a, (gpointer) "timeout");
+  g_ptr_array_add (a, (gpointer) "-k");
+  g_ptr_array_add (a, (gpointer) "5");
+  g_ptr_array_add (a, (gpointer) "60");
+  for (i = 0; argv[i]; i++)
+    g_ptr_array_add (a, (gpointer) argv[i]);
+  g_ptr_array_add (a, NULL);
+  for (i = 0; env_add && env_add[i]; i += 2)
+    envp = g_environ_setenv (envp, env_add[i], env_add[i + 1], TRUE);
+  if (!g_spawn_sync (NULL, (gchar **) a->pdata, envp, G_SPAWN_SEARCH_PATH,
+          NULL, NULL, out, &errout, &status, &err)) {
+    GST_WARNING ("spawn: %s", err->message);
+    g_clear_error (&err);
+    status = -1;
+  } else if (WIFEXITED (status)) {
+    status = WEXITSTATUS (status);
+  } else {
+    status = 128;
+  }
+  if (errout && *errout)
+    GST_INFO ("%s stderr: %s", argv[0], errout);
+  g_free (errout);
+  g_ptr_array_unref (a);
+  g_strfreev (envp);
+  return status;
+}
+
+/* spicy-screenshot into a temp file; returns exit status, *bgrx on 0 */
+static inline gint
+screenshot (guint16 port, gboolean tls, const gchar * password,
+    const gchar * const *env_add, guint8 ** bgrx, gint * w, gint * h)
+{
+  gchar *dir = g_dir_make_tmp ("spicesink-XXXXXX", NULL);
+  gchar *file = g_build_filename (dir, "shot.ppm", NULL);
+  gchar *ps = g_strdup_printf ("%u", port);
+  const gchar *argv[10];
+  gint n = 0, st;
+
+  argv[n++] = "spicy-screenshot";
+  argv[n++] = "-h";
+  argv[n++] = "127.0.0.1";
+  argv[n++] = tls ? "-s" : "-p";
+  argv[n++] = ps;
+  argv[n++] = "-o";
+  argv[n++] = file;
+  if (password) {
+    argv[n++] = "-w";
+    argv[n++] = password;
+  }
+  argv[n] = NULL;
+  st = run_tool (argv, env_add, NULL);
+  if (st == 0 && bgrx)
+    fail_unless (test_ppm_read (file, bgrx, w, h, NULL));
+  g_unlink (file);
+  g_rmdir (dir);
+  g_free (file);
+  g_free (dir);
+  g_free (ps);
+  return st;
+}
+
+static inline guint64
+diff_full (Fixture * f, const guint8 * shot, gint w, gint h)
+{
+  gint fx = -1, fy = -1;
+  guint64 d;
+
+  fail_unless_equals_int (w, f->w);
+  fail_unless_equals_int (h, f->h);
+  g_mutex_lock (&f->lock);
+  d = test_bgrx_count_diff (shot, w * 4, f->picture, f->w * 4, w, h, &fx,
+      &fy);
+  g_mutex_unlock (&f->lock);
+  if (d)
+    GST_WARNING ("%" G_GUINT64_FORMAT " pixels differ, first at %d,%d", d,
+        fx, fy);
+  return d;
+}
+
+static inline gboolean
+wait_for (Fixture * f, gboolean (*cond) (Fixture * f, gpointer d),
+    gpointer d, guint ms)
+{
+  gint64 deadline = g_get_monotonic_time () + ms * (gint64) 1000;
+  gboolean ok;
+
+  g_mutex_lock (&f->lock);
+  while (!(ok = cond (f, d)))
+    if (!g_cond_wait_until (&f->cond, &f->lock, deadline)) {
+      ok = cond (f, d);
+      break;
+    }
+  g_mutex_unlock (&f->lock);
+  return ok;
+}
+
+/* copies pattern @seed inside @r into the fixture picture and pushes @r */
+static inline void
+update_rect (Fixture * f, const GstVideoRectangle * r, guint seed)
+{
+  guint8 *pat = g_malloc ((gsize) f->w * f->h * 4);
+  gint y;
+
+  make_pattern (pat, f->w, f->h, seed);
+  g_mutex_lock (&f->lock);
+  for (y = r->y; y < r->y + r->h; y++)
+    memcpy (f->picture + ((gsize) y * f->w + r->x) * 4,
+        pat + ((gsize) y * f->w + r->x) * 4, (gsize) r->w * 4);
+  g_mutex_unlock (&f->lock);
+  g_free (pat);
+  push_rects (f, r, 1, 0);
+}
+
+/* spice-test-client: waits for the display to settle, returns exit status;
+ * *bgrx on 0; *log = its stdout */
+static inline gint
+client_shot (guint16 port, const gchar * const *extra, guint8 ** bgrx,
+    gint * w, gint * h, gchar ** log)
+{
+  gchar *tc = tool_path ("spice-test-client");
+  gchar *dir = g_dir_make_tmp ("spicesink-XXXXXX", NULL);
+  gchar *file = g_build_filename (dir, "shot.ppm", NULL);
+  gchar *ps = g_strdup_printf ("%u", port);
+  const gchar *argv[32];
+  gint n = 0, st, i;
+
+  argv[n++] = tc;
+  argv[n++] = "-p";
+  argv[n++] = ps;
+  argv[n++] = "-o";
+  argv[n++] = file;
+  for (i = 0; extra && extra[i] && n < 30; i++)
+    argv[n++] = extra[i];
+  argv[n] = NULL;
+  st = run_tool (argv, NULL, log);
+  if (st == 0 && bgrx)
+    fail_unless (test_ppm_read (file, bgrx, w, h, NULL));
+  g_unlink (file);
+  g_rmdir (dir);
+  g_free (file);
+  g_free (dir);
+  g_free (ps);
+  g_free (tc);
+  return st;
+}

@@ -1,0 +1,549 @@
+/* tests/spicesink: spicesink against real SPICE clients (spicy-screenshot,
+ * a spice-client-glib test client) and raw sockets.
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include <sys/wait.h>
+#include <glib/gstdio.h>
+#include "spicesink-test-util.h"
+
+/* ------------------------------------------------------------- start-up */
+
+GST_START_TEST (test_refuse_open_nonloopback)
+{
+  GstElement *sink = gst_element_factory_make ("spicesink", NULL);
+  GstBus *bus = gst_bus_new ();
+  GstMessage *msg;
+  GError *err = NULL;
+
+  gst_element_set_bus (sink, bus);
+  g_object_set (sink, "address", "0.0.0.0", "port", 0, NULL);
+  fail_unless_equals_int (gst_element_set_state (sink, GST_STATE_READY),
+      GST_STATE_CHANGE_FAILURE);
+  msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
+  fail_unless (msg != NULL);
+  gst_message_parse_error (msg, &err, NULL);
+  GST_INFO ("error: %s", err->message);
+  fail_unless (strstr (err->message, "password") != NULL);
+  fail_unless (strstr (err->message, "disable-ticketing") != NULL);
+  g_clear_error (&err);
+  gst_message_unref (msg);
+
+  /* explicitly allowed */
+  g_object_set (sink, "disable-ticketing", TRUE, NULL);
+  fail_unless_equals_int (gst_element_set_state (sink, GST_STATE_READY),
+      GST_STATE_CHANGE_SUCCESS);
+  gst_element_set_state (sink, GST_STATE_NULL);
+  /* or with a password */
+  g_object_set (sink, "disable-ticketing", FALSE, "password", "pw", NULL);
+  fail_unless_equals_int (gst_element_set_state (sink, GST_STATE_READY),
+      GST_STATE_CHANGE_SUCCESS);
+  gst_element_set_state (sink, GST_STATE_NULL);
+  gst_element_set_bus (sink, NULL);
+  gst_object_unref (bus);
+  gst_object_unref (sink);
+}
+
+GST_END_TEST;
+
+/* ------------------------------------------------- pixel-exact pictures */
+
+static void
+check_screenshot_exact (gboolean lz4)
+{
+  Fixture *f = fixture_new (320, 200, NULL);
+  guint8 *shot = NULL;
+  gint w, h;
+
+  f->use_lz4 = lz4;
+  fixture_start (f, TRUE);
+  fail_unless_equals_int (screenshot (f->port, FALSE, NULL, NULL, &shot, &w,
+          &h), 0);
+  fail_unless_equals_int (diff_full (f, shot, w, h), 0);
+  g_free (shot);
+  fixture_free (f);
+}
+
+GST_START_TEST (test_screenshot_bitmap)
+{
+  check_screenshot_exact (FALSE);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_screenshot_lz4)
+{
+  check_screenshot_exact (TRUE);
+}
+
+GST_END_TEST;
+
+/* Partial updates after the full frame: a client joining later gets the
+ * composed picture (the sink's last-known picture, no refresh answer). */
+GST_START_TEST (test_late_join_composed_picture)
+{
+  Fixture *f = fixture_new (256, 160, NULL);
+  GstVideoRectangle bands[3] = { {0, 0, 256, 60}, {0, 60, 256, 60},
+  {0, 120, 256, 40}
+  };
+  GstVideoRectangle part[2] = { {10, 10, 50, 30}, {100, 90, 120, 50} };
+  guint8 *shot = NULL;
+  gint w, h, i;
+
+  f->answer_refresh = FALSE;    /* only the sink's own picture can help */
+  fixture_start (f, FALSE);
+  push_rects (f, bands, 3, 0);
+  for (i = 0; i < 3; i++) {
+    update_rect (f, &part[0], 10 + i);
+    update_rect (f, &part[1], 20 + i);
+  }
+  fail_unless_equals_int (client_shot (f->port, NULL, &shot, &w, &h, NULL),
+      0);
+  fail_unless_equals_int (diff_full (f, shot, w, h), 0);
+  g_free (shot);
+  fixture_free (f);
+}
+
+GST_END_TEST;
+
+/* A client that joins before any picture exists waits for the refresh. */
+GST_START_TEST (test_join_before_picture_refresh)
+{
+  Fixture *f = fixture_new (200, 120, NULL);
+  guint8 *shot = NULL;
+  gint w, h;
+
+  fixture_start (f, FALSE);     /* nothing pushed: refresh answers */
+  fail_unless_equals_int (screenshot (f->port, FALSE, NULL, NULL, &shot, &w,
+          &h), 0);
+  fail_unless_equals_int (diff_full (f, shot, w, h), 0);
+  fail_unless (f->refresh_events >= 1);
+  g_free (shot);
+  fixture_free (f);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_two_clients)
+{
+  Fixture *f = fixture_new (320, 240, NULL);
+  gchar *tc = tool_path ("spice-test-client");
+  gchar *dir = g_dir_make_tmp ("spicesink-XXXXXX", NULL);
+  gchar *o1 = g_build_filename (dir, "a.ppm", NULL);
+  gchar *o2 = g_build_filename (dir, "b.ppm", NULL);
+  gchar *ps;
+  GPid pids[2];
+  guint i;
+  guint8 *shot;
+  gint w, h, status;
+
+  fixture_start (f, TRUE);
+  ps = g_strdup_printf ("%u", f->port);
+  for (i = 0; i < 2; i++) {
+    const gchar *argv[] = { "timeout", "60", tc, "-p", ps, "-o",
+      i ? o2 : o1, "--settle-ms", "500", NULL
+    };
+    fail_unless (g_spawn_async (NULL, (gchar **) argv, NULL,
+            G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD |
+            G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, &pids[i], NULL));
+  }
+  /* keep updating while both are connected */
+  for (i = 0; i < 10; i++) {
+    GstVideoRectangle r = { 20, 20, 100, 80 };
+    g_usleep (100 * 1000);
+    update_rect (f, &r, 20 + i);
+  }
+  for (i = 0; i < 2; i++) {
+    waitpid (pids[i], &status, 0);
+    g_spawn_close_pid (pids[i]);
+    fail_unless (WIFEXITED (status) && WEXITSTATUS (status) == 0,
+        "client %u failed", i);
+    fail_unless (test_ppm_read (i ? o2 : o1, &shot, &w, &h, NULL));
+    fail_unless_equals_int (diff_full (f, shot, w, h), 0);
+    g_free (shot);
+    g_unlink (i ? o2 : o1);
+  }
+  g_rmdir (dir);
+  g_free (o1);
+  g_free (o2);
+  g_free (dir);
+  g_free (ps);
+  g_free (tc);
+  fixture_free (f);
+}
+
+GST_END_TEST;
+
+/* ------------------------------------------------------------- tickets */
+
+GST_START_TEST (test_password)
+{
+  Fixture *f = fixture_new (160, 100, "password=s3cret");
+  guint8 *shot = NULL;
+  gint w, h;
+  SpiceRawConn *c;
+
+  fixture_start (f, TRUE);
+  fail_unless_equals_int (screenshot (f->port, FALSE, "s3cret", NULL, &shot,
+          &w, &h), 0);
+  fail_unless_equals_int (diff_full (f, shot, w, h), 0);
+  g_free (shot);
+  fail_unless (screenshot (f->port, FALSE, "wrong", NULL, NULL, NULL,
+          NULL) != 0);
+  fail_unless (screenshot (f->port, FALSE, NULL, NULL, NULL, NULL,
+          NULL) != 0);
+  /* raw: the link result says PERMISSION_DENIED, then the server closes */
+  c = spice_raw_connect (f->port, 10);
+  fail_unless (c != NULL);
+  fail_unless (spice_raw_link (c, 0, GST_SPICE_CHANNEL_MAIN, 0x0d, 0, "nope",
+          NULL));
+  fail_unless_equals_int (c->link_result,
+      GST_SPICE_LINK_ERR_PERMISSION_DENIED);
+  fail_unless (spice_raw_wait_closed (c, 5000));
+  spice_raw_close (c);
+  c = spice_raw_connect (f->port, 10);
+  fail_unless (spice_raw_link (c, 0, GST_SPICE_CHANNEL_MAIN, 0x0d, 0,
+          "s3cret", NULL));
+  fail_unless_equals_int (c->link_result, 0);
+  spice_raw_close (c);
+  fixture_free (f);
+}
+
+GST_END_TEST;
+
+/* ---------------------------------------------------------------- TLS */
+
+static gboolean
+openssl (const gchar * dir, const gchar * const *args)
+{
+  GPtrArray *a = g_ptr_array_new ();
+  gint st = -1;
+  guint i;
+
+  g_ptr_array_add (a, (gpointer) "openssl");
+  for (i = 0; args[i]; i++)
+    g_ptr_array_add (a, (gpointer) args[i]);
+  g_ptr_array_add (a, NULL);
+  g_spawn_sync (dir, (gchar **) a->pdata, NULL, G_SPAWN_SEARCH_PATH |
+      G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL,
+      NULL, NULL, &st, NULL);
+  g_ptr_array_unref (a);
+  return st == 0;
+}
+
+GST_START_TEST (test_tls)
+{
+  gchar *dir = g_dir_make_tmp ("spicesink-tls-XXXXXX", NULL);
+  gchar *ca = g_build_filename (dir, "ca.pem", NULL);
+  gchar *cert = g_build_filename (dir, "cert.pem", NULL);
+  gchar *key = g_build_filename (dir, "key.pem", NULL);
+  gchar *props;
+  const gchar *a1[] = { "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+    "-keyout", "ca-key.pem", "-out", "ca.pem", "-days", "2", "-subj",
+    "/CN=gst-spice test CA", NULL
+  };
+  const gchar *a2[] = { "req", "-newkey", "rsa:2048", "-nodes", "-keyout",
+    "key.pem", "-out", "req.csr", "-subj", "/CN=localhost", NULL
+  };
+  const gchar *a3[] = { "x509", "-req", "-in", "req.csr", "-CA", "ca.pem",
+    "-CAkey", "ca-key.pem", "-CAcreateserial", "-out", "cert.pem", "-days",
+    "2", "-extfile", "ext.cnf", NULL
+  };
+  gchar *ext = g_build_filename (dir, "ext.cnf", NULL);
+  Fixture *f;
+  guint8 *shot = NULL;
+  gint w, h;
+  const gchar *env[] = { "SSL_CERT_FILE", ca, NULL };
+  const gchar *env_bad[] = { "SSL_CERT_FILE", "/nonexistent.pem", NULL };
+
+  fail_unless (g_file_set_contents (ext,
+          "subjectAltName=DNS:localhost,IP:127.0.0.1\n", -1, NULL));
+  fail_unless (openssl (dir, a1));
+  fail_unless (openssl (dir, a2));
+  fail_unless (openssl (dir, a3));
+  props = g_strdup_printf ("port=-1 tls-port=0 tls-cert-file=%s "
+      "tls-key-file=%s", cert, key);
+  f = fixture_new (240, 160, props);
+  fixture_start (f, TRUE);
+  fail_unless (f->tls_port > 0);
+  fail_unless_equals_int (screenshot (f->tls_port, TRUE, NULL, env, &shot,
+          &w, &h), 0);
+  fail_unless_equals_int (diff_full (f, shot, w, h), 0);
+  g_free (shot);
+  /* an untrusted CA must fail */
+  fail_unless (screenshot (f->tls_port, TRUE, NULL, env_bad, NULL, NULL,
+          NULL) != 0);
+  fixture_free (f);
+  {
+    GDir *d = g_dir_open (dir, 0, NULL);
+    const gchar *n;
+    while ((n = g_dir_read_name (d))) {
+      gchar *p = g_build_filename (dir, n, NULL);
+      g_unlink (p);
+      g_free (p);
+    }
+    g_dir_close (d);
+  }
+  g_rmdir (dir);
+  g_free (props);
+  g_free (ext);
+  g_free (ca);
+  g_free (cert);
+  g_free (key);
+  g_free (dir);
+}
+
+GST_END_TEST;
+
+/* -------------------------------------------------------------- inputs */
+
+static gboolean
+nav_count_at_least (Fixture * f, gpointer d)
+{
+  return f->nav->len >= GPOINTER_TO_UINT (d);
+}
+
+static const GstStructure *
+nav_get (Fixture * f, guint i)
+{
+  return g_ptr_array_index (f->nav, i);
+}
+
+static void
+check_key (const GstStructure * s, const gchar * ev, const gchar * key,
+    guint sc)
+{
+  guint got = 0;
+
+  fail_unless_equals_string (gst_structure_get_string (s, "event"), ev);
+  fail_unless_equals_string (gst_structure_get_string (s, "key"), key);
+  fail_unless (gst_structure_get_uint (s, "scancode", &got));
+  fail_unless_equals_int (got, sc);
+}
+
+GST_START_TEST (test_inputs_raw)
+{
+  Fixture *f = fixture_new (320, 240, NULL);
+  SpiceRawSession *s;
+  SpiceRawConn *in;
+  GByteArray *a = g_byte_array_new ();
+  guint i, acks = 0;
+  gdouble x, y;
+  gint button;
+
+  fixture_start (f, TRUE);
+  s = spice_raw_session_new (f->port, NULL, SPICE_RAW_DISPLAY_CAPS_ALL);
+  fail_unless (s != NULL);
+  in = spice_raw_connect (f->port, 10);
+  fail_unless (spice_raw_link (in, s->session_id, GST_SPICE_CHANNEL_INPUTS,
+          0x0d, 0, NULL, NULL));
+  fail_unless_equals_int (in->link_result, 0);
+  /* 'a' (0x1e), Right Ctrl (E0 1D) */
+  gst_spice_put_u32 (a, gst_spice_wire_encode_key_code (0x1e, FALSE));
+  spice_raw_send_msg (in, GST_SPICE_MSGC_INPUTS_KEY_DOWN, a->data, 4);
+  g_byte_array_set_size (a, 0);
+  gst_spice_put_u32 (a, gst_spice_wire_encode_key_code (0x1e, TRUE));
+  spice_raw_send_msg (in, GST_SPICE_MSGC_INPUTS_KEY_UP, a->data, 4);
+  g_byte_array_set_size (a, 0);
+  gst_spice_put_u32 (a, gst_spice_wire_encode_key_code (0x11d, FALSE));
+  spice_raw_send_msg (in, GST_SPICE_MSGC_INPUTS_KEY_DOWN, a->data, 4);
+  g_byte_array_set_size (a, 0);
+  /* KEY_SCANCODE: Up arrow press+release as raw bytes */
+  {
+    const guint8 up[] = { 0xe0, 0x48, 0xe0, 0xc8 };
+    spice_raw_send_msg (in, GST_SPICE_MSGC_INPUTS_KEY_SCANCODE, up, 4);
+  }
+  for (i = 0; i < 8; i++) {
+    gst_spice_wire_write_mouse_position (a, 100 + i, 50 + i, 0, 0);
+    spice_raw_send_msg (in, GST_SPICE_MSGC_INPUTS_MOUSE_POSITION, a->data,
+        a->len);
+    g_byte_array_set_size (a, 0);
+  }
+  {
+    const guint8 press[] = { 1, 1, 0 }, release[] = { 1, 0, 0 };
+    spice_raw_send_msg (in, GST_SPICE_MSGC_INPUTS_MOUSE_PRESS, press, 3);
+    spice_raw_send_msg (in, GST_SPICE_MSGC_INPUTS_MOUSE_RELEASE, release, 3);
+  }
+  /* INPUTS_INIT, then two MOTION_ACKs for 8 positions */
+  for (;;) {
+    guint16 type;
+    guint8 *body;
+    gsize size;
+
+    if (!spice_raw_read_msg (in, 3000, &type, &body, &size))
+      break;
+    g_free (body);
+    if (type == GST_SPICE_MSG_INPUTS_MOUSE_MOTION_ACK && ++acks == 2)
+      break;
+  }
+  fail_unless_equals_int (acks, 2);
+  fail_unless (wait_for (f, nav_count_at_least, GUINT_TO_POINTER (15),
+          20000));
+  g_mutex_lock (&f->lock);
+  check_key (nav_get (f, 0), "key-press", "a", 0x1e);
+  check_key (nav_get (f, 1), "key-release", "a", 0x1e);
+  check_key (nav_get (f, 2), "key-press", "Control_R", 0x11d);
+  check_key (nav_get (f, 3), "key-press", "Up", 0x148);
+  check_key (nav_get (f, 4), "key-release", "Up", 0x148);
+  fail_unless_equals_string (gst_structure_get_string (nav_get (f, 5),
+          "event"), "mouse-move");
+  fail_unless (gst_structure_get_double (nav_get (f, 12), "pointer_x", &x));
+  fail_unless (gst_structure_get_double (nav_get (f, 12), "pointer_y", &y));
+  fail_unless_equals_int ((gint) x, 107);
+  fail_unless_equals_int ((gint) y, 57);
+  fail_unless_equals_string (gst_structure_get_string (nav_get (f, 13),
+          "event"), "mouse-button-press");
+  fail_unless (gst_structure_get_int (nav_get (f, 13), "button", &button));
+  fail_unless_equals_int (button, 1);
+  fail_unless_equals_string (gst_structure_get_string (nav_get (f, 14),
+          "event"), "mouse-button-release");
+  g_mutex_unlock (&f->lock);
+  /* the Control_R press left CONTROL in the state of later events */
+  {
+    GstNavigationModifierType st = 0;
+    GstEvent *ev = gst_event_new_navigation (gst_structure_copy (nav_get (f,
+                5)));
+    fail_unless (gst_navigation_event_parse_modifier_state (ev, &st));
+    fail_unless (st & GST_NAVIGATION_MODIFIER_CONTROL_MASK);
+    gst_event_unref (ev);
+  }
+  g_byte_array_unref (a);
+  spice_raw_close (in);
+  spice_raw_session_free (s);
+  fixture_free (f);
+}
+
+GST_END_TEST;
+
+/* -------------------------------------------------------------- cursor */
+
+GST_START_TEST (test_cursor)
+{
+  Fixture *f = fixture_new (320, 240, NULL);
+  SpiceRawSession *s;
+  SpiceRawConn *cur;
+  guint16 type;
+  guint8 *body;
+  gsize size;
+  GstSpiceCursor c = { 0, };
+  GstMapInfo map;
+  gboolean got_set = FALSE;
+
+  fixture_start (f, TRUE);
+  s = spice_raw_session_new (f->port, NULL, SPICE_RAW_DISPLAY_CAPS_ALL);
+  fail_unless (s != NULL);
+  cur = spice_raw_connect (f->port, 10);
+  fail_unless (spice_raw_link (cur, s->session_id, GST_SPICE_CHANNEL_CURSOR,
+          0x0d, 0, NULL, NULL));
+  fail_unless_equals_int (cur->link_result, 0);
+  fail_unless (spice_raw_read_msg (cur, 5000, &type, &body, &size));
+  fail_unless_equals_int (type, GST_SPICE_MSG_CURSOR_INIT);
+  /* default arrow: pos(4) trail(4) visible(1) flags(2) header(17) + pixels */
+  fail_unless (size > 28);
+  fail_unless_equals_int (GST_READ_UINT16_LE (body + 9), 0);
+  g_free (body);
+  /* a sticky spice-cursor event on draw becomes CURSOR_SET */
+  c.visible = TRUE;
+  c.x = 30;
+  c.y = 40;
+  c.hot_x = 1;
+  c.hot_y = 2;
+  c.width = 8;
+  c.height = 8;
+  c.serial = 7;
+  c.shape = gst_buffer_new_allocate (NULL, 8 * 8 * 4, NULL);
+  gst_buffer_map (c.shape, &map, GST_MAP_WRITE);
+  memset (map.data, 0x80, map.size);
+  gst_buffer_unmap (c.shape, &map);
+  {
+    GstPad *pad = gst_element_get_static_pad (f->src, "src");
+    fail_unless (gst_pad_push_event (pad, gst_spice_event_new_cursor (&c)));
+    gst_object_unref (pad);
+  }
+  gst_buffer_unref (c.shape);
+  push_full (f, 0);             /* sticky events go with data */
+  while (spice_raw_read_msg (cur, 5000, &type, &body, &size)) {
+    if (type == GST_SPICE_MSG_CURSOR_SET) {
+      fail_unless_equals_int (size, 5 + 2 + 17 + 8 * 8 * 4);
+      fail_unless_equals_int (GST_READ_UINT16_LE (body), 30);
+      fail_unless_equals_int (GST_READ_UINT16_LE (body + 2), 40);
+      fail_unless_equals_int (body[4], 1);
+      fail_unless_equals_int (GST_READ_UINT16_LE (body + 5), 0);
+      fail_unless_equals_int (body[24], 0x80);
+      got_set = TRUE;
+    }
+    g_free (body);
+    if (got_set)
+      break;
+  }
+  fail_unless (got_set);
+  spice_raw_close (cur);
+  spice_raw_session_free (s);
+  fixture_free (f);
+}
+
+GST_END_TEST;
+
+/* --------------------------------------------------------------- stats */
+
+GST_START_TEST (test_stats)
+{
+  Fixture *f = fixture_new (160, 120, NULL);
+  SpiceRawSession *s;
+  GstStructure *st = NULL;
+  const GValue *arr;
+  const GstStructure *c, *disp;
+  guint64 bytes = 0;
+  guint clients = 0;
+
+  fixture_start (f, TRUE);
+  s = spice_raw_session_new (f->port, NULL, SPICE_RAW_DISPLAY_CAPS_ALL);
+  fail_unless (s != NULL);
+  fail_unless (spice_raw_session_pump (s, 2000, NULL, NULL));
+  fail_unless (s->draws >= 1);
+  g_usleep (1200 * 1000);       /* one ping and one TCP_INFO sample */
+  spice_raw_session_pump (s, 200, NULL, NULL);
+  g_object_get (f->sink, "stats", &st, NULL);
+  fail_unless (st != NULL);
+  GST_INFO ("stats: %" GST_PTR_FORMAT, st);
+  fail_unless (gst_structure_get_uint (st, "clients", &clients));
+  fail_unless_equals_int (clients, 1);
+  arr = gst_structure_get_value (st, "client-stats");
+  fail_unless_equals_int (gst_value_array_get_size (arr), 1);
+  c = gst_value_get_structure (gst_value_array_get_value (arr, 0));
+  fail_unless_equals_string (gst_structure_get_string (c, "address"),
+      "127.0.0.1");
+  fail_unless (gst_structure_has_field (c, "tcp-rtt-us"));
+  fail_unless (gst_structure_has_field (c, "tcp-delivery-rate"));
+  disp = gst_value_get_structure (gst_structure_get_value (c, "display"));
+  fail_unless (gst_structure_get_uint64 (disp, "bytes-sent", &bytes));
+  fail_unless (bytes > 160 * 120 * 4);
+  gst_structure_free (st);
+  spice_raw_session_free (s);
+  fixture_free (f);
+}
+
+GST_END_TEST;
+
+static Suite *
+spicesink_suite (void)
+{
+  Suite *s = suite_create ("spicesink");
+  TCase *tc = tcase_create ("general");
+
+  tcase_set_timeout (tc, 180);
+  suite_add_tcase (s, tc);
+  tcase_add_test (tc, test_refuse_open_nonloopback);
+  tcase_add_test (tc, test_screenshot_bitmap);
+  tcase_add_test (tc, test_screenshot_lz4);
+  tcase_add_test (tc, test_late_join_composed_picture);
+  tcase_add_test (tc, test_join_before_picture_refresh);
+  tcase_add_test (tc, test_two_clients);
+  tcase_add_test (tc, test_password);
+  tcase_add_test (tc, test_tls);
+  tcase_add_test (tc, test_inputs_raw);
+  tcase_add_test (tc, test_cursor);
+  tcase_add_test (tc, test_stats);
+  return s;
+}
+
+GST_CHECK_MAIN (spicesink);
