@@ -663,6 +663,82 @@ GST_START_TEST (test_error_vanish)
 
 GST_END_TEST;
 
+GST_START_TEST (test_error_tls)
+{
+  /* a plain SPICE port used as tls-port: the TLS handshake fails */
+  GuestProcess *gp = start_guest (NULL);
+  gchar *uri = g_strdup_printf ("spice://127.0.0.1?tls-port=%u",
+      guest_process_get_port (gp));
+  GstElement *p = pipeline_for (uri, NULL, NULL);
+
+  gst_element_set_state (p, GST_STATE_PLAYING);
+  expect_error (p, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_OPEN_READ, "TLS",
+      20000);
+  gst_element_set_state (p, GST_STATE_NULL);
+  gst_object_unref (p);
+  g_free (uri);
+  guest_process_stop (gp);
+}
+
+GST_END_TEST;
+
+/* running-time PTS, strictly increasing; max-framerate spaces frames */
+GST_START_TEST (test_max_framerate_timestamps)
+{
+  GuestProcess *gp = start_guest ("--activity=busy", NULL);
+  gchar *uri = guest_process_get_uri (gp);
+  gchar *desc = g_strdup_printf ("spicesrc uri=\"%s\" max-framerate=5/1 ! "
+      "appsink name=sink sync=false", uri);
+  GstElement *p = gst_parse_launch (desc, NULL);
+  GstElement *sink = gst_bin_get_by_name (GST_BIN (p), "sink");
+  GstClockTime last = GST_CLOCK_TIME_NONE, first = GST_CLOCK_TIME_NONE;
+  guint n = 0;
+  gint64 end;
+  GstSample *sample;
+
+  gst_element_set_state (p, GST_STATE_PLAYING);
+  sample = gst_app_sink_try_pull_sample (GST_APP_SINK (sink),
+      PULL_TIMEOUT_MS * GST_MSECOND);
+  fail_unless (sample != NULL);
+  gst_sample_unref (sample);
+  end = g_get_monotonic_time () + 3 * G_USEC_PER_SEC;
+  while (g_get_monotonic_time () < end) {
+    GstBuffer *buf;
+    GstClockTime pts;
+
+    sample = gst_app_sink_try_pull_sample (GST_APP_SINK (sink),
+        GST_SECOND);
+    if (!sample)
+      continue;
+    buf = gst_sample_get_buffer (sample);
+    pts = GST_BUFFER_PTS (buf);
+    fail_unless (GST_CLOCK_TIME_IS_VALID (pts));
+    if (GST_CLOCK_TIME_IS_VALID (last)) {
+      fail_unless (pts > last, "PTS not increasing");
+      /* 5 fps: >= 200 ms apart (some slack for stamping on arrival) */
+      fail_unless (pts - last >= 150 * GST_MSECOND, "frames %"
+          GST_TIME_FORMAT " apart", GST_TIME_ARGS (pts - last));
+    } else {
+      first = pts;
+    }
+    last = pts;
+    n++;
+    gst_sample_unref (sample);
+  }
+  g_printerr ("max-framerate=5/1: %u frames in 3 s, PTS span %"
+      GST_TIME_FORMAT "\n", n, GST_TIME_ARGS (last - first));
+  fail_unless (n >= 5 && n <= 20, "%u frames in 3 s at max 5 fps", n);
+
+  gst_element_set_state (p, GST_STATE_NULL);
+  gst_object_unref (sink);
+  gst_object_unref (p);
+  g_free (desc);
+  g_free (uri);
+  guest_process_stop (gp);
+}
+
+GST_END_TEST;
+
 /* ------------------------------------------------------------------------ */
 /* shutdown */
 
@@ -1028,6 +1104,8 @@ spicesrc_suite (void)
   tcase_add_test (tc, test_error_password);
   tcase_add_test (tc, test_error_bad_uri);
   tcase_add_test (tc, test_error_vanish);
+  tcase_add_test (tc, test_error_tls);
+  tcase_add_test (tc, test_max_framerate_timestamps);
   tcase_add_test (tc, test_null_while_connecting);
   tcase_add_test (tc, test_coalesce_and_null_while_blocked);
   tcase_add_test (tc, test_cursor_event);
