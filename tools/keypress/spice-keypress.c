@@ -86,6 +86,7 @@ typedef struct {
   gint ref_w, ref_h;
   gint64 exact_ms;          /* -1 not reached */
   gint64 last_diff;
+  gint64 t_last_inval;      /* last display-invalidate of any region */
   gboolean ref_checked;
 } Ctx;
 
@@ -372,7 +373,9 @@ check_exact (void)
     return;
   ctx.last_diff = d;
   if (d == 0) {
-    ctx.exact_ms = g_get_monotonic_time () - ctx.t_stop;
+    /* the surface only changes at invalidates: it became exact at the last
+     * one (or was already exact when the activity stopped) */
+    ctx.exact_ms = MAX (0, ctx.t_last_inval - ctx.t_stop);
     logv ("exact picture after %.1f ms", ctx.exact_ms / 1e3);
     finish ();
   }
@@ -421,7 +424,7 @@ start_exact (void)
   g_free (cmd);
   logv ("asked the guest to stop its activity");
   clear_timer ();
-  ctx.timer = g_timeout_add (50, exact_poll, NULL);
+  ctx.timer = g_timeout_add (20, exact_poll, NULL);
 }
 
 /* ---- presses ------------------------------------------------------------- */
@@ -568,6 +571,7 @@ on_invalidate (SpiceChannel * ch, gint x, gint y, gint w, gint h, gpointer d)
 {
   gboolean touches = x < BOX_X + BOX_SIZE && x + w > BOX_X
       && y < BOX_Y + BOX_SIZE && y + h > BOX_Y;
+  ctx.t_last_inval = g_get_monotonic_time ();
   surface_changed (touches);
 }
 

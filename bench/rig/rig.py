@@ -1,0 +1,705 @@
+#!/usr/bin/python3
+"""gst-spice latency rig: matrix runner and report.
+
+  rig.py run    [--profiles lan,80/10] [--activities idle,busy] [--modes relay-off]
+                [--samples 20] [--out DIR] ...     run cells, write DIR/results.json
+  rig.py report DIR [--docs docs/benchmarks.md] [--title T] [--note TEXT]
+                                                   markdown table + gnuplot PNGs
+  rig.py estimate ...                               print how long a matrix takes
+
+Every profile's link is created with tools/linkemu/linkemu-setup.sh and
+verified (ping RTT within 2 ms, TCP rate within 10 %) before use; a profile
+whose link fails is recorded as failed and none of its cells is measured.
+Per cell: start spice-test-guest in the server namespace (its stdin is a FIFO
+the rig holds open), optionally the mode's server command (a transcoding
+pipeline), then spice-keypress in the client namespace; record its JSON, the
+guest's and pipeline's CPU (user+sys over wall, from /proc) and peak RSS, and
+the delay line's counters.  Everything started is stopped (by PID) at the end
+of each cell and on failure or signals; the link is torn down at the end.
+See docs/benchmarks.md.
+"""
+import argparse
+import configparser
+import datetime
+import json
+import os
+import platform
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE = os.path.dirname(os.path.dirname(HERE))
+ALL_PROFILES = ["lan", "20/50", "80/10", "80/50", "80/5", "150/2"]
+ALL_ACTIVITIES = ["idle", "busy", "heavy", "text", "video"]
+ALL_MODES = ["relay-off", "relay-all", "transcode-lossless", "transcode-mjpeg",
+             "transcode-vp8"]
+PASSWORD = "rig"
+GUEST_PORT_RELAY = 5900
+GUEST_PORT_LOOP = 5910
+CLIENT_PORT = 5900
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def log(msg):
+    sys.stderr.write("[rig %s] %s\n" % (time.strftime("%H:%M:%S"), msg))
+    sys.stderr.flush()
+
+
+class Terminated(Exception):
+    pass
+
+
+def _on_signal(signum, frame):
+    raise Terminated("signal %d" % signum)
+
+
+# ---- processes ----------------------------------------------------------------
+
+class Procs:
+    """Processes this rig started; stopped by PID (process group) only."""
+
+    def __init__(self):
+        self.procs = []
+
+    def start(self, argv, **kw):
+        p = subprocess.Popen(argv, start_new_session=True, **kw)
+        self.procs.append(p)
+        return p
+
+    def stop(self, p, grace=5.0):
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            try:
+                p.wait(grace)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                p.wait()
+        if p in self.procs:
+            self.procs.remove(p)
+
+    def stop_all(self):
+        for p in list(self.procs):
+            self.stop(p, grace=2.0)
+
+
+def proc_tree(pid):
+    """pid and its live descendants."""
+    children = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                st = f.read()
+        except OSError:
+            continue
+        ppid = int(st[st.rfind(")") + 2:].split()[1])
+        children.setdefault(ppid, []).append(int(d))
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(children.get(p, []))
+    return out
+
+
+def cpu_ticks(pid):
+    total = 0
+    for p in proc_tree(pid):
+        try:
+            with open("/proc/%d/stat" % p) as f:
+                st = f.read()
+            fields = st[st.rfind(")") + 2:].split()
+            total += int(fields[11]) + int(fields[12])   # utime, stime
+        except (OSError, IndexError, ValueError):
+            pass
+    return total
+
+
+def peak_rss_kib(pid):
+    total = 0
+    for p in proc_tree(pid):
+        try:
+            with open("/proc/%d/status" % p) as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        total += int(line.split()[1])
+        except OSError:
+            pass
+    return total or None
+
+
+# ---- link -------------------------------------------------------------------------
+
+class Link:
+    def __init__(self, args):
+        self.args = args
+        self.setup = os.path.join(args.build, "tools", "linkemu", "linkemu-setup.sh")
+        if not os.path.exists(self.setup):
+            self.setup = os.path.join(SOURCE, "tools", "linkemu", "linkemu-setup.sh")
+        self.linkemu = os.path.join(args.build, "tools", "linkemu", "linkemu")
+        self.state = None
+        self.up_profile = None
+
+    def _run(self, *a, check=True, capture=False):
+        cmd = ["bash", self.setup] + list(a) + ["--prefix", self.args.prefix]
+        r = subprocess.run(cmd, capture_output=capture, text=True)
+        if check and r.returncode != 0:
+            raise RuntimeError("%s failed (%d): %s" % (" ".join(cmd), r.returncode,
+                                                       (r.stderr or "").strip()))
+        return r
+
+    def up(self, profile):
+        self.up_profile = profile
+        self._run("up", profile, "--cc", self.args.cc, "--linkemu", self.linkemu)
+        self.state = {}
+        with open("/run/gst-spice-rig/%s.state" % self.args.prefix) as f:
+            for line in f:
+                k, _, v = line.strip().partition("=")
+                self.state[k] = v
+
+    def verify(self, json_path):
+        r = self._run("verify", "--json", json_path, check=False, capture=True)
+        try:
+            with open(json_path) as f:
+                res = json.load(f)
+        except (OSError, ValueError):
+            res = {"ok": False, "reason": (r.stderr or "verify failed").strip()}
+        res["ok"] = bool(res.get("ok")) and r.returncode == 0
+        return res
+
+    def linkemu_stats(self):
+        pid = self.state.get("LINKEMU_PID") if self.state else None
+        if not pid:
+            return None
+        path = "/run/gst-spice-rig/%s.linkemu.json" % self.args.prefix
+        try:
+            mtime = os.path.getmtime(path)
+        except OSError:
+            mtime = 0
+        try:
+            os.kill(int(pid), signal.SIGUSR1)
+        except (ProcessLookupError, ValueError):
+            return None
+        for _ in range(50):
+            try:
+                if os.path.getmtime(path) != mtime:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.02)
+        try:
+            with open(path) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return None
+
+    def down(self):
+        self._run("down", check=False)
+        self.state = None
+
+
+def ns_exec(ns, argv):
+    return ["ip", "netns", "exec", ns] + argv
+
+
+def wait_listen(ns, port, timeout):
+    end = time.time() + timeout
+    while time.time() < end:
+        r = subprocess.run(ns_exec(ns, ["ss", "-Hltn", "sport = :%d" % port]),
+                           capture_output=True, text=True)
+        if r.stdout.strip():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def linkemu_delta(a, b):
+    """Counters of b minus a (both linkemu stats), lateness of b."""
+    if not a or not b:
+        return b
+    out = {}
+    for d in ("ab", "ba"):
+        x, y = a.get(d, {}), b.get(d, {})
+        out[d] = {k: (y[k] - x.get(k, 0) if k.startswith(("rx_", "tx_", "drops_", "oversize"))
+                      else y[k]) for k in y}
+    return out
+
+
+# ---- one cell --------------------------------------------------------------------------
+
+def run_cell(args, link, modes, profile, activity, mode, celldir, procs):
+    os.makedirs(celldir, exist_ok=True)
+    cfg = modes[mode]
+    st = link.state
+    ns_srv, ns_cli, srv_ip = st["NS_SRV"], st["NS_CLI"], st["SRV_IP"]
+    res = {"profile": profile, "activity": activity, "mode": mode, "cc": args.cc,
+           "samples_requested": args.samples}
+    subst = {"runner": args.runner, "source": SOURCE, "build": args.build,
+             "guest_port": GUEST_PORT_LOOP, "client_port": CLIENT_PORT,
+             "server_ip": srv_ip, "password": PASSWORD, "mode": mode}
+    pipeline = cfg.get("pipeline")
+    if pipeline:
+        pipeline = pipeline.format(**subst)
+        subst["pipeline"] = pipeline
+        if not os.path.exists(pipeline):
+            res["status"] = "skipped"
+            res["reason"] = "pipeline %s not found" % os.path.relpath(pipeline, SOURCE)
+            return res
+    server_cmd = cfg.get("server_cmd")
+    guest_port = GUEST_PORT_LOOP if server_cmd else GUEST_PORT_RELAY
+    guest_addr = "127.0.0.1" if server_cmd else srv_ip
+
+    fifo = os.path.join(celldir, "guest.ctl")
+    if os.path.exists(fifo):
+        os.unlink(fifo)
+    os.mkfifo(fifo)
+    ctl = os.open(fifo, os.O_RDWR)       # held open: the guest never sees EOF
+    guest = pipe = None
+    try:
+        gargv = [args.guest, "--port", str(guest_port), "--addr", guest_addr,
+                 "--activity", activity, "--fps", str(args.fps),
+                 "--password", PASSWORD, "--activity-after-connect"]
+        gargv += shlex.split(cfg.get("guest_args", ""))
+        res["guest_cmd"] = " ".join(shlex.quote(a) for a in gargv)
+        glog = open(os.path.join(celldir, "guest.log"), "w")
+        guest = procs.start(ns_exec(ns_srv, gargv), stdin=ctl, stdout=glog,
+                            stderr=subprocess.STDOUT)
+        glog.close()
+        if not wait_listen(ns_srv, guest_port, 10):
+            res["status"] = "error"
+            res["reason"] = "guest did not listen"
+            return res
+        connect_port = guest_port
+        env = dict(os.environ)
+        if server_cmd:
+            cmd = server_cmd.format(**subst)
+            res["server_cmd"] = cmd
+            env["GST_PLUGIN_PATH"] = os.path.join(args.build, "plugins")
+            env["GST_SPICE_PIPELINES_DIR"] = os.path.join(SOURCE, "pipelines")
+            plog = open(os.path.join(celldir, "pipeline.log"), "w")
+            pipe = procs.start(ns_exec(ns_srv, shlex.split(cmd)), stdin=subprocess.DEVNULL,
+                               stdout=plog, stderr=subprocess.STDOUT, env=env)
+            plog.close()
+            if not wait_listen(ns_srv, CLIENT_PORT, 20):
+                res["status"] = "error"
+                res["reason"] = "pipeline did not listen on %d" % CLIENT_PORT
+                return res
+            connect_port = CLIENT_PORT
+        kjson = os.path.join(celldir, "keypress.json")
+        kargv = [args.keypress, "--uri", "spice://%s:%d" % (srv_ip, connect_port),
+                 "--password", PASSWORD, "-n", str(args.samples),
+                 "--warmup-presses", str(args.warmup_presses),
+                 "--warmup", str(args.warmup), "--timeout", str(args.timeout),
+                 "--exact-timeout", str(args.exact_timeout),
+                 "--guest-control", fifo, "--reference", os.path.join(celldir, "reference.ppm"),
+                 "--seed", str(args.seed), "-o", kjson, "-v"]
+        le0 = link.linkemu_stats()
+        c_guest0 = cpu_ticks(guest.pid)
+        c_pipe0 = cpu_ticks(pipe.pid) if pipe else 0
+        t0 = time.monotonic()
+        klog = open(os.path.join(celldir, "keypress.log"), "w")
+        kp = procs.start(ns_exec(ns_cli, kargv), stdout=klog, stderr=subprocess.STDOUT)
+        klog.close()
+        budget = (args.warmup + 60 + (args.samples + args.warmup_presses) *
+                  (args.gap_max + 2.0) + args.exact_timeout + 8 * args.timeout)
+        try:
+            rc = kp.wait(budget)
+        except subprocess.TimeoutExpired:
+            procs.stop(kp)
+            rc = -1
+        if kp in procs.procs:
+            procs.procs.remove(kp)
+        wall = time.monotonic() - t0
+        c_guest1 = cpu_ticks(guest.pid)
+        c_pipe1 = cpu_ticks(pipe.pid) if pipe else 0
+        res["guest_cores"] = round((c_guest1 - c_guest0) / CLK_TCK / wall, 3)
+        res["guest_peak_rss_mib"] = round((peak_rss_kib(guest.pid) or 0) / 1024, 1)
+        if pipe:
+            res["pipeline_cores"] = round((c_pipe1 - c_pipe0) / CLK_TCK / wall, 3)
+            res["pipeline_peak_rss_mib"] = round((peak_rss_kib(pipe.pid) or 0) / 1024, 1)
+        res["cell_wall_s"] = round(wall, 1)
+        res["linkemu"] = linkemu_delta(le0, link.linkemu_stats())
+        try:
+            with open(kjson) as f:
+                res["keypress"] = json.load(f)
+        except (OSError, ValueError):
+            res["keypress"] = None
+        if rc == 0 and res["keypress"] and res["keypress"].get("ok"):
+            res["status"] = "ok"
+        else:
+            res["status"] = "error"
+            res["reason"] = (res["keypress"] or {}).get("error") or "client exit %s" % rc
+        if pipe and pipe.poll() is not None:
+            res["status"] = "error"
+            res["reason"] = "pipeline exited with %s" % pipe.returncode
+        if guest.poll() is not None:
+            res["status"] = "error"
+            res["reason"] = "guest exited with %s" % guest.returncode
+        return res
+    finally:
+        if pipe:
+            procs.stop(pipe)
+        if guest:
+            try:
+                os.write(ctl, b"quit\n")
+                guest.wait(5)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+            procs.stop(guest)
+        os.close(ctl)
+        try:
+            os.unlink(fifo)
+        except OSError:
+            pass
+        ref = os.path.join(celldir, "reference.ppm")
+        if os.path.exists(ref) and not args.keep_reference:
+            os.unlink(ref)
+
+
+def machine_info(cc):
+    model = "unknown"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    load = os.getloadavg()
+    return {"nproc": os.cpu_count(), "cpu": model, "kernel": platform.release(),
+            "cc": cc, "loadavg_at_start": [round(x, 2) for x in load],
+            "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M")}
+
+
+def load_modes(path):
+    cp = configparser.ConfigParser(interpolation=None)
+    cp.read(path)
+    return {s: dict(cp[s]) for s in cp.sections()}
+
+
+def cmd_run(args):
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, _on_signal)
+    if os.geteuid() != 0:
+        log("needs root (network namespaces)")
+        return 77
+    modes = load_modes(args.modes_file)
+    for m in args.modes:
+        if m not in modes:
+            log("unknown mode %s (modes file %s)" % (m, args.modes_file))
+            return 2
+    for b in (args.guest, args.keypress):
+        if not os.access(b, os.X_OK):
+            log("missing %s: build it (ninja -C %s)" % (b, args.build))
+            return 2
+    os.makedirs(args.out, exist_ok=True)
+    out = {"machine": machine_info(args.cc), "command": " ".join(shlex.quote(a) for a in sys.argv),
+           "settings": {"samples": args.samples, "warmup_presses": args.warmup_presses,
+                        "warmup_s": args.warmup, "timeout_s": args.timeout, "fps": args.fps,
+                        "exact_timeout_s": args.exact_timeout, "cc": args.cc},
+           "links": {}, "cells": []}
+    path = os.path.join(args.out, "results.json")
+
+    def save():
+        with open(path + ".tmp", "w") as f:
+            json.dump(out, f, indent=1)
+        os.replace(path + ".tmp", path)
+
+    procs = Procs()
+    link = Link(args)
+    t_start = time.monotonic()
+    status = 0
+    try:
+        for profile in args.profiles:
+            pdir = os.path.join(args.out, profile.replace("/", "-"))
+            os.makedirs(pdir, exist_ok=True)
+            log("link %s (cc %s)" % (profile, args.cc))
+            try:
+                link.up(profile)
+                ver = link.verify(os.path.join(pdir, "link.json"))
+            except RuntimeError as e:
+                ver = {"ok": False, "reason": str(e)}
+            out["links"][profile] = ver
+            if not ver.get("ok"):
+                log("link %s FAILED verification: %s -- not measured" % (profile, ver.get("reason")))
+                for a in args.activities:
+                    for m in args.modes:
+                        out["cells"].append({"profile": profile, "activity": a, "mode": m,
+                                             "cc": args.cc, "status": "link-failed",
+                                             "reason": ver.get("reason")})
+                save()
+                link.down()
+                status = 1
+                continue
+            log("link %s ok: ping %s ms, TCP %s Mbit/s" % (profile, ver.get("ping_avg_ms"),
+                                                          ver.get("tcp_mbit")))
+            for activity in args.activities:
+                for mode in args.modes:
+                    cdir = os.path.join(pdir, activity, mode)
+                    log("cell %s %s %s" % (profile, activity, mode))
+                    try:
+                        res = run_cell(args, link, modes, profile, activity, mode, cdir, procs)
+                    except (OSError, RuntimeError, KeyError) as e:
+                        res = {"profile": profile, "activity": activity, "mode": mode,
+                               "cc": args.cc, "status": "error", "reason": repr(e)}
+                    k = res.get("keypress") or {}
+                    log("  -> %s p50 %s p95 %s max %s timeouts %s Mbit/s %s exact %s%s" % (
+                        res["status"], k.get("p50_ms"), k.get("p95_ms"), k.get("max_ms"),
+                        k.get("timeouts"), k.get("mbit_s"), k.get("time_to_exact_ms"),
+                        (" (%s)" % res.get("reason")) if res.get("reason") else ""))
+                    out["cells"].append(res)
+                    save()
+            link.down()
+    except Terminated as e:
+        log("stopped: %s" % e)
+        status = 130
+    finally:
+        procs.stop_all()
+        link.down()
+        out["wall_s"] = round(time.monotonic() - t_start, 1)
+        save()
+    log("results: %s (%.0f s)" % (path, out["wall_s"]))
+    return status
+
+
+# ---- report -----------------------------------------------------------------------------
+
+def fmt(v, nd=0):
+    if v is None:
+        return "–"
+    if isinstance(v, float) and nd == 0:
+        return "%d" % round(v)
+    return ("%." + str(nd) + "f") % v
+
+
+def table(results):
+    cells = results["cells"]
+    floors = {}
+    for c in cells:
+        k = c.get("keypress") or {}
+        if c.get("status") == "ok" and c["activity"] == "idle" and c["mode"] == "relay-off":
+            floors[c["profile"]] = k.get("p50_ms")
+    lines = ["| link | activity | mode | n | p50 | p95 | max | p50 − floor | timeouts | Mbit/s | "
+             "guest cores | pipeline cores | peak RSS MiB (guest/pipeline) | exact picture s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for c in cells:
+        prof = c["profile"]
+        if c.get("status") not in ("ok", "error") or not c.get("keypress"):
+            lines.append("| %s | %s | %s | %s |  |  |  |  |  |  |  |  |  |  |" % (
+                prof, c["activity"], c["mode"], c.get("status") + (": " + c["reason"] if c.get("reason") else "")))
+            continue
+        k = c["keypress"]
+        floor = floors.get(prof)
+        above = (k["p50_ms"] - floor) if (floor is not None and k.get("p50_ms") is not None) else None
+        exact = k.get("time_to_exact_ms")
+        if exact is not None:
+            exact_s = "%.2f" % (exact / 1000)
+        elif k.get("exact_diff_pixels") not in (None, -1):
+            exact_s = "never (%d px differ)" % k["exact_diff_pixels"]
+        else:
+            exact_s = "–"
+        rss = "%s/%s" % (fmt(c.get("guest_peak_rss_mib"), 0), fmt(c.get("pipeline_peak_rss_mib"), 0))
+        n = "%d%s" % (k.get("n", 0), "" if c["status"] == "ok" else " (aborted)")
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            prof, c["activity"], c["mode"], n, fmt(k.get("p50_ms"), 1), fmt(k.get("p95_ms"), 1),
+            fmt(k.get("max_ms"), 1), ("%+.1f" % above) if above is not None else "–",
+            k.get("timeouts", "–"), fmt(k.get("mbit_s"), 2), fmt(c.get("guest_cores"), 2),
+            fmt(c.get("pipeline_cores"), 2), rss, exact_s))
+    return "\n".join(lines)
+
+
+def links_table(results):
+    lines = ["| link | cc | ping avg (min–max) ms | TCP Mbit/s | verified |", "|---|---|---|---|---|"]
+    for prof, v in results["links"].items():
+        lines.append("| %s | %s | %s (%s–%s) | %s | %s |" % (
+            prof, v.get("cc", results["machine"]["cc"]), v.get("ping_avg_ms"), v.get("ping_min_ms"),
+            v.get("ping_max_ms"), v.get("tcp_mbit"),
+            "yes" if v.get("ok") else "**no**: " + str(v.get("reason"))))
+    return "\n".join(lines)
+
+
+def plots(results, outdir, stem):
+    """One PNG per link profile: p50 bars and p95 marks per activity and mode."""
+    os.makedirs(outdir, exist_ok=True)
+    made = []
+    cells = [c for c in results["cells"] if c.get("keypress") and c["keypress"].get("n")]
+    profiles = list(dict.fromkeys(c["profile"] for c in cells))
+    for prof in profiles:
+        pc = [c for c in cells if c["profile"] == prof]
+        acts = list(dict.fromkeys(c["activity"] for c in pc))
+        modes = list(dict.fromkeys(c["mode"] for c in pc))
+        dat = os.path.join(outdir, "%s-%s.dat" % (stem, prof.replace("/", "-")))
+        with open(dat, "w") as f:
+            f.write("activity " + " ".join("%s_p50 %s_p95" % (m, m) for m in modes) + "\n")
+            for a in acts:
+                row = [a]
+                for m in modes:
+                    c = next((x for x in pc if x["activity"] == a and x["mode"] == m), None)
+                    k = (c or {}).get("keypress") or {}
+                    row += ["%.3f" % k["p50_ms"] if k.get("p50_ms") is not None else "NaN",
+                            "%.3f" % k["p95_ms"] if k.get("p95_ms") is not None else "NaN"]
+                f.write(" ".join(row) + "\n")
+        png = os.path.join(outdir, "%s-%s.png" % (stem, prof.replace("/", "-")))
+        nm = len(modes)
+        width = 0.8 / nm
+        gp = ["set terminal pngcairo size 900,480 font 'Sans,10'",
+              "set output '%s'" % png,
+              "set title 'Keypress to draw, link %s (cc %s): bars p50, marks p95' noenhanced"
+              % (prof, results["machine"]["cc"]),
+              "set ylabel 'ms (log)'", "set logscale y", "set yrange [0.1:*]",
+              "set style fill solid 0.7 border -1", "set boxwidth %.3f" % width,
+              "set key outside right top noenhanced", "set grid ytics",
+              "set xtics (%s)" % ", ".join("'%s' %d" % (a, i) for i, a in enumerate(acts)),
+              "set xrange [-0.6:%f]" % (len(acts) - 0.4)]
+        parts = []
+        for j, m in enumerate(modes):
+            off = -0.4 + width * (j + 0.5)
+            parts.append("'%s' every ::1 using ($0+%.3f):%d with boxes lc %d title '%s'" % (
+                dat, off, 2 + 2 * j, j + 1, m))
+            parts.append("'%s' every ::1 using ($0+%.3f):%d with points pt 7 ps 1.2 lc %d notitle" % (
+                dat, off, 3 + 2 * j, j + 1))
+        gp.append("plot " + ", ".join(parts))
+        r = subprocess.run(["gnuplot"], input="\n".join(gp) + "\n", text=True, capture_output=True)
+        if r.returncode == 0:
+            made.append(png)
+        else:
+            log("gnuplot failed for %s: %s" % (prof, r.stderr.strip()))
+        os.unlink(dat)
+    return made
+
+
+def cmd_report(args):
+    with open(os.path.join(args.dir, "results.json")) as f:
+        results = json.load(f)
+    m = results["machine"]
+    stem = args.stem or "run-" + m["date"].replace(" ", "-").replace(":", "")
+    pngdir = os.path.join(os.path.dirname(os.path.abspath(args.docs)), "benchmarks") if args.docs \
+        else os.path.join(args.dir, "plots")
+    pngs = plots(results, pngdir, stem)
+    s = results.get("settings", {})
+    md = []
+    md.append("### %s" % (args.title or "Run of %s" % m["date"]))
+    md.append("")
+    if args.note:
+        md.append(args.note)
+        md.append("")
+    md.append("- Command: `%s`" % results["command"])
+    md.append("- Machine: %s cores, %s, kernel %s, congestion control **%s** in both namespaces, "
+              "load average at start %s; %s." % (m["nproc"], m["cpu"], m["kernel"], m["cc"],
+                                                  "/".join(str(x) for x in m["loadavg_at_start"]), m["date"]))
+    md.append("- Per cell: %s measured presses after %s warm-up presses (%s s warm-up), "
+              "%s s per-press timeout, activity at %s fps; wall time %.0f min."
+              % (s.get("samples"), s.get("warmup_presses"), s.get("warmup_s"), s.get("timeout_s"),
+                 s.get("fps"), results.get("wall_s", 0) / 60))
+    md.append("")
+    md.append(links_table(results))
+    md.append("")
+    md.append("Latencies in ms; \"floor\" is the same link's idle relay-off p50. Mbit/s is what the "
+              "client received over the measured presses. CPU is user+sys over the cell's wall time.")
+    md.append("")
+    md.append(table(results))
+    md.append("")
+    for p in pngs:
+        rel = os.path.relpath(p, os.path.dirname(os.path.abspath(args.docs))) if args.docs else p
+        md.append("![%s](%s)" % (os.path.basename(p), rel))
+        md.append("")
+    text = "\n".join(md)
+    if args.docs:
+        begin, end = "<!-- rig:%s:begin -->" % stem, "<!-- rig:%s:end -->" % stem
+        doc = open(args.docs).read() if os.path.exists(args.docs) else "# Benchmarks\n"
+        block = begin + "\n" + text + "\n" + end
+        if begin in doc and end in doc:
+            doc = doc[:doc.index(begin)] + block + doc[doc.index(end) + len(end):]
+        else:
+            marker = "<!-- rig:results -->"
+            if marker in doc:
+                doc = doc.replace(marker, marker + "\n\n" + block, 1)
+            else:
+                doc = doc.rstrip("\n") + "\n\n" + block + "\n"
+        with open(args.docs, "w") as f:
+            f.write(doc)
+        shutil.copy(os.path.join(args.dir, "results.json"),
+                    os.path.join(pngdir, stem + ".json"))
+        log("updated %s (%d plots, %s)" % (args.docs, len(pngs), pngdir))
+    else:
+        print(text)
+    return 0
+
+
+def cmd_estimate(args):
+    n = len(args.profiles) * len(args.activities) * len(args.modes)
+    per = 4 + args.warmup + (args.samples + args.warmup_presses) * ((args.gap_min + args.gap_max) / 2 + 0.15) + 2
+    log("%d cells x ~%.0f s (fast links) = ~%.0f min, plus ~15 s per link verification; "
+        "cells with multi-second latencies take longer" % (n, per, n * per / 60))
+    return 0
+
+
+def csv(s, allowed):
+    v = [x.strip() for x in s.split(",") if x.strip()]
+    if v == ["all"]:
+        return list(allowed)
+    return v
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    for name in ("run", "estimate"):
+        p = sub.add_parser(name)
+        p.add_argument("--profiles", default=",".join(ALL_PROFILES),
+                       help="comma list of lan and RTT/MBIT (default: all six)")
+        p.add_argument("--activities", default=",".join(ALL_ACTIVITIES))
+        p.add_argument("--modes", default=",".join(ALL_MODES))
+        p.add_argument("--samples", type=int, default=20)
+        p.add_argument("--warmup-presses", type=int, default=2)
+        p.add_argument("--warmup", type=float, default=1.5, help="s after the first picture")
+        p.add_argument("--gap-min", type=float, default=0.4)
+        p.add_argument("--gap-max", type=float, default=1.2)
+        p.add_argument("--timeout", type=float, default=15.0)
+        p.add_argument("--exact-timeout", type=float, default=20.0)
+        p.add_argument("--fps", type=int, default=30)
+        p.add_argument("--seed", type=int, default=1)
+        p.add_argument("--cc", default="cubic")
+        p.add_argument("--prefix", default="gsrig")
+        p.add_argument("--build", default=os.path.join(SOURCE, "build"))
+        p.add_argument("--modes-file", default=os.path.join(HERE, "modes.ini"))
+        p.add_argument("--out", default=None)
+        p.add_argument("--keep-reference", action="store_true")
+    r = sub.add_parser("report")
+    r.add_argument("dir")
+    r.add_argument("--docs", default=None, help="insert into this markdown file (plots next to it)")
+    r.add_argument("--stem", default=None, help="name of the block and plot files")
+    r.add_argument("--title", default=None)
+    r.add_argument("--note", default=None)
+    args = ap.parse_args()
+    if args.cmd in ("run", "estimate"):
+        args.profiles = csv(args.profiles, ALL_PROFILES)
+        args.activities = csv(args.activities, ALL_ACTIVITIES)
+        args.modes = csv(args.modes, ALL_MODES)
+        args.build = os.path.abspath(args.build)
+        args.guest = os.path.join(args.build, "tools", "spice-test-guest")
+        args.keypress = os.path.join(args.build, "tools", "keypress", "spice-keypress")
+        args.runner = os.path.join(args.build, "tools", "runner", "gst-spice-run")
+        if args.out is None:
+            args.out = "/tmp/gst-spice-rig-" + time.strftime("%Y%m%d-%H%M%S")
+        if args.cmd == "run":
+            return cmd_run(args)
+        return cmd_estimate(args)
+    return cmd_report(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
