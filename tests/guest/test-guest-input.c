@@ -477,13 +477,19 @@ check_streaming (const gchar * activity, const gchar * codecs)
   fail_if (c->channel_error);
   fail_unless (guest_process_is_running (gp));
 
+  /* a resize while the stream runs */
+  guest_process_command (gp, "resize 1024 768");
+  expect_guest_line (gp, &cursor, "resized 1024 768");
+  g_free (prefix);
+  prefix = g_strdup_printf ("frame %s 90", activity);
+  expect_guest_line (gp, &cursor, prefix);
+
   /* when the activity stops, the picture ends exact again */
   guest_process_command (gp, "activity idle");
   expect_guest_line (gp, &cursor, "activity idle");
-  expected = guest_render_frame_new (GUEST_DEFAULT_WIDTH,
-      GUEST_DEFAULT_HEIGHT, 1, 0, GUEST_ACTIVITY_IDLE, GUEST_FRAME_NONE);
-  assert_client_view (c, expected, GUEST_DEFAULT_WIDTH, GUEST_DEFAULT_HEIGHT,
-      "after the stream");
+  expected = guest_render_frame_new (1024, 768, 1, 0, GUEST_ACTIVITY_IDLE,
+      GUEST_FRAME_NONE);
+  assert_client_view (c, expected, 1024, 768, "after the stream");
   g_free (expected);
 
   client_free (c, gp, &cursor);
@@ -501,6 +507,73 @@ GST_START_TEST (test_streaming)
 
 GST_END_TEST;
 
+static void
+check_second_client (gboolean allow)
+{
+  GuestProcess *gp = allow ?
+      start_guest ("--allow-multiple-clients", "--image-compression=off",
+      NULL) : start_guest ("--image-compression=off", NULL);
+  guint cursor = 0, mark;
+  Client *c = client_connect (gp);
+  guint8 *expected = guest_render_frame_new (GUEST_DEFAULT_WIDTH,
+      GUEST_DEFAULT_HEIGHT, 1, 0, GUEST_ACTIVITY_IDLE, GUEST_FRAME_NONE);
+  guint8 *pix = NULL;
+  gint w, h;
+  GError *err = NULL;
+  gchar *line;
+
+  expect_guest_line (gp, &cursor, "client connected");
+  mark = guest_process_mark (gp);
+  /* a second client (run while this one's main context sleeps: its socket
+   * buffers whatever the server sends meanwhile) */
+  fail_unless (test_spicy_screenshot ("127.0.0.1",
+          guest_process_get_port (gp), NULL, 60, &pix, &w, &h, &err), "%s",
+      err ? err->message : "");
+  assert_frames_equal (pix, w, h, expected, GUEST_DEFAULT_WIDTH,
+      GUEST_DEFAULT_HEIGHT, "second client");
+  g_free (pix);
+  line = guest_process_wait_line_from (gp, mark, "client disconnected",
+      GUEST_LINE_TIMEOUT_MS, NULL);
+  fail_unless (line != NULL);
+  g_free (line);
+  /* two "client connected" and, without the option, the first client was
+   * disconnected when the second came: two "client disconnected" */
+  line = guest_process_wait_line_from (gp, mark, "client connected",
+      GUEST_LINE_TIMEOUT_MS, NULL);
+  fail_unless (line != NULL);
+  g_free (line);
+  pump ();
+  if (allow) {
+    /* the first client still works */
+    spice_inputs_channel_key_press_and_release (c->inputs, 0x39);
+    expect_guest_line (gp, &cursor, "box 1");
+    fail_unless_equals_int (guest_process_count_lines (gp, mark,
+            "client disconnected"), 1);
+    client_free (c, gp, &cursor);
+  } else {
+    gint64 end = g_get_monotonic_time () + GUEST_LINE_TIMEOUT_MS * 1000LL;
+    while (guest_process_count_lines (gp, mark, "client disconnected") < 2 &&
+        g_get_monotonic_time () < end)
+      pump ();
+    fail_unless_equals_int (guest_process_count_lines (gp, mark,
+            "client disconnected"), 2);
+    spice_session_disconnect (c->session);
+    g_object_unref (c->session);
+    pump ();
+    g_free (c);
+  }
+  g_free (expected);
+  guest_process_stop (gp);
+}
+
+GST_START_TEST (test_multiple_clients)
+{
+  check_second_client (TRUE);
+  check_second_client (FALSE);
+}
+
+GST_END_TEST;
+
 static Suite *
 guest_input_suite (void)
 {
@@ -514,6 +587,7 @@ guest_input_suite (void)
   tcase_add_test (tc, test_cursor);
   tcase_add_test (tc, test_live_view);
   tcase_add_test (tc, test_streaming);
+  tcase_add_test (tc, test_multiple_clients);
   return s;
 }
 
