@@ -145,9 +145,7 @@ def peak_rss_kib(pid):
 class Link:
     def __init__(self, args):
         self.args = args
-        self.setup = os.path.join(args.build, "tools", "linkemu", "linkemu-setup.sh")
-        if not os.path.exists(self.setup):
-            self.setup = os.path.join(SOURCE, "tools", "linkemu", "linkemu-setup.sh")
+        self.setup = os.path.join(SOURCE, "tools", "linkemu", "linkemu-setup.sh")
         self.linkemu = os.path.join(args.build, "tools", "linkemu", "linkemu")
         self.state = None
         self.up_profile = None
