@@ -10,6 +10,8 @@
 #include <gst/gst.h>
 #include <gst/check/gstcheck.h>
 #include <gst/app/gstappsrc.h>
+#include <gst/app/gstappsink.h>
+#include <math.h>
 #include <gst/video/video.h>
 #include <gst/video/navigation.h>
 #include <lz4.h>
@@ -361,4 +363,138 @@ client_shot (guint16 port, const gchar * const *extra, guint8 ** bgrx,
   g_free (ps);
   g_free (tc);
   return st;
+}
+
+/* ----------------------------------------------------------- streams */
+
+typedef struct {
+  GstVideoRectangle dest;
+  guint id;
+} MetaInfo;
+
+static GstPadProbeReturn
+add_meta_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  MetaInfo *m = data;
+  GstBuffer *buf = gst_buffer_make_writable (GST_PAD_PROBE_INFO_BUFFER (info));
+
+  gst_buffer_add_spice_stream_meta (buf, &m->dest, m->id, FALSE);
+  GST_PAD_PROBE_INFO_DATA (info) = buf;
+  return GST_PAD_PROBE_OK;
+}
+
+/* adds a GstSpiceStreamMeta to every buffer leaving @element's src pad */
+static inline void
+attach_meta (GstElement * element, gint x, gint y, gint w, gint h, guint id)
+{
+  MetaInfo *m = g_new0 (MetaInfo, 1);
+  GstPad *pad = gst_element_get_static_pad (element, "src");
+
+  m->dest.x = x;
+  m->dest.y = y;
+  m->dest.w = w;
+  m->dest.h = h;
+  m->id = id;
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, add_meta_probe, m,
+      g_free);
+  gst_object_unref (pad);
+}
+
+/* records upstream events of a stream branch (stream-control, FKU) */
+static GstPadProbeReturn
+stream_upstream_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  Fixture *f = data;
+  GstEvent *ev = GST_PAD_PROBE_INFO_EVENT (info);
+  gboolean enabled;
+
+  g_mutex_lock (&f->lock);
+  if (gst_spice_event_parse_stream_control (ev, &enabled))
+    f->stream_control = enabled;
+  else if (gst_video_event_is_force_key_unit (ev))
+    f->fku_events++;
+  g_cond_broadcast (&f->cond);
+  g_mutex_unlock (&f->lock);
+  return GST_PAD_PROBE_OK;
+}
+
+static inline void
+watch_stream_events (Fixture * f, GstElement * element)
+{
+  GstPad *pad = gst_element_get_static_pad (element, "src");
+
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_EVENT_UPSTREAM,
+      stream_upstream_probe, f, NULL);
+  gst_object_unref (pad);
+}
+
+/* encodes @n frames of videotestsrc @pattern with @enc ("jpegenc", ...);
+ * returns the buffers (in order) and the caps */
+static inline GPtrArray *
+encode_frames (const gchar * pattern, gint w, gint h, guint n,
+    const gchar * enc, GstCaps ** caps)
+{
+  gchar *desc = g_strdup_printf ("videotestsrc num-buffers=%u pattern=%s ! "
+      "video/x-raw,format=I420,width=%d,height=%d,framerate=10/1 ! %s ! "
+      "appsink name=out sync=false", n, pattern, w, h, enc);
+  GstElement *p = gst_parse_launch (desc, NULL);
+  GstElement *out = gst_bin_get_by_name (GST_BIN (p), "out");
+  GPtrArray *frames = g_ptr_array_new_with_free_func ((GDestroyNotify)
+      gst_buffer_unref);
+  GstSample *s;
+
+  fail_unless (p != NULL);
+  gst_element_set_state (p, GST_STATE_PLAYING);
+  while ((s = gst_app_sink_pull_sample (GST_APP_SINK (out)))) {
+    if (!*caps)
+      *caps = gst_caps_ref (gst_sample_get_caps (s));
+    g_ptr_array_add (frames, gst_buffer_ref (gst_sample_get_buffer (s)));
+    gst_sample_unref (s);
+  }
+  gst_element_set_state (p, GST_STATE_NULL);
+  gst_object_unref (out);
+  gst_object_unref (p);
+  g_free (desc);
+  fail_unless_equals_int (frames->len, n);
+  return frames;
+}
+
+/* the raw BGRx picture of videotestsrc @pattern */
+static inline guint8 *
+reference_frame (const gchar * pattern, gint w, gint h)
+{
+  GPtrArray *f;
+  GstCaps *caps = NULL;
+  GstMapInfo map;
+  guint8 *p;
+
+  f = encode_frames (pattern, w, h, 1, "videoconvert ! "
+      "video/x-raw,format=BGRx", &caps);
+  gst_buffer_map (g_ptr_array_index (f, 0), &map, GST_MAP_READ);
+  p = g_memdup2 (map.data, (gsize) w * h * 4);
+  gst_buffer_unmap (g_ptr_array_index (f, 0), &map);
+  g_ptr_array_unref (f);
+  gst_caps_unref (caps);
+  return p;
+}
+
+static inline gdouble
+psnr_area (const guint8 * shot, gint stride, const GstVideoRectangle * r,
+    const guint8 * ref)
+{
+  gdouble se = 0;
+  gint x, y, c;
+  guint64 n = 0;
+
+  for (y = 0; y < r->h; y++)
+    for (x = 0; x < r->w; x++)
+      for (c = 0; c < 3; c++) {
+        gdouble d = (gdouble) shot[(gsize) (r->y + y) * stride + (r->x + x) *
+            4 + c] - ref[((gsize) y * r->w + x) * 4 + c];
+        se += d * d;
+        n++;
+      }
+  if (se == 0)
+    return 99.0;
+  return 10.0 * log10 (255.0 * 255.0 / (se / n));
 }

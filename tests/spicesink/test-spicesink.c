@@ -2,6 +2,7 @@
  * a spice-client-glib test client) and raw sockets.
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
+#include <stdio.h>
 #include <sys/wait.h>
 #include <glib/gstdio.h>
 #include "spicesink-test-util.h"
@@ -483,6 +484,171 @@ GST_START_TEST (test_cursor)
 
 GST_END_TEST;
 
+
+/* -------------------------------------------------------------- streams */
+
+typedef struct {
+  Fixture *f;
+  guint16 port;
+  gchar *log;
+  gint status;
+  gint duration_ms;
+} ClientRun;
+
+static gpointer
+client_thread (gpointer data)
+{
+  ClientRun *r = data;
+  gchar *dur = g_strdup_printf ("%d", r->duration_ms);
+  const gchar *extra[] = { "--log", "--duration-ms", dur, NULL };
+  gint w, h;
+  guint8 *shot = NULL;
+
+  r->status = client_shot (r->port, extra, &shot, &w, &h, &r->log);
+  g_free (dur);
+  return shot;
+}
+
+static guint
+session_updates (Fixture * f)
+{
+  GstStructure *st = NULL;
+  const GValue *arr;
+  guint64 updates = 0;
+
+  g_object_get (f->sink, "stats", &st, NULL);
+  arr = gst_structure_get_value (st, "client-stats");
+  if (gst_value_array_get_size (arr) > 0) {
+    const GstStructure *c =
+        gst_value_get_structure (gst_value_array_get_value (arr, 0));
+    gst_structure_get_uint64 (c, "updates", &updates);
+  }
+  gst_structure_free (st);
+  return (guint) updates;
+}
+
+static gint
+cmp_i64 (gconstpointer a, gconstpointer b)
+{
+  gint64 x = *(const gint64 *) a, y = *(const gint64 *) b;
+  return x < y ? -1 : x > y;
+}
+
+/* Streams frames spaced 300 ms apart to a spice-gtk client; each frame
+ * must be shown (display-invalidate of the stream area) within that
+ * interval: no mm-time lag, no dropped "late" frame. */
+static void
+check_stream (const gchar * enc, gdouble min_psnr)
+{
+  Fixture *f = fixture_new (320, 240,
+      "appsrc name=vsrc format=time is-live=true ! sink.stream_0");
+  GstVideoRectangle dest = { 80, 60, 160, 120 };
+  GstCaps *caps = NULL;
+  GPtrArray *frames = encode_frames ("colors", 160, 120, 10, enc, &caps);
+  guint8 *ref = reference_frame ("colors", 160, 120);
+  ClientRun run = { f, 0, NULL, -1, 5500 };
+  GThread *t;
+  guint8 *shot;
+  gint64 push[10];
+  GArray *delays = g_array_new (FALSE, FALSE, sizeof (gint64));
+  gchar **lines;
+  guint i, j;
+  gdouble psnr;
+  gint64 waited = 0;
+
+  f->stream_src = gst_bin_get_by_name (GST_BIN (f->pipeline), "vsrc");
+  g_object_set (f->stream_src, "caps", caps, NULL);
+  watch_stream_events (f, f->stream_src);
+  fixture_start (f, TRUE);
+  run.port = f->port;
+  t = g_thread_new ("client", client_thread, &run);
+  while (session_updates (f) < 1 && waited < 20000) {
+    g_usleep (50 * 1000);
+    waited += 50;
+  }
+  fail_unless (session_updates (f) >= 1, "client never got a picture");
+  g_usleep (300 * 1000);
+  for (i = 0; i < frames->len; i++) {
+    GstBuffer *b = gst_buffer_copy (g_ptr_array_index (frames, i));
+
+    gst_buffer_add_spice_stream_meta (b, &dest, 1, i == 0);
+    push[i] = g_get_monotonic_time ();
+    fail_unless_equals_int (gst_app_src_push_buffer (GST_APP_SRC
+            (f->stream_src), b), GST_FLOW_OK);
+    g_usleep (300 * 1000);
+  }
+  shot = g_thread_join (t);
+  fail_unless_equals_int (run.status, 0);
+  fail_unless (shot != NULL);
+  /* the stream area shows the source */
+  psnr = psnr_area (shot, 320 * 4, &dest, ref);
+  GST_INFO ("%s: PSNR of the stream area %.2f dB", enc, psnr);
+  fail_unless (psnr >= min_psnr, "PSNR %.2f < %.2f", psnr, min_psnr);
+  /* the draws around it are exact */
+  {
+    GstVideoRectangle top = { 0, 0, 320, 60 };
+    guint8 *exp = g_malloc (320 * 60 * 4);
+    memcpy (exp, f->picture, 320 * 60 * 4);
+    fail_unless_equals_int (test_bgrx_count_diff (shot, 320 * 4, exp,
+            320 * 4, top.w, top.h, NULL, NULL), 0);
+    g_free (exp);
+  }
+  /* one invalidate of the stream area per frame, inside its interval */
+  lines = g_strsplit (run.log, "\n", -1);
+  for (i = 0; i < frames->len; i++) {
+    gint64 end = i + 1 < frames->len ? push[i + 1] : push[i] + 300000;
+    gint64 d = -1;
+
+    for (j = 0; lines[j]; j++) {
+      gint64 ts;
+      gint x, y, w, h;
+
+      if (sscanf (lines[j], "INV %" G_GINT64_FORMAT " %d %d %d %d", &ts, &x,
+              &y, &w, &h) != 5)
+        continue;
+      if (x >= dest.x && y >= dest.y && x + w <= dest.x + dest.w &&
+          y + h <= dest.y + dest.h && ts >= push[i] && ts < end) {
+        d = ts - push[i];
+        break;
+      }
+    }
+    fail_unless (d >= 0, "%s frame %u was not shown within 300 ms", enc, i);
+    g_array_append_val (delays, d);
+  }
+  g_array_sort (delays, cmp_i64);
+  GST_INFO ("%s frame delay push->display: min %.1f ms, median %.1f ms, "
+      "max %.1f ms", enc, g_array_index (delays, gint64, 0) / 1000.0,
+      g_array_index (delays, gint64, delays->len / 2) / 1000.0,
+      g_array_index (delays, gint64, delays->len - 1) / 1000.0);
+  g_print ("RESULT %s: PSNR %.2f dB, frame delay min %.1f median %.1f "
+      "max %.1f ms\n", enc, psnr, g_array_index (delays, gint64, 0) / 1000.0,
+      g_array_index (delays, gint64, delays->len / 2) / 1000.0,
+      g_array_index (delays, gint64, delays->len - 1) / 1000.0);
+  fail_unless (g_array_index (delays, gint64, delays->len / 2) < 150000);
+  g_strfreev (lines);
+  g_array_unref (delays);
+  g_free (run.log);
+  g_free (shot);
+  g_free (ref);
+  g_ptr_array_unref (frames);
+  gst_caps_unref (caps);
+  fixture_free (f);
+}
+
+GST_START_TEST (test_stream_mjpeg)
+{
+  check_stream ("jpegenc quality=90", 26.0);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_stream_vp8)
+{
+  check_stream ("vp8enc deadline=1 target-bitrate=2000000", 28.0);
+}
+
+GST_END_TEST;
+
 /* --------------------------------------------------------------- stats */
 
 GST_START_TEST (test_stats)
@@ -543,6 +709,8 @@ spicesink_suite (void)
   tcase_add_test (tc, test_inputs_raw);
   tcase_add_test (tc, test_cursor);
   tcase_add_test (tc, test_stats);
+  tcase_add_test (tc, test_stream_mjpeg);
+  tcase_add_test (tc, test_stream_vp8);
   return s;
 }
 
