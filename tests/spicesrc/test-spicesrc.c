@@ -1084,6 +1084,38 @@ GST_START_TEST (test_app_main_loop)
 
 GST_END_TEST;
 
+/* gst-launch-1.0 itself (its GMainLoop runs on the default context) */
+GST_START_TEST (test_gst_launch)
+{
+  GuestProcess *gp = start_guest ("--activity=busy", NULL);
+  gchar *uri = guest_process_get_uri (gp);
+  gchar *uri_arg = g_strdup_printf ("uri=%s", uri);
+  const gchar *argv[] = { "timeout", "-k", "5", "60", "gst-launch-1.0", "-q",
+    "spicesrc", uri_arg, "num-buffers=30", "!", "videoconvert", "!",
+    "fakesink", "sync=true", NULL
+  };
+  gchar *out = NULL, *err = NULL;
+  gint status = -1;
+  GError *error = NULL;
+  gint64 t0 = g_get_monotonic_time ();
+
+  fail_unless (g_spawn_sync (NULL, (gchar **) argv, NULL,
+          G_SPAWN_SEARCH_PATH, NULL, NULL, &out, &err, &status, &error),
+      "%s", error ? error->message : "");
+  g_printerr ("gst-launch-1.0: 30 frames in %.2f s\n",
+      (g_get_monotonic_time () - t0) / 1e6);
+  fail_unless (g_spawn_check_wait_status (status, NULL),
+      "gst-launch-1.0 failed (status %d): %s %s", status, out, err);
+
+  g_free (out);
+  g_free (err);
+  g_free (uri_arg);
+  g_free (uri);
+  guest_process_stop (gp);
+}
+
+GST_END_TEST;
+
 /* ------------------------------------------------------------------------ */
 
 static Suite *
@@ -1110,6 +1142,7 @@ spicesrc_suite (void)
   tcase_add_test (tc, test_coalesce_and_null_while_blocked);
   tcase_add_test (tc, test_cursor_event);
   tcase_add_test (tc, test_app_main_loop);
+  tcase_add_test (tc, test_gst_launch);
   return s;
 }
 
