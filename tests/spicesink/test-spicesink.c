@@ -649,6 +649,339 @@ GST_START_TEST (test_stream_vp8)
 
 GST_END_TEST;
 
+
+/* --------------------------------------------- late joiners and codecs */
+
+#define LIVE_VP8 "videotestsrc name=vts is-live=true pattern=colors ! " \
+  "video/x-raw,width=160,height=120,framerate=25/1 ! " \
+  "vp8enc name=enc deadline=1 keyframe-max-dist=100000 ! sink.stream_0"
+
+static gboolean
+got_picture_and_stream (SpiceRawSession * s, gpointer data)
+{
+  return s->draws >= 1 && s->stream_datas >= 1;
+}
+
+/* 100 clients in a row join while a VP8 stream runs (key frames only on
+ * request): each gets the surface, the exact picture, STREAM_CREATE before
+ * data, and frames starting at a key frame. */
+GST_START_TEST (test_late_join_stream_100)
+{
+  Fixture *f = fixture_new (320, 240, LIVE_VP8);
+  GstElement *vts = gst_bin_get_by_name (GST_BIN (f->pipeline), "vts");
+  guint i;
+  gint64 t0;
+
+  GstElement *enc = gst_bin_get_by_name (GST_BIN (f->pipeline), "enc");
+
+  attach_meta (vts, 80, 60, 160, 120, 1);
+  /* the encoder consumes force-key-unit: count them at its src pad */
+  watch_stream_events (f, enc);
+  gst_object_unref (enc);
+  fixture_start (f, TRUE);
+  t0 = g_get_monotonic_time ();
+  for (i = 0; i < 100; i++) {
+    SpiceRawSession *s = spice_raw_session_new (f->port, NULL,
+        SPICE_RAW_DISPLAY_CAPS_ALL);
+
+    fail_unless (s != NULL, "join %u failed", i);
+    fail_unless (spice_raw_session_pump (s, 20000, got_picture_and_stream,
+            NULL), "join %u: %s", i, s->error ? s->error : "timeout/closed");
+    fail_unless (got_picture_and_stream (s, NULL), "join %u: no picture or "
+        "no stream (draws %" G_GUINT64_FORMAT ", frames %" G_GUINT64_FORMAT
+        ")", i, s->draws, s->stream_datas);
+    fail_unless_equals_int (s->stream_creates, 1);
+    fail_unless_equals_int (s->last_codec, GST_SPICE_CODEC_VP8);
+    fail_unless_equals_int (draws_decoder_compare (s->canvas, f->picture,
+            320 * 4, NULL), 0);
+    spice_raw_session_free (s);
+  }
+  g_print ("RESULT 100 late joins with a VP8 stream: %.1f ms per join\n",
+      (g_get_monotonic_time () - t0) / 100000.0);
+  fail_unless (f->fku_events >= 100);
+  gst_object_unref (vts);
+  fixture_free (f);
+}
+
+GST_END_TEST;
+
+/* The same with spice-gtk: the stream area decodes after joining. */
+GST_START_TEST (test_late_join_stream_spicegtk)
+{
+  Fixture *f = fixture_new (320, 240, LIVE_VP8);
+  GstElement *vts = gst_bin_get_by_name (GST_BIN (f->pipeline), "vts");
+  guint8 *ref = reference_frame ("colors", 160, 120);
+  GstVideoRectangle dest = { 80, 60, 160, 120 };
+  guint i;
+
+  attach_meta (vts, 80, 60, 160, 120, 1);
+  fixture_start (f, TRUE);
+  for (i = 0; i < 3; i++) {
+    const gchar *extra[] = { "--duration-ms", "2000", NULL };
+    guint8 *shot = NULL;
+    gint w, h;
+    gdouble psnr;
+
+    fail_unless_equals_int (client_shot (f->port, extra, &shot, &w, &h,
+            NULL), 0);
+    psnr = psnr_area (shot, w * 4, &dest, ref);
+    GST_INFO ("join %u: stream PSNR %.2f", i, psnr);
+    fail_unless (psnr > 28.0, "join %u: PSNR %.2f", i, psnr);
+    {
+      GstVideoRectangle top = { 0, 0, 320, 60 };
+      fail_unless_equals_int (test_bgrx_count_diff (shot, w * 4, f->picture,
+              320 * 4, top.w, top.h, NULL, NULL), 0);
+    }
+    g_free (shot);
+  }
+  g_free (ref);
+  gst_object_unref (vts);
+  fixture_free (f);
+}
+
+GST_END_TEST;
+
+static gboolean
+stream_control_is (Fixture * f, gpointer d)
+{
+  return f->stream_control == GPOINTER_TO_INT (d);
+}
+
+static gboolean
+has_stream (SpiceRawSession * s, gpointer d)
+{
+  return s->stream_datas >= 1;
+}
+
+static gboolean
+stream_gone (SpiceRawSession * s, gpointer d)
+{
+  return s->stream_destroys >= 1 && s->streams_live == 0;
+}
+
+/* A client that cannot decode VP8 joins: the stream is disabled upstream
+ * (spice-stream-control enabled=FALSE), the capable client sees it
+ * destroyed, the area comes as draws and both have the exact picture. */
+GST_START_TEST (test_client_without_codec)
+{
+  Fixture *f = fixture_new (320, 240, LIVE_VP8);
+  GstElement *vts = gst_bin_get_by_name (GST_BIN (f->pipeline), "vts");
+  GstVideoRectangle area = { 80, 60, 160, 120 };
+  SpiceRawSession *good, *old;
+  guint32 no_vp8 = (1u << GST_SPICE_DISPLAY_CAP_LZ4_COMPRESSION) |
+      (1u << GST_SPICE_DISPLAY_CAP_MULTI_CODEC) |
+      (1u << GST_SPICE_DISPLAY_CAP_CODEC_MJPEG);
+
+  attach_meta (vts, 80, 60, 160, 120, 1);
+  watch_stream_events (f, vts);
+  fixture_start (f, TRUE);
+  good = spice_raw_session_new (f->port, NULL, SPICE_RAW_DISPLAY_CAPS_ALL);
+  fail_unless (good != NULL);
+  fail_unless (spice_raw_session_pump (good, 20000, has_stream, NULL));
+  fail_unless_equals_int (f->stream_control, -1);
+
+  old = spice_raw_session_new (f->port, NULL, no_vp8);
+  fail_unless (old != NULL);
+  fail_unless (wait_for (f, stream_control_is, GINT_TO_POINTER (0), 10000));
+  /* play the tiler: the stream area now comes as draws */
+  update_rect (f, &area, 77);
+  fail_unless (spice_raw_session_pump (good, 10000, stream_gone, NULL));
+  fail_unless (spice_raw_session_pump (old, 1500, NULL, NULL));
+  fail_unless (spice_raw_session_pump (good, 500, NULL, NULL));
+  fail_unless_equals_int (old->stream_creates, 0);
+  fail_unless_equals_int (draws_decoder_compare (old->canvas, f->picture,
+          320 * 4, NULL), 0);
+  fail_unless_equals_int (draws_decoder_compare (good->canvas, f->picture,
+          320 * 4, NULL), 0);
+  /* it leaves: the stream is enabled again */
+  spice_raw_session_free (old);
+  fail_unless (wait_for (f, stream_control_is, GINT_TO_POINTER (1), 10000));
+  fail_unless (spice_raw_session_pump (good, 20000, has_stream, NULL));
+  spice_raw_session_free (good);
+  gst_object_unref (vts);
+  fixture_free (f);
+}
+
+GST_END_TEST;
+
+/* --------------------------------------------------------- hostile input */
+
+typedef struct {
+  Fixture *f;
+  volatile gint stop;
+  guint pushed;
+  gboolean big;
+} Pusher;
+
+static gpointer
+pusher_thread (gpointer data)
+{
+  Pusher *p = data;
+  GstVideoRectangle r = { 40, 40, 64, 64 };
+  GstVideoRectangle full = { 0, 0, p->f->w, p->f->h };
+
+  while (!g_atomic_int_get (&p->stop)) {
+    update_rect (p->f, p->big ? &full : &r, 100 + p->pushed % 7);
+    p->pushed++;
+    g_usleep (p->big ? 10 * 1000 : 40 * 1000);
+  }
+  return NULL;
+}
+
+static void
+raw_bytes_expect_error (guint16 port, const guint8 * data, gsize size,
+    guint32 expected_error)
+{
+  SpiceRawConn *c = spice_raw_connect (port, 10);
+  guint8 hdr[16], reply[178];
+
+  fail_unless (c != NULL);
+  fail_unless (spice_raw_send (c, data, size));
+  fail_unless (spice_raw_recv_exact (c, hdr, 16, 5000));
+  fail_unless_equals_int (GST_READ_UINT32_LE (hdr), GST_SPICE_WIRE_MAGIC);
+  fail_unless (spice_raw_recv_exact (c, reply, 178, 5000));
+  fail_unless_equals_int (GST_READ_UINT32_LE (reply), expected_error);
+  fail_unless (spice_raw_wait_closed (c, 5000));
+  spice_raw_close (c);
+}
+
+static void
+linked_then_expect_close (Fixture * f, guint32 session, guint8 type,
+    guint16 msg, const guint8 * body, gsize size, gboolean raw)
+{
+  SpiceRawConn *c = spice_raw_connect (f->port, 10);
+
+  fail_unless (spice_raw_link (c, session, type, 0x0d, 0, NULL, NULL));
+  fail_unless_equals_int (c->link_result, 0);
+  if (raw)
+    spice_raw_send (c, body, size);
+  else
+    spice_raw_send_msg (c, msg, body, size);
+  fail_unless (spice_raw_wait_closed (c, 5000), "connection not closed");
+  spice_raw_close (c);
+}
+
+GST_START_TEST (test_hostile_input)
+{
+  Fixture *f = fixture_new (320, 240, "handshake-timeout=1000 "
+      "client-timeout=300 queue-size=65536 notsent-lowat=16384");
+  SpiceRawSession *good, *lazy;
+  Pusher p = { f, 0, 0, FALSE };
+  GThread *t;
+  guint8 buf[64];
+  GByteArray *a = g_byte_array_new ();
+  GstStructure *st;
+  const GValue *arr;
+  guint i;
+  guint64 behind = 0;
+
+  fixture_start (f, TRUE);
+  good = spice_raw_session_new (f->port, NULL, SPICE_RAW_DISPLAY_CAPS_ALL);
+  fail_unless (good != NULL);
+  t = g_thread_new ("pusher", pusher_thread, &p);
+
+  /* wrong magic */
+  memset (buf, 'X', 16);
+  raw_bytes_expect_error (f->port, buf, 16, GST_SPICE_LINK_ERR_INVALID_MAGIC);
+  /* huge link size */
+  gst_spice_wire_write_link_header (a, 0x7fffffff);
+  raw_bytes_expect_error (f->port, a->data, a->len,
+      GST_SPICE_LINK_ERR_INVALID_DATA);
+  g_byte_array_set_size (a, 0);
+  /* wrong major version */
+  gst_spice_put_u32 (a, GST_SPICE_WIRE_MAGIC);
+  gst_spice_put_u32 (a, 1);
+  gst_spice_put_u32 (a, 0);
+  gst_spice_put_u32 (a, 18);
+  raw_bytes_expect_error (f->port, a->data, a->len,
+      GST_SPICE_LINK_ERR_VERSION_MISMATCH);
+  g_byte_array_set_size (a, 0);
+  /* link message with caps beyond its end */
+  {
+    GstSpiceLinkMess m = { 0, };
+    m.channel_type = 1;
+    m.n_common = 1;
+    gst_spice_wire_write_link_mess (a, &m);
+    GST_WRITE_UINT32_LE (a->data + 16 + 6, 1000);       /* num_common_caps */
+    raw_bytes_expect_error (f->port, a->data, a->len,
+        GST_SPICE_LINK_ERR_INVALID_DATA);
+    g_byte_array_set_size (a, 0);
+  }
+  /* truncated link, then gone; and many of them */
+  for (i = 0; i < 20; i++) {
+    SpiceRawConn *c = spice_raw_connect (f->port, 10);
+    gst_spice_wire_write_link_header (a, 40);
+    spice_raw_send (c, a->data, a->len);
+    spice_raw_send (c, (const guint8 *) "partial", 7);
+    spice_raw_close (c);
+    g_byte_array_set_size (a, 0);
+  }
+  /* handshake timeout: connects and says nothing */
+  {
+    SpiceRawConn *c = spice_raw_connect (f->port, 10);
+    fail_unless (spice_raw_wait_closed (c, 8000));
+    spice_raw_close (c);
+  }
+  /* after linking: unknown type, oversized known type, wrong channel */
+  memset (buf, 0, sizeof (buf));
+  linked_then_expect_close (f, good->session_id, GST_SPICE_CHANNEL_INPUTS,
+      999, buf, 8, FALSE);
+  linked_then_expect_close (f, good->session_id, GST_SPICE_CHANNEL_INPUTS,
+      GST_SPICE_MSGC_INPUTS_KEY_DOWN, buf, 40, FALSE);
+  {
+    /* a header announcing 1 GiB */
+    guint8 h[6];
+    gst_spice_wire_put_header (h, TRUE, 0, GST_SPICE_MSGC_INPUTS_KEY_DOWN,
+        1u << 30);
+    linked_then_expect_close (f, good->session_id, GST_SPICE_CHANNEL_INPUTS,
+        0, h, 6, TRUE);
+  }
+  linked_then_expect_close (f, good->session_id, GST_SPICE_CHANNEL_INPUTS,
+      GST_SPICE_MSGC_INPUTS_KEY_SCANCODE, (const guint8 *) "\xe0\xe0", 2,
+      FALSE);
+  {
+    SpiceRawConn *c = spice_raw_connect (f->port, 10);
+    /* a display channel for a session that does not exist */
+    fail_unless (spice_raw_link (c, 0x12345678, GST_SPICE_CHANNEL_DISPLAY,
+            0x0d, 0, NULL, NULL));
+    fail_unless_equals_int (c->link_result,
+        GST_SPICE_LINK_ERR_BAD_CONNECTION_ID);
+    spice_raw_close (c);
+  }
+
+  /* a client that never reads, while big updates flow */
+  lazy = spice_raw_session_new (f->port, NULL, SPICE_RAW_DISPLAY_CAPS_ALL);
+  fail_unless (lazy != NULL);
+  p.big = TRUE;
+  for (i = 0; i < 30; i++)
+    fail_unless (spice_raw_session_pump (good, 100, NULL, NULL),
+        "good client: %s", good->error ? good->error : "closed");
+  g_atomic_int_set (&p.stop, 1);
+  g_thread_join (t);
+  fail_unless (spice_raw_session_pump (good, 1500, NULL, NULL));
+  fail_unless_equals_int (draws_decoder_compare (good->canvas, f->picture,
+          320 * 4, NULL), 0);
+  g_object_get (f->sink, "stats", &st, NULL);
+  arr = gst_structure_get_value (st, "client-stats");
+  for (i = 0; i < gst_value_array_get_size (arr); i++) {
+    guint64 b = 0;
+    gst_structure_get_uint64 (gst_value_get_structure
+        (gst_value_array_get_value (arr, i)), "behind-count", &b);
+    behind += b;
+  }
+  GST_INFO ("stats %" GST_PTR_FORMAT, st);
+  gst_structure_free (st);
+  fail_unless (behind >= 1, "the lazy client never fell behind");
+  g_print ("RESULT hostile: %u updates pushed, good client exact\n",
+      p.pushed);
+  spice_raw_session_free (lazy);
+  spice_raw_session_free (good);
+  g_byte_array_unref (a);
+  fixture_free (f);
+}
+
+GST_END_TEST;
+
 /* --------------------------------------------------------------- stats */
 
 GST_START_TEST (test_stats)
@@ -711,6 +1044,10 @@ spicesink_suite (void)
   tcase_add_test (tc, test_stats);
   tcase_add_test (tc, test_stream_mjpeg);
   tcase_add_test (tc, test_stream_vp8);
+  tcase_add_test (tc, test_late_join_stream_spicegtk);
+  tcase_add_test (tc, test_client_without_codec);
+  tcase_add_test (tc, test_hostile_input);
+  tcase_add_test (tc, test_late_join_stream_100);
   return s;
 }
 
