@@ -14,6 +14,7 @@ typedef struct
   SpiceCursorChannel *cursor;
   gboolean inputs_open;
   gboolean channel_error;
+  gboolean main_closed;         /* the main channel ended, for any reason */
   guint cursor_shapes;
   gint cursor_w, cursor_h, cursor_hx, cursor_hy;
   guint32 cursor_px_origin, cursor_px_far;
@@ -82,6 +83,8 @@ expect_guest_line (GuestProcess * gp, guint * cursor, const gchar * prefix)
 static void
 on_channel_event (SpiceChannel * ch, SpiceChannelEvent ev, Client * c)
 {
+  if (ev != SPICE_CHANNEL_OPENED && SPICE_IS_MAIN_CHANNEL (ch))
+    c->main_closed = TRUE;
   if (ev == SPICE_CHANNEL_OPENED) {
     if (SPICE_IS_INPUTS_CHANNEL (ch))
       c->inputs_open = TRUE;
@@ -566,6 +569,29 @@ check_second_client (gboolean allow)
   guest_process_stop (gp);
 }
 
+GST_START_TEST (test_stop_with_client)
+{
+  /* SIGTERM while a client watches a stream: clean exit, client told */
+  GuestProcess *gp = start_guest ("--activity=busy", "--log-frames",
+      "--streaming-video=all", "--activity-after-connect", NULL);
+  guint cursor = 0;
+  Client *c = client_connect (gp);
+  gint64 end;
+
+  expect_guest_line (gp, &cursor, "frame busy 30");
+  fail_unless_equals_int (guest_process_stop (gp), 0);
+  end = g_get_monotonic_time () + GUEST_LINE_TIMEOUT_MS * 1000LL;
+  while (!c->main_closed && g_get_monotonic_time () < end)
+    pump_until (&c->main_closed, 20);
+  /* the client saw its session end, it does not hang */
+  fail_unless (c->main_closed);
+  g_object_unref (c->session);
+  pump ();
+  g_free (c);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_multiple_clients)
 {
   check_second_client (TRUE);
@@ -588,6 +614,7 @@ guest_input_suite (void)
   tcase_add_test (tc, test_live_view);
   tcase_add_test (tc, test_streaming);
   tcase_add_test (tc, test_multiple_clients);
+  tcase_add_test (tc, test_stop_with_client);
   return s;
 }
 
