@@ -498,3 +498,30 @@ psnr_area (const guint8 * shot, gint stride, const GstVideoRectangle * r,
     return 99.0;
   return 10.0 * log10 (255.0 * 255.0 / (se / n));
 }
+
+/* videotestsrc @pattern generated directly as BGRx */
+static inline guint8 *
+reference_frame_bgrx (const gchar * pattern, gint w, gint h)
+{
+  gchar *desc = g_strdup_printf ("videotestsrc num-buffers=1 pattern=%s ! "
+      "video/x-raw,format=BGRx,width=%d,height=%d ! appsink name=out", pattern,
+      w, h);
+  GstElement *p = gst_parse_launch (desc, NULL);
+  GstElement *out = gst_bin_get_by_name (GST_BIN (p), "out");
+  GstSample *s;
+  GstMapInfo map;
+  guint8 *res;
+
+  gst_element_set_state (p, GST_STATE_PLAYING);
+  s = gst_app_sink_pull_sample (GST_APP_SINK (out));
+  fail_unless (s != NULL);
+  gst_buffer_map (gst_sample_get_buffer (s), &map, GST_MAP_READ);
+  res = g_memdup2 (map.data, (gsize) w * h * 4);
+  gst_buffer_unmap (gst_sample_get_buffer (s), &map);
+  gst_sample_unref (s);
+  gst_element_set_state (p, GST_STATE_NULL);
+  gst_object_unref (out);
+  gst_object_unref (p);
+  g_free (desc);
+  return res;
+}

@@ -982,6 +982,99 @@ GST_START_TEST (test_hostile_input)
 
 GST_END_TEST;
 
+
+/* ------------------------------------------------- with the real tiler */
+
+static GstPadProbeReturn
+nav_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  Fixture *f = data;
+  GstEvent *ev = GST_PAD_PROBE_INFO_EVENT (info);
+
+  if (GST_EVENT_TYPE (ev) == GST_EVENT_NAVIGATION) {
+    g_mutex_lock (&f->lock);
+    g_ptr_array_add (f->nav, gst_structure_copy (gst_event_get_structure
+            (ev)));
+    g_cond_broadcast (&f->cond);
+    g_mutex_unlock (&f->lock);
+  }
+  return GST_PAD_PROBE_OK;
+}
+
+/* videotestsrc ! spicetiler ! spicesink: spice-gtk shows the source (PSNR
+ * bound, the tiler may send lossy regions) and its keys reach videotestsrc
+ * through the tiler with their scancodes. */
+GST_START_TEST (test_tiler_pipeline)
+{
+  GstElementFactory *tf = gst_element_factory_find ("spicetiler");
+  Fixture *f;
+  GstElement *p, *sink, *vts;
+  GstPad *pad;
+  GError *err = NULL;
+  gint port = 0, w, h;
+  guint8 *shot = NULL, *ref;
+  const gchar *extra[] = { "--keys", "0x1e,0x148", "--settle-ms", "800",
+    NULL
+  };
+  GstVideoRectangle all = { 0, 0, 320, 240 };
+  gdouble psnr;
+  guint i, keys = 0;
+
+  if (!tf) {
+    GST_WARNING ("spicetiler not built: skipped");
+    return;
+  }
+  gst_object_unref (tf);
+  f = g_new0 (Fixture, 1);
+  g_mutex_init (&f->lock);
+  g_cond_init (&f->cond);
+  f->nav = g_ptr_array_new_with_free_func ((GDestroyNotify)
+      gst_structure_free);
+  p = gst_parse_launch ("videotestsrc name=vts is-live=true pattern=colors ! "
+      "video/x-raw,format=BGRx,width=320,height=240,framerate=15/1 ! "
+      "spicetiler name=t "
+      "t.draw ! spicesink name=sink port=0 t.stream ! fakesink", &err);
+  fail_unless (p != NULL, "%s", err ? err->message : "");
+  sink = gst_bin_get_by_name (GST_BIN (p), "sink");
+  vts = gst_bin_get_by_name (GST_BIN (p), "vts");
+  pad = gst_element_get_static_pad (vts, "src");
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_EVENT_UPSTREAM, nav_probe, f,
+      NULL);
+  gst_object_unref (pad);
+  fail_unless (gst_element_set_state (p, GST_STATE_PLAYING) !=
+      GST_STATE_CHANGE_FAILURE);
+  g_object_get (sink, "bound-port", &port, NULL);
+  fail_unless_equals_int (client_shot (port, extra, &shot, &w, &h, NULL), 0);
+  ref = reference_frame_bgrx ("colors", 320, 240);
+  psnr = psnr_area (shot, w * 4, &all, ref);
+  g_print ("RESULT videotestsrc ! spicetiler ! spicesink: PSNR %.2f dB\n",
+      psnr);
+  fail_unless (psnr > 30.0, "PSNR %.2f", psnr);
+  g_mutex_lock (&f->lock);
+  for (i = 0; i < f->nav->len; i++) {
+    const GstStructure *s = g_ptr_array_index (f->nav, i);
+    guint sc = 0;
+
+    if (g_strcmp0 (gst_structure_get_string (s, "event"), "key-press") ||
+        !gst_structure_get_uint (s, "scancode", &sc))
+      continue;
+    if ((keys == 0 && sc == 0x1e) || (keys == 1 && sc == 0x148))
+      keys++;
+  }
+  g_mutex_unlock (&f->lock);
+  fail_unless_equals_int (keys, 2);
+  gst_element_set_state (p, GST_STATE_NULL);
+  g_free (ref);
+  g_free (shot);
+  gst_object_unref (vts);
+  gst_object_unref (sink);
+  gst_object_unref (p);
+  g_ptr_array_unref (f->nav);
+  g_free (f);
+}
+
+GST_END_TEST;
+
 /* --------------------------------------------------------------- stats */
 
 GST_START_TEST (test_stats)
@@ -1047,6 +1140,7 @@ spicesink_suite (void)
   tcase_add_test (tc, test_late_join_stream_spicegtk);
   tcase_add_test (tc, test_client_without_codec);
   tcase_add_test (tc, test_hostile_input);
+  tcase_add_test (tc, test_tiler_pipeline);
   tcase_add_test (tc, test_late_join_stream_100);
   return s;
 }
