@@ -30,6 +30,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -223,6 +224,55 @@ def wait_listen(ns, port, timeout):
     return False
 
 
+class SsSampler(threading.Thread):
+    """Samples the server's client-facing TCP sockets every 0.5 s (ss -tin):
+    the largest Send-Q among them, and that socket's smoothed RTT and cwnd."""
+
+    def __init__(self, ns, port, path):
+        super().__init__(daemon=True)
+        self.ns, self.port, self.path = ns, port, path
+        self.stop_ev = threading.Event()
+        self.samples = []
+
+    def run(self):
+        with open(self.path, "w") as log:
+            while not self.stop_ev.wait(0.5):
+                r = subprocess.run(ns_exec(self.ns, ["ss", "-tinH", "state", "established",
+                                                     "( sport = :%d )" % self.port]),
+                                   capture_output=True, text=True)
+                t = time.monotonic()
+                best = None
+                lines = r.stdout.splitlines()
+                for i, line in enumerate(lines):
+                    f = line.split()
+                    if len(f) < 4 or not f[0].isdigit():
+                        continue
+                    info = lines[i + 1] if i + 1 < len(lines) else ""
+                    rtt = re.search(r"\brtt:([0-9.]+)", info)
+                    cwnd = re.search(r"\bcwnd:(\d+)", info)
+                    cand = (int(f[1]), float(rtt.group(1)) if rtt else None,
+                            int(cwnd.group(1)) if cwnd else None)
+                    if best is None or cand[0] > best[0]:
+                        best = cand
+                if best:
+                    self.samples.append(best)
+                    log.write("%.2f sendq=%d rtt=%s cwnd=%s\n" % (t, best[0], best[1], best[2]))
+
+    def summary(self):
+        def pct(v, q):
+            v = sorted(x for x in v if x is not None)
+            if not v:
+                return None
+            pos = q * (len(v) - 1)
+            lo = int(pos)
+            hi = min(lo + 1, len(v) - 1)
+            return round(v[lo] + (pos - lo) * (v[hi] - v[lo]), 1)
+        q = [s[0] / 1024 for s in self.samples]
+        return {"n": len(self.samples), "sendq_kib_p50": pct(q, 0.5), "sendq_kib_p95": pct(q, 0.95),
+                "srtt_ms_p50": pct([s[1] for s in self.samples], 0.5),
+                "cwnd_p50": pct([s[2] for s in self.samples], 0.5)}
+
+
 def linkemu_delta(a, b):
     """Counters of b minus a (both linkemu stats), lateness of b."""
     if not a or not b:
@@ -268,7 +318,10 @@ def run_cell(args, link, modes, profile, activity, mode, celldir, procs):
     try:
         gargv = [args.guest, "--port", str(guest_port), "--addr", guest_addr,
                  "--activity", activity, "--fps", str(args.fps),
-                 "--password", PASSWORD, "--activity-after-connect"]
+                 "--activity-after-connect"]
+        gpw = cfg.get("guest_password", PASSWORD).strip()
+        if gpw and gpw != "none":
+            gargv += ["--password", gpw]
         gargv += shlex.split(cfg.get("guest_args", ""))
         res["guest_cmd"] = " ".join(shlex.quote(a) for a in gargv)
         glog = open(os.path.join(celldir, "guest.log"), "w")
@@ -310,6 +363,8 @@ def run_cell(args, link, modes, profile, activity, mode, celldir, procs):
         klog = open(os.path.join(celldir, "keypress.log"), "w")
         kp = procs.start(ns_exec(ns_cli, kargv), stdout=klog, stderr=subprocess.STDOUT)
         klog.close()
+        ss = SsSampler(ns_srv, connect_port, os.path.join(celldir, "ss.log"))
+        ss.start()
         budget = (args.warmup + 60 + (args.samples + args.warmup_presses) *
                   (args.gap_max + 2.0) + args.exact_timeout + 8 * args.timeout)
         try:
@@ -320,6 +375,9 @@ def run_cell(args, link, modes, profile, activity, mode, celldir, procs):
         if kp in procs.procs:
             procs.procs.remove(kp)
         wall = time.monotonic() - t0
+        ss.stop_ev.set()
+        ss.join()
+        res["server_socket"] = ss.summary()
         c_guest1 = cpu_ticks(guest.pid)
         c_pipe1 = cpu_ticks(pipe.pid) if pipe else 0
         res["guest_cores"] = round((c_guest1 - c_guest0) / CLK_TCK / wall, 3)
@@ -491,12 +549,12 @@ def table(results):
         if c.get("status") == "ok" and c["activity"] == "idle" and c["mode"] == "relay-off":
             floors[c["profile"]] = k.get("p50_ms")
     lines = ["| link | activity | mode | n | p50 | p95 | max | p50 − floor | timeouts | Mbit/s | "
-             "guest cores | pipeline cores | peak RSS MiB (guest/pipeline) | exact picture s |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "Send-Q p95 KiB | guest cores | pipeline cores | peak RSS MiB (guest/pipeline) | exact picture s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in cells:
         prof = c["profile"]
         if c.get("status") not in ("ok", "error") or not c.get("keypress"):
-            lines.append("| %s | %s | %s | %s |  |  |  |  |  |  |  |  |  |  |" % (
+            lines.append("| %s | %s | %s | %s |  |  |  |  |  |  |  |  |  |  |  |" % (
                 prof, c["activity"], c["mode"], c.get("status") + (": " + c["reason"] if c.get("reason") else "")))
             continue
         k = c["keypress"]
@@ -511,10 +569,11 @@ def table(results):
             exact_s = "–"
         rss = "%s/%s" % (fmt(c.get("guest_peak_rss_mib"), 0), fmt(c.get("pipeline_peak_rss_mib"), 0))
         n = "%d%s" % (k.get("n", 0), "" if c["status"] == "ok" else " (aborted)")
-        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        sq = (c.get("server_socket") or {}).get("sendq_kib_p95")
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             prof, c["activity"], c["mode"], n, fmt(k.get("p50_ms"), 1), fmt(k.get("p95_ms"), 1),
             fmt(k.get("max_ms"), 1), ("%+.1f" % above) if above is not None else "–",
-            k.get("timeouts", "–"), fmt(k.get("mbit_s"), 2), fmt(c.get("guest_cores"), 2),
+            k.get("timeouts", "–"), fmt(k.get("mbit_s"), 2), fmt(sq, 0), fmt(c.get("guest_cores"), 2),
             fmt(c.get("pipeline_cores"), 2), rss, exact_s))
     return "\n".join(lines)
 
@@ -562,6 +621,12 @@ def plots(results, outdir, stem):
               "set key outside right top noenhanced", "set grid ytics",
               "set xtics (%s)" % ", ".join("'%s' %d" % (a, i) for i, a in enumerate(acts)),
               "set xrange [-0.6:%f]" % (len(acts) - 0.4)]
+        rtt = (results.get("links", {}).get(prof) or {}).get("ping_avg_ms")
+        if rtt:
+            gp.append("set arrow from graph 0, first %f to graph 1, first %f nohead dt 2 lc rgb 'black'"
+                      % (max(rtt, 0.11), max(rtt, 0.11)))
+            gp.append("set label 'ping RTT' at graph 0.01, first %f offset 0,0.6 font 'Sans,8'"
+                      % max(rtt, 0.11))
         parts = []
         for j, m in enumerate(modes):
             off = -0.4 + width * (j + 0.5)
@@ -606,7 +671,14 @@ def cmd_report(args):
     md.append(links_table(results))
     md.append("")
     md.append("Latencies in ms; \"floor\" is the same link's idle relay-off p50. Mbit/s is what the "
-              "client received over the measured presses. CPU is user+sys over the cell's wall time.")
+              "client received over the measured presses. Send-Q: the server's client-facing socket "
+              "with the most unsent/unacked bytes, sampled every 0.5 s. CPU is user+sys over the "
+              "cell's wall time.")
+    late = [c for c in results["cells"] if (c.get("linkemu") or {}).get("ab", {}).get("late_us_p99", 0) > 1000]
+    if late:
+        md.append("")
+        md.append("Delay-line send lateness p99 above 1 ms (machine load) in: %s." % ", ".join(
+            "%s %s %s" % (c["profile"], c["activity"], c["mode"]) for c in late))
     md.append("")
     md.append(table(results))
     md.append("")
