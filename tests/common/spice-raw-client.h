@@ -7,7 +7,6 @@
 
 #include <gio/gio.h>
 #include <spice/gstspice.h>
-#include "draws-decoder.h"
 
 G_BEGIN_DECLS
 
@@ -46,7 +45,8 @@ typedef struct {
   SpiceRawConn *display;
   guint32 session_id;
   guint32 mm_time;
-  DrawsDecoder *canvas;         /* NULL until SURFACE_CREATE */
+  guint8 *canvas;               /* BGRx, width*4 stride; NULL until
+                                 * SURFACE_CREATE */
   gint width, height;
   guint64 draws, marks;
   guint64 stream_creates, stream_datas, stream_destroys, stream_reports;
@@ -62,6 +62,9 @@ typedef struct {
 SpiceRawSession *spice_raw_session_new (guint16 port, const gchar * password,
     guint32 display_caps);
 void     spice_raw_session_free (SpiceRawSession * s);
+/* pixels (B,G,R) differing from @bgrx (same size, @stride) */
+guint64  spice_raw_session_compare (SpiceRawSession * s, const guint8 * bgrx,
+    gint stride);
 /* Processes display messages for up to @timeout_ms or until @until returns
  * TRUE. Returns FALSE on a protocol error or closed connection. */
 gboolean spice_raw_session_pump (SpiceRawSession * s, guint timeout_ms,
