@@ -106,6 +106,16 @@ gst_spice_draws_writer_end (GstSpiceDrawsWriter * w, gsize payload_size)
   put_u16 (w->data->data + 6, (guint16) w->n_regions);
 }
 
+/* Drops the region opened by gst_spice_draws_writer_begin() (e.g. when an
+ * encoder gives up and another codec is tried). */
+void
+gst_spice_draws_writer_cancel (GstSpiceDrawsWriter * w)
+{
+  g_return_if_fail (w->open_region != 0);
+  g_byte_array_set_size (w->data, w->open_region);
+  w->open_region = 0;
+}
+
 void
 gst_spice_draws_writer_add (GstSpiceDrawsWriter * w,
     const GstVideoRectangle * dest, GstSpiceImageType type, guint flags,
@@ -290,4 +300,103 @@ gst_spice_payload_validate (GstSpiceImageType type, gint width, gint height,
     default:
       return FALSE;
   }
+}
+
+/* ---- LZ4 and JPEG payload framing ---- */
+
+void
+gst_spice_binary_payload_set_size (guint8 * payload, gsize payload_size)
+{
+  g_return_if_fail (payload_size >= GST_SPICE_BINARY_HEADER_SIZE);
+  put_u32 (payload, (guint32) (payload_size - GST_SPICE_BINARY_HEADER_SIZE));
+}
+
+void
+gst_spice_lz4_payload_write_header (guint8 * payload, gsize payload_size)
+{
+  gst_spice_binary_payload_set_size (payload, payload_size);
+  payload[4] = 1;               /* top_down */
+  payload[5] = GST_SPICE_BITMAP_FMT_32BIT;
+}
+
+void
+gst_spice_lz4_block_write_header (guint8 * out, guint32 block_size)
+{
+  GST_WRITE_UINT32_BE (out, block_size);
+}
+
+/* Checks the BinaryData size, the format byte and that the (length, block)
+ * pairs exactly fill the data; sets up @blocks for
+ * gst_spice_lz4_blocks_next(). Does not decompress. */
+gboolean
+gst_spice_lz4_payload_parse (const guint8 * payload, gsize size,
+    GstSpiceLz4Blocks * blocks)
+{
+  const guint8 *p;
+  gsize left;
+  guint fmt;
+
+  memset (blocks, 0, sizeof (*blocks));
+  if (size < GST_SPICE_LZ4_HEADER_SIZE + GST_SPICE_LZ4_BLOCK_HEADER_SIZE + 1 ||
+      GST_READ_UINT32_LE (payload) != size - GST_SPICE_BINARY_HEADER_SIZE)
+    return FALSE;
+  fmt = payload[5];
+  if (payload[4] > 1 || fmt < 6 || fmt > 9)
+    return FALSE;
+  p = payload + GST_SPICE_LZ4_HEADER_SIZE;
+  left = size - GST_SPICE_LZ4_HEADER_SIZE;
+  blocks->top_down = payload[4] == 1;
+  blocks->format = fmt;
+  blocks->pos = p;
+  blocks->remaining = left;
+  while (left > 0) {
+    guint32 len;
+
+    if (left < GST_SPICE_LZ4_BLOCK_HEADER_SIZE)
+      return FALSE;
+    len = GST_READ_UINT32_BE (p);
+    if (len == 0 || len > left - GST_SPICE_LZ4_BLOCK_HEADER_SIZE)
+      return FALSE;
+    p += GST_SPICE_LZ4_BLOCK_HEADER_SIZE + len;
+    left -= GST_SPICE_LZ4_BLOCK_HEADER_SIZE + len;
+  }
+  return TRUE;
+}
+
+gboolean
+gst_spice_lz4_blocks_next (GstSpiceLz4Blocks * blocks, const guint8 ** block,
+    gsize * block_size)
+{
+  guint32 len;
+
+  if (blocks->remaining < GST_SPICE_LZ4_BLOCK_HEADER_SIZE)
+    return FALSE;
+  len = GST_READ_UINT32_BE (blocks->pos);
+  if (len == 0 || len > blocks->remaining - GST_SPICE_LZ4_BLOCK_HEADER_SIZE)
+    return FALSE;
+  *block = blocks->pos + GST_SPICE_LZ4_BLOCK_HEADER_SIZE;
+  *block_size = len;
+  blocks->pos += GST_SPICE_LZ4_BLOCK_HEADER_SIZE + len;
+  blocks->remaining -= GST_SPICE_LZ4_BLOCK_HEADER_SIZE + len;
+  return TRUE;
+}
+
+/* Checks the BinaryData size and the JPEG SOI/EOI markers. */
+gboolean
+gst_spice_jpeg_payload_parse (const guint8 * payload, gsize size,
+    const guint8 ** jpeg, gsize * jpeg_size)
+{
+  gsize n;
+
+  if (size < GST_SPICE_BINARY_HEADER_SIZE + 4 ||
+      GST_READ_UINT32_LE (payload) != size - GST_SPICE_BINARY_HEADER_SIZE)
+    return FALSE;
+  n = size - GST_SPICE_BINARY_HEADER_SIZE;
+  payload += GST_SPICE_BINARY_HEADER_SIZE;
+  if (payload[0] != 0xff || payload[1] != 0xd8 ||
+      payload[n - 2] != 0xff || payload[n - 1] != 0xd9)
+    return FALSE;
+  *jpeg = payload;
+  *jpeg_size = n;
+  return TRUE;
 }

@@ -67,6 +67,7 @@ guint8  *gst_spice_draws_writer_begin (GstSpiceDrawsWriter * writer,
     gsize max_payload_size);
 void     gst_spice_draws_writer_end (GstSpiceDrawsWriter * writer,
     gsize payload_size);
+void     gst_spice_draws_writer_cancel (GstSpiceDrawsWriter * writer);
 void     gst_spice_draws_writer_add (GstSpiceDrawsWriter * writer,
     const GstVideoRectangle * dest, GstSpiceImageType type, guint flags,
     const guint8 * payload, gsize payload_size);
@@ -103,5 +104,52 @@ void     gst_spice_bitmap_payload_write (guint8 * out, const guint8 * bgrx,
     gint stride, gint width, gint height);
 gboolean gst_spice_payload_validate (GstSpiceImageType type, gint width,
     gint height, const guint8 * payload, gsize payload_size);
+
+/* ---- LZ4 and JPEG payload framing (SPICE wire format) ----
+ *
+ * Both are a SPICE BinaryData: u32 LE data_size, then data_size bytes.
+ * JPEG: the data is a complete baseline JFIF stream whose size equals the
+ * region's. LZ4: the data is u8 top_down (1), u8 SpiceBitmapFmt (8 =
+ * 32BIT, B,G,R,x), then one or more (u32 **big-endian** length, raw LZ4
+ * block) pairs; the blocks decompress, as one stream
+ * (LZ4_decompress_safe_continue), to the rows packed without padding.
+ * These helpers only frame; the codecs live with their users (spicetiler
+ * encodes, the reference decoder in tests/common decodes).
+ */
+#define GST_SPICE_BINARY_HEADER_SIZE 4
+#define GST_SPICE_LZ4_HEADER_SIZE 6     /* data_size, top_down, format */
+#define GST_SPICE_LZ4_BLOCK_HEADER_SIZE 4
+#define GST_SPICE_BITMAP_FMT_32BIT 8
+
+/* writes the u32 LE data_size of a BinaryData payload of @payload_size
+ * bytes (header included) */
+void     gst_spice_binary_payload_set_size (guint8 * payload,
+    gsize payload_size);
+/* writes data_size, top_down = 1 and format = 32BIT */
+void     gst_spice_lz4_payload_write_header (guint8 * payload,
+    gsize payload_size);
+/* writes the big-endian length before a block */
+void     gst_spice_lz4_block_write_header (guint8 * out, guint32 block_size);
+
+/**
+ * GstSpiceLz4Blocks:
+ *
+ * Iterates over the blocks of an LZ4 payload, see
+ * gst_spice_lz4_payload_parse() and gst_spice_lz4_blocks_next().
+ */
+typedef struct {
+  gboolean top_down;
+  guint format;                 /* SpiceBitmapFmt */
+  /*< private >*/
+  const guint8 *pos;
+  gsize remaining;
+} GstSpiceLz4Blocks;
+
+gboolean gst_spice_lz4_payload_parse (const guint8 * payload, gsize size,
+    GstSpiceLz4Blocks * blocks);
+gboolean gst_spice_lz4_blocks_next (GstSpiceLz4Blocks * blocks,
+    const guint8 ** block, gsize * block_size);
+gboolean gst_spice_jpeg_payload_parse (const guint8 * payload, gsize size,
+    const guint8 ** jpeg, gsize * jpeg_size);
 
 G_END_DECLS
