@@ -1,0 +1,36 @@
+/* spicetiler: content classification (synthetic vs photographic)
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Text, UI and synthetic drawings are made of runs of identical pixels:
+ * most pixels equal their left or upper neighbour. Photographs, video,
+ * smooth gradients with noise and plain noise almost never repeat a pixel
+ * exactly. The classifier samples every other row of a block (a 16x16
+ * cell) and counts pixels equal (ignoring the x byte) to the left or the
+ * upper neighbour; below TILER_PHOTO_EQUAL_PERCENT the block is
+ * photographic. Unlike spice-server's graduality score this also calls
+ * noise photographic, which is what it should be sent as: LZ4 does not
+ * compress it, JPEG does.
+ */
+#include "tilerclassify.h"
+
+gboolean
+tiler_classify_is_photo (const guint8 * bgrx, gint stride, gint w, gint h)
+{
+  guint equal = 0, total = 0;
+  gint x, y;
+
+  if (w < 4 || h < 4)
+    return FALSE;
+  for (y = 1; y < h; y += 2) {
+    const guint32 *row = (const guint32 *) (bgrx + (gsize) y * stride);
+    const guint32 *up = (const guint32 *) (bgrx + (gsize) (y - 1) * stride);
+
+    for (x = 1; x < w; x++) {
+      guint32 p = row[x] & 0xffffff;
+
+      equal += (p == (row[x - 1] & 0xffffff)) || (p == (up[x] & 0xffffff));
+    }
+    total += w - 1;
+  }
+  return equal * 100 < total * TILER_PHOTO_EQUAL_PERCENT;
+}

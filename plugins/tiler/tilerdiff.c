@@ -1,0 +1,281 @@
+/* spicetiler: shadow diff at tile and cell granularity
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * The damage is spread over tiles (tile-size, 64 px by default); inside a
+ * damaged tile only the damaged rows and columns are compared. A row is
+ * compared in one memcmp first; only rows that differ are looked at per
+ * 16-px cell, and each cell keeps the bounding box of its changed pixels.
+ * The cells are what the classifier, the lossy map and the refinement
+ * work on; tiles only bound the work and give the first regions.
+ */
+#include <string.h>
+
+#include "tilerdiff.h"
+
+void
+tiler_diff_init (TilerDiff * d, gint width, gint height, gint tile)
+{
+  guint i, ncells;
+
+  memset (d, 0, sizeof (*d));
+  d->width = width;
+  d->height = height;
+  d->tile = MAX (TILER_CELL, tile - tile % TILER_CELL);
+  d->ncx = (width + TILER_CELL - 1) / TILER_CELL;
+  d->ncy = (height + TILER_CELL - 1) / TILER_CELL;
+  d->ntx = (width + d->tile - 1) / d->tile;
+  d->nty = (height + d->tile - 1) / d->tile;
+  ncells = d->ncx * d->ncy;
+  d->box = g_new0 (TilerCellBox, ncells);
+  d->flags = g_new0 (guint8, ncells);
+  d->lossy_rt = g_new (GstClockTime, ncells);
+  for (i = 0; i < ncells; i++)
+    d->lossy_rt[i] = TILER_RT_UNKNOWN;
+  d->tile_clip = g_new0 (GstVideoRectangle, d->ntx * d->nty);
+  d->marked = g_new (guint32, d->ntx * d->nty);
+  d->touched = g_new (guint32, ncells);
+}
+
+void
+tiler_diff_clear (TilerDiff * d)
+{
+  g_free (d->box);
+  g_free (d->flags);
+  g_free (d->lossy_rt);
+  g_free (d->tile_clip);
+  g_free (d->marked);
+  g_free (d->touched);
+  memset (d, 0, sizeof (*d));
+}
+
+void
+tiler_diff_begin (TilerDiff * d)
+{
+  guint i;
+
+  for (i = 0; i < d->n_touched; i++) {
+    d->flags[d->touched[i]] = 0;
+    d->box[d->touched[i]] = (TilerCellBox) { 0, 0, 0, 0 };
+  }
+  d->n_touched = 0;
+  for (i = 0; i < d->n_marked; i++)
+    d->tile_clip[d->marked[i]] = (GstVideoRectangle) { 0, 0, 0, 0 };
+  d->n_marked = 0;
+}
+
+void
+tiler_diff_mark (TilerDiff * d, const GstVideoRectangle * damage)
+{
+  GstVideoRectangle r = *damage;
+  gint tx, ty;
+
+  if (!gst_spice_rect_clip (&r, d->width, d->height))
+    return;
+  for (ty = r.y / d->tile; ty <= (r.y + r.h - 1) / d->tile; ty++) {
+    for (tx = r.x / d->tile; tx <= (r.x + r.w - 1) / d->tile; tx++) {
+      GstVideoRectangle t = { tx * d->tile, ty * d->tile, d->tile, d->tile };
+      guint ti = ty * d->ntx + tx;
+      GstVideoRectangle *clip = &d->tile_clip[ti];
+
+      gst_spice_rect_intersect (&t, &r, &t);
+      if (gst_spice_rect_is_empty (clip))
+        d->marked[d->n_marked++] = ti;
+      gst_spice_rect_union (clip, &t, clip);
+    }
+  }
+}
+
+void
+tiler_diff_mark_all (TilerDiff * d)
+{
+  GstVideoRectangle all = { 0, 0, d->width, d->height };
+
+  tiler_diff_mark (d, &all);
+}
+
+static inline void
+touch (TilerDiff * d, guint ci)
+{
+  if (d->flags[ci] == 0)
+    d->touched[d->n_touched++] = ci;
+}
+
+/* first and last differing pixel in [x0, x1) of a row */
+static inline gint
+first_diff (const guint32 * a, const guint32 * b, gint x0, gint x1)
+{
+  while (x0 < x1 && a[x0] == b[x0])
+    x0++;
+  return x0;
+}
+
+static inline gint
+last_diff (const guint32 * a, const guint32 * b, gint x0, gint x1)
+{
+  while (x1 > x0 && a[x1 - 1] == b[x1 - 1])
+    x1--;
+  return x1;
+}
+
+guint
+tiler_diff_run (TilerDiff * d, const guint8 * frame, gint fstride,
+    const guint8 * shadow, gint sstride)
+{
+  guint i, changed = 0;
+
+  for (i = 0; i < d->n_marked; i++) {
+    const GstVideoRectangle *c = &d->tile_clip[d->marked[i]];
+    gint cx0 = c->x / TILER_CELL, cx1 = (c->x + c->w - 1) / TILER_CELL;
+    gint y;
+
+    for (y = c->y; y < c->y + c->h; y++) {
+      const guint32 *fr = (const guint32 *) (frame + (gsize) y * fstride);
+      const guint32 *sh = (const guint32 *) (shadow + (gsize) y * sstride);
+      gint cy = y / TILER_CELL, ly = y % TILER_CELL, cx;
+
+      if (memcmp (fr + c->x, sh + c->x, (gsize) c->w * 4) == 0)
+        continue;
+      for (cx = cx0; cx <= cx1; cx++) {
+        gint base = cx * TILER_CELL;
+        gint x0 = MAX (c->x, base), x1 = MIN (c->x + c->w, base + TILER_CELL);
+        guint ci = cy * d->ncx + cx;
+        TilerCellBox *b = &d->box[ci];
+        gint f, l;
+
+        if (memcmp (fr + x0, sh + x0, (gsize) (x1 - x0) * 4) == 0)
+          continue;
+        if (!(d->flags[ci] & TILER_CELL_CHANGED)) {
+          touch (d, ci);
+          d->flags[ci] |= TILER_CELL_CHANGED;
+          changed++;
+          f = first_diff (fr, sh, x0, x1);
+          l = last_diff (fr, sh, f, x1);
+          *b = (TilerCellBox) { f - base, ly, l - base, ly + 1 };
+          continue;
+        }
+        b->y1 = ly + 1;
+        if (base + b->x0 > x0) {
+          f = first_diff (fr, sh, x0, base + b->x0);
+          b->x0 = f - base;
+        }
+        if (base + b->x1 < x1) {
+          l = last_diff (fr, sh, base + b->x1, x1);
+          b->x1 = MAX (l - base, b->x1);
+        }
+      }
+    }
+  }
+  return changed;
+}
+
+void
+tiler_diff_cell_rect (TilerDiff * d, gint cx, gint cy, GstVideoRectangle * r)
+{
+  *r = (GstVideoRectangle) { cx * TILER_CELL, cy * TILER_CELL, TILER_CELL,
+    TILER_CELL
+  };
+  gst_spice_rect_clip (r, d->width, d->height);
+}
+
+void
+tiler_diff_force_cell (TilerDiff * d, gint cx, gint cy)
+{
+  guint ci = TILER_CELL_INDEX (d, cx, cy);
+  GstVideoRectangle r;
+
+  tiler_diff_cell_rect (d, cx, cy, &r);
+  touch (d, ci);
+  d->flags[ci] |= TILER_CELL_FORCED | TILER_CELL_CHANGED;
+  d->box[ci] = (TilerCellBox) { 0, 0, r.w, r.h };
+}
+
+gboolean
+tiler_diff_cell_box (TilerDiff * d, gint cx, gint cy, GstVideoRectangle * r)
+{
+  const TilerCellBox *b = &d->box[TILER_CELL_INDEX (d, cx, cy)];
+
+  if (b->x1 == 0)
+    return FALSE;
+  *r = (GstVideoRectangle) { cx * TILER_CELL + b->x0, cy * TILER_CELL + b->y0,
+    b->x1 - b->x0, b->y1 - b->y0
+  };
+  return TRUE;
+}
+
+gboolean
+tiler_diff_cell_inside (TilerDiff * d, gint cx, gint cy,
+    const GstVideoRectangle * r)
+{
+  GstVideoRectangle c;
+
+  tiler_diff_cell_rect (d, cx, cy, &c);
+  return gst_spice_rect_contains (r, &c);
+}
+
+/* Per tile the union of its changed cells (outside @exclude); tiles of one
+ * tile row whose rectangles touch are joined, then equal column spans of
+ * consecutive rows, before the least-growth limit (which is quadratic in
+ * the number of rectangles). */
+void
+tiler_diff_collect (TilerDiff * d, const GstVideoRectangle * exclude,
+    guint max_rects, GstSpiceRegion * out)
+{
+  gint per = d->tile / TILER_CELL, tx, ty;
+  GstVideoRectangle *row_prev = NULL;
+  GArray *rects = out->rects;
+  guint i, j;
+
+  gst_spice_region_reset (out);
+  for (ty = 0; ty < d->nty; ty++) {
+    GstVideoRectangle run = { 0, 0, 0, 0 };
+
+    for (tx = 0; tx < d->ntx; tx++) {
+      GstVideoRectangle t = { 0, 0, 0, 0 }, cb;
+      gint cx, cy;
+
+      for (cy = ty * per; cy < MIN ((ty + 1) * per, d->ncy); cy++)
+        for (cx = tx * per; cx < MIN ((tx + 1) * per, d->ncx); cx++) {
+          guint ci = TILER_CELL_INDEX (d, cx, cy);
+
+          if (!(d->flags[ci] & TILER_CELL_CHANGED))
+            continue;
+          if (exclude && tiler_diff_cell_inside (d, cx, cy, exclude))
+            continue;
+          if (tiler_diff_cell_box (d, cx, cy, &cb))
+            gst_spice_rect_union (&t, &cb, &t);
+        }
+      if (gst_spice_rect_is_empty (&t)) {
+        if (!gst_spice_rect_is_empty (&run))
+          g_array_append_val (rects, run);
+        run = (GstVideoRectangle) { 0, 0, 0, 0 };
+        continue;
+      }
+      /* join with the run if both touch the tile border between them */
+      if (!gst_spice_rect_is_empty (&run) && run.x + run.w == t.x)
+        gst_spice_rect_union (&run, &t, &run);
+      else {
+        if (!gst_spice_rect_is_empty (&run))
+          g_array_append_val (rects, run);
+        run = t;
+      }
+    }
+    if (!gst_spice_rect_is_empty (&run))
+      g_array_append_val (rects, run);
+  }
+  (void) row_prev;
+  /* vertical join of equal spans that touch */
+  for (i = 0; i < rects->len; i++) {
+    GstVideoRectangle *a = &g_array_index (rects, GstVideoRectangle, i);
+
+    for (j = i + 1; j < rects->len;) {
+      GstVideoRectangle *b = &g_array_index (rects, GstVideoRectangle, j);
+
+      if (b->x == a->x && b->w == a->w && b->y == a->y + a->h) {
+        a->h += b->h;
+        g_array_remove_index (rects, j);
+      } else
+        j++;
+    }
+  }
+  gst_spice_region_limit (out, max_rects);
+}

@@ -1,0 +1,97 @@
+/* spicetiler: region encoders (BITMAP, LZ4, JPEG) into a draws writer
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Payloads are written straight into the writer's reserved space: JPEG
+ * reads the frame in place (BGRX with the frame's stride), LZ4 packs the
+ * rows into a reused scratch buffer first (SPICE's LZ4 image must
+ * decompress to unpadded rows) and compresses them into one block.
+ */
+#include <string.h>
+
+#include <lz4.h>
+#include <turbojpeg.h>
+
+#include "tilerencode.h"
+
+void
+tiler_encoder_init (TilerEncoder * enc)
+{
+  memset (enc, 0, sizeof (*enc));
+  enc->tj = tjInitCompress ();
+}
+
+void
+tiler_encoder_clear (TilerEncoder * enc)
+{
+  if (enc->tj)
+    tjDestroy (enc->tj);
+  g_free (enc->scratch);
+  memset (enc, 0, sizeof (*enc));
+}
+
+gsize
+tiler_encode_lossless (TilerEncoder * enc, GstSpiceDrawsWriter * w,
+    const GstVideoRectangle * dest, const guint8 * px, gint stride,
+    GstSpiceImageType * type)
+{
+  gsize row = (gsize) dest->w * 4, raw = row * dest->h, bound, size;
+  guint8 *p;
+  gint y, n;
+
+  if (raw > TILER_BITMAP_MAX_BYTES && raw < G_MAXINT / 2) {
+    if (enc->scratch_size < raw) {
+      g_free (enc->scratch);
+      enc->scratch = g_malloc (raw);
+      enc->scratch_size = raw;
+    }
+    for (y = 0; y < dest->h; y++)
+      memcpy (enc->scratch + row * y, px + (gsize) y * stride, row);
+    bound = LZ4_compressBound ((int) raw);
+    p = gst_spice_draws_writer_begin (w, dest, GST_SPICE_IMAGE_LZ4, 0,
+        GST_SPICE_LZ4_HEADER_SIZE + GST_SPICE_LZ4_BLOCK_HEADER_SIZE + bound);
+    if (!p)
+      return 0;
+    n = LZ4_compress_default ((const char *) enc->scratch,
+        (char *) p + GST_SPICE_LZ4_HEADER_SIZE +
+        GST_SPICE_LZ4_BLOCK_HEADER_SIZE, (int) raw, (int) bound);
+    size = GST_SPICE_LZ4_HEADER_SIZE + GST_SPICE_LZ4_BLOCK_HEADER_SIZE + n;
+    if (n > 0 && size < gst_spice_bitmap_payload_size (dest->w, dest->h)) {
+      gst_spice_lz4_payload_write_header (p, size);
+      gst_spice_lz4_block_write_header (p + GST_SPICE_LZ4_HEADER_SIZE, n);
+      gst_spice_draws_writer_end (w, size);
+      *type = GST_SPICE_IMAGE_LZ4;
+      return size;
+    }
+    gst_spice_draws_writer_cancel (w);
+  }
+  gst_spice_draws_writer_add_bitmap (w, dest, px, stride);
+  *type = GST_SPICE_IMAGE_BITMAP;
+  return gst_spice_bitmap_payload_size (dest->w, dest->h);
+}
+
+gsize
+tiler_encode_jpeg (TilerEncoder * enc, GstSpiceDrawsWriter * w,
+    const GstVideoRectangle * dest, const guint8 * px, gint stride,
+    gint quality)
+{
+  unsigned long bound = tjBufSize (dest->w, dest->h, TJSAMP_420);
+  unsigned long jsize = bound;
+  guint8 *p, *jpeg;
+
+  if (!enc->tj || bound == (unsigned long) -1)
+    return 0;
+  p = gst_spice_draws_writer_begin (w, dest, GST_SPICE_IMAGE_JPEG,
+      GST_SPICE_DRAW_FLAG_LOSSY, GST_SPICE_BINARY_HEADER_SIZE + bound);
+  if (!p)
+    return 0;
+  jpeg = p + GST_SPICE_BINARY_HEADER_SIZE;
+  if (tjCompress2 (enc->tj, px, dest->w, stride, dest->h, TJPF_BGRX, &jpeg,
+          &jsize, TJSAMP_420, quality, TJFLAG_FASTDCT | TJFLAG_NOREALLOC) != 0
+      || jpeg != p + GST_SPICE_BINARY_HEADER_SIZE) {
+    gst_spice_draws_writer_cancel (w);
+    return 0;
+  }
+  gst_spice_binary_payload_set_size (p, GST_SPICE_BINARY_HEADER_SIZE + jsize);
+  gst_spice_draws_writer_end (w, GST_SPICE_BINARY_HEADER_SIZE + jsize);
+  return GST_SPICE_BINARY_HEADER_SIZE + jsize;
+}

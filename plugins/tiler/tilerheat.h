@@ -1,0 +1,60 @@
+/* spicetiler: heat map and stream region choice
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#pragma once
+
+#include <spice/gstspice.h>
+
+G_BEGIN_DECLS
+
+typedef struct {
+  GstClockTime run_start;       /* first change of the current run */
+  GstClockTime last_change;
+  guint run_frames;             /* updates with a change in this run */
+  guint photo_frames;           /* ... of which looked photographic */
+  GstClockTime photo_at;        /* update last counted as photographic */
+} TilerHeatTile;
+
+typedef struct {
+  /* parameters */
+  guint min_frames;             /* changes in a run before a tile is hot */
+  GstClockTime max_gap;         /* a longer pause ends a run */
+  GstClockTime timeout;         /* a stream without change this long ends */
+  guint min_area;               /* pixels */
+  gboolean all;                 /* stream any content, not only photographic */
+  /* geometry */
+  gint width, height, tile, ntx, nty;
+  TilerHeatTile *tiles;
+} TilerHeat;
+
+typedef enum {
+  TILER_STREAM_NONE,            /* no stream, none to start */
+  TILER_STREAM_START,           /* start a stream at rect */
+  TILER_STREAM_CONTINUE,
+  TILER_STREAM_RESTART,         /* new geometry: end the old, start at rect */
+  TILER_STREAM_END,
+} TilerStreamAction;
+
+typedef struct {
+  gboolean active;
+  GstVideoRectangle rect;
+  GstClockTime last_change;
+  GstClockTime shrink_since;
+} TilerStreamState;
+
+void     tiler_heat_init (TilerHeat * h, gint width, gint height, gint tile);
+void     tiler_heat_clear (TilerHeat * h);
+void     tiler_heat_reset (TilerHeat * h);
+/* tile (tx, ty) changed in the update at @now */
+void     tiler_heat_touch (TilerHeat * h, gint tx, gint ty, GstClockTime now,
+    gboolean photo);
+/* bounding box of the hot tiles, grid-aligned and clipped, even-sized */
+gboolean tiler_heat_candidate (TilerHeat * h, GstClockTime now,
+    GstVideoRectangle * out);
+/* decides what the stream does after the update at @now; @changed: the
+ * stream area changed in this update; @allowed: streaming is on */
+TilerStreamAction tiler_heat_decide (TilerHeat * h, TilerStreamState * s,
+    GstClockTime now, gboolean changed, gboolean allowed,
+    GstVideoRectangle * rect);
+
+G_END_DECLS
