@@ -9,15 +9,10 @@
 #include <sysexits.h>
 
 #include "pipeline-file.h"
+#include "runner-process.h"
+#include "guest-launcher.h"
 
 static gchar *tmpdir;
-
-static gchar *
-runner_path (void)
-{
-  return g_build_filename (g_getenv ("GST_SPICE_BUILD_DIR"), "tools",
-      "runner", "gst-spice-run", NULL);
-}
 
 static gchar *
 write_file (const gchar * name, const gchar * text)
@@ -28,131 +23,34 @@ write_file (const gchar * name, const gchar * text)
   return path;
 }
 
-typedef struct {
-  GSubprocess *proc;
-  gchar *log_path;
-} Run;
+typedef RunnerProcess Run;
 
-/* Starts the runner with @args (NULL-terminated); stdout and stderr go to
- * one log file. */
-static Run *
-run_start (const gchar * first, ...)
-{
-  GSubprocessLauncher *l = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
-  GPtrArray *argv = g_ptr_array_new_with_free_func (g_free);
-  Run *run = g_new0 (Run, 1);
-  GError *err = NULL;
-  const gchar *a;
-  va_list args;
-  static gint n = 0;
-
-  g_ptr_array_add (argv, runner_path ());
-  va_start (args, first);
-  for (a = first; a; a = va_arg (args, const gchar *))
-    g_ptr_array_add (argv, g_strdup (a));
-  va_end (args);
-  g_ptr_array_add (argv, NULL);
-
-  run->log_path = g_strdup_printf ("%s/run-%d.log", tmpdir, n++);
-  g_subprocess_launcher_set_stdout_file_path (l, run->log_path);
-  g_subprocess_launcher_set_flags (l, G_SUBPROCESS_FLAGS_STDERR_MERGE);
-  run->proc = g_subprocess_launcher_spawnv (l,
-      (const gchar * const *) argv->pdata, &err);
-  fail_unless (run->proc != NULL, "spawn: %s", err ? err->message : "?");
-  g_ptr_array_unref (argv);
-  g_object_unref (l);
-  return run;
-}
-
-static gchar *
-run_log (Run * run)
-{
-  gchar *text = NULL;
-
-  if (!g_file_get_contents (run->log_path, &text, NULL, NULL))
-    text = g_strdup ("");
-  return text;
-}
-
-/* Waits until the log contains @needle @count times. */
-static gboolean
-run_wait_log (Run * run, const gchar * needle, guint count, guint timeout_ms)
-{
-  gint64 end = g_get_monotonic_time () + timeout_ms * 1000;
-
-  do {
-    gchar *text = run_log (run);
-    const gchar *p = text;
-    guint found = 0;
-
-    while ((p = strstr (p, needle))) {
-      found++;
-      p++;
-    }
-    g_free (text);
-    if (found >= count)
-      return TRUE;
-    g_usleep (20 * 1000);
-  } while (g_get_monotonic_time () < end);
-  return FALSE;
-}
-
-/* Waits for exit; returns the exit status, or -1 on timeout (then kills). */
-static gint
-run_wait_exit (Run * run, guint timeout_ms)
-{
-  gint64 end = g_get_monotonic_time () + timeout_ms * 1000;
-
-  /* GSubprocess reaps the child on GLib's worker thread: no loop needed */
-  while (g_get_monotonic_time () < end) {
-    if (g_subprocess_get_identifier (run->proc) == NULL) {
-      g_subprocess_wait (run->proc, NULL, NULL);
-      if (g_subprocess_get_if_exited (run->proc))
-        return g_subprocess_get_exit_status (run->proc);
-      return -2;
-    }
-    g_usleep (20 * 1000);
-  }
-  g_subprocess_force_exit (run->proc);
-  return -1;
-}
-
-static void
-run_free (Run * run)
-{
-  if (g_subprocess_get_identifier (run->proc)) {
-    g_subprocess_force_exit (run->proc);
-    g_subprocess_wait (run->proc, NULL, NULL);
-  }
-  g_object_unref (run->proc);
-  g_free (run->log_path);
-  g_free (run);
-}
-
-static void
-run_signal (Run * run, gint sig)
-{
-  g_subprocess_send_signal (run->proc, sig);
-}
+#define run_start(...) runner_process_start_runner (tmpdir, __VA_ARGS__)
+#define run_log runner_process_log
+#define run_wait_log runner_process_wait_log
+#define run_wait_exit runner_process_wait_exit
+#define run_free runner_process_free
+#define run_signal runner_process_signal
 
 /* Runs to completion; returns the exit code and the log in @log_out. */
 static gint
 run_sync (gchar ** log_out, const gchar * first, ...)
 {
-  gchar *argv[16];
-  va_list args;
+  GPtrArray *argv = g_ptr_array_new_with_free_func (g_free);
   const gchar *a;
-  gint n = 0, code;
+  va_list args;
+  gint code;
   Run *run;
 
+  g_ptr_array_add (argv, runner_process_binary ());
   va_start (args, first);
-  for (a = first; a && n < 15; a = va_arg (args, const gchar *))
-    argv[n++] = (gchar *) a;
+  for (a = first; a; a = va_arg (args, const gchar *))
+    g_ptr_array_add (argv, g_strdup (a));
   va_end (args);
-  argv[n] = NULL;
-  run = run_start (argv[0], n > 1 ? argv[1] : NULL, n > 2 ? argv[2] : NULL,
-      n > 3 ? argv[3] : NULL, n > 4 ? argv[4] : NULL, n > 5 ? argv[5] : NULL,
+  g_ptr_array_add (argv, NULL);
+  run = runner_process_start (tmpdir, (const gchar * const *) argv->pdata,
       NULL);
+  g_ptr_array_unref (argv);
   code = run_wait_exit (run, 60000);
   *log_out = run_log (run);
   run_free (run);
@@ -331,7 +229,7 @@ GST_START_TEST (test_sighup_broken_file_keeps_pipeline)
   fail_unless (run_wait_log (run, "keeping the running pipeline", 1, 10000));
   /* still running, and only one pipeline ever started */
   g_usleep (300 * 1000);
-  fail_unless (g_subprocess_get_identifier (run->proc) != NULL);
+  fail_unless (runner_process_is_running (run));
   log = run_log (run);
   fail_if (strstr (log, "stopped") != NULL, "%s", log);
   g_free (log);
@@ -378,58 +276,12 @@ GST_END_TEST;
 
 /* ---- metrics ---- */
 
-static guint
-free_port (void)
-{
-  GSocket *s = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM,
-      G_SOCKET_PROTOCOL_TCP, NULL);
-  GInetAddress *lo = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
-  GSocketAddress *a = g_inet_socket_address_new (lo, 0), *bound;
-  guint port;
-
-  fail_unless (g_socket_bind (s, a, TRUE, NULL));
-  bound = g_socket_get_local_address (s, NULL);
-  port = g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (bound));
-  g_object_unref (bound);
-  g_object_unref (a);
-  g_object_unref (lo);
-  g_object_unref (s);
-  return port;
-}
-
-static gchar *
-http_get (guint port, const gchar * path)
-{
-  GSocketClient *c = g_socket_client_new ();
-  GSocketConnection *conn;
-  GString *resp = g_string_new (NULL);
-  gchar *req, buf[4096];
-  gssize n;
-
-  conn = g_socket_client_connect_to_host (c, "127.0.0.1", port, NULL, NULL);
-  if (!conn) {
-    g_object_unref (c);
-    g_string_free (resp, TRUE);
-    return NULL;
-  }
-  req = g_strdup_printf ("GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", path);
-  g_output_stream_write_all (g_io_stream_get_output_stream (G_IO_STREAM
-          (conn)), req, strlen (req), NULL, NULL, NULL);
-  while ((n = g_input_stream_read (g_io_stream_get_input_stream (G_IO_STREAM
-                  (conn)), buf, sizeof (buf), NULL, NULL)) > 0)
-    g_string_append_len (resp, buf, n);
-  g_free (req);
-  g_object_unref (conn);
-  g_object_unref (c);
-  return g_string_free (resp, FALSE);
-}
-
 GST_START_TEST (test_metrics_endpoint)
 {
   gchar *pipe = write_file ("metrics.pipeline", "videotestsrc is-live=true ! "
       "video/x-raw,width=32,height=32,framerate=30/1 ! identity name=probe ! "
       "fakesink\n");
-  guint port = free_port ();
+  guint port = test_pick_free_port ();
   gchar *addr = g_strdup_printf ("127.0.0.1:%u", port);
   Run *run = run_start ("--metrics", addr, "--stats-interval", "1", pipe,
       NULL);
@@ -441,7 +293,7 @@ GST_START_TEST (test_metrics_endpoint)
   end = g_get_monotonic_time () + 20 * G_USEC_PER_SEC;
   while (g_get_monotonic_time () < end) {
     g_free (body);
-    body = http_get (port, "/metrics");
+    body = test_http_get (port, "/metrics");
     if (body && (p = strstr (body,
                 "gst_spice_identity_num_buffers{element=\"probe\"} ")))
       break;
@@ -456,13 +308,13 @@ GST_START_TEST (test_metrics_endpoint)
   n1 = g_ascii_strtod (strchr (p, '}') + 2, NULL);
   g_usleep (500 * 1000);
   g_free (body);
-  body = http_get (port, "/metrics");
+  body = test_http_get (port, "/metrics");
   p = strstr (body, "gst_spice_identity_num_buffers{element=\"probe\"} ");
   fail_unless (p != NULL);
   n2 = g_ascii_strtod (strchr (p, '}') + 2, NULL);
   fail_unless (n2 > n1, "counter did not grow: %f -> %f", n1, n2);
   g_free (body);
-  body = http_get (port, "/nothing");
+  body = test_http_get (port, "/nothing");
   fail_unless (strstr (body, "404") != NULL);
   g_free (body);
   /* the periodic stats line */

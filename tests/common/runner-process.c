@@ -1,0 +1,169 @@
+/* gst-spice tests: child processes with a polled log file
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include <string.h>
+
+#include "runner-process.h"
+
+gchar *
+runner_process_binary (void)
+{
+  const gchar *dir = g_getenv ("GST_SPICE_BUILD_DIR");
+
+  return g_build_filename (dir ? dir : ".", "tools", "runner",
+      "gst-spice-run", NULL);
+}
+
+RunnerProcess *
+runner_process_start (const gchar * log_dir, const gchar * const *argv,
+    const gchar * const *env)
+{
+  GSubprocessLauncher *l = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
+  RunnerProcess *run = g_new0 (RunnerProcess, 1);
+  GError *err = NULL;
+  static gint n = 0;
+
+  run->log_path = g_strdup_printf ("%s/run-%d.log", log_dir,
+      g_atomic_int_add (&n, 1));
+  g_subprocess_launcher_set_stdout_file_path (l, run->log_path);
+  g_subprocess_launcher_set_flags (l, G_SUBPROCESS_FLAGS_STDERR_MERGE);
+  for (; env && *env; env++) {
+    gchar **kv = g_strsplit (*env, "=", 2);
+
+    g_subprocess_launcher_setenv (l, kv[0], kv[1] ? kv[1] : "", TRUE);
+    g_strfreev (kv);
+  }
+  run->proc = g_subprocess_launcher_spawnv (l, argv, &err);
+  if (!run->proc)
+    g_error ("cannot start %s: %s", argv[0], err->message);
+  g_object_unref (l);
+  return run;
+}
+
+RunnerProcess *
+runner_process_start_runner (const gchar * log_dir, const gchar * first_arg,
+    ...)
+{
+  GPtrArray *argv = g_ptr_array_new_with_free_func (g_free);
+  RunnerProcess *run;
+  const gchar *a;
+  va_list args;
+
+  g_ptr_array_add (argv, runner_process_binary ());
+  va_start (args, first_arg);
+  for (a = first_arg; a; a = va_arg (args, const gchar *))
+    g_ptr_array_add (argv, g_strdup (a));
+  va_end (args);
+  g_ptr_array_add (argv, NULL);
+  run = runner_process_start (log_dir, (const gchar * const *) argv->pdata,
+      NULL);
+  g_ptr_array_unref (argv);
+  return run;
+}
+
+gchar *
+runner_process_log (RunnerProcess * run)
+{
+  gchar *text = NULL;
+
+  if (!g_file_get_contents (run->log_path, &text, NULL, NULL))
+    text = g_strdup ("");
+  return text;
+}
+
+gboolean
+runner_process_wait_log (RunnerProcess * run, const gchar * needle,
+    guint count, guint timeout_ms)
+{
+  gint64 end = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
+
+  do {
+    gchar *text = runner_process_log (run);
+    const gchar *p = text;
+    guint found = 0;
+
+    while ((p = strstr (p, needle))) {
+      found++;
+      p++;
+    }
+    g_free (text);
+    if (found >= count)
+      return TRUE;
+    g_usleep (20 * 1000);
+  } while (g_get_monotonic_time () < end);
+  return FALSE;
+}
+
+gboolean
+runner_process_is_running (RunnerProcess * run)
+{
+  return g_subprocess_get_identifier (run->proc) != NULL;
+}
+
+gint
+runner_process_wait_exit (RunnerProcess * run, guint timeout_ms)
+{
+  gint64 end = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
+
+  /* GSubprocess reaps the child on GLib's worker thread: no loop needed */
+  while (g_get_monotonic_time () < end) {
+    if (!runner_process_is_running (run)) {
+      g_subprocess_wait (run->proc, NULL, NULL);
+      if (g_subprocess_get_if_exited (run->proc))
+        return g_subprocess_get_exit_status (run->proc);
+      return -2;
+    }
+    g_usleep (20 * 1000);
+  }
+  g_subprocess_force_exit (run->proc);
+  g_subprocess_wait (run->proc, NULL, NULL);
+  return -1;
+}
+
+void
+runner_process_signal (RunnerProcess * run, gint sig)
+{
+  g_subprocess_send_signal (run->proc, sig);
+}
+
+void
+runner_process_free (RunnerProcess * run)
+{
+  if (!run)
+    return;
+  if (runner_process_is_running (run)) {
+    g_subprocess_force_exit (run->proc);
+    g_subprocess_wait (run->proc, NULL, NULL);
+  }
+  g_object_unref (run->proc);
+  g_free (run->log_path);
+  g_free (run);
+}
+
+gchar *
+test_http_get (guint port, const gchar * path)
+{
+  GSocketClient *c = g_socket_client_new ();
+  GSocketConnection *conn;
+  GString *resp;
+  gchar *req, buf[4096];
+  gssize n;
+
+  g_socket_client_set_timeout (c, 10);
+  conn = g_socket_client_connect_to_host (c, "127.0.0.1", port, NULL, NULL);
+  if (!conn) {
+    g_object_unref (c);
+    return NULL;
+  }
+  resp = g_string_new (NULL);
+  req = g_strdup_printf ("GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", path);
+  g_output_stream_write_all (g_io_stream_get_output_stream (G_IO_STREAM
+          (conn)), req, strlen (req), NULL, NULL, NULL);
+  while ((n = g_input_stream_read (g_io_stream_get_input_stream (G_IO_STREAM
+                  (conn)), buf, sizeof (buf), NULL, NULL)) > 0)
+    g_string_append_len (resp, buf, n);
+  g_free (req);
+  g_object_unref (conn);
+  g_object_unref (c);
+  return g_string_free (resp, FALSE);
+}

@@ -1,0 +1,41 @@
+/* gst-spice tests: run gst-spice-run (or any program) as a child process
+ * whose stdout+stderr go to a log file that tests poll. No main loop needed.
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#ifndef TEST_RUNNER_PROCESS_H
+#define TEST_RUNNER_PROCESS_H
+
+#include <gio/gio.h>
+
+G_BEGIN_DECLS
+
+typedef struct {
+  GSubprocess *proc;
+  gchar *log_path;
+} RunnerProcess;
+
+/* $GST_SPICE_BUILD_DIR/tools/runner/gst-spice-run */
+gchar *runner_process_binary (void);
+/* Starts @argv (NULL-terminated; argv[0] is the program) with @log_dir
+ * holding its log; extra environment as "NAME=VALUE" strings (may be NULL). */
+RunnerProcess *runner_process_start (const gchar * log_dir,
+    const gchar * const *argv, const gchar * const *env);
+/* The runner with arguments (NULL-terminated varargs). */
+RunnerProcess *runner_process_start_runner (const gchar * log_dir,
+    const gchar * first_arg, ...) G_GNUC_NULL_TERMINATED;
+gchar *runner_process_log (RunnerProcess * run);
+/* Waits until the log holds @needle at least @count times. */
+gboolean runner_process_wait_log (RunnerProcess * run, const gchar * needle,
+    guint count, guint timeout_ms);
+/* Exit status, -2 if killed by a signal, -1 on timeout (then killed). */
+gint runner_process_wait_exit (RunnerProcess * run, guint timeout_ms);
+void runner_process_signal (RunnerProcess * run, gint sig);
+gboolean runner_process_is_running (RunnerProcess * run);
+/* Kills it if still running; frees. NULL-safe. */
+void runner_process_free (RunnerProcess * run);
+
+/* Minimal HTTP/1.0 GET on 127.0.0.1; the whole response or NULL. */
+gchar *test_http_get (guint port, const gchar * path);
+
+G_END_DECLS
+#endif
