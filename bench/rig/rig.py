@@ -213,9 +213,11 @@ def ns_exec(ns, argv):
     return ["ip", "netns", "exec", ns] + argv
 
 
-def wait_listen(ns, port, timeout):
+def wait_listen(ns, port, timeout, proc=None):
     end = time.time() + timeout
     while time.time() < end:
+        if proc is not None and proc.poll() is not None:
+            return False
         r = subprocess.run(ns_exec(ns, ["ss", "-Hltn", "sport = :%d" % port]),
                            capture_output=True, text=True)
         if r.stdout.strip():
@@ -328,7 +330,7 @@ def run_cell(args, link, modes, profile, activity, mode, celldir, procs):
         guest = procs.start(ns_exec(ns_srv, gargv), stdin=ctl, stdout=glog,
                             stderr=subprocess.STDOUT)
         glog.close()
-        if not wait_listen(ns_srv, guest_port, 10):
+        if not wait_listen(ns_srv, guest_port, 10, guest):
             res["status"] = "error"
             res["reason"] = "guest did not listen"
             return res
@@ -343,7 +345,7 @@ def run_cell(args, link, modes, profile, activity, mode, celldir, procs):
             pipe = procs.start(ns_exec(ns_srv, shlex.split(cmd)), stdin=subprocess.DEVNULL,
                                stdout=plog, stderr=subprocess.STDOUT, env=env)
             plog.close()
-            if not wait_listen(ns_srv, CLIENT_PORT, 20):
+            if not wait_listen(ns_srv, CLIENT_PORT, 20, pipe):
                 res["status"] = "error"
                 res["reason"] = "pipeline did not listen on %d" % CLIENT_PORT
                 return res
