@@ -1318,6 +1318,22 @@ gst_spice_src_get_caps (GstBaseSrc * bsrc, GstCaps * filter)
   return caps;
 }
 
+static gboolean
+gst_spice_src_negotiate (GstBaseSrc * bsrc)
+{
+  GstSpiceSrc *self = GST_SPICE_SRC (bsrc);
+
+  /* don't send caps that would change as soon as the server tells us its
+   * size: wait for the surface (unlock() and errors end the wait; then
+   * the template's fixation, 1280x800, is used and create() bails out or
+   * renegotiates) */
+  g_mutex_lock (&self->lock);
+  while (!self->have_surface && !self->flushing && !self->fatal)
+    g_cond_wait (&self->cond, &self->lock);
+  g_mutex_unlock (&self->lock);
+  return GST_BASE_SRC_CLASS (parent_class)->negotiate (bsrc);
+}
+
 static GstCaps *
 gst_spice_src_fixate (GstBaseSrc * bsrc, GstCaps * caps)
 {
@@ -1895,6 +1911,7 @@ gst_spice_src_class_init (GstSpiceSrcClass * klass)
   bsrc_class->unlock_stop = GST_DEBUG_FUNCPTR (gst_spice_src_unlock_stop);
   bsrc_class->get_caps = GST_DEBUG_FUNCPTR (gst_spice_src_get_caps);
   bsrc_class->fixate = GST_DEBUG_FUNCPTR (gst_spice_src_fixate);
+  bsrc_class->negotiate = GST_DEBUG_FUNCPTR (gst_spice_src_negotiate);
   bsrc_class->set_caps = GST_DEBUG_FUNCPTR (gst_spice_src_set_caps);
   bsrc_class->decide_allocation =
       GST_DEBUG_FUNCPTR (gst_spice_src_decide_allocation);

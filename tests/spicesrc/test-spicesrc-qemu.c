@@ -161,6 +161,31 @@ GST_START_TEST (test_qemu_matches_screenshot)
   fail_unless (matched, "no spicesrc frame equals a spicy-screenshot "
       "(%u frames, best diff %" G_GUINT64_FORMAT " pixels)", frames, best);
 
+  /* negotiation waited for the real size: every caps event is the
+   * server's (720x400 text mode), none is the 1280x800 fallback */
+  {
+    GstEvent *ev;
+    guint n_caps = 0;
+
+    while ((ev = gst_harness_try_pull_event (h))) {
+      if (GST_EVENT_TYPE (ev) == GST_EVENT_CAPS) {
+        GstCaps *caps;
+        gint cw = 0, ch = 0;
+        Shot *s = g_ptr_array_index (shots, shots->len - 1);
+
+        gst_event_parse_caps (ev, &caps);
+        gst_structure_get_int (gst_caps_get_structure (caps, 0), "width", &cw);
+        gst_structure_get_int (gst_caps_get_structure (caps, 0), "height",
+            &ch);
+        fail_unless (cw == s->w && ch == s->h, "caps %dx%d, screen %dx%d",
+            cw, ch, s->w, s->h);
+        n_caps++;
+      }
+      gst_event_unref (ev);
+    }
+    fail_unless_equals_int (n_caps, 1);
+  }
+
   gst_harness_teardown (h);
   g_ptr_array_unref (shots);
   kill_qemu ();

@@ -781,6 +781,24 @@ GST_START_TEST (test_null_while_connecting)
   us = timed_set_null (p);
   fail_unless (us < 2 * G_USEC_PER_SEC, "took %.3f s", us / 1e6);
 
+  /* pausing a live source that waits for its server is not an error */
+  {
+    GstBus *bus = gst_element_get_bus (p);
+    GstMessage *msg;
+
+    gst_element_set_state (p, GST_STATE_PLAYING);
+    g_usleep (300 * 1000);
+    gst_element_set_state (p, GST_STATE_PAUSED);
+    g_usleep (300 * 1000);
+    gst_element_set_state (p, GST_STATE_PLAYING);
+    g_usleep (300 * 1000);
+    msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
+    fail_if (msg != NULL, "error after PLAYING-PAUSED-PLAYING");
+    us = timed_set_null (p);
+    fail_unless (us < 2 * G_USEC_PER_SEC, "took %.3f s", us / 1e6);
+    gst_object_unref (bus);
+  }
+
   gst_object_unref (p);
   g_free (uri);
   g_object_unref (bound);
