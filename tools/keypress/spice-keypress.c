@@ -630,7 +630,10 @@ static gboolean
 connect_timeout (gpointer data)
 {
   ctx.timer = 0;
-  fail ("no key box within %.0f s of connecting", ctx.connect_timeout_s);
+  fail ("no usable session within %.0f s of connecting (display channel %s, "
+      "inputs channel %s, key box %s)", ctx.connect_timeout_s,
+      ctx.display ? "up" : "missing", ctx.inputs_open ? "open" : "not open",
+      box_colour () ? "visible" : "not visible");
   return G_SOURCE_REMOVE;
 }
 
