@@ -169,7 +169,8 @@ class Link:
                 self.state[k] = v
 
     def verify(self, json_path):
-        r = self._run("verify", "--json", json_path, check=False, capture=True)
+        r = self._run("verify", "--json", json_path, "--max-late-us", str(self.args.max_late_us),
+                      check=False, capture=True)
         try:
             with open(json_path) as f:
                 res = json.load(f)
@@ -279,7 +280,8 @@ def linkemu_delta(a, b):
     """Counters of b minus a (both linkemu stats), lateness of b."""
     if not a or not b:
         return b
-    out = {}
+    # wake-up lateness is cumulative since the link came up (a histogram)
+    out = {k: v for k, v in b.items() if not isinstance(v, dict)}
     for d in ("ab", "ba"):
         x, y = a.get(d, {}), b.get(d, {})
         out[d] = {k: (y[k] - x.get(k, 0) if k.startswith(("rx_", "tx_", "drops_", "oversize"))
@@ -581,11 +583,12 @@ def table(results):
 
 
 def links_table(results):
-    lines = ["| link | cc | ping avg (min–max) ms | TCP Mbit/s | verified |", "|---|---|---|---|---|"]
+    lines = ["| link | cc | ping avg (min–max) ms | TCP Mbit/s | delay-line wake-up lateness p99 µs | verified |",
+             "|---|---|---|---|---|---|"]
     for prof, v in results["links"].items():
-        lines.append("| %s | %s | %s (%s–%s) | %s | %s |" % (
+        lines.append("| %s | %s | %s (%s–%s) | %s | %s | %s |" % (
             prof, v.get("cc", results["machine"]["cc"]), v.get("ping_avg_ms"), v.get("ping_min_ms"),
-            v.get("ping_max_ms"), v.get("tcp_mbit"),
+            v.get("ping_max_ms"), v.get("tcp_mbit"), v.get("delay_late_us_p99") or "–",
             "yes" if v.get("ok") else "**no**: " + str(v.get("reason"))))
     return "\n".join(lines)
 
@@ -676,10 +679,10 @@ def cmd_report(args):
               "client received over the measured presses. Send-Q: the server's client-facing socket "
               "with the most unsent/unacked bytes, sampled every 0.5 s. CPU is user+sys over the "
               "cell's wall time.")
-    late = [c for c in results["cells"] if (c.get("linkemu") or {}).get("ab", {}).get("late_us_p99", 0) > 1000]
+    late = [c for c in results["cells"] if (c.get("linkemu") or {}).get("wake_us_p99", 0) > 1000]
     if late:
         md.append("")
-        md.append("Delay-line send lateness p99 above 1 ms (machine load) in: %s." % ", ".join(
+        md.append("Delay-line wake-up lateness p99 above 1 ms (machine load) in: %s." % ", ".join(
             "%s %s %s" % (c["profile"], c["activity"], c["mode"]) for c in late))
     md.append("")
     md.append(table(results))
@@ -750,6 +753,8 @@ def main():
         p.add_argument("--modes-file", default=os.path.join(HERE, "modes.ini"))
         p.add_argument("--out", default=None)
         p.add_argument("--keep-reference", action="store_true")
+        p.add_argument("--max-late-us", type=int, default=1000,
+                       help="link verification: delay-line wake-up lateness p99 bound")
     r = sub.add_parser("report")
     r.add_argument("dir")
     r.add_argument("--docs", default=None, help="insert into this markdown file (plots next to it)")

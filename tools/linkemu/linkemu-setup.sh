@@ -30,6 +30,11 @@
 #                    $GST_SPICE_BUILD_DIR/tools/linkemu/linkemu, then PATH)
 #   --json FILE      (verify) write the verification result as JSON
 #   --no-rate        (verify) ping only
+#   --max-late-us N  (verify) fail if the delay line's wake-up lateness p99
+#                    exceeds N us (default 1000)
+#
+# verify: 20 pings (avg RTT within 2 ms of the target), iperf3 server->client
+# (within 10 % of the rate), delay-line wake-up lateness p99 <= --max-late-us.
 #
 # Exit status: 0 ok, 1 failure (for verify: the link is out of bounds),
 # 2 usage, 77 not root / no netns support.
@@ -41,6 +46,7 @@ STATE_DIR=/run/gst-spice-rig
 LINKEMU=""
 JSON=""
 DO_RATE=1
+MAX_LATE_US=1000
 SRV_IP=10.77.0.1
 CLI_IP=10.77.0.2
 
@@ -240,10 +246,24 @@ except Exception: print("null")')
       ok=0; why="${why:+$why; }TCP rate ${mbit} Mbit/s not within 10% of ${RATE_MBIT}"
     fi
   fi
+  # the delay line's own timing over the checks: wake-up lateness p99 (timer
+  # and scheduling jitter) must stay within MAX_LATE_US; the lateness of
+  # frames inside bursts (send cost) is recorded too
+  local late=null burst=null
+  if [ -n "${LINKEMU_PID:-}" ] && kill -USR1 "$LINKEMU_PID" 2>/dev/null; then
+    sleep 0.3
+    read -r late burst <<<"$(python3 -c 'import json,sys
+try:
+  d=json.load(open(sys.argv[1])); print(d["wake_us_p99"], max(d["ab"]["late_us_p99"], d["ba"]["late_us_p99"]))
+except Exception: print("null null")' "$STATE_DIR/$PFX.linkemu.json")"
+    if [ "$late" != null ] && [ "${late%.*}" -gt "$MAX_LATE_US" ]; then
+      ok=0; why="${why:+$why; }delay-line wake-up lateness p99 ${late} us > ${MAX_LATE_US} us (machine overloaded?)"
+    fi
+  fi
   local okj=false; [ $ok = 1 ] && okj=true
   local res
-  res=$(printf '{"profile":"%s","rtt_target_ms":%s,"rate_target_mbit":%s,"cc":"%s","ping_min_ms":%s,"ping_avg_ms":%s,"ping_max_ms":%s,"ping_mdev_ms":%s,"tcp_mbit":%s,"ok":%s,"reason":"%s"}' \
-    "$PROFILE" "$RTT_MS" "$RATE_MBIT" "$CC" "$pmin" "$pavg" "$pmax" "$pmdev" "$mbit" "$okj" "$why")
+  res=$(printf '{"profile":"%s","rtt_target_ms":%s,"rate_target_mbit":%s,"cc":"%s","ping_min_ms":%s,"ping_avg_ms":%s,"ping_max_ms":%s,"ping_mdev_ms":%s,"tcp_mbit":%s,"delay_late_us_p99":%s,"delay_burst_late_us_p99":%s,"ok":%s,"reason":"%s"}' \
+    "$PROFILE" "$RTT_MS" "$RATE_MBIT" "$CC" "$pmin" "$pavg" "$pmax" "$pmdev" "$mbit" "$late" "$burst" "$okj" "$why")
   [ -n "$JSON" ] && echo "$res" > "$JSON"
   echo "$res"
   [ $ok = 1 ] || { echo "linkemu-setup: link $PROFILE FAILED verification: $why" >&2; return 1; }
@@ -265,6 +285,7 @@ while [ $# -gt 0 ]; do
     --linkemu) LINKEMU=$2; shift 2 ;;
     --json) JSON=$2; shift 2 ;;
     --no-rate) DO_RATE=0; shift ;;
+    --max-late-us) MAX_LATE_US=$2; shift 2 ;;
     *) echo "linkemu-setup: unknown option $1" >&2; exit 2 ;;
   esac
 done
