@@ -1,0 +1,836 @@
+/* gst-spice tests: spicetiler element
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * All timing decisions of the tiler are taken on buffer running time, so
+ * these tests drive time with timestamps (and a test clock) only; each
+ * push is followed by a DRAIN query so that no frame is coalesced unless a
+ * test wants it.
+ */
+#include <gst/app/gstappsink.h>
+#include <gst/app/gstappsrc.h>
+#include <gst/check/gsttestclock.h>
+
+#include "tiler-common.h"
+
+/* ---- exactness ---- */
+
+static GList *
+capture_frames (const gchar * src, gint w, gint h, gint n)
+{
+  gchar *desc = g_strdup_printf ("videotestsrc num-buffers=%d %s ! "
+      "video/x-raw,format=BGRx,width=%d,height=%d ! appsink name=s "
+      "sync=false", n, src, w, h);
+  GstElement *p = gst_parse_launch (desc, NULL);
+  GstElement *s = gst_bin_get_by_name (GST_BIN (p), "s");
+  GstSample *sample;
+  GList *frames = NULL;
+
+  fail_unless (p != NULL);
+  gst_element_set_state (p, GST_STATE_PLAYING);
+  while ((sample = gst_app_sink_pull_sample (GST_APP_SINK (s)))) {
+    frames = g_list_append (frames,
+        gst_buffer_copy_deep (gst_sample_get_buffer (sample)));
+    gst_sample_unref (sample);
+  }
+  gst_element_set_state (p, GST_STATE_NULL);
+  gst_object_unref (s);
+  gst_object_unref (p);
+  g_free (desc);
+  fail_unless_equals_int (g_list_length (frames), n);
+  return frames;
+}
+
+/* pushes @still more copies of @last, 1/30 s apart, from index @i */
+static gint
+push_still (Tiler * t, GstBuffer * last, gint i, gint still, gboolean meta)
+{
+  GstVideoRectangle none = { 0, 0, 0, 0 };
+  gint k;
+
+  for (k = 0; k < still; k++, i++) {
+    tiler_push_sync (t, last, i, meta ? &none : NULL, 0);
+    tiler_apply (t);
+  }
+  return i;
+}
+
+GST_START_TEST (test_exact_videotestsrc_patterns)
+{
+  const gchar *patterns[] = {
+    "pattern=smpte horizontal-speed=3",
+    "pattern=ball",
+    "pattern=snow",
+    "pattern=circular horizontal-speed=2",
+    "pattern=zone-plate kx2=20 ky2=20 kt=1",
+  };
+  guint p;
+
+  for (p = 0; p < G_N_ELEMENTS (patterns); p++) {
+    GList *frames = capture_frames (patterns[p], 320, 240, 40), *l;
+    GstBuffer *last = g_list_last (frames)->data;
+    Tiler t;
+    gint i = 0;
+
+    tiler_setup (&t, 320, 240, NULL);
+    for (l = frames; l; l = l->next, i++) {
+      tiler_push_sync (&t, l->data, i, NULL, 0);
+      tiler_apply (&t);
+    }
+    /* still: past the stream timeout (1 s) and the refine delay */
+    push_still (&t, last, i, 45, FALSE);
+    fail_unless_equals_int (tiler_diff_pixels (&t, last, NULL), 0);
+    fail_unless (tiler_stat (&t, "lossy-area-pending") == 0);
+    GST_INFO ("%s: %u updates, %" G_GUINT64_FORMAT " jpeg, %" G_GUINT64_FORMAT
+        " lz4, %" G_GUINT64_FORMAT " bitmap regions, %" G_GUINT64_FORMAT
+        " stream frames", patterns[p], t.updates,
+        draws_decoder_stats (t.dec)->regions_jpeg,
+        draws_decoder_stats (t.dec)->regions_lz4,
+        draws_decoder_stats (t.dec)->regions_bitmap,
+        tiler_stat (&t, "stream-frames"));
+    if (p == 2)                 /* snow must have gone lossy somewhere */
+      fail_unless (draws_decoder_stats (t.dec)->regions_jpeg > 0 ||
+          tiler_stat (&t, "stream-frames") > 0);
+    tiler_teardown (&t);
+    g_list_free_full (frames, (GDestroyNotify) gst_buffer_unref);
+  }
+}
+
+GST_END_TEST;
+
+/* draws random rectangles of random content into @frame, returns them */
+static guint
+random_changes (GstBuffer * frame, gint w, gint h, guint32 * seed,
+    GstVideoRectangle * rects)
+{
+  GstMapInfo map;
+  guint n = 1 + rnd (seed) % 4, i;
+
+  gst_buffer_map (frame, &map, GST_MAP_WRITE);
+  for (i = 0; i < n; i++) {
+    GstVideoRectangle r;
+
+    r.w = 1 + rnd (seed) % (w / 2);
+    r.h = 1 + rnd (seed) % (h / 2);
+    r.x = rnd (seed) % (w - r.w + 1);
+    r.y = rnd (seed) % (h - r.h + 1);
+    switch (rnd (seed) % 4) {
+      case 0:
+        fill_noise (map.data, w * 4, &r, rnd (seed));
+        break;
+      case 1:
+        fill_photo (map.data, w * 4, &r, rnd (seed) % 100, 3);
+        break;
+      case 2:
+        fill_color (map.data, w * 4, &r, 0xff000000 | rnd (seed));
+        break;
+      default:
+        fill_text (map.data, w * 4, &r, rnd (seed));
+        break;
+    }
+    rects[i] = r;
+  }
+  gst_buffer_unmap (frame, &map);
+  return n;
+}
+
+GST_START_TEST (test_exact_random_damage_and_drops)
+{
+  guint32 seed = 0xC0FFEE;
+  GstBuffer *frame = frame_new (320, 240);
+  GstVideoRectangle rects[4];
+  guint dropped = 0;
+  Tiler t;
+  gint i;
+
+  gst_buffer_memset (frame, 0, 0x40, 320 * 240 * 4);
+  tiler_setup (&t, 320, 240, "max-rects=4");
+  for (i = 0; i < 120; i++) {
+    guint n = random_changes (frame, 320, 240, &seed, rects);
+
+    if (i > 0 && rnd (&seed) % 5 == 0) {
+      /* dropped between the source and the tiler: a gap in seq */
+      t.seq++;
+      dropped++;
+      continue;
+    }
+    tiler_push_sync (&t, frame, i, rects, n);
+    tiler_apply (&t);
+  }
+  fail_unless (dropped > 5);
+  push_still (&t, frame, i, 45, TRUE);
+  fail_unless_equals_int (tiler_diff_pixels (&t, frame, NULL), 0);
+  tiler_teardown (&t);
+  gst_buffer_unref (frame);
+}
+
+GST_END_TEST;
+
+typedef struct
+{
+  GMutex lock;
+  GCond cond;
+  gboolean blocked;
+} BlockState;
+
+static GstPadProbeReturn
+block_cb (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  BlockState *b = data;
+
+  g_mutex_lock (&b->lock);
+  b->blocked = TRUE;
+  g_cond_broadcast (&b->cond);
+  g_mutex_unlock (&b->lock);
+  return GST_PAD_PROBE_OK;
+}
+
+static void
+wait_blocked (BlockState * b)
+{
+  g_mutex_lock (&b->lock);
+  while (!b->blocked)
+    g_cond_wait (&b->cond, &b->lock);
+  g_mutex_unlock (&b->lock);
+}
+
+GST_START_TEST (test_exact_blocked_output)
+{
+  guint32 seed = 4242;
+  GstBuffer *frame = frame_new (320, 240);
+  GstVideoRectangle rects[4];
+  BlockState b = { 0, };
+  GstPad *draw;
+  gulong probe;
+  Tiler t;
+  gint i;
+
+  gst_buffer_memset (frame, 0, 0x80, 320 * 240 * 4);
+  tiler_setup (&t, 320, 240, "streaming=off");
+  draw = gst_element_get_static_pad (t.h->element, "draw");
+  for (i = 0; i < 10; i++) {
+    guint n = random_changes (frame, 320, 240, &seed, rects);
+    tiler_push_sync (&t, frame, i, rects, n);
+  }
+  tiler_apply (&t);
+  probe = gst_pad_add_probe (draw, GST_PAD_PROBE_TYPE_BLOCK |
+      GST_PAD_PROBE_TYPE_BUFFER, block_cb, &b, NULL);
+  for (; i < 60; i++) {
+    guint n = random_changes (frame, 320, 240, &seed, rects);
+
+    /* no drain: the worker is stuck in a push, frames must coalesce */
+    tiler_push (&t, frame, i, rects, n);
+    if (i == 10)
+      wait_blocked (&b);
+  }
+  fail_unless (tiler_stat (&t, "frames-coalesced") > 10);
+  gst_pad_remove_probe (draw, probe);
+  tiler_drain (&t);
+  tiler_apply (&t);
+  push_still (&t, frame, i, 20, TRUE);
+  fail_unless_equals_int (tiler_diff_pixels (&t, frame, NULL), 0);
+  gst_object_unref (draw);
+  tiler_teardown (&t);
+  gst_buffer_unref (frame);
+}
+
+GST_END_TEST;
+
+/* ---- fringe ---- */
+
+GST_START_TEST (test_fringe_text_stays_lossless)
+{
+  GstVideoRectangle all = { 0, 0, 640, 480 };
+  GstVideoRectangle photo = { 317, 0, 323, 411 };       /* not cell-aligned */
+  GstVideoRectangle text_left = { 0, 0, 317, 480 };
+  GstVideoRectangle text_bottom = { 0, 411, 640, 69 };
+  GstBuffer *frame = frame_new (640, 480);
+  GstMapInfo map;
+  Tiler t;
+  gint i;
+
+  tiler_setup (&t, 640, 480, "streaming=off");
+  gst_buffer_map (frame, &map, GST_MAP_WRITE);
+  fill_text (map.data, 640 * 4, &all, 7);
+  gst_buffer_unmap (frame, &map);
+  for (i = 0; i < 40; i++) {
+    gst_buffer_map (frame, &map, GST_MAP_WRITE);
+    fill_photo (map.data, 640 * 4, &photo, i, 3);
+    gst_buffer_unmap (frame, &map);
+    tiler_push_sync (&t, frame, i, i ? &photo : &all, 1);
+    tiler_apply (&t);
+    fail_unless_equals_int (tiler_diff_pixels (&t, frame, &text_left), 0);
+    fail_unless_equals_int (tiler_diff_pixels (&t, frame, &text_bottom), 0);
+  }
+  /* the moving part did go lossy: the check above could have failed */
+  fail_unless (draws_decoder_stats (t.dec)->regions_jpeg > 10);
+  fail_unless (tiler_diff_pixels (&t, frame, &photo) > 0);
+  push_still (&t, frame, i, 10, TRUE);
+  fail_unless_equals_int (tiler_diff_pixels (&t, frame, NULL), 0);
+  tiler_teardown (&t);
+  gst_buffer_unref (frame);
+}
+
+GST_END_TEST;
+
+/* ---- streams ---- */
+
+typedef struct
+{
+  guint buffers, keyframes, caps, gaps, fku;
+  guint stream_id;
+  gboolean mixed_ids;
+  GstVideoRectangle dest;
+  gint caps_w, caps_h;
+} StreamLog;
+
+static void
+collect_stream (Tiler * t, StreamLog * log)
+{
+  GstBuffer *b;
+  GstEvent *e;
+
+  while ((e = gst_harness_try_pull_event (t->hs))) {
+    if (GST_EVENT_TYPE (e) == GST_EVENT_CAPS) {
+      GstCaps *caps;
+      GstStructure *s;
+
+      gst_event_parse_caps (e, &caps);
+      s = gst_caps_get_structure (caps, 0);
+      gst_structure_get_int (s, "width", &log->caps_w);
+      gst_structure_get_int (s, "height", &log->caps_h);
+      log->caps++;
+    } else if (GST_EVENT_TYPE (e) == GST_EVENT_GAP)
+      log->gaps++;
+    else if (gst_video_event_is_force_key_unit (e))
+      log->fku++;
+    gst_event_unref (e);
+  }
+  while ((b = gst_harness_try_pull (t->hs))) {
+    GstSpiceStreamMeta *m = gst_buffer_get_spice_stream_meta (b);
+
+    fail_unless (m != NULL);
+    if (log->buffers && m->stream_id != log->stream_id)
+      log->mixed_ids = TRUE;
+    log->stream_id = m->stream_id;
+    log->dest = m->dest;
+    log->keyframes += m->keyframe;
+    fail_unless_equals_int (m->dest.w, log->caps_w);
+    fail_unless_equals_int (m->dest.h, log->caps_h);
+    log->buffers++;
+    gst_buffer_unref (b);
+  }
+}
+
+static GstBuffer *
+desktop_frame (gint w, gint h)
+{
+  GstBuffer *frame = frame_new (w, h);
+  GstVideoRectangle all = { 0, 0, w, h };
+  GstMapInfo map;
+
+  gst_buffer_map (frame, &map, GST_MAP_WRITE);
+  fill_text (map.data, w * 4, &all, 99);
+  gst_buffer_unmap (frame, &map);
+  return frame;
+}
+
+static void
+animate (GstBuffer * frame, gint w, const GstVideoRectangle * r, gint i,
+    guint noise_bits)
+{
+  GstMapInfo map;
+
+  gst_buffer_map (frame, &map, GST_MAP_WRITE);
+  fill_photo (map.data, w * 4, r, i, noise_bits);
+  gst_buffer_unmap (frame, &map);
+}
+
+GST_START_TEST (test_stream_steady_animation)
+{
+  GstVideoRectangle anim = { 608, 160, 640, 480 };
+  GstBuffer *frame = desktop_frame (1280, 800);
+  StreamLog log = { 0, };
+  Tiler t;
+  gint i;
+
+  tiler_setup (&t, 1280, 800, NULL);
+  for (i = 0; i < 90; i++) {
+    animate (frame, 1280, &anim, i, 3);
+    tiler_push_sync (&t, frame, i, NULL, 0);
+    tiler_apply (&t);
+    collect_stream (&t, &log);
+  }
+  /* initial caps (surface size) + exactly one stream geometry */
+  fail_unless_equals_int (log.caps, 2);
+  fail_unless (log.buffers >= 60, "only %u stream frames", log.buffers);
+  fail_unless (!log.mixed_ids);
+  fail_unless_equals_int (log.keyframes, 1);
+  fail_unless (log.fku >= 1);
+  fail_unless (gst_spice_rect_contains (&log.dest, &anim));
+  fail_unless (gst_spice_rect_area (&log.dest) < 2 * gst_spice_rect_area
+      (&anim));
+  fail_unless_equals_int (log.dest.x % 64, 0);
+  fail_unless_equals_int (log.dest.y % 64, 0);
+  fail_unless_equals_int (tiler_stat (&t, "stream-starts"), 1);
+  /* outside the stream the desktop is exact, even during the stream */
+  {
+    GstVideoRectangle left = { 0, 0, log.dest.x, 800 };
+    fail_unless_equals_int (tiler_diff_pixels (&t, frame, &left), 0);
+  }
+  /* and it was not sent as draws: the decoder's canvas is stale there */
+  fail_unless (tiler_diff_pixels (&t, frame, &anim) > 0);
+
+  /* the animation stops: the stream ends, its area is refined */
+  push_still (&t, frame, i, 45, FALSE);
+  collect_stream (&t, &log);
+  fail_unless (!tiler_stat (&t, "stream-frames-dropped"));
+  {
+    GstStructure *s;
+    gboolean active = TRUE;
+
+    g_object_get (t.h->element, "stats", &s, NULL);
+    gst_structure_get_boolean (s, "stream-active", &active);
+    gst_structure_free (s);
+    fail_unless (!active);
+  }
+  fail_unless_equals_int (tiler_diff_pixels (&t, frame, NULL), 0);
+  fail_unless (log.gaps >= 45);
+  tiler_teardown (&t);
+  gst_buffer_unref (frame);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_no_stream_for_static_content)
+{
+  GstBuffer *frame = desktop_frame (640, 480);
+  StreamLog log = { 0, };
+  guint32 seed = 5;
+  Tiler t;
+  gint i;
+
+  tiler_setup (&t, 640, 480, NULL);
+  for (i = 0; i < 90; i++) {
+    /* typing: one glyph changes per frame, elsewhere nothing */
+    GstVideoRectangle g = { 8 + (i % 60) * 7, 12 * (1 + i / 60), 7, 12 };
+    GstMapInfo map;
+
+    gst_buffer_map (frame, &map, GST_MAP_WRITE);
+    fill_text (map.data, 640 * 4, &g, rnd (&seed));
+    gst_buffer_unmap (frame, &map);
+    tiler_push_sync (&t, frame, i, NULL, 0);
+    tiler_apply (&t);
+    collect_stream (&t, &log);
+  }
+  fail_unless_equals_int (log.buffers, 0);
+  fail_unless_equals_int (tiler_stat (&t, "stream-starts"), 0);
+  fail_unless (log.gaps >= 90);
+  fail_unless_equals_int (tiler_diff_pixels (&t, frame, NULL), 0);
+  /* text is never sent lossy */
+  fail_unless_equals_int (draws_decoder_stats (t.dec)->regions_jpeg, 0);
+  tiler_teardown (&t);
+  gst_buffer_unref (frame);
+}
+
+GST_END_TEST;
+
+static guint64
+element_stat (GstElement * e, const gchar * field)
+{
+  GstStructure *s;
+  guint64 v = 0;
+
+  g_object_get (e, "stats", &s, NULL);
+  gst_structure_get_uint64 (s, field, &v);
+  gst_structure_free (s);
+  return v;
+}
+
+static void
+check_meta_through (const gchar * branch)
+{
+  gchar *desc = g_strdup_printf ("appsrc name=src format=time "
+      "caps=video/x-raw,format=BGRx,width=640,height=480,framerate=30/1 ! "
+      "spicetiler name=t t.draw ! fakesink sync=false async=false "
+      "t.stream ! queue ! %s ! appsink name=sink sync=false async=false",
+      branch);
+  GstElement *p = gst_parse_launch (desc, NULL);
+  GstElement *src = gst_bin_get_by_name (GST_BIN (p), "src");
+  GstElement *sink = gst_bin_get_by_name (GST_BIN (p), "sink");
+  GstElement *tiler = gst_bin_get_by_name (GST_BIN (p), "t");
+  GstVideoRectangle anim = { 64, 64, 448, 320 };
+  GstBuffer *frame = desktop_frame (640, 480);
+  GstSample *sample;
+  guint n = 0, id = 0, key = 0;
+  gint i;
+
+  fail_unless (p != NULL, "cannot build %s", desc);
+  gst_element_set_state (p, GST_STATE_PLAYING);
+  for (i = 0; i < 45; i++) {
+    GstBuffer *b;
+
+    animate (frame, 640, &anim, i, 3);
+    b = gst_buffer_copy_deep (frame);
+    GST_BUFFER_PTS (b) = i * FRAME_DURATION;
+    GST_BUFFER_DURATION (b) = FRAME_DURATION;
+    fail_unless_equals_int (gst_app_src_push_buffer (GST_APP_SRC (src), b),
+        GST_FLOW_OK);
+    /* one frame at a time, or the tiler would (rightly) coalesce them */
+    while (element_stat (tiler, "frames-processed") < (guint64) i + 1)
+      g_usleep (500);
+  }
+  gst_app_src_end_of_stream (GST_APP_SRC (src));
+  while ((sample = gst_app_sink_try_pull_sample (GST_APP_SINK (sink),
+              10 * GST_SECOND))) {
+    GstSpiceStreamMeta *m =
+        gst_buffer_get_spice_stream_meta (gst_sample_get_buffer (sample));
+
+    fail_unless (m != NULL, "meta lost through %s", branch);
+    fail_unless (gst_spice_rect_contains (&m->dest, &anim));
+    if (n)
+      fail_unless_equals_int (m->stream_id, id);
+    id = m->stream_id;
+    key += m->keyframe;
+    n++;
+    gst_sample_unref (sample);
+  }
+  fail_unless (n >= 10, "only %u buffers through %s", n, branch);
+  fail_unless_equals_int (key, 1);
+  gst_element_set_state (p, GST_STATE_NULL);
+  gst_object_unref (src);
+  gst_object_unref (sink);
+  gst_object_unref (tiler);
+  gst_object_unref (p);
+  gst_buffer_unref (frame);
+  g_free (desc);
+}
+
+GST_START_TEST (test_stream_meta_survives_encoders)
+{
+  check_meta_through ("vp8enc deadline=1");
+  check_meta_through ("jpegenc");
+  check_meta_through ("videoconvert ! videoscale ! "
+      "video/x-raw,width=224,height=160");
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_stream_rate_and_control)
+{
+  GstVideoRectangle anim = { 0, 0, 320, 240 };
+  GstBuffer *frame = frame_new (320, 240);
+  StreamLog log = { 0, };
+  guint before;
+  Tiler t;
+  gint i;
+
+  tiler_setup (&t, 320, 240, "stream-min-frames=5");
+  fail_unless (gst_harness_push_upstream_event (t.hs,
+          gst_spice_event_new_rate (1000000, 5, 1)));
+  for (i = 0; i < 60; i++) {
+    animate (frame, 320, &anim, i, 3);
+    tiler_push_sync (&t, frame, i, NULL, 0);
+    tiler_apply (&t);
+    collect_stream (&t, &log);
+  }
+  /* 2 s at 5 fps, the stream started after 5 frames */
+  fail_unless (log.buffers >= 7 && log.buffers <= 11, "%u frames",
+      log.buffers);
+  fail_unless (tiler_stat (&t, "stream-frames-dropped") > 30);
+
+  /* a client that cannot take the stream: the area goes out as draws */
+  fail_unless (gst_harness_push_upstream_event (t.hs,
+          gst_spice_event_new_stream_control (FALSE)));
+  before = log.buffers;
+  for (; i < 75; i++) {
+    animate (frame, 320, &anim, i, 3);
+    tiler_push_sync (&t, frame, i, NULL, 0);
+    tiler_apply (&t);
+    collect_stream (&t, &log);
+  }
+  fail_unless_equals_int (log.buffers, before);
+  push_still (&t, frame, i, 12, FALSE);
+  fail_unless_equals_int (tiler_diff_pixels (&t, frame, NULL), 0);
+  tiler_teardown (&t);
+  gst_buffer_unref (frame);
+}
+
+GST_END_TEST;
+
+/* ---- flow control: a keypress goes before a large update ---- */
+
+GST_START_TEST (test_keypress_before_heavy_update)
+{
+  GstVideoRectangle key = { 16, 16, 96, 96 };
+  GstVideoRectangle act = { 608, 160, 640, 480 };
+  GstVideoRectangle dmg[2];
+  GstBuffer *frame = desktop_frame (1280, 800), *b;
+  BlockState bs = { 0, };
+  GstMapInfo map;
+  GstPad *draw;
+  gulong probe;
+  guint r, key_index = G_MAXUINT, first_act = G_MAXUINT, nregions;
+  Tiler t;
+
+  tiler_setup (&t, 1280, 800, "streaming=off");
+  tiler_push_sync (&t, frame, 0, NULL, 0);
+  tiler_apply (&t);
+
+  /* a heavy full-area update gets stuck downstream */
+  draw = gst_element_get_static_pad (t.h->element, "draw");
+  probe = gst_pad_add_probe (draw, GST_PAD_PROBE_TYPE_BLOCK |
+      GST_PAD_PROBE_TYPE_BUFFER, block_cb, &bs, NULL);
+  gst_buffer_map (frame, &map, GST_MAP_WRITE);
+  fill_noise (map.data, 1280 * 4, &act, 1);
+  gst_buffer_unmap (frame, &map);
+  dmg[0] = act;
+  tiler_push (&t, frame, 1, dmg, 1);
+  wait_blocked (&bs);
+
+  /* meanwhile: the activity goes on and a key is pressed */
+  gst_buffer_map (frame, &map, GST_MAP_WRITE);
+  fill_noise (map.data, 1280 * 4, &act, 2);
+  fill_color (map.data, 1280 * 4, &key, 0xffff0000);
+  gst_buffer_unmap (frame, &map);
+  dmg[1] = key;
+  tiler_push (&t, frame, 2, dmg, 2);
+  gst_pad_remove_probe (draw, probe);
+  tiler_drain (&t);
+
+  /* the stuck update, then the next one: key box first */
+  b = gst_harness_pull (t.h);
+  fail_unless (draws_decoder_apply (t.dec, b, NULL));
+  gst_buffer_unref (b);
+  b = gst_harness_pull (t.h);
+  fail_unless (draws_decoder_apply (t.dec, b, NULL));
+  gst_buffer_unref (b);
+  nregions = draws_decoder_last_n_regions (t.dec);
+  for (r = 0; r < nregions; r++) {
+    const GstVideoRectangle *d = draws_decoder_last_region (t.dec, r, NULL,
+        NULL);
+
+    if (gst_spice_rect_intersect (d, &key, NULL) && key_index == G_MAXUINT)
+      key_index = r;
+    if (gst_spice_rect_intersect (d, &act, NULL) && first_act == G_MAXUINT)
+      first_act = r;
+  }
+  fail_unless_equals_int (key_index, 0);
+  fail_unless (first_act != G_MAXUINT && first_act > key_index,
+      "activity %u key %u", first_act, key_index);
+  fail_unless_equals_int (tiler_diff_pixels (&t, frame, &key), 0);
+  tiler_apply (&t);
+  gst_object_unref (draw);
+  tiler_teardown (&t);
+  gst_buffer_unref (frame);
+}
+
+GST_END_TEST;
+
+/* ---- events ---- */
+
+GST_START_TEST (test_refresh_full_lossless_redraw)
+{
+  GstVideoRectangle anim = { 32, 32, 200, 150 };
+  GstBuffer *frame = desktop_frame (320, 240), *b, *refresh = NULL;
+  DrawsDecoder *fresh = draws_decoder_new (320, 240);
+  GstMapInfo map;
+  Tiler t;
+  gint i;
+
+  tiler_setup (&t, 320, 240, "streaming=off refine-delay=10000000000");
+  for (i = 0; i < 5; i++) {
+    animate (frame, 320, &anim, i, 3);
+    tiler_push_sync (&t, frame, i, NULL, 0);
+  }
+  tiler_apply (&t);
+  /* lossy parts are pending (long refine delay) */
+  fail_unless (tiler_diff_pixels (&t, frame, &anim) > 0);
+  fail_unless (gst_harness_push_upstream_event (t.h,
+          gst_spice_event_new_refresh ()));
+  tiler_drain (&t);
+  while ((b = gst_harness_try_pull (t.h))) {
+    GstSpiceDrawsReader r;
+
+    fail_unless (gst_spice_draws_reader_init (&r, b));
+    if (r.flags & GST_SPICE_DRAWS_FLAG_REFRESH)
+      gst_buffer_replace (&refresh, b);
+    gst_spice_draws_reader_clear (&r);
+    gst_buffer_unref (b);
+  }
+  fail_unless (refresh != NULL);
+  fail_unless (draws_decoder_apply (fresh, refresh, NULL));
+  fail_unless_equals_int (draws_decoder_stats (fresh)->lossy_regions, 0);
+  gst_buffer_map (frame, &map, GST_MAP_READ);
+  fail_unless_equals_int (draws_decoder_compare (fresh, map.data, 320 * 4,
+          NULL), 0);
+  gst_buffer_unmap (frame, &map);
+  gst_buffer_unref (refresh);
+  draws_decoder_free (fresh);
+  tiler_teardown (&t);
+  gst_buffer_unref (frame);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_navigation_and_cursor)
+{
+  GstBuffer *frame = desktop_frame (320, 240);
+  GstSpiceCursor c = { TRUE, 10, 20, 1, 1, 0, 0, NULL, 7 };
+  GstEvent *e;
+  guint nav = 0, cursors = 0;
+  Tiler t;
+
+  tiler_setup (&t, 320, 240, NULL);
+  tiler_push_sync (&t, frame, 0, NULL, 0);
+  fail_unless (gst_harness_push_upstream_event (t.h,
+          gst_navigation_event_new_key_press ("a", 0)));
+  fail_unless (gst_harness_push_upstream_event (t.hs,
+          gst_navigation_event_new_mouse_move (5, 6, 0)));
+  while ((e = gst_harness_try_pull_upstream_event (t.h))) {
+    nav += GST_EVENT_TYPE (e) == GST_EVENT_NAVIGATION;
+    gst_event_unref (e);
+  }
+  fail_unless_equals_int (nav, 2);
+
+  gst_harness_push_event (t.h, gst_spice_event_new_cursor (&c));
+  tiler_drain (&t);
+  while ((e = gst_harness_try_pull_event (t.h))) {
+    GstSpiceCursor out;
+
+    if (gst_spice_event_parse_cursor (e, &out)) {
+      fail_unless_equals_int (out.x, 10);
+      cursors++;
+    }
+    gst_event_unref (e);
+  }
+  fail_unless_equals_int (cursors, 1);
+  while ((e = gst_harness_try_pull_event (t.hs))) {
+    GstSpiceCursor out;
+
+    fail_if (gst_spice_event_parse_cursor (e, &out));
+    gst_event_unref (e);
+  }
+  tiler_teardown (&t);
+  gst_buffer_unref (frame);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_refine_when_idle_on_clock)
+{
+  GstVideoRectangle anim = { 0, 0, 320, 240 };
+  GstBuffer *frame = frame_new (320, 240), *b;
+  GstTestClock *clock;
+  GstClockID id;
+  Tiler t;
+  gint i;
+
+  tiler_setup (&t, 320, 240, "streaming=off refine-delay=100000000");
+  gst_harness_use_testclock (t.h);
+  clock = gst_harness_get_testclock (t.h);
+  for (i = 0; i < 3; i++) {
+    animate (frame, 320, &anim, i, 3);
+    tiler_push_sync (&t, frame, i, NULL, 0);
+  }
+  tiler_apply (&t);
+  fail_unless (tiler_diff_pixels (&t, frame, NULL) > 0);
+  /* no more frames: the tiler waits for the deadline on the clock */
+  gst_test_clock_wait_for_next_pending_id (clock, &id);
+  fail_unless_equals_uint64 (gst_clock_id_get_time (id),
+      2 * FRAME_DURATION + 100 * GST_MSECOND);
+  gst_clock_id_unref (id);
+  fail_unless (gst_harness_crank_single_clock_wait (t.h));
+  b = gst_harness_pull (t.h);
+  fail_unless (draws_decoder_apply (t.dec, b, NULL));
+  gst_buffer_unref (b);
+  fail_unless_equals_int (tiler_diff_pixels (&t, frame, NULL), 0);
+  gst_object_unref (clock);
+  tiler_teardown (&t);
+  gst_buffer_unref (frame);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_caps_change_redraws)
+{
+  GstBuffer *a = desktop_frame (320, 240), *b = desktop_frame (200, 100);
+  Tiler t;
+
+  tiler_setup (&t, 320, 240, NULL);
+  tiler_push_sync (&t, a, 0, NULL, 0);
+  tiler_apply (&t);
+  fail_unless_equals_int (tiler_diff_pixels (&t, a, NULL), 0);
+  gst_harness_set_src_caps_str (t.h,
+      "video/x-raw,format=BGRx,width=200,height=100,framerate=30/1");
+  draws_decoder_resize (t.dec, 200, 100);
+  t.w = 200;
+  t.h_ = 100;
+  tiler_push_sync (&t, b, 1, NULL, 0);
+  tiler_apply (&t);
+  fail_unless_equals_int (tiler_diff_pixels (&t, b, NULL), 0);
+  {
+    GstCaps *caps = gst_pad_get_current_caps (t.h->sinkpad);
+    GstStructure *s = gst_caps_get_structure (caps, 0);
+    gint w = 0;
+
+    gst_structure_get_int (s, "width", &w);
+    fail_unless_equals_int (w, 200);
+    fail_unless (gst_structure_has_name (s, GST_SPICE_DRAWS_MEDIA_TYPE));
+    gst_caps_unref (caps);
+  }
+  tiler_teardown (&t);
+  gst_buffer_unref (a);
+  gst_buffer_unref (b);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_eos_converges)
+{
+  GstVideoRectangle anim = { 0, 0, 320, 240 };
+  GstBuffer *frame = frame_new (320, 240);
+  Tiler t;
+  gint i;
+
+  tiler_setup (&t, 320, 240, "refine-delay=10000000000 stream-min-frames=5");
+  for (i = 0; i < 20; i++) {
+    animate (frame, 320, &anim, i, 3);
+    tiler_push_sync (&t, frame, i, NULL, 0);
+  }
+  fail_unless (tiler_stat (&t, "stream-frames") > 0);
+  fail_unless (gst_harness_push_event (t.h, gst_event_new_eos ()));
+  tiler_drain (&t);
+  tiler_apply (&t);
+  fail_unless_equals_int (tiler_diff_pixels (&t, frame, NULL), 0);
+  tiler_teardown (&t);
+  gst_buffer_unref (frame);
+}
+
+GST_END_TEST;
+
+static Suite *
+spicetiler_suite (void)
+{
+  Suite *s = suite_create ("spicetiler");
+  TCase *tc = tcase_create ("general");
+
+  suite_add_tcase (s, tc);
+  tcase_set_timeout (tc, 300);
+  tcase_add_test (tc, test_exact_videotestsrc_patterns);
+  tcase_add_test (tc, test_exact_random_damage_and_drops);
+  tcase_add_test (tc, test_exact_blocked_output);
+  tcase_add_test (tc, test_fringe_text_stays_lossless);
+  tcase_add_test (tc, test_stream_steady_animation);
+  tcase_add_test (tc, test_no_stream_for_static_content);
+  tcase_add_test (tc, test_stream_meta_survives_encoders);
+  tcase_add_test (tc, test_stream_rate_and_control);
+  tcase_add_test (tc, test_keypress_before_heavy_update);
+  tcase_add_test (tc, test_refresh_full_lossless_redraw);
+  tcase_add_test (tc, test_navigation_and_cursor);
+  tcase_add_test (tc, test_refine_when_idle_on_clock);
+  tcase_add_test (tc, test_caps_change_redraws);
+  tcase_add_test (tc, test_eos_converges);
+  return s;
+}
+
+GST_CHECK_MAIN (spicetiler);
