@@ -527,6 +527,8 @@ def cmd_run(args):
         log("stopped: %s" % e)
         status = 130
     finally:
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN)     # let the cleanup finish
         procs.stop_all()
         link.down()
         out["wall_s"] = round(time.monotonic() - t_start, 1)
