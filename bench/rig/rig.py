@@ -718,9 +718,10 @@ def cmd_report(args):
 
 def cmd_estimate(args):
     n = len(args.profiles) * len(args.activities) * len(args.modes)
-    per = 4 + args.warmup + (args.samples + args.warmup_presses) * ((args.gap_min + args.gap_max) / 2 + 0.15) + 2
-    log("%d cells x ~%.0f s (fast links) = ~%.0f min, plus ~15 s per link verification; "
-        "cells with multi-second latencies take longer" % (n, per, n * per / 60))
+    per = 4 + args.warmup + (args.samples + args.warmup_presses) * ((args.gap_min + args.gap_max) / 2 + 0.15) + 1
+    slow = sum(1 for p in args.profiles if p in ("80/10", "80/5", "150/2")) * 2 * 90
+    log("%d cells x ~%.0f s (fast cells) = ~%.0f min, plus ~15 s per link verification and "
+        "roughly %.0f min for cells with multi-second latencies" % (n, per, n * per / 60, slow / 60))
     return 0
 
 
