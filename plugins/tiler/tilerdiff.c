@@ -117,6 +117,59 @@ last_diff (const guint32 * a, const guint32 * b, gint x0, gint x1)
   return x1;
 }
 
+#define ROW(base, stride, y) ((const guint32 *) ((base) + (gsize) (y) * (stride)))
+
+/* the changed box of one cell, restricted to columns [x0, x1) and rows
+ * [y0, y1): first and last changed rows by memcmp from both ends, the
+ * columns from those rows, then only the margins left of and right of the
+ * box are scanned in the rows between */
+static gboolean
+diff_cell (TilerDiff * d, const guint8 * frame, gint fstride,
+    const guint8 * shadow, gint sstride, gint cx, gint cy, gint x0, gint x1,
+    gint y0, gint y1)
+{
+  gsize n = (gsize) (x1 - x0) * 4;
+  gint top, bottom, bx0, bx1, y, base = cx * TILER_CELL;
+  const guint32 *f, *sh;
+  guint ci;
+
+  for (top = y0; top < y1; top++)
+    if (memcmp (ROW (frame, fstride, top) + x0, ROW (shadow, sstride,
+                top) + x0, n) != 0)
+      break;
+  if (top == y1)
+    return FALSE;
+  for (bottom = y1 - 1; bottom > top; bottom--)
+    if (memcmp (ROW (frame, fstride, bottom) + x0, ROW (shadow, sstride,
+                bottom) + x0, n) != 0)
+      break;
+  f = ROW (frame, fstride, top);
+  sh = ROW (shadow, sstride, top);
+  bx0 = first_diff (f, sh, x0, x1);
+  bx1 = last_diff (f, sh, bx0, x1);
+  if (bottom != top) {
+    f = ROW (frame, fstride, bottom);
+    sh = ROW (shadow, sstride, bottom);
+    bx0 = first_diff (f, sh, x0, bx0);
+    bx1 = MAX (bx1, last_diff (f, sh, bx1, x1));
+  }
+  for (y = top + 1; y < bottom && (bx0 > x0 || bx1 < x1); y++) {
+    f = ROW (frame, fstride, y);
+    sh = ROW (shadow, sstride, y);
+    if (bx0 > x0)
+      bx0 = first_diff (f, sh, x0, bx0);
+    if (bx1 < x1)
+      bx1 = MAX (bx1, last_diff (f, sh, bx1, x1));
+  }
+  ci = cy * d->ncx + cx;
+  touch (d, ci);
+  d->flags[ci] |= TILER_CELL_CHANGED;
+  d->box[ci] = (TilerCellBox) { bx0 - base, top - cy * TILER_CELL,
+    bx1 - base, bottom + 1 - cy * TILER_CELL
+  };
+  return TRUE;
+}
+
 guint
 tiler_diff_run (TilerDiff * d, const guint8 * frame, gint fstride,
     const guint8 * shadow, gint sstride)
@@ -125,43 +178,30 @@ tiler_diff_run (TilerDiff * d, const guint8 * frame, gint fstride,
 
   for (i = 0; i < d->n_marked; i++) {
     const GstVideoRectangle *c = &d->tile_clip[d->marked[i]];
-    gint cx0 = c->x / TILER_CELL, cx1 = (c->x + c->w - 1) / TILER_CELL;
-    gint y;
+    gsize n = (gsize) c->w * 4;
+    gint top, bottom, cx, cy;
 
-    for (y = c->y; y < c->y + c->h; y++) {
-      const guint32 *fr = (const guint32 *) (frame + (gsize) y * fstride);
-      const guint32 *sh = (const guint32 *) (shadow + (gsize) y * sstride);
-      gint cy = y / TILER_CELL, ly = y % TILER_CELL, cx;
+    /* the tile's first and last changed rows, one memcmp per row */
+    for (top = c->y; top < c->y + c->h; top++)
+      if (memcmp (ROW (frame, fstride, top) + c->x, ROW (shadow, sstride,
+                  top) + c->x, n) != 0)
+        break;
+    if (top == c->y + c->h)
+      continue;
+    for (bottom = c->y + c->h - 1; bottom > top; bottom--)
+      if (memcmp (ROW (frame, fstride, bottom) + c->x, ROW (shadow, sstride,
+                  bottom) + c->x, n) != 0)
+        break;
+    for (cy = top / TILER_CELL; cy <= bottom / TILER_CELL; cy++) {
+      gint y0 = MAX (top, cy * TILER_CELL);
+      gint y1 = MIN (bottom + 1, (cy + 1) * TILER_CELL);
 
-      if (memcmp (fr + c->x, sh + c->x, (gsize) c->w * 4) == 0)
-        continue;
-      for (cx = cx0; cx <= cx1; cx++) {
-        gint base = cx * TILER_CELL;
-        gint x0 = MAX (c->x, base), x1 = MIN (c->x + c->w, base + TILER_CELL);
-        guint ci = cy * d->ncx + cx;
-        TilerCellBox *b = &d->box[ci];
-        gint f, l;
+      for (cx = c->x / TILER_CELL; cx <= (c->x + c->w - 1) / TILER_CELL; cx++) {
+        gint x0 = MAX (c->x, cx * TILER_CELL);
+        gint x1 = MIN (c->x + c->w, (cx + 1) * TILER_CELL);
 
-        if (memcmp (fr + x0, sh + x0, (gsize) (x1 - x0) * 4) == 0)
-          continue;
-        if (!(d->flags[ci] & TILER_CELL_CHANGED)) {
-          touch (d, ci);
-          d->flags[ci] |= TILER_CELL_CHANGED;
-          changed++;
-          f = first_diff (fr, sh, x0, x1);
-          l = last_diff (fr, sh, f, x1);
-          *b = (TilerCellBox) { f - base, ly, l - base, ly + 1 };
-          continue;
-        }
-        b->y1 = ly + 1;
-        if (base + b->x0 > x0) {
-          f = first_diff (fr, sh, x0, base + b->x0);
-          b->x0 = f - base;
-        }
-        if (base + b->x1 < x1) {
-          l = last_diff (fr, sh, base + b->x1, x1);
-          b->x1 = MAX (l - base, b->x1);
-        }
+        changed += diff_cell (d, frame, fstride, shadow, sstride, cx, cy, x0,
+            x1, y0, y1);
       }
     }
   }
