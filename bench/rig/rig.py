@@ -701,11 +701,8 @@ def cmd_report(args):
         if begin in doc and end in doc:
             doc = doc[:doc.index(begin)] + block + doc[doc.index(end) + len(end):]
         else:
-            marker = "<!-- rig:results -->"
-            if marker in doc:
-                doc = doc.replace(marker, marker + "\n\n" + block, 1)
-            else:
-                doc = doc.rstrip("\n") + "\n\n" + block + "\n"
+            # new blocks go to the end (the Results section is the last one)
+            doc = doc.rstrip("\n") + "\n\n" + block + "\n"
         with open(args.docs, "w") as f:
             f.write(doc)
         shutil.copy(os.path.join(args.dir, "results.json"),
