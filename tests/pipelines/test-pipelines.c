@@ -1,0 +1,315 @@
+/* The shipped pipelines, run by gst-spice-run against the real test guest
+ * and checked with spicy-screenshot (a real spice-gtk client).
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include <gst/check/gstcheck.h>
+#include <signal.h>
+#include <string.h>
+
+#include "guest-launcher.h"
+#include "guest-render.h"
+#include "ppm.h"
+#include "runner-process.h"
+
+static gchar *tmpdir;
+
+static const gchar *shipped[] = { "demo", "transcode-vp8", "transcode-mjpeg",
+  "transcode-lossless", "viewer", "record", "serve-desktop", "serve-test"
+};
+
+static gchar *
+pipeline_path (const gchar * name)
+{
+  gchar *file = g_strconcat (name, ".pipeline", NULL);
+  gchar *path = g_build_filename (g_getenv ("GST_SPICE_SOURCE_DIR"),
+      "pipelines", file, NULL);
+
+  g_free (file);
+  return path;
+}
+
+static void
+setup (void)
+{
+  tmpdir = g_dir_make_tmp ("gst-spice-pipelines-XXXXXX", NULL);
+  fail_unless (tmpdir != NULL);
+}
+
+static void
+teardown (void)
+{
+  gchar *cmd = g_strdup_printf ("rm -rf '%s'", tmpdir);
+
+  fail_unless (system (cmd) == 0);
+  g_free (cmd);
+  g_free (tmpdir);
+}
+
+/* Takes screenshots until one equals @expected (w x h, stride w * 4) or
+ * @timeout_s passes; returns the number of differing pixels of the last. */
+static guint64
+screenshot_until_exact (guint port, const guint8 * expected, gint ew, gint eh,
+    guint timeout_s, guint * attempts)
+{
+  gint64 end = g_get_monotonic_time () + (gint64) timeout_s * G_USEC_PER_SEC;
+  guint64 diff = G_MAXUINT64;
+
+  *attempts = 0;
+  while (g_get_monotonic_time () < end) {
+    GError *err = NULL;
+    guint8 *shot = NULL;
+    gint w = 0, h = 0, fx = -1, fy = -1;
+
+    (*attempts)++;
+    if (!test_spicy_screenshot ("127.0.0.1", port, NULL, 20, &shot, &w, &h,
+            &err)) {
+      GST_INFO ("screenshot failed: %s", err->message);
+      g_clear_error (&err);
+      g_usleep (200 * 1000);
+      continue;
+    }
+    if (w == ew && h == eh) {
+      diff = test_bgrx_count_diff (shot, w * 4, expected, ew * 4, w, h, &fx,
+          &fy);
+      GST_INFO ("attempt %u: %" G_GUINT64_FORMAT " pixels differ (first at "
+          "%d,%d)", *attempts, diff, fx, fy);
+    } else {
+      GST_INFO ("attempt %u: size %dx%d", *attempts, w, h);
+    }
+    g_free (shot);
+    if (diff == 0)
+      break;
+    g_usleep (300 * 1000);
+  }
+  return diff;
+}
+
+/* ---- every shipped pipeline parses and finds its elements ---- */
+
+GST_START_TEST (test_shipped_pipelines_check)
+{
+  guint i;
+
+  for (i = 0; i < G_N_ELEMENTS (shipped); i++) {
+    gchar *path = pipeline_path (shipped[i]), *log;
+    RunnerProcess *run = runner_process_start_runner (tmpdir, "--check",
+        "-D", "UPSTREAM=spice://127.0.0.1:5900", "-D", "OUTPUT=/tmp/x.webm",
+        path, NULL);
+    gint code = runner_process_wait_exit (run, 60000);
+
+    log = runner_process_log (run);
+    fail_unless_equals_int (code, 0);
+    fail_unless (strstr (log, "OK") != NULL, "%s: %s", shipped[i], log);
+    g_free (log);
+    runner_process_free (run);
+    g_free (path);
+  }
+}
+
+GST_END_TEST;
+
+/* ---- the transcoding pipelines serve the guest's exact picture ---- */
+
+static const gchar *served[] = { "demo", "transcode-vp8", "transcode-mjpeg",
+  "transcode-lossless"
+};
+
+GST_START_TEST (test_pipeline_serves_exact_picture)
+{
+  const gchar *name = served[__i__];
+  const gchar *guest_args[] = { "--activity", "idle", NULL };
+  GError *err = NULL;
+  GuestProcess *gp = guest_process_start (guest_args, &err);
+  gchar *path = pipeline_path (name), *upstream, *guest_port, *listen, *line;
+  guint port = test_pick_free_port (), attempts;
+  guint8 *expected;
+  RunnerProcess *run;
+  guint64 diff;
+
+  fail_unless (gp != NULL, "%s", err ? err->message : "");
+  /* a distinctive picture: the key box toggled once */
+  guest_process_command (gp, "key");
+  line = guest_process_wait_line (gp, "box 1", GUEST_LINE_TIMEOUT_MS);
+  fail_unless (line != NULL);
+  g_free (line);
+
+  upstream = g_strdup_printf ("UPSTREAM=%s", guest_process_get_uri (gp));
+  guest_port = g_strdup_printf ("GUEST_PORT=%u", guest_process_get_port (gp));
+  listen = g_strdup_printf ("LISTEN_PORT=%u", port);
+  run = runner_process_start_runner (tmpdir, "--stats-interval", "0",
+      "-D", upstream, "-D", guest_port, "-D", listen, path, NULL);
+  fail_unless (runner_process_wait_log (run, "playing", 1, 60000),
+      "%s did not start", name);
+
+  expected = guest_render_frame_new (GUEST_DEFAULT_WIDTH,
+      GUEST_DEFAULT_HEIGHT, 1, 1, GUEST_ACTIVITY_IDLE, GUEST_FRAME_NONE);
+  diff = screenshot_until_exact (port, expected, GUEST_DEFAULT_WIDTH,
+      GUEST_DEFAULT_HEIGHT, 60, &attempts);
+  fail_unless (diff == 0, "%s: the served picture differs in %"
+      G_GUINT64_FORMAT " pixels after %u screenshots", name, diff, attempts);
+  GST_INFO ("%s: exact after %u screenshot(s)", name, attempts);
+
+  /* it follows the guest: a key press shows in a later picture */
+  guest_process_command (gp, "key");
+  line = guest_process_wait_line (gp, "box 2", GUEST_LINE_TIMEOUT_MS);
+  fail_unless (line != NULL);
+  g_free (line);
+  g_free (expected);
+  expected = guest_render_frame_new (GUEST_DEFAULT_WIDTH,
+      GUEST_DEFAULT_HEIGHT, 1, 2, GUEST_ACTIVITY_IDLE, GUEST_FRAME_NONE);
+  diff = screenshot_until_exact (port, expected, GUEST_DEFAULT_WIDTH,
+      GUEST_DEFAULT_HEIGHT, 60, &attempts);
+  fail_unless (diff == 0, "%s: the picture after a key press differs in %"
+      G_GUINT64_FORMAT " pixels", name, diff);
+
+  runner_process_signal (run, SIGTERM);
+  fail_unless_equals_int (runner_process_wait_exit (run, 20000), 0);
+  runner_process_free (run);
+  guest_process_stop (gp);
+  g_free (expected);
+  g_free (upstream);
+  g_free (guest_port);
+  g_free (listen);
+  g_free (path);
+}
+
+GST_END_TEST;
+
+/* ---- the upstream guest goes away and comes back ---- */
+
+static RunnerProcess *
+start_guest_on (guint port, guint seed)
+{
+  gchar *bin = guest_process_find_binary ();
+  gchar *port_s = g_strdup_printf ("%u", port);
+  gchar *seed_s = g_strdup_printf ("%u", seed);
+  const gchar *argv[] = { bin, "--port", port_s, "--seed", seed_s,
+    "--activity", "idle", NULL
+  };
+  RunnerProcess *guest = runner_process_start (tmpdir, argv, NULL);
+
+  fail_unless (runner_process_wait_log (guest, "listening", 1, 30000));
+  g_free (bin);
+  g_free (port_s);
+  g_free (seed_s);
+  return guest;
+}
+
+GST_START_TEST (test_upstream_killed_frames_resume)
+{
+  guint guest_port = test_pick_free_port (), port = test_pick_free_port ();
+  gchar *path = pipeline_path ("transcode-lossless");
+  gchar *upstream = g_strdup_printf ("UPSTREAM=spice://127.0.0.1:%u",
+      guest_port);
+  gchar *listen = g_strdup_printf ("LISTEN_PORT=%u", port);
+  RunnerProcess *guest = start_guest_on (guest_port, 1), *run;
+  guint8 *expected;
+  guint attempts;
+  guint64 diff;
+
+  run = runner_process_start_runner (tmpdir, "--stats-interval", "0",
+      "-D", upstream, "-D", listen, path, NULL);
+  fail_unless (runner_process_wait_log (run, "playing", 1, 60000));
+  expected = guest_render_frame_new (GUEST_DEFAULT_WIDTH,
+      GUEST_DEFAULT_HEIGHT, 1, 0, GUEST_ACTIVITY_IDLE, GUEST_FRAME_NONE);
+  diff = screenshot_until_exact (port, expected, GUEST_DEFAULT_WIDTH,
+      GUEST_DEFAULT_HEIGHT, 60, &attempts);
+  fail_unless (diff == 0, "first picture differs in %" G_GUINT64_FORMAT
+      " pixels", diff);
+  g_free (expected);
+
+  /* kill the guest hard, and bring up another one (another seed, so
+   * another picture) on the same port */
+  runner_process_signal (guest, SIGKILL);
+  runner_process_wait_exit (guest, 10000);
+  runner_process_free (guest);
+  g_usleep (500 * 1000);
+  guest = start_guest_on (guest_port, 7);
+
+  expected = guest_render_frame_new (GUEST_DEFAULT_WIDTH,
+      GUEST_DEFAULT_HEIGHT, 7, 0, GUEST_ACTIVITY_IDLE, GUEST_FRAME_NONE);
+  diff = screenshot_until_exact (port, expected, GUEST_DEFAULT_WIDTH,
+      GUEST_DEFAULT_HEIGHT, 90, &attempts);
+  fail_unless (diff == 0, "frames did not resume: %" G_GUINT64_FORMAT
+      " pixels differ after %u screenshots", diff, attempts);
+  fail_unless (runner_process_is_running (run));
+
+  runner_process_signal (run, SIGTERM);
+  fail_unless_equals_int (runner_process_wait_exit (run, 20000), 0);
+  runner_process_free (run);
+  runner_process_free (guest);
+  g_free (expected);
+  g_free (upstream);
+  g_free (listen);
+  g_free (path);
+}
+
+GST_END_TEST;
+
+/* ---- the metrics endpoint shows the sink's counters ---- */
+
+GST_START_TEST (test_metrics_sink_counters)
+{
+  const gchar *guest_args[] = { "--activity", "idle", NULL };
+  GuestProcess *gp = guest_process_start (guest_args, NULL);
+  guint port = test_pick_free_port (), mport = test_pick_free_port ();
+  gchar *path = pipeline_path ("transcode-lossless");
+  gchar *upstream, *listen, *maddr, *body = NULL;
+  RunnerProcess *run;
+  guint8 *shot = NULL;
+  gint w, h;
+  gint64 end;
+
+  fail_unless (gp != NULL);
+  upstream = g_strdup_printf ("UPSTREAM=%s", guest_process_get_uri (gp));
+  listen = g_strdup_printf ("LISTEN_PORT=%u", port);
+  maddr = g_strdup_printf ("127.0.0.1:%u", mport);
+  run = runner_process_start_runner (tmpdir, "--stats-interval", "0",
+      "--metrics", maddr, "-D", upstream, "-D", listen, path, NULL);
+  fail_unless (runner_process_wait_log (run, "playing", 1, 60000));
+  /* one client, so that the per-client counters exist */
+  end = g_get_monotonic_time () + 60 * G_USEC_PER_SEC;
+  while (!test_spicy_screenshot ("127.0.0.1", port, NULL, 20, &shot, &w, &h,
+          NULL) && g_get_monotonic_time () < end)
+    g_usleep (200 * 1000);
+  fail_unless (shot != NULL);
+  g_free (shot);
+
+  body = test_http_get (mport, "/metrics");
+  fail_unless (body != NULL);
+  GST_INFO ("metrics:\n%s", body);
+  fail_unless (strstr (body, "200 OK") != NULL);
+  fail_unless (strstr (body, "gst_spice_spicesink_") != NULL, "%s", body);
+  fail_unless (strstr (body, "gst_spice_spicesrc_") != NULL, "%s", body);
+
+  runner_process_signal (run, SIGTERM);
+  fail_unless_equals_int (runner_process_wait_exit (run, 20000), 0);
+  runner_process_free (run);
+  guest_process_stop (gp);
+  g_free (body);
+  g_free (upstream);
+  g_free (listen);
+  g_free (maddr);
+  g_free (path);
+}
+
+GST_END_TEST;
+
+static Suite *
+pipelines_suite (void)
+{
+  Suite *s = suite_create ("pipelines");
+  TCase *tc = tcase_create ("general");
+
+  suite_add_tcase (s, tc);
+  tcase_add_checked_fixture (tc, setup, teardown);
+  tcase_set_timeout (tc, 300);
+  tcase_add_test (tc, test_shipped_pipelines_check);
+  tcase_add_loop_test (tc, test_pipeline_serves_exact_picture, 0,
+      G_N_ELEMENTS (served));
+  tcase_add_test (tc, test_upstream_killed_frames_resume);
+  tcase_add_test (tc, test_metrics_sink_counters);
+  return s;
+}
+
+GST_CHECK_MAIN (pipelines);
