@@ -927,6 +927,52 @@ compute_next_refine (GstSpiceTiler * self, const TilerParams * p)
   self->next_refine = next;
 }
 
+/* a changed photographic cell with a neighbour that is not one */
+static gboolean
+cell_on_border (TilerDiff * d, guint ci)
+{
+  gint cx = ci % d->ncx, cy = ci / d->ncx, k;
+  const gint dx[4] = { -1, 1, 0, 0 }, dy[4] = { 0, 0, -1, 1 };
+
+  for (k = 0; k < 4; k++) {
+    gint nx = cx + dx[k], ny = cy + dy[k];
+    guint8 f;
+
+    if (nx < 0 || ny < 0 || nx >= d->ncx || ny >= d->ncy)
+      continue;
+    f = d->flags[TILER_CELL_INDEX (d, nx, ny)];
+    if (!(f & TILER_CELL_CHANGED) || !(f & TILER_CELL_PHOTO))
+      return TRUE;
+  }
+  return FALSE;
+}
+
+/* whether the cell's changed box holds a run of 4 unchanged pixels */
+static gboolean
+cell_has_still_run (GstSpiceTiler * self, guint ci, const guint8 * src,
+    gint fstride)
+{
+  TilerDiff *d = &self->diff;
+  GstVideoRectangle b;
+  gint x, y;
+
+  if (!tiler_diff_cell_box (d, ci % d->ncx, ci / d->ncx, &b))
+    return FALSE;
+  for (y = b.y; y < b.y + b.h; y++) {
+    const guint32 *f = (const guint32 *) (src + (gsize) y * fstride);
+    const guint32 *sh = (const guint32 *) (self->shadow +
+        (gsize) y * self->shadow_stride);
+    gint run = 0;
+
+    for (x = b.x; x < b.x + b.w; x++) {
+      run = f[x] == sh[x] ? run + 1 : 0;
+      if (run >= 4)
+        return TRUE;
+    }
+  }
+  return FALSE;
+}
+
 static void
 iterate (GstSpiceTiler * self, const TilerParams * p, GstClockTime now,
     GstSpiceRegion * damage, gboolean full, gboolean new_frame, gboolean final)
@@ -971,6 +1017,17 @@ iterate (GstSpiceTiler * self, const TilerParams * p, GstClockTime now,
     if (self->stream.active &&
         tiler_diff_cell_inside (d, cx, cy, &self->stream.rect))
       s_changed = TRUE;
+  }
+
+  /* photographic cells on the border of the changed area that also hold
+   * unchanged pixels (a static caption, a window edge) go lossless: only
+   * pixels that changed may ever be sent lossy */
+  for (i = 0; i < d->n_touched; i++) {
+    guint ci = d->touched[i];
+
+    if ((d->flags[ci] & TILER_CELL_PHOTO) && cell_on_border (d, ci) &&
+        cell_has_still_run (self, ci, src, fstride))
+      d->flags[ci] &= ~TILER_CELL_PHOTO;
   }
 
   /* stream decision */
