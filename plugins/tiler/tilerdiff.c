@@ -170,38 +170,78 @@ diff_cell (TilerDiff * d, const guint8 * frame, gint fstride,
   return TRUE;
 }
 
+/* first changed row in [y0, y1) from the top (or the bottom), comparing
+ * columns [x, x + w) */
+static gint
+first_changed_row (const guint8 * frame, gint fstride, const guint8 * shadow,
+    gint sstride, gint x, gint w, gint y0, gint y1, gboolean from_bottom)
+{
+  gsize n = (gsize) w * 4;
+  gint y;
+
+  if (!from_bottom) {
+    for (y = y0; y < y1; y++)
+      if (memcmp (ROW (frame, fstride, y) + x, ROW (shadow, sstride, y) + x,
+              n) != 0)
+        return y;
+    return y1;
+  }
+  for (y = y1 - 1; y >= y0; y--)
+    if (memcmp (ROW (frame, fstride, y) + x, ROW (shadow, sstride, y) + x,
+            n) != 0)
+      return y;
+  return y0 - 1;
+}
+
 guint
 tiler_diff_run (TilerDiff * d, const guint8 * frame, gint fstride,
     const guint8 * shadow, gint sstride)
 {
-  guint i, changed = 0;
+  guint i, j, k, changed = 0;
 
-  for (i = 0; i < d->n_marked; i++) {
-    const GstVideoRectangle *c = &d->tile_clip[d->marked[i]];
-    gsize n = (gsize) c->w * 4;
-    gint top, bottom, cx, cy;
+  for (i = 0; i < d->n_marked; i = j) {
+    const GstVideoRectangle *g = &d->tile_clip[d->marked[i]];
+    gint gx = g->x, gw = g->w, gtop, gbottom;
 
-    /* the tile's first and last changed rows, one memcmp per row */
-    for (top = c->y; top < c->y + c->h; top++)
-      if (memcmp (ROW (frame, fstride, top) + c->x, ROW (shadow, sstride,
-                  top) + c->x, n) != 0)
+    /* a group: following tiles of the same tile row with the same rows,
+     * side by side; one wide memcmp per row finds the rows worth a look */
+    for (j = i + 1; j < d->n_marked; j++) {
+      const GstVideoRectangle *c = &d->tile_clip[d->marked[j]];
+
+      if (d->marked[j] != d->marked[j - 1] + 1 || c->y != g->y ||
+          c->h != g->h || c->x != gx + gw)
         break;
-    if (top == c->y + c->h)
+      gw += c->w;
+    }
+    gtop = first_changed_row (frame, fstride, shadow, sstride, gx, gw, g->y,
+        g->y + g->h, FALSE);
+    if (gtop == g->y + g->h)
       continue;
-    for (bottom = c->y + c->h - 1; bottom > top; bottom--)
-      if (memcmp (ROW (frame, fstride, bottom) + c->x, ROW (shadow, sstride,
-                  bottom) + c->x, n) != 0)
-        break;
-    for (cy = top / TILER_CELL; cy <= bottom / TILER_CELL; cy++) {
-      gint y0 = MAX (top, cy * TILER_CELL);
-      gint y1 = MIN (bottom + 1, (cy + 1) * TILER_CELL);
+    gbottom = first_changed_row (frame, fstride, shadow, sstride, gx, gw,
+        gtop, g->y + g->h, TRUE);
 
-      for (cx = c->x / TILER_CELL; cx <= (c->x + c->w - 1) / TILER_CELL; cx++) {
-        gint x0 = MAX (c->x, cx * TILER_CELL);
-        gint x1 = MIN (c->x + c->w, (cx + 1) * TILER_CELL);
+    for (k = i; k < j; k++) {
+      const GstVideoRectangle *c = &d->tile_clip[d->marked[k]];
+      gint top, bottom, cx, cy;
 
-        changed += diff_cell (d, frame, fstride, shadow, sstride, cx, cy, x0,
-            x1, y0, y1);
+      top = j - i == 1 ? gtop : first_changed_row (frame, fstride, shadow,
+          sstride, c->x, c->w, gtop, gbottom + 1, FALSE);
+      if (top > gbottom)
+        continue;
+      bottom = j - i == 1 ? gbottom : first_changed_row (frame, fstride,
+          shadow, sstride, c->x, c->w, top, gbottom + 1, TRUE);
+      for (cy = top / TILER_CELL; cy <= bottom / TILER_CELL; cy++) {
+        gint y0 = MAX (top, cy * TILER_CELL);
+        gint y1 = MIN (bottom + 1, (cy + 1) * TILER_CELL);
+
+        for (cx = c->x / TILER_CELL; cx <= (c->x + c->w - 1) / TILER_CELL;
+            cx++) {
+          gint x0 = MAX (c->x, cx * TILER_CELL);
+          gint x1 = MIN (c->x + c->w, (cx + 1) * TILER_CELL);
+
+          changed += diff_cell (d, frame, fstride, shadow, sstride, cx, cy,
+              x0, x1, y0, y1);
+        }
       }
     }
   }
