@@ -200,9 +200,10 @@ dir_receive (struct dir *d)
     if (n < 0) {
       if (errno == EINTR)
         continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK)
-        fprintf (stderr, "linkemu: recv %s: %s\n", d->name, strerror (errno));
-      return;
+      if (errno == EAGAIN || errno == EWOULDBLOCK)
+        return;
+      /* the interface went away (or worse): never spin at SCHED_FIFO */
+      die ("recv %s: %s", d->name, strerror (errno));
     }
     if (from.sll_pkttype == PACKET_OUTGOING)
       continue;
