@@ -610,7 +610,9 @@ emit_region (GstSpiceTiler * self, const TilerParams * p,
   }
   if (gst_spice_rect_is_empty (&all))
     return TRUE;
-  if (nphoto == 0)
+  /* one rectangle, unless it would paint over the stream */
+  if (nphoto == 0 && !(exclude && gst_spice_rect_intersect (&all, exclude,
+              NULL)))
     return emit_rect (self, p, &all, FALSE, now, no_budget);
 
   /* join runs with the same columns in consecutive cell rows */
@@ -1033,7 +1035,7 @@ iterate (GstSpiceTiler * self, const TilerParams * p, GstClockTime now,
   /* stream decision */
   g_mutex_lock (&self->lock);
   allowed = p->streaming != GST_SPICE_TILER_STREAMING_OFF &&
-      self->stream_enabled && !final;
+      self->stream_enabled && !final && gst_pad_is_linked (self->streampad);
   refresh = self->refresh_pending;
   self->refresh_pending = FALSE;
   draw_late = GST_CLOCK_TIME_IS_VALID (self->draw_qos_earliest) &&

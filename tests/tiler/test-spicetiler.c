@@ -813,6 +813,201 @@ GST_START_TEST (test_eos_converges)
 
 GST_END_TEST;
 
+/* ---- stream/draw order, refresh keyframe, noise, QoS, flush ---- */
+
+typedef struct
+{
+  GMutex lock;
+  GArray *seq;                  /* (is_stream << 63) | pts */
+} OrderLog;
+
+static GstPadProbeReturn
+order_cb (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  OrderLog *o = data;
+  GstBuffer *b = GST_PAD_PROBE_INFO_BUFFER (info);
+  guint64 v = GST_BUFFER_PTS (b) |
+      ((guint64) (strcmp (GST_PAD_NAME (pad), "stream") == 0) << 63);
+
+  g_mutex_lock (&o->lock);
+  g_array_append_val (o->seq, v);
+  g_mutex_unlock (&o->lock);
+  return GST_PAD_PROBE_OK;
+}
+
+GST_START_TEST (test_stream_frame_before_draws_and_refresh_keyframe)
+{
+  GstVideoRectangle anim = { 64, 64, 448, 320 };
+  GstBuffer *frame = desktop_frame (640, 480);
+  OrderLog o;
+  StreamLog log = { 0, };
+  GstPad *draw, *stream;
+  guint32 seed = 3;
+  guint i, j, pairs = 0, keys_before;
+  Tiler t;
+
+  g_mutex_init (&o.lock);
+  o.seq = g_array_new (FALSE, FALSE, sizeof (guint64));
+  tiler_setup (&t, 640, 480, "stream-min-frames=5");
+  draw = gst_element_get_static_pad (t.h->element, "draw");
+  stream = gst_element_get_static_pad (t.h->element, "stream");
+  gst_pad_add_probe (draw, GST_PAD_PROBE_TYPE_BUFFER, order_cb, &o, NULL);
+  gst_pad_add_probe (stream, GST_PAD_PROBE_TYPE_BUFFER, order_cb, &o, NULL);
+  for (i = 0; i < 30; i++) {
+    /* the animation, and typing below it (both touch the stream's edge
+     * tiles: the stream rectangle is grid-aligned) */
+    GstVideoRectangle g = { 8 + (i % 40) * 7, 400, 7, 12 };
+    GstMapInfo map;
+
+    animate (frame, 640, &anim, i, 3);
+    gst_buffer_map (frame, &map, GST_MAP_WRITE);
+    fill_text (map.data, 640 * 4, &g, rnd (&seed));
+    gst_buffer_unmap (frame, &map);
+    tiler_push_sync (&t, frame, i, NULL, 0);
+    tiler_apply (&t);
+    collect_stream (&t, &log);
+  }
+  fail_unless (log.buffers > 15);
+  for (i = 0; i < o.seq->len; i++) {
+    guint64 a = g_array_index (o.seq, guint64, i);
+
+    if (!(a >> 63))
+      continue;
+    for (j = 0; j < o.seq->len; j++) {
+      guint64 b = g_array_index (o.seq, guint64, j);
+
+      if (!(b >> 63) && b == (a & ~(1ull << 63))) {
+        fail_unless (i < j, "draw at %" GST_TIME_FORMAT " before its stream "
+            "frame", GST_TIME_ARGS (b));
+        pairs++;
+      }
+    }
+  }
+  fail_unless (pairs > 10);
+
+  /* refresh: the next stream frame is a keyframe, announced by a
+   * force-key-unit event */
+  keys_before = log.keyframes;
+  log.fku = 0;
+  fail_unless (gst_harness_push_upstream_event (t.h,
+          gst_spice_event_new_refresh ()));
+  animate (frame, 640, &anim, i, 3);
+  tiler_push_sync (&t, frame, i++, NULL, 0);
+  collect_stream (&t, &log);
+  fail_unless_equals_int (log.keyframes, keys_before + 1);
+  fail_unless_equals_int (log.fku, 1);
+  fail_unless_equals_int (tiler_stat (&t, "refreshes"), 1);
+  fail_unless (!log.mixed_ids);
+
+  gst_object_unref (draw);
+  gst_object_unref (stream);
+  tiler_teardown (&t);
+  g_array_free (o.seq, TRUE);
+  g_mutex_clear (&o.lock);
+  gst_buffer_unref (frame);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_noise_streams_in_auto_mode)
+{
+  GstVideoRectangle noise = { 128, 64, 320, 240 };
+  GstBuffer *frame = desktop_frame (640, 480);
+  StreamLog log = { 0, };
+  Tiler t;
+  gint i;
+
+  tiler_setup (&t, 640, 480, NULL);
+  for (i = 0; i < 40; i++) {
+    GstMapInfo map;
+
+    gst_buffer_map (frame, &map, GST_MAP_WRITE);
+    fill_noise (map.data, 640 * 4, &noise, 1000 + i);
+    gst_buffer_unmap (frame, &map);
+    tiler_push_sync (&t, frame, i, &noise, 1);
+    tiler_apply (&t);
+    collect_stream (&t, &log);
+  }
+  fail_unless (log.buffers >= 15, "noise did not stream (%u)", log.buffers);
+  fail_unless (gst_spice_rect_contains (&log.dest, &noise));
+  tiler_teardown (&t);
+  gst_buffer_unref (frame);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_stream_qos_drops_frames)
+{
+  GstVideoRectangle anim = { 0, 0, 320, 240 };
+  GstBuffer *frame = frame_new (320, 240);
+  StreamLog log = { 0, };
+  guint before;
+  Tiler t;
+  gint i;
+
+  tiler_setup (&t, 320, 240, "stream-min-frames=5");
+  for (i = 0; i < 10; i++) {
+    animate (frame, 320, &anim, i, 3);
+    tiler_push_sync (&t, frame, i, NULL, 0);
+    collect_stream (&t, &log);
+  }
+  fail_unless (log.buffers > 0);
+  before = log.buffers;
+  /* downstream: 300 ms late at frame 10 */
+  fail_unless (gst_harness_push_upstream_event (t.hs,
+          gst_event_new_qos (GST_QOS_TYPE_UNDERFLOW, 2.0, 300 * GST_MSECOND,
+              10 * FRAME_DURATION)));
+  for (; i < 30; i++) {
+    animate (frame, 320, &anim, i, 3);
+    tiler_push_sync (&t, frame, i, NULL, 0);
+    collect_stream (&t, &log);
+  }
+  {
+    /* the frames that fall before 10 frames + 300 ms are dropped */
+    guint late = 0;
+    gint k;
+
+    for (k = 10; k < 30; k++)
+      late += k * FRAME_DURATION < 10 * FRAME_DURATION + 300 * GST_MSECOND;
+    fail_unless_equals_int (tiler_stat (&t, "stream-frames-dropped"), late);
+    fail_unless_equals_int (log.buffers - before, 20 - late);
+  }
+  tiler_teardown (&t);
+  gst_buffer_unref (frame);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_flush_redraws_everything)
+{
+  GstVideoRectangle anim = { 20, 20, 200, 120 };
+  GstBuffer *frame = desktop_frame (320, 240);
+  GstSegment seg;
+  Tiler t;
+  gint i;
+
+  tiler_setup (&t, 320, 240, "streaming=off");
+  for (i = 0; i < 5; i++) {
+    animate (frame, 320, &anim, i, 3);
+    tiler_push_sync (&t, frame, i, NULL, 0);
+  }
+  tiler_apply (&t);
+  fail_unless (gst_harness_push_event (t.h, gst_event_new_flush_start ()));
+  fail_unless (gst_harness_push_event (t.h, gst_event_new_flush_stop (TRUE)));
+  gst_segment_init (&seg, GST_FORMAT_TIME);
+  fail_unless (gst_harness_push_event (t.h, gst_event_new_segment (&seg)));
+  /* a client that lost everything: a fresh canvas becomes exact */
+  draws_decoder_free (t.dec);
+  t.dec = draws_decoder_new (320, 240);
+  tiler_push_sync (&t, frame, 0, NULL, 0);
+  tiler_apply (&t);
+  fail_unless_equals_int (tiler_diff_pixels (&t, frame, NULL), 0);
+  tiler_teardown (&t);
+  gst_buffer_unref (frame);
+}
+
+GST_END_TEST;
+
 static Suite *
 spicetiler_suite (void)
 {
@@ -835,6 +1030,10 @@ spicetiler_suite (void)
   tcase_add_test (tc, test_refine_when_idle_on_clock);
   tcase_add_test (tc, test_caps_change_redraws);
   tcase_add_test (tc, test_eos_converges);
+  tcase_add_test (tc, test_stream_frame_before_draws_and_refresh_keyframe);
+  tcase_add_test (tc, test_noise_streams_in_auto_mode);
+  tcase_add_test (tc, test_stream_qos_drops_frames);
+  tcase_add_test (tc, test_flush_redraws_everything);
   return s;
 }
 
