@@ -165,6 +165,7 @@ struct _GstSpiceTiler
   TilerHeat heat;
   TilerEncoder enc;
   GstSpiceRegion carry;
+  GstSpiceRegion idle_damage;   /* scratch for updates without a frame */
   GstSpiceRegion regions;
   GArray *runs;
   GstBuffer *cur;
@@ -185,6 +186,7 @@ struct _GstSpiceTiler
   GstVideoRectangle conv_rect;
   GstBufferPool *pool;
   GstClockTime last_stream_rt;
+  gboolean stream_dirty;        /* the area changed since its last frame */
   GstClockTime fps_window_start;
   guint fps_window_frames;
   /* the update being built */
@@ -741,6 +743,7 @@ stream_end (GstSpiceTiler * self)
       if (tiler_diff_cell_inside (d, cx, cy, &self->stream.rect))
         d->lossy_rt[TILER_CELL_INDEX (d, cx, cy)] = TILER_RT_UNKNOWN;
   self->stream.active = FALSE;
+  self->stream_dirty = FALSE;
   g_mutex_lock (&self->lock);
   self->stats.stream_active = FALSE;
   self->stats.stream_fps = 0;
@@ -752,6 +755,7 @@ stream_begin (GstSpiceTiler * self, const GstVideoRectangle * r,
     GstClockTime now)
 {
   self->stream.active = TRUE;
+  self->stream_dirty = TRUE;
   self->stream.rect = *r;
   self->stream.last_change = now;
   self->stream.shrink_since = GST_CLOCK_TIME_NONE;
@@ -1069,15 +1073,15 @@ iterate (GstSpiceTiler * self, const TilerParams * p, GstClockTime now,
   if (refresh)
     push_refresh (self, p);
 
-  /* the stream frame goes before any draw that overlaps it */
+  /* the stream frame goes before any draw that overlaps it; a dropped
+   * frame leaves the area dirty for the next frame */
+  if (self->stream.active && s_changed)
+    self->stream_dirty = TRUE;
   if (new_frame) {
-    if (self->stream.active && s_changed) {
-      if (!stream_frame_allowed (self, now) ||
-          !push_stream_frame (self, p, now)) {
-        gst_spice_region_add (&self->carry, &self->stream.rect);
-        push_gap (self);
-      }
-    } else
+    if (self->stream.active && self->stream_dirty &&
+        stream_frame_allowed (self, now) && push_stream_frame (self, p, now))
+      self->stream_dirty = FALSE;
+    else
       push_gap (self);
   }
 
@@ -1179,8 +1183,11 @@ handle_frame (GstSpiceTiler * self, const TilerParams * p, TilerItem * it)
       it->first_seq != self->seq + 1;
   self->have_seq = it->has_seq;
   self->seq = it->last_seq;
-  if (!full)
+  if (!full) {
     gst_spice_region_add_region (&it->damage, &self->carry);
+    if (self->stream.active && self->stream_dirty)
+      gst_spice_region_add (&it->damage, &self->stream.rect);
+  }
   iterate (self, p, rt, &it->damage, full, TRUE, FALSE);
 }
 
@@ -1224,14 +1231,10 @@ handle_caps (GstSpiceTiler * self, const TilerParams * p, GstCaps * caps)
 static void
 final_update (GstSpiceTiler * self, const TilerParams * p)
 {
-  GstSpiceRegion empty;
-
   if (!self->cur)
     return;
-  gst_spice_region_init (&empty);
-  gst_spice_region_add_region (&empty, &self->carry);
-  iterate (self, p, self->cur_now, &empty, FALSE, FALSE, TRUE);
-  gst_spice_region_clear (&empty);
+  gst_spice_region_copy (&self->idle_damage, &self->carry);
+  iterate (self, p, self->cur_now, &self->idle_damage, FALSE, FALSE, TRUE);
 }
 
 static void
@@ -1343,15 +1346,12 @@ gst_spice_tiler_loop (gpointer data)
       continue;
     }
     if (self->cur && (self->refresh_pending || self->worker_pending)) {
-      GstSpiceRegion carry;
-
       self->busy = TRUE;
       g_mutex_unlock (&self->lock);
       snapshot_params (self, &p);
-      gst_spice_region_init (&carry);
-      gst_spice_region_add_region (&carry, &self->carry);
-      iterate (self, &p, self->cur_now, &carry, FALSE, FALSE, FALSE);
-      gst_spice_region_clear (&carry);
+      gst_spice_region_copy (&self->idle_damage, &self->carry);
+      iterate (self, &p, self->cur_now, &self->idle_damage, FALSE, FALSE,
+          FALSE);
       g_mutex_lock (&self->lock);
       self->busy = FALSE;
       g_cond_broadcast (&self->cond);
@@ -1378,18 +1378,16 @@ gst_spice_tiler_loop (gpointer data)
         gst_object_unref (clock);
         if (cret == GST_CLOCK_OK && !self->flushing &&
             g_queue_is_empty (&self->items)) {
-          GstSpiceRegion none;
-
           self->busy = TRUE;
           g_mutex_unlock (&self->lock);
           snapshot_params (self, &p);
-          gst_spice_region_init (&none);
+          gst_spice_region_reset (&self->idle_damage);
           self->cur_now = MAX (self->cur_now, self->next_refine);
           self->last_deadline = self->next_refine;
           GST_LOG_OBJECT (self, "refinement deadline %" GST_TIME_FORMAT,
               GST_TIME_ARGS (self->cur_now));
-          iterate (self, &p, self->cur_now, &none, FALSE, FALSE, FALSE);
-          gst_spice_region_clear (&none);
+          iterate (self, &p, self->cur_now, &self->idle_damage, FALSE, FALSE,
+              FALSE);
           g_mutex_lock (&self->lock);
           self->busy = FALSE;
           g_cond_broadcast (&self->cond);
@@ -1873,6 +1871,7 @@ gst_spice_tiler_finalize (GObject * object)
   g_queue_clear_full (&self->items, item_free);
   g_queue_clear_full (&self->free_items, item_free);
   gst_spice_region_clear (&self->carry);
+  gst_spice_region_clear (&self->idle_damage);
   gst_spice_region_clear (&self->regions);
   g_array_free (self->runs, TRUE);
   tiler_encoder_clear (&self->enc);
@@ -1917,6 +1916,7 @@ gst_spice_tiler_init (GstSpiceTiler * self)
   g_queue_init (&self->items);
   g_queue_init (&self->free_items);
   gst_spice_region_init (&self->carry);
+  gst_spice_region_init (&self->idle_damage);
   gst_spice_region_init (&self->regions);
   self->runs = g_array_new (FALSE, FALSE, sizeof (TilerRun));
   tiler_encoder_init (&self->enc);
