@@ -191,7 +191,7 @@ struct _GstSpiceTiler
   guint fps_window_frames;
   /* the update being built */
   GstSpiceDrawsWriter *writer;
-  gboolean writer_refresh;
+  gsize last_update_size;
 };
 
 #define gst_spice_tiler_parent_class parent_class
@@ -668,8 +668,10 @@ compare_area (gconstpointer a, gconstpointer b)
 static void
 begin_update (GstSpiceTiler * self, guint32 flags)
 {
+  /* sized like the previous update, so that it rarely has to grow */
   if (!self->writer)
-    self->writer = gst_spice_draws_writer_new (flags, 64 * 1024);
+    self->writer = gst_spice_draws_writer_new (flags,
+        MAX (self->last_update_size, 64 * 1024));
 }
 
 static void
@@ -685,6 +687,7 @@ finish_update (GstSpiceTiler * self)
     self->writer = NULL;
     return;
   }
+  self->last_update_size = gst_spice_draws_writer_size (self->writer);
   buf = gst_spice_draws_writer_finish (self->writer);
   self->writer = NULL;
   GST_BUFFER_PTS (buf) = self->cur_pts;
