@@ -700,25 +700,22 @@ finish_update (GstSpiceTiler * self)
   update_flow (self, self->drawpad, ret);
 }
 
-/* full lossless picture of the shadow, in its own update */
+/* Full lossless picture of the shadow, in its own update, as ONE region
+ * covering the surface: spicesink sends it as a joining client's first draw
+ * (simple clients keep the surface as of their first invalidate). */
 static void
 push_refresh (GstSpiceTiler * self, const TilerParams * p)
 {
-  gint w = self->diff.width, h = self->diff.height;
-  gint rows = band_rows (p, w), y;
+  GstVideoRectangle all = { 0, 0, self->diff.width, self->diff.height };
   guint i, n = self->diff.ncx * self->diff.ncy;
+  GstSpiceImageType type;
+  gsize size;
 
   finish_update (self);
   begin_update (self, GST_SPICE_DRAWS_FLAG_REFRESH);
-  for (y = 0; y < h; y += rows) {
-    GstVideoRectangle band = { 0, y, w, MIN (rows, h - y) };
-    GstSpiceImageType type;
-    gsize size = tiler_encode_lossless (&self->enc, self->writer, &band,
-        self->shadow + (gsize) y * self->shadow_stride, self->shadow_stride,
-        &type);
-
-    count_region (self, type, size);
-  }
+  size = tiler_encode_lossless (&self->enc, self->writer, &all, self->shadow,
+      self->shadow_stride, &type);
+  count_region (self, type, size);
   for (i = 0; i < n; i++)
     self->diff.lossy_rt[i] = TILER_RT_EXACT;
   if (self->stream.active)

@@ -664,6 +664,13 @@ GST_START_TEST (test_refresh_full_lossless_redraw)
   }
   fail_unless (refresh != NULL);
   fail_unless (draws_decoder_apply (fresh, refresh, NULL));
+  /* one region covering the surface (a joining client's first draw) */
+  fail_unless_equals_int (draws_decoder_last_n_regions (fresh), 1);
+  {
+    GstVideoRectangle all = { 0, 0, 320, 240 };
+    fail_unless (memcmp (draws_decoder_last_region (fresh, 0, NULL, NULL),
+            &all, sizeof (all)) == 0);
+  }
   fail_unless_equals_int (draws_decoder_stats (fresh)->lossy_regions, 0);
   gst_buffer_map (frame, &map, GST_MAP_READ);
   fail_unless_equals_int (draws_decoder_compare (fresh, map.data, 320 * 4,
