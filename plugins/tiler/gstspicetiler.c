@@ -32,9 +32,13 @@
  *
  * ## Example launch line
  * |[
- * gst-launch-1.0 videotestsrc pattern=ball ! spicetiler name=t t.draw ! fakesink \
- *     t.stream ! queue max-size-buffers=1 leaky=downstream ! vp8enc deadline=1 ! fakesink
- * ]|
+ * gst-launch-1.0 videotestsrc is-live=true pattern=ball ! spicetiler name=t \
+ *     t.draw ! fakesink \
+ *     t.stream ! queue max-size-buffers=1 leaky=downstream ! vp8enc deadline=1 ! \
+ *     fakesink async=false
+ * ]| The sink behind the encoder needs async=false: a video encoder holds
+ * GAP events until it has had a frame, so a stream branch on which no stream
+ * has started yet would never preroll.
  *
  * Upstream events: the `spice-refresh` event (a full lossless redraw,
  * flagged %GST_SPICE_DRAWS_FLAG_REFRESH, and a keyframe on the stream),
