@@ -5,10 +5,12 @@
  * tile changes again within max-gap, and a tile is hot once its run has
  * min-frames changes (and, unless all, at least a fifth of them looked
  * photographic, noise included). The stream rectangle is the bounding box
- * of the hot tiles on the tile grid, so it only changes by whole tiles:
+ * of the largest connected group of hot tiles, on the tile grid, so it
+ * only changes by whole tiles:
  *  - it starts when that box covers min-area pixels;
- *  - it only grows (a restart with the union) when hot tiles appear
- *    outside it, and only shrinks when the hot box stays under half of it
+ *  - it only grows (a restart with the union) when its hot group extends
+ *    outside it (a separate hot area waits for this stream to end), and
+ *    only shrinks when the hot box stays under half of it
  *    for a whole timeout, so a steady animation keeps one stream and one
  *    caps;
  *  - it ends after timeout without change inside it.
@@ -27,7 +29,11 @@ tiler_heat_init (TilerHeat * h, gint width, gint height, gint tile)
   h->ntx = (width + tile - 1) / tile;
   h->nty = (height + tile - 1) / tile;
   g_free (h->tiles);
+  g_free (h->label);
+  g_free (h->queue);
   h->tiles = g_new0 (TilerHeatTile, h->ntx * h->nty);
+  h->label = g_new0 (guint8, h->ntx * h->nty);
+  h->queue = g_new0 (gint, h->ntx * h->nty);
   tiler_heat_reset (h);
 }
 
@@ -35,7 +41,11 @@ void
 tiler_heat_clear (TilerHeat * h)
 {
   g_free (h->tiles);
+  g_free (h->label);
+  g_free (h->queue);
   h->tiles = NULL;
+  h->label = NULL;
+  h->queue = NULL;
 }
 
 void
@@ -87,26 +97,55 @@ tile_hot (TilerHeat * h, const TilerHeatTile * t, GstClockTime now)
   return h->all || t->photo_frames * 5 >= t->run_frames;
 }
 
+/* The largest 8-connected group of hot tiles (by tile count), as a
+ * bounding box: a spinner or a second small animation elsewhere does not
+ * stretch the stream over the desktop between them. */
 gboolean
 tiler_heat_candidate (TilerHeat * h, GstClockTime now, GstVideoRectangle * out)
 {
-  GstVideoRectangle box = { 0, 0, 0, 0 };
-  gint tx, ty;
+  gint n = h->ntx * h->nty, i, best_count = 0, k;
+  GstVideoRectangle best = { 0, 0, 0, 0 };
 
-  for (ty = 0; ty < h->nty; ty++)
-    for (tx = 0; tx < h->ntx; tx++)
-      if (tile_hot (h, &h->tiles[ty * h->ntx + tx], now)) {
-        GstVideoRectangle t = { tx * h->tile, ty * h->tile, h->tile, h->tile };
+  for (i = 0; i < n; i++)
+    h->label[i] = tile_hot (h, &h->tiles[i], now) ? 1 : 0;
+  for (i = 0; i < n; i++) {
+    GstVideoRectangle box = { 0, 0, 0, 0 };
+    gint head = 0, tail = 0, count = 0;
 
-        gst_spice_rect_union (&box, &t, &box);
+    if (h->label[i] != 1)
+      continue;
+    h->label[i] = 2;
+    h->queue[tail++] = i;
+    while (head < tail) {
+      gint t = h->queue[head++], tx = t % h->ntx, ty = t / h->ntx;
+      GstVideoRectangle r = { tx * h->tile, ty * h->tile, h->tile, h->tile };
+
+      gst_spice_rect_union (&box, &r, &box);
+      count++;
+      for (k = 0; k < 9; k++) {
+        gint nx = tx + k % 3 - 1, ny = ty + k / 3 - 1, ni;
+
+        if (nx < 0 || ny < 0 || nx >= h->ntx || ny >= h->nty)
+          continue;
+        ni = ny * h->ntx + nx;
+        if (h->label[ni] == 1) {
+          h->label[ni] = 2;
+          h->queue[tail++] = ni;
+        }
       }
-  if (!gst_spice_rect_clip (&box, h->width, h->height))
+    }
+    if (count > best_count) {
+      best_count = count;
+      best = box;
+    }
+  }
+  if (!gst_spice_rect_clip (&best, h->width, h->height))
     return FALSE;
-  box.w &= ~1;
-  box.h &= ~1;
-  if (box.w < 16 || box.h < 16 || gst_spice_rect_area (&box) < h->min_area)
+  best.w &= ~1;
+  best.h &= ~1;
+  if (best.w < 16 || best.h < 16 || gst_spice_rect_area (&best) < h->min_area)
     return FALSE;
-  *out = box;
+  *out = best;
   return TRUE;
 }
 
@@ -131,7 +170,9 @@ tiler_heat_decide (TilerHeat * h, TilerStreamState * s, GstClockTime now,
   if (GST_CLOCK_TIME_IS_VALID (s->last_change) && now > s->last_change &&
       now - s->last_change > h->timeout)
     return TILER_STREAM_END;
-  if (have && !gst_spice_rect_contains (&s->rect, &cand)) {
+  /* grow over the hot area the stream is part of; a separate one waits */
+  if (have && !gst_spice_rect_contains (&s->rect, &cand) &&
+      gst_spice_rect_intersect (&s->rect, &cand, NULL)) {
     gst_spice_rect_union (&s->rect, &cand, rect);
     rect->w &= ~1;
     rect->h &= ~1;

@@ -25,6 +25,8 @@ typedef struct {
   /* geometry */
   gint width, height, tile, ntx, nty;
   TilerHeatTile *tiles;
+  guint8 *label;                /* scratch for the connected groups */
+  gint *queue;
 } TilerHeat;
 
 typedef enum {

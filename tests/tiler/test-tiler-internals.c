@@ -366,6 +366,37 @@ GST_START_TEST (test_heat_hysteresis)
 
 GST_END_TEST;
 
+/* a small hot spot elsewhere does not stretch the stream */
+GST_START_TEST (test_heat_largest_group)
+{
+  TilerHeat heat = { 0, };
+  GstVideoRectangle r;
+  GstClockTime t = 0;
+  gint i, tx, ty;
+
+  tiler_heat_init (&heat, 1280, 800, 64);
+  heat.min_frames = 20;
+  heat.max_gap = 200 * GST_MSECOND;
+  heat.timeout = GST_SECOND;
+  heat.min_area = 9216;
+  heat.all = TRUE;
+  for (i = 0; i < 30; i++, t += GST_SECOND / 30) {
+    for (ty = 5; ty < 10; ty++)
+      for (tx = 8; tx < 16; tx++)
+        tiler_heat_touch (&heat, tx, ty, t, TRUE);
+    tiler_heat_touch (&heat, 0, 0, t, TRUE);    /* a spinner */
+    tiler_heat_touch (&heat, 1, 0, t, TRUE);
+  }
+  fail_unless (tiler_heat_candidate (&heat, t - GST_SECOND / 30, &r));
+  fail_unless_equals_int (r.x, 512);
+  fail_unless_equals_int (r.y, 320);
+  fail_unless_equals_int (r.w, 512);
+  fail_unless_equals_int (r.h, 320);
+  tiler_heat_clear (&heat);
+}
+
+GST_END_TEST;
+
 static Suite *
 tiler_internals_suite (void)
 {
@@ -379,6 +410,7 @@ tiler_internals_suite (void)
   tcase_add_test (tc, test_encoders_roundtrip);
   tcase_add_test (tc, test_decoder_chained_lz4_blocks);
   tcase_add_test (tc, test_heat_hysteresis);
+  tcase_add_test (tc, test_heat_largest_group);
   return s;
 }
 
