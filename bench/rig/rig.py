@@ -574,7 +574,8 @@ def table(results):
         else:
             exact_s = "–"
         rss = "%s/%s" % (fmt(c.get("guest_peak_rss_mib"), 0), fmt(c.get("pipeline_peak_rss_mib"), 0))
-        n = "%d%s" % (k.get("n", 0), "" if c["status"] == "ok" else " (aborted)")
+        n = "%d%s" % (k.get("n", 0), "" if c["status"] == "ok" else
+                      " (aborted: %s)" % (c.get("reason") or "error"))
         sq = (c.get("server_socket") or {}).get("sendq_kib_p95")
         lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             prof, c["activity"], c["mode"], n, fmt(k.get("p50_ms"), 1), fmt(k.get("p95_ms"), 1),
