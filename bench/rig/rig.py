@@ -22,6 +22,7 @@ import argparse
 import configparser
 import datetime
 import json
+import math
 import os
 import platform
 import re
@@ -618,13 +619,15 @@ def plots(results, outdir, stem):
                             "%.3f" % k["p95_ms"] if k.get("p95_ms") is not None else "NaN"]
                 f.write(" ".join(row) + "\n")
         png = os.path.join(outdir, "%s-%s.png" % (stem, prof.replace("/", "-")))
+        lows = [c["keypress"]["p50_ms"] for c in pc if c["keypress"].get("p50_ms")]
+        ymin = 10 ** math.floor(math.log10(max(min(lows) / 2, 0.1))) if lows else 0.1
         nm = len(modes)
         width = 0.8 / nm
         gp = ["set terminal pngcairo size 900,480 font 'Sans,10'",
               "set output '%s'" % png,
               "set title 'Keypress to draw, link %s (cc %s): bars p50, marks p95' noenhanced"
               % (prof, results["machine"]["cc"]),
-              "set ylabel 'ms (log)'", "set logscale y", "set yrange [0.1:*]",
+              "set ylabel 'ms (log)'", "set logscale y", "set yrange [%g:*]" % ymin,
               "set style fill solid 0.7 border -1", "set boxwidth %.3f" % width,
               "set key outside right top noenhanced", "set grid ytics",
               "set xtics (%s)" % ", ".join("'%s' %d" % (a, i) for i, a in enumerate(acts)),
