@@ -17,10 +17,12 @@
  * `scancode` field in spice-gtk's convention: XT set 1, 0x100|code for
  * E0-prefixed keys; pointer positions in surface pixels).
  *
- * A client that connects is sent the surface, the last known picture and
- * a `spice-refresh` event goes upstream so that the tiler redraws
- * everything; streams start for it at the next key unit (a force-key-unit
- * event is sent upstream). A client that cannot decode a stream's codec
+ * A client that connects is sent the surface and then the whole picture as
+ * one draw: the last known picture if it is one region covering the
+ * surface, otherwise the answer to a `spice-refresh` event sent upstream
+ * (the tiler redraws everything as one region), or after 2 s without an
+ * answer the last known picture as it is. Streams start for it at the next
+ * key unit (a force-key-unit event is sent upstream). A client that cannot decode a stream's codec
  * makes spicesink send `spice-stream-control` (enabled=FALSE) upstream on
  * that stream pad so that the tiler sends the area as draws.
  *
@@ -101,9 +103,16 @@ GST_ELEMENT_REGISTER_DEFINE_WITH_CODE (spicesink, "spicesink", GST_RANK_NONE,
 
 /* ------------------------------------------------------- upstream events */
 
+typedef void (*SinkJobFunc) (GstSpiceSink * sink, GstPad * pad,
+    gpointer data);
+
 typedef struct {
+  GstSpiceSink *sink;
   GstPad *pad;
-  GstEvent *event;
+  GstEvent *event;              /* pushed upstream from pad, or NULL */
+  SinkJobFunc func;             /* or run on the event thread */
+  gpointer data;
+  GDestroyNotify free_data;
 } PendingEvent;
 
 static void
@@ -111,10 +120,37 @@ event_thread_func (gpointer data, gpointer user_data)
 {
   PendingEvent *pe = data;
 
-  if (!gst_pad_push_event (pe->pad, pe->event))
+  if (pe->event && !gst_pad_push_event (pe->pad, pe->event))
     GST_LOG_OBJECT (pe->pad, "upstream event not handled");
+  if (pe->func)
+    pe->func (pe->sink, pe->pad, pe->data);
+  if (pe->free_data)
+    pe->free_data (pe->data);
   gst_object_unref (pe->pad);
   g_free (pe);
+}
+
+static void
+post_job (GstSpiceSink * sink, GstPad * pad, GstEvent * event,
+    SinkJobFunc func, gpointer data, GDestroyNotify free_data)
+{
+  PendingEvent *pe;
+
+  if (!sink->event_pool) {
+    if (event)
+      gst_event_unref (event);
+    if (free_data)
+      free_data (data);
+    return;
+  }
+  pe = g_new0 (PendingEvent, 1);
+  pe->sink = sink;
+  pe->pad = gst_object_ref (pad);
+  pe->event = event;
+  pe->func = func;
+  pe->data = data;
+  pe->free_data = free_data;
+  g_thread_pool_push (sink->event_pool, pe, NULL);
 }
 
 /* any thread: pushes @event upstream from @pad on the event thread */
@@ -122,16 +158,322 @@ void
 gst_spice_sink_post_upstream (GstSpiceSink * sink, GstPad * pad,
     GstEvent * event)
 {
-  PendingEvent *pe;
+  post_job (sink, pad, event, NULL, NULL, NULL);
+}
 
-  if (!sink->event_pool) {
-    gst_event_unref (event);
-    return;
+/* -------------------------------------------------------- rate control */
+
+/* elements the encoder search walks through (one sink pad, same stream) */
+static const gchar *const passthrough_factories[] = {
+  "queue", "queue2", "capsfilter", "videoconvert", "videoscale",
+  "videorate", "identity", "valve", "tee", "h264parse", "vp9parse",
+  "jpegparse", "videoconvertscale", NULL
+};
+
+static GstPad *
+real_peer (GstPad * pad)
+{
+  GstPad *p = gst_pad_get_peer (pad);
+  guint i;
+
+  /* into bins: a ghost pad's target, out of bins: a proxy pad's ghost */
+  for (i = 0; p && i < 8; i++) {
+    if (GST_IS_GHOST_PAD (p)) {
+      GstPad *t = gst_ghost_pad_get_target (GST_GHOST_PAD (p));
+
+      gst_object_unref (p);
+      p = t;
+    } else if (GST_IS_PROXY_PAD (p) && GST_IS_GHOST_PAD (GST_OBJECT_PARENT
+            (p))) {
+      GstPad *ghost = GST_PAD (gst_object_get_parent (GST_OBJECT (p)));
+
+      gst_object_unref (p);
+      p = ghost ? gst_pad_get_peer (ghost) : NULL;
+      if (ghost)
+        gst_object_unref (ghost);
+    } else {
+      break;
+    }
   }
-  pe = g_new (PendingEvent, 1);
-  pe->pad = gst_object_ref (pad);
-  pe->event = event;
-  g_thread_pool_push (sink->event_pool, pe, NULL);
+  return p;
+}
+
+/* event thread: the known encoder upstream of @pad, or NULL */
+static GstElement *
+find_encoder (GstPad * pad, SinkEncKind * kind)
+{
+  GstPad *p = real_peer (pad);
+  guint hops;
+
+  *kind = SINK_ENC_UNKNOWN;
+  for (hops = 0; p && hops < 16; hops++) {
+    GstElement *el = gst_pad_get_parent_element (p);
+    GstElementFactory *f;
+    const gchar *name;
+    GstPad *sinkpad;
+
+    gst_object_unref (p);
+    p = NULL;
+    if (!el)
+      break;
+    f = gst_element_get_factory (el);
+    name = f ? GST_OBJECT_NAME (f) : NULL;
+    *kind = sink_rate_encoder_kind (name);
+    if (*kind != SINK_ENC_UNKNOWN)
+      return el;
+    if (!name || !g_strv_contains (passthrough_factories, name) ||
+        !(sinkpad = gst_element_get_static_pad (el, "sink"))) {
+      gst_object_unref (el);
+      break;
+    }
+    p = real_peer (sinkpad);
+    gst_object_unref (sinkpad);
+    gst_object_unref (el);
+  }
+  if (p)
+    gst_object_unref (p);
+  return NULL;
+}
+
+static guint
+get_uint_property (GObject * obj, const gchar * name)
+{
+  GParamSpec *ps = g_object_class_find_property (G_OBJECT_GET_CLASS (obj),
+      name);
+  GValue v = G_VALUE_INIT, u = G_VALUE_INIT;
+  guint r = 0;
+
+  if (!ps)
+    return 0;
+  g_value_init (&v, ps->value_type);
+  g_value_init (&u, G_TYPE_UINT);
+  g_object_get_property (obj, name, &v);
+  if (g_value_transform (&v, &u))
+    r = g_value_get_uint (&u);
+  g_value_unset (&v);
+  g_value_unset (&u);
+  return r;
+}
+
+static void
+set_uint_property (GObject * obj, const gchar * name, guint value)
+{
+  GParamSpec *ps = g_object_class_find_property (G_OBJECT_GET_CLASS (obj),
+      name);
+  GValue v = G_VALUE_INIT, u = G_VALUE_INIT;
+
+  if (!ps || !(ps->flags & G_PARAM_WRITABLE))
+    return;
+  g_value_init (&u, G_TYPE_UINT);
+  g_value_set_uint (&u, value);
+  g_value_init (&v, ps->value_type);
+  if (g_value_transform (&u, &v)) {
+    g_param_value_validate (ps, &v);
+    g_object_set_property (obj, name, &v);
+  }
+  g_value_unset (&v);
+  g_value_unset (&u);
+}
+
+/* event thread: finds the encoder of a stream pad and what it was set to */
+static void
+probe_encoder_job (GstSpiceSink * sink, GstPad * pad, gpointer data)
+{
+  SinkEncKind kind;
+  GstElement *enc = find_encoder (pad, &kind);
+  guint value = 0;
+  SinkStream *st;
+
+  if (enc)
+    value = get_uint_property (G_OBJECT (enc),
+        sink_rate_encoder_property (kind));
+  g_mutex_lock (&sink->lock);
+  st = gst_pad_get_element_private (pad);
+  if (st) {
+    st->enc_probe_pending = FALSE;
+    st->enc_probed = TRUE;
+    if (st->encoder)
+      gst_object_unref (st->encoder);
+    st->encoder = enc ? gst_object_ref (enc) : NULL;
+    st->enc_kind = kind;
+    st->initial_value = value;
+    st->initial_bps = sink_rate_encoder_initial_bps (kind, value);
+    st->enc_value = value;
+    GST_INFO_OBJECT (sink, "%s: encoder %s (%s = %u)", GST_PAD_NAME (pad),
+        enc ? GST_OBJECT_NAME (enc) : "unknown, only spice-rate is sent",
+        enc ? sink_rate_encoder_property (kind) : "-", value);
+  }
+  g_mutex_unlock (&sink->lock);
+  if (enc)
+    gst_object_unref (enc);
+}
+
+typedef struct {
+  GstElement *encoder;
+  const gchar *property;
+  guint value;
+} RateJob;
+
+static void
+rate_job_free (gpointer data)
+{
+  RateJob *j = data;
+
+  if (j->encoder)
+    gst_object_unref (j->encoder);
+  g_free (j);
+}
+
+static void
+rate_job (GstSpiceSink * sink, GstPad * pad, gpointer data)
+{
+  RateJob *j = data;
+
+  if (j->encoder && j->property)
+    set_uint_property (G_OBJECT (j->encoder), j->property, j->value);
+}
+
+/* lock held: applies @target to @st (spice-rate upstream + encoder) */
+static void
+apply_rate (GstSpiceSink * sink, SinkStream * st, guint64 target_bps,
+    gint fps_n, gint64 now, gboolean restore)
+{
+  RateJob *j = g_new0 (RateJob, 1);
+  guint64 ref = st->initial_bps;
+
+  st->target_bps = restore ? 0 : target_bps;
+  st->fps_n = restore ? 0 : fps_n;
+  st->last_change_us = now;
+  st->rate_changes++;
+  if (st->encoder) {
+    j->encoder = gst_object_ref (st->encoder);
+    j->property = sink_rate_encoder_property (st->enc_kind);
+    j->value = restore ? st->initial_value :
+        sink_rate_encoder_value (st->enc_kind, target_bps, ref,
+        st->initial_value);
+    st->enc_value = j->value;
+  }
+  GST_INFO_OBJECT (sink, "%s: link %" G_GUINT64_FORMAT " bit/s, draws %"
+      G_GUINT64_FORMAT " bit/s -> stream target %" G_GUINT64_FORMAT
+      " bit/s, %d fps%s (%s %s = %u)", GST_PAD_NAME (st->pad), sink->link_bps,
+      sink->link_draw_bps, target_bps, fps_n, fps_n ? "" : " (no cap)",
+      st->encoder ? GST_OBJECT_NAME (st->encoder) : "no known encoder",
+      j->property ? j->property : "", j->value);
+  post_job (sink, st->pad, gst_spice_event_new_rate ((guint) MIN (target_bps,
+              G_MAXUINT), st->fps_n, 1), rate_job, j, rate_job_free);
+}
+
+/* Server thread, lock held, every 250 ms: per-client link estimates from
+ * TCP_INFO (read by the caller), the slowest active client's, and every
+ * ~500 ms the stream targets (gstspicesinkrate.h, docs "Rate control"). */
+void
+gst_spice_sink_rate_tick (GstSpiceSink * sink, gint64 now)
+{
+  GList *l;
+  guint64 slowest = 0, draw_bps = 0;
+  guint clients = 0, n_streams = 0, i;
+  gdouble dt = (now - sink->last_rate_us) / (gdouble) G_TIME_SPAN_SECOND;
+
+  for (l = sink->sessions; l; l = l->next) {
+    SinkSession *s = l->data;
+    SinkConn *d = s->display;
+    SinkLinkSample smp;
+
+    gboolean backlogged;
+
+    if (!gst_spice_sink_session_display_ready (s) || !d->have_tcpi)
+      continue;
+    backlogged = d->out_bytes > 0;
+    if (d->rate_last_us) {
+      sink_link_sample_make (&smp, d->tcpi_delivery_rate,
+          d->tcpi_bytes_acked - d->rate_last_acked, now - d->rate_last_us,
+          backlogged && d->rate_last_backlogged, d->tcpi_rtt_us,
+          d->tcpi_min_rtt_us);
+      sink_link_estimate_update (&s->link, &smp);
+      GST_LOG_OBJECT (sink, "%s: sample %" G_GUINT64_FORMAT " bit/s%s, rtt "
+          "%u us (min %u), unacked %u, queued %" G_GSIZE_FORMAT
+          " -> estimate %" G_GUINT64_FORMAT " bit/s", s->peer_host,
+          smp.delivery_bps, smp.app_limited ? " (app-limited)" : "",
+          smp.rtt_us, smp.min_rtt_us, d->tcpi_unacked, d->out_bytes,
+          s->link.bps);
+    }
+    d->rate_last_us = now;
+    d->rate_last_acked = d->tcpi_bytes_acked;
+    d->rate_last_backlogged = backlogged;
+  }
+  if (sink->last_rate_us && now - sink->last_rate_us <
+      SINK_RATE_MIN_INTERVAL_US - 50 * G_TIME_SPAN_MILLISECOND)
+    return;
+  if (!sink->last_rate_us)
+    dt = 0;
+  sink->last_rate_us = now;
+
+  for (l = sink->sessions; l; l = l->next) {
+    SinkSession *s = l->data;
+
+    if (dt > 0) {
+      guint64 x = (guint64) ((s->draw_bytes - s->last_draw_bytes) * 8 / dt);
+
+      s->draw_bps = (s->draw_bps + x) / 2;
+    }
+    s->last_draw_bytes = s->draw_bytes;
+    if (!gst_spice_sink_session_display_ready (s))
+      continue;
+    clients++;
+    if (s->link.bps && (slowest == 0 || s->link.bps < slowest)) {
+      slowest = s->link.bps;
+      draw_bps = s->draw_bps;
+    }
+  }
+  sink->link_bps = slowest;
+  sink->link_draw_bps = draw_bps;
+
+  for (i = 0; i < sink->streams->len; i++) {
+    SinkStream *st = g_ptr_array_index (sink->streams, i);
+
+    if (dt > 0)
+      st->in_bps = (guint64) ((st->bytes_in - st->last_bytes_in) * 8 / dt);
+    st->last_bytes_in = st->bytes_in;
+    if (st->codec && st->enabled && !st->eos && st->frames_in > 0)
+      n_streams++;
+  }
+  for (i = 0; i < sink->streams->len; i++) {
+    SinkStream *st = g_ptr_array_index (sink->streams, i);
+    SinkRateInput in;
+    SinkRateTarget out;
+
+    if (!st->codec || !st->enabled || st->eos || st->frames_in == 0)
+      continue;
+    if (!st->enc_probed) {
+      if (!st->enc_probe_pending) {
+        st->enc_probe_pending = TRUE;
+        post_job (sink, st->pad, NULL, probe_encoder_job, NULL, NULL);
+      }
+      continue;
+    }
+    if (st->enc_kind == SINK_ENC_JPEG && st->initial_bps == 0) {
+      /* JPEG has no bitrate: the reference is the measured rate at the
+       * initial quality, taken before the first change */
+      if (st->in_bps == 0)
+        continue;
+      st->initial_bps = st->in_bps;
+    }
+    if (clients == 0) {
+      /* nobody watches: back to what the pipeline set */
+      if (st->target_bps)
+        apply_rate (sink, st, st->initial_bps, 0, now, TRUE);
+      continue;
+    }
+    in.link_bps = slowest;
+    in.draw_bps = draw_bps;
+    in.n_streams = n_streams;
+    in.initial_bps = st->initial_bps;
+    in.current_bps = st->target_bps;
+    in.since_change_us = st->last_change_us ? now - st->last_change_us :
+        G_MAXINT64;
+    if (sink_rate_decide (&in, &out))
+      apply_rate (sink, st, out.target_bps, out.fps_n, now, FALSE);
+  }
 }
 
 /* lock held */
@@ -244,8 +586,7 @@ gst_spice_sink_draw_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
   GstSpiceDraw d;
   GArray *regions;
   GBytes *bytes;
-  const guint8 *base;
-  gboolean refresh;
+  gboolean refresh, one_full;
   GList *l;
   guint i;
 
@@ -261,7 +602,6 @@ gst_spice_sink_draw_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
     gst_buffer_unref (buf);
     return GST_FLOW_ERROR;
   }
-  base = g_bytes_get_data (bytes, NULL);
   refresh = (rd.flags & GST_SPICE_DRAWS_FLAG_REFRESH) != 0;
   regions = g_array_new (FALSE, FALSE, sizeof (DrawRegion));
 
@@ -304,34 +644,53 @@ gst_spice_sink_draw_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
     gst_spice_sink_cache_clear (sink);
     sink->refresh_outstanding = FALSE;
   }
+  /* A REFRESH update goes only to the clients that wait for the picture
+   * (or got an incomplete one); the others already have it. Any other
+   * update goes only to clients that have the picture. */
   for (i = 0; i < regions->len; i++) {
     DrawRegion *r = &g_array_index (regions, DrawRegion, i);
     GBytes *payload = g_bytes_new_from_bytes (bytes, r->offset, r->size);
 
-    (void) base;
     for (l = sink->sessions; l; l = l->next) {
       SinkSession *s = l->data;
 
       if (!gst_spice_sink_session_display_ready (s) || s->behind)
         continue;
-      if (s->awaiting_refresh && !refresh)
+      if (refresh ? !(s->awaiting_refresh || s->partial_picture) :
+          s->awaiting_refresh)
         continue;
       gst_spice_sink_send_draw (s->display, &r->dest, r->type, payload);
     }
     gst_spice_sink_cache_add (sink, &r->dest, r->type, payload);
     g_bytes_unref (payload);
   }
+  one_full = gst_spice_sink_cache_is_one_full_region (sink);
   for (l = sink->sessions; l; l = l->next) {
     SinkSession *s = l->data;
 
     if (!gst_spice_sink_session_display_ready (s))
       continue;
-    if (s->behind || (s->awaiting_refresh && !refresh)) {
+    if (s->behind) {
       s->updates_skipped++;
       continue;
     }
-    s->awaiting_refresh = FALSE;
-    s->updates++;
+    if (refresh && (s->awaiting_refresh || s->partial_picture)) {
+      GST_DEBUG_OBJECT (sink, "%s gets the refresh (%u regions)",
+          s->peer_host, regions->len);
+      if (s->awaiting_refresh)
+        gst_spice_sink_session_picture_done (sink, s);
+      s->partial_picture = FALSE;
+      s->updates++;
+    } else if (s->awaiting_refresh && one_full) {
+      /* this update made the last-known picture one full region */
+      gst_spice_sink_replay_cache (sink, s->display);
+      gst_spice_sink_session_picture_done (sink, s);
+      s->updates++;
+    } else if (s->awaiting_refresh) {
+      s->updates_skipped++;
+    } else if (!refresh) {
+      s->updates++;
+    }
   }
   gst_spice_sink_cache_update_complete (sink);
   g_mutex_unlock (&sink->lock);
@@ -632,6 +991,7 @@ gst_spice_sink_stream_chain (GstPad * pad, GstObject * parent,
 
   g_mutex_lock (&sink->lock);
   st->frames_in++;
+  st->bytes_in += gst_buffer_get_size (buf);
   sink->stream_frames_in++;
   if (!gst_spice_sink_wait_for_room (sink)) {
     g_mutex_unlock (&sink->lock);
@@ -820,6 +1180,8 @@ gst_spice_sink_release_pad (GstElement * element, GstPad * pad)
     gst_spice_sink_stream_destroy_all_clients (sink, st);
     g_ptr_array_remove (sink->streams, st);
     gst_pad_set_element_private (pad, NULL);
+    if (st->encoder)
+      gst_object_unref (st->encoder);
   }
   g_mutex_unlock (&sink->lock);
   gst_pad_set_active (pad, FALSE);
@@ -1030,8 +1392,13 @@ gst_spice_sink_finalize (GObject * object)
   g_free (sink->password);
   if (sink->cache)
     g_ptr_array_unref (sink->cache);
-  for (i = 0; i < sink->streams->len; i++)
-    g_free (g_ptr_array_index (sink->streams, i));
+  for (i = 0; i < sink->streams->len; i++) {
+    SinkStream *st = g_ptr_array_index (sink->streams, i);
+
+    if (st->encoder)
+      gst_object_unref (st->encoder);
+    g_free (st);
+  }
   g_ptr_array_unref (sink->streams);
   if (sink->cursor_shape)
     g_bytes_unref (sink->cursor_shape);

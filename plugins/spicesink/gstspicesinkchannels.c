@@ -5,7 +5,9 @@
  * Sequences sent (see docs/spicesink.md):
  *   main:    MAIN_INIT; CHANNELS_LIST on ATTACH_CHANNELS; MOUSE_MODE on
  *            request; PING every second
- *   display: SURFACE_CREATE, [last-known picture as DRAW_COPYs], MARK; then
+ *   display: SURFACE_CREATE, the whole picture as one DRAW_COPY (a REFRESH
+ *            update or a one-region cache; after 2 s whatever the cache
+ *            has), MARK; then
  *            updates as DRAW_COPY; streams as STREAM_CREATE
  *            (+ STREAM_ACTIVATE_REPORT) / STREAM_DATA / STREAM_DESTROY
  *   inputs:  INPUTS_INIT; MOUSE_MOTION_ACK after every 4 motion messages
@@ -81,8 +83,10 @@ gst_spice_sink_send_draw (SinkConn * conn, const GstVideoRectangle * dest,
   gst_spice_sink_conn_send (conn, GST_SPICE_MSG_DISPLAY_DRAW_COPY, a,
       payload);
   g_byte_array_unref (a);
-  if (conn->session)
+  if (conn->session) {
     conn->session->draws++;
+    conn->session->draw_bytes += g_bytes_get_size (payload);
+  }
 }
 
 /* --------------------------------------------------- last-known picture */
@@ -218,8 +222,8 @@ gst_spice_sink_cache_update_complete (GstSpiceSink * sink)
   sink->cache_complete = complete;
 }
 
-static void
-replay_cache (GstSpiceSink * sink, SinkConn * conn)
+void
+gst_spice_sink_replay_cache (GstSpiceSink * sink, SinkConn * conn)
 {
   guint i;
 
@@ -228,6 +232,20 @@ replay_cache (GstSpiceSink * sink, SinkConn * conn)
 
     gst_spice_sink_send_draw (conn, &e->dest, e->type, e->payload);
   }
+}
+
+/* The last-known picture is one region covering the whole surface (a
+ * client's first draw would then be the whole picture). */
+gboolean
+gst_spice_sink_cache_is_one_full_region (GstSpiceSink * sink)
+{
+  SinkCacheEntry *e;
+
+  if (!sink->cache || sink->cache->len != 1)
+    return FALSE;
+  e = g_ptr_array_index (sink->cache, 0);
+  return e->dest.x == 0 && e->dest.y == 0 && e->dest.w == sink->width &&
+      e->dest.h == sink->height;
 }
 
 /* ------------------------------------------------------------- display */
@@ -266,20 +284,71 @@ gst_spice_sink_display_start (GstSpiceSink * sink, SinkSession * s)
     gst_spice_wire_write_surface_destroy (a, 0);
     send_fixed (d, GST_SPICE_MSG_DISPLAY_SURFACE_DESTROY, a);
   }
+  s->awaiting_refresh = FALSE;
   gst_spice_wire_write_surface_create (a, 0, sink->width, sink->height,
       GST_SPICE_SURFACE_FMT_32_xRGB, GST_SPICE_SURFACE_FLAGS_PRIMARY);
   send_fixed (d, GST_SPICE_MSG_DISPLAY_SURFACE_CREATE, a);
+  g_byte_array_unref (a);
   s->surface_sent = TRUE;
-  if (sink->cache_complete) {
-    replay_cache (sink, d);
-    s->awaiting_refresh = FALSE;
+  gst_spice_sink_session_start_picture (sink, s);
+}
+
+/* The client has the whole picture: MARK, then normal updates (and streams
+ * from their next key frame). */
+void
+gst_spice_sink_session_picture_done (GstSpiceSink * sink, SinkSession * s)
+{
+  GByteArray *a = g_byte_array_new ();
+
+  send_fixed (s->display, GST_SPICE_MSG_DISPLAY_MARK, a);
+  g_byte_array_unref (a);
+  s->awaiting_refresh = FALSE;
+}
+
+/* A client with a surface but without the picture (joined, or resyncs
+ * after falling behind). Its first draw must be the whole picture (simple
+ * clients such as spicy-screenshot save the surface at the first
+ * invalidate): the cache is sent at once only when it is one region
+ * covering the surface; otherwise the client gets nothing until the
+ * REFRESH update that is requested here (see the draw chain), or the cache
+ * as it is after SINK_REFRESH_WAIT_US (timer). */
+void
+gst_spice_sink_session_start_picture (GstSpiceSink * sink, SinkSession * s)
+{
+  s->partial_picture = FALSE;
+  if (gst_spice_sink_cache_is_one_full_region (sink)) {
+    gst_spice_sink_replay_cache (sink, s->display);
+    gst_spice_sink_session_picture_done (sink, s);
+    s->updates++;
   } else {
     s->awaiting_refresh = TRUE;
+    s->await_since_us = g_get_monotonic_time ();
+    gst_spice_sink_request_refresh (sink, TRUE);
   }
-  send_fixed (d, GST_SPICE_MSG_DISPLAY_MARK, a);
-  g_byte_array_unref (a);
-  gst_spice_sink_request_refresh (sink, TRUE);
   request_all_key_units (sink);
+}
+
+/* Timer, lock held: bounds the wait for a REFRESH update. */
+void
+gst_spice_sink_session_check_wait (GstSpiceSink * sink, SinkSession * s,
+    gint64 now)
+{
+  if (!s->awaiting_refresh || s->behind ||
+      !gst_spice_sink_session_display_ready (s) ||
+      now - s->await_since_us < SINK_REFRESH_WAIT_US)
+    return;
+  if (!sink->cache || sink->cache->len == 0)
+    return;                     /* nothing to give yet */
+  GST_WARNING_OBJECT (sink, "client %s (session %08x): no one-region "
+      "picture after %" G_GINT64_FORMAT " ms, sending the cached picture as "
+      "%u draws%s", s->peer_host, s->id,
+      (now - s->await_since_us) / G_TIME_SPAN_MILLISECOND, sink->cache->len,
+      sink->cache_complete ? "" : " (incomplete: the next refresh follows)");
+  gst_spice_sink_replay_cache (sink, s->display);
+  gst_spice_sink_session_picture_done (sink, s);
+  s->partial_picture = !sink->cache_complete;
+  s->wait_fallbacks++;
+  s->updates++;
 }
 
 /* A client that fell behind has drained its queue: give it the picture
@@ -290,14 +359,7 @@ gst_spice_sink_session_resync (GstSpiceSink * sink, SinkSession * s)
   s->behind = FALSE;
   s->refreshes++;
   GST_INFO_OBJECT (sink, "resynchronising %s", s->peer_host);
-  if (sink->cache_complete) {
-    replay_cache (sink, s->display);
-    s->awaiting_refresh = FALSE;
-  } else {
-    s->awaiting_refresh = TRUE;
-  }
-  gst_spice_sink_request_refresh (sink, TRUE);
-  request_all_key_units (sink);
+  gst_spice_sink_session_start_picture (sink, s);
 }
 
 void
@@ -712,6 +774,7 @@ gst_spice_sink_channel_closed (SinkConn * conn)
     s->surface_sent = FALSE;
     s->behind = FALSE;
     s->awaiting_refresh = FALSE;
+    s->partial_picture = FALSE;
   }
 }
 

@@ -112,12 +112,69 @@ out_ready_cb (GObject * stream, gpointer user_data)
   return G_SOURCE_REMOVE;
 }
 
+static gboolean
+pace_ready_cb (gpointer user_data)
+{
+  SinkConn *conn = user_data;
+  GstSpiceSink *sink = conn->sink;
+
+  g_mutex_lock (&sink->lock);
+  g_source_destroy (conn->pace_src);
+  g_source_unref (conn->pace_src);
+  conn->pace_src = NULL;
+  gst_spice_sink_conn_flush (conn);
+  g_mutex_unlock (&sink->lock);
+  return G_SOURCE_REMOVE;
+}
+
+/* Server thread, lock held. Keeps the sink application-limited on the
+ * display channel: while the smoothed RTT stands more than
+ * SINK_QDELAY_HIGH_US above the minimum (the bottleneck queue grows) and
+ * data is in flight, nothing more is offered (for at most
+ * SINK_PACE_MAX_HOLD_US at a time); a 5 ms timer looks again. Returns TRUE
+ * while holding. */
+static gboolean
+pace_hold (SinkConn * conn)
+{
+  gint64 now;
+
+  if (conn->pace_src)
+    return TRUE;
+  if (!conn->session || conn->session->display != conn ||
+      conn->state != CONN_DATA)
+    return FALSE;
+  gst_spice_sink_conn_update_tcp_info (conn);
+  now = g_get_monotonic_time ();
+  if (conn->have_tcpi && sink_pace_should_hold (conn->tcpi_rtt_us,
+          conn->tcpi_min_rtt_us, conn->tcpi_unacked,
+          conn->pace_since_us ? now - conn->pace_since_us : 0)) {
+    if (!conn->pace_since_us) {
+      conn->pace_since_us = now;
+      conn->pace_holds++;
+      GST_LOG_OBJECT (conn->sink, "%s: queueing delay %u us, holding "
+          "writes", conn->peer, conn->tcpi_rtt_us - conn->tcpi_min_rtt_us);
+    }
+    conn->pace_src = g_timeout_source_new (5);
+    g_source_set_callback (conn->pace_src, pace_ready_cb, conn, NULL);
+    g_source_attach (conn->pace_src, conn->sink->ctx);
+    return TRUE;
+  }
+  if (conn->pace_since_us) {
+    conn->paced_us += now - conn->pace_since_us;
+    conn->pace_since_us = 0;
+  }
+  return FALSE;
+}
+
 /* Server thread, lock held: writes as much as the socket takes. */
 void
 gst_spice_sink_conn_flush (SinkConn * conn)
 {
   GstSpiceSink *sink = conn->sink;
   gboolean progress = FALSE;
+
+  if (!g_queue_is_empty (&conn->outq) && pace_hold (conn))
+    return;
 
   while (conn->state != CONN_DEAD && !g_queue_is_empty (&conn->outq)) {
     GOutputVector vec[MAX_IOV];
@@ -292,4 +349,9 @@ gst_spice_sink_conn_update_tcp_info (SinkConn * conn)
   if (len >= offsetof (struct tcp_info, tcpi_delivery_rate) +
       sizeof (ti.tcpi_delivery_rate))
     conn->tcpi_delivery_rate = ti.tcpi_delivery_rate;
+  conn->tcpi_unacked = ti.tcpi_unacked;
+  conn->tcpi_app_limited = ti.tcpi_delivery_rate_app_limited;
+  if (len >= offsetof (struct tcp_info, tcpi_bytes_acked) +
+      sizeof (ti.tcpi_bytes_acked))
+    conn->tcpi_bytes_acked = ti.tcpi_bytes_acked;
 }

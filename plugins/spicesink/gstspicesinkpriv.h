@@ -17,6 +17,7 @@
 #include <spice/gstspice.h>
 
 #include "gstspicesink.h"
+#include "gstspicesinkrate.h"
 
 G_BEGIN_DECLS
 
@@ -25,6 +26,9 @@ GST_DEBUG_CATEGORY_EXTERN (gst_spice_sink_debug);
 
 #define SINK_MSG_HEAD_MAX 240
 #define SINK_MAX_STREAMS GST_SPICE_WIRE_MAX_STREAMS
+/* how long a joining (or resynchronising) client waits for a one-region
+ * picture (REFRESH update) before it gets the cached picture as it is */
+#define SINK_REFRESH_WAIT_US (2 * G_TIME_SPAN_SECOND)
 
 /* One queued server -> client message: a small per-connection head (data
  * header + fixed fields) and an optional shared body (image, frame). */
@@ -97,6 +101,18 @@ struct _SinkConn {
   guint32 tcpi_rtt_us, tcpi_min_rtt_us, tcpi_notsent, tcpi_cwnd,
       tcpi_retrans;
   guint64 tcpi_delivery_rate;   /* bytes/s */
+  guint32 tcpi_unacked;
+  gboolean tcpi_app_limited;
+  guint64 tcpi_bytes_acked;
+  /* previous rate sample */
+  guint64 rate_last_acked;
+  gint64 rate_last_us;
+  gboolean rate_last_backlogged;
+
+  /* pacing (display): writes wait while the path queues (gstspicesinkrate.h) */
+  GSource *pace_src;
+  gint64 pace_since_us;         /* holding since, 0 = not holding */
+  guint64 pace_holds, paced_us;
 };
 
 typedef struct {
@@ -114,7 +130,12 @@ struct _SinkSession {
 
   /* display */
   gboolean surface_sent;
-  gboolean awaiting_refresh;    /* waits for a full picture */
+  gboolean awaiting_refresh;    /* waits for a full picture: gets no draws
+                                 * and no stream frames until a REFRESH
+                                 * update (or a one-region full cache) */
+  gint64 await_since_us;        /* when awaiting_refresh was set */
+  gboolean partial_picture;     /* got an incomplete cache after the wait
+                                 * bound: takes the next REFRESH update */
   gboolean behind;              /* fell behind: gets nothing until drained */
   SinkClientStream streams[SINK_MAX_STREAMS];
   guint32 codec_failed;         /* bit per SPICE codec the client reported
@@ -139,11 +160,17 @@ struct _SinkSession {
   /* stats */
   guint64 draws, updates, stream_frames, frames_dropped, updates_skipped;
   guint64 behind_count, refreshes, key_events, pointer_events;
+  guint64 wait_fallbacks;       /* waits for a refresh that hit the bound */
   guint64 last_draws, last_stream_frames;
   gdouble draws_per_s, stream_fps;
   gint32 last_margin_ms;        /* from stream reports */
   guint64 report_drops;
   gboolean have_margin;
+
+  /* rate control */
+  SinkLinkEstimate link;
+  guint64 draw_bytes, last_draw_bytes;
+  guint64 draw_bps;
 };
 
 /* one request pad stream_%u */
@@ -161,6 +188,21 @@ typedef struct {
   gboolean eos;
   gint64 last_fku_us;
   guint64 frames_in, frames_dropped;
+
+  /* rate control */
+  guint64 bytes_in, last_bytes_in;
+  guint64 in_bps;               /* measured stream rate */
+  gboolean enc_probed, enc_probe_pending;
+  GstElement *encoder;          /* known encoder upstream, or NULL */
+  SinkEncKind enc_kind;
+  guint64 initial_bps;          /* what the pipeline set (JPEG: measured
+                                 * rate at the initial quality) */
+  guint initial_value;          /* initial property value */
+  guint64 target_bps;           /* current target, 0 = initial */
+  gint fps_n;
+  guint enc_value;              /* property value we set last */
+  gint64 last_change_us;
+  guint64 rate_changes;
 } SinkStream;
 
 typedef struct {
@@ -226,6 +268,11 @@ struct _GstSpiceSink {
   gboolean refresh_outstanding;
   gboolean draw_eos;
 
+  /* rate control */
+  guint64 link_bps;             /* slowest active client's estimate */
+  guint64 link_draw_bps;        /* draw traffic to that client */
+  gint64 last_rate_us;
+
   /* totals */
   guint64 updates_in, regions_in, regions_invalid, stream_frames_in,
       refresh_requests, clients_total, clients_refused;
@@ -238,6 +285,7 @@ void  gst_spice_sink_request_refresh (GstSpiceSink * sink, gboolean force);
 void  gst_spice_sink_request_key_unit (GstSpiceSink * sink,
     SinkStream * st, gboolean force);
 void  gst_spice_sink_update_stream_control (GstSpiceSink * sink);
+void  gst_spice_sink_rate_tick (GstSpiceSink * sink, gint64 now);
 
 /* ---- gstspicesinkserver.c (listener, sessions, link stage) ---- */
 gboolean gst_spice_sink_server_start (GstSpiceSink * sink, GError ** error);
@@ -260,6 +308,14 @@ void     gst_spice_sink_send_cursor (GstSpiceSink * sink, SinkSession * s,
 void     gst_spice_sink_stream_destroy_all_clients (GstSpiceSink * sink,
     SinkStream * st);
 void     gst_spice_sink_session_resync (GstSpiceSink * sink, SinkSession * s);
+void     gst_spice_sink_session_start_picture (GstSpiceSink * sink,
+    SinkSession * s);
+void     gst_spice_sink_session_picture_done (GstSpiceSink * sink,
+    SinkSession * s);
+void     gst_spice_sink_session_check_wait (GstSpiceSink * sink,
+    SinkSession * s, gint64 now);
+gboolean gst_spice_sink_cache_is_one_full_region (GstSpiceSink * sink);
+void     gst_spice_sink_replay_cache (GstSpiceSink * sink, SinkConn * conn);
 gboolean gst_spice_sink_session_display_ready (SinkSession * s);
 gboolean gst_spice_sink_session_supports_codec (SinkSession * s,
     guint8 codec);

@@ -129,6 +129,11 @@ gst_spice_sink_conn_close (SinkConn * conn, const gchar * reason)
     g_source_unref (conn->out_src);
     conn->out_src = NULL;
   }
+  if (conn->pace_src) {
+    g_source_destroy (conn->pace_src);
+    g_source_unref (conn->pace_src);
+    conn->pace_src = NULL;
+  }
   gst_spice_sink_conn_clear_queue (conn);
   g_socket_close (conn->socket, NULL);
   if (s) {
@@ -646,13 +651,15 @@ timer_cb (gpointer user_data)
       gst_spice_sink_conn_close (conn, "client stopped reading");
       continue;
     }
-    if (second && conn->state == CONN_DATA)
+    if (conn->state == CONN_DATA && (second || (conn->session &&
+                conn->session->display == conn)))
       gst_spice_sink_conn_update_tcp_info (conn);
   }
   for (l = sink->sessions; l; l = l->next) {
     SinkSession *s = l->data;
 
-    if (s->awaiting_refresh && !s->behind)
+    gst_spice_sink_session_check_wait (sink, s, now);
+    if ((s->awaiting_refresh || s->partial_picture) && !s->behind)
       want_refresh = TRUE;
     if (second && dt > 0) {
       s->draws_per_s = (s->draws - s->last_draws) / dt;
@@ -671,6 +678,7 @@ timer_cb (gpointer user_data)
   }
   if (second)
     sink->last_stats_us = now;
+  gst_spice_sink_rate_tick (sink, now);
   if (want_refresh)
     gst_spice_sink_request_refresh (sink, TRUE);
   g_mutex_unlock (&sink->lock);
@@ -947,6 +955,8 @@ gst_spice_sink_server_stats (GstSpiceSink * sink)
         "behind", G_TYPE_BOOLEAN, s->behind,
         "behind-count", G_TYPE_UINT64, s->behind_count,
         "refreshes", G_TYPE_UINT64, s->refreshes,
+        "refresh-wait-fallbacks", G_TYPE_UINT64, s->wait_fallbacks,
+        "awaiting-picture", G_TYPE_BOOLEAN, s->awaiting_refresh,
         "key-events", G_TYPE_UINT64, s->key_events,
         "pointer-events", G_TYPE_UINT64, s->pointer_events,
         "ping-rtt-us", G_TYPE_INT64, s->rtt_us, NULL);
@@ -975,7 +985,12 @@ gst_spice_sink_server_stats (GstSpiceSink * sink)
           "tcp-min-rtt-us", G_TYPE_UINT, d->tcpi_min_rtt_us,
           "tcp-delivery-rate", G_TYPE_UINT64, d->tcpi_delivery_rate,
           "tcp-cwnd", G_TYPE_UINT, d->tcpi_cwnd,
-          "tcp-retransmits", G_TYPE_UINT, d->tcpi_retrans, NULL);
+          "tcp-retransmits", G_TYPE_UINT, d->tcpi_retrans,
+          "link-estimate-bps", G_TYPE_UINT64, s->link.bps,
+          "queue-delay-us", G_TYPE_UINT, s->link.queue_delay_us,
+          "draw-bps", G_TYPE_UINT64, s->draw_bps,
+          "pace-holds", G_TYPE_UINT64, d->pace_holds,
+          "paced-ms", G_TYPE_UINT64, d->paced_us / 1000, NULL);
     }
     g_value_init (&v, GST_TYPE_STRUCTURE);
     gst_value_set_structure (&v, c);
@@ -992,5 +1007,33 @@ gst_spice_sink_server_stats (GstSpiceSink * sink)
       "stream-frames-in", G_TYPE_UINT64, sink->stream_frames_in,
       "refresh-requests", G_TYPE_UINT64, sink->refresh_requests, NULL);
   gst_structure_take_value (st, "client-stats", &arr);
+  gst_structure_set (st, "link-estimate-bps", G_TYPE_UINT64, sink->link_bps,
+      "link-draw-bps", G_TYPE_UINT64, sink->link_draw_bps, NULL);
+  g_value_init (&arr, GST_TYPE_ARRAY);
+  {
+    guint i;
+
+    for (i = 0; i < sink->streams->len; i++) {
+      SinkStream *sst = g_ptr_array_index (sink->streams, i);
+      GValue v = G_VALUE_INIT;
+      GstStructure *t = gst_structure_new ("stream",
+          "pad", G_TYPE_STRING, GST_PAD_NAME (sst->pad),
+          "encoder", G_TYPE_STRING, sst->encoder ?
+          GST_OBJECT_NAME (sst->encoder) : "",
+          "measured-bps", G_TYPE_UINT64, sst->in_bps,
+          "initial-bps", G_TYPE_UINT64, sst->initial_bps,
+          "target-bps", G_TYPE_UINT64, sst->target_bps ? sst->target_bps :
+          sst->initial_bps,
+          "target-fps", G_TYPE_INT, sst->fps_n,
+          "encoder-value", G_TYPE_UINT, sst->enc_value,
+          "rate-changes", G_TYPE_UINT64, sst->rate_changes, NULL);
+
+      g_value_init (&v, GST_TYPE_STRUCTURE);
+      gst_value_set_structure (&v, t);
+      gst_structure_free (t);
+      gst_value_array_append_and_take_value (&arr, &v);
+    }
+  }
+  gst_structure_take_value (st, "stream-rates", &arr);
   return st;
 }

@@ -373,7 +373,8 @@ handle_display (SpiceRawSession * s, guint16 type, const guint8 * body,
     case GST_SPICE_MSG_DISPLAY_MARK:
       if (!s->canvas)
         return proto_error (s, "MARK before SURFACE_CREATE");
-      s->marks++;
+      if (s->marks++ == 0)
+        s->draws_at_first_mark = s->draws;
       return TRUE;
     case GST_SPICE_MSG_DISPLAY_DRAW_COPY:{
       GstSpiceDrawCopy dc;
@@ -390,7 +391,8 @@ handle_display (SpiceRawSession * s, guint16 type, const guint8 * body,
           dest.y + dest.h > s->height ||
           !paint (s, &dest, dc.image_type, dc.payload, dc.payload_size))
         return proto_error (s, "undecodable DRAW_COPY image");
-      s->draws++;
+      if (s->draws++ == 0)
+        s->first_draw_area = (guint64) dest.w * dest.h;
       return TRUE;
     }
     case GST_SPICE_MSG_DISPLAY_STREAM_CREATE:{

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <sys/wait.h>
 #include <glib/gstdio.h>
+#include <sys/socket.h>
 #include "spicesink-test-util.h"
 
 /* ------------------------------------------------------------- start-up */
@@ -119,6 +120,168 @@ GST_START_TEST (test_join_before_picture_refresh)
   fail_unless_equals_int (diff_full (f, shot, w, h), 0);
   fail_unless (f->refresh_events >= 1);
   g_free (shot);
+  fixture_free (f);
+}
+
+GST_END_TEST;
+
+/* ------------------------------------ a joining client's first draw */
+
+/* sets the fixture picture to pattern @seed and pushes it as @band_h-row
+ * bands (like the tiler's full-frame updates) in one update */
+static void
+push_bands (Fixture * f, guint seed, gint band_h, guint32 flags)
+{
+  GArray *r = g_array_new (FALSE, FALSE, sizeof (GstVideoRectangle));
+  gint y;
+
+  g_mutex_lock (&f->lock);
+  make_pattern (f->picture, f->w, f->h, seed);
+  g_mutex_unlock (&f->lock);
+  for (y = 0; y < f->h; y += band_h) {
+    GstVideoRectangle b = { 0, y, f->w, MIN (band_h, f->h - y) };
+    g_array_append_val (r, b);
+  }
+  push_rects (f, (GstVideoRectangle *) r->data, r->len, flags);
+  g_array_unref (r);
+}
+
+static gboolean
+has_mark (SpiceRawSession * s, gpointer data)
+{
+  return s->marks >= 1;
+}
+
+static gboolean
+draws_at_least (SpiceRawSession * s, gpointer data)
+{
+  return s->draws >= *(guint64 *) data;
+}
+
+static guint64
+client_stat_u64 (Fixture * f, guint index, const gchar * field)
+{
+  GstStructure *st = NULL;
+  const GValue *arr;
+  guint64 v = G_MAXUINT64;
+
+  g_object_get (f->sink, "stats", &st, NULL);
+  arr = gst_structure_get_value (st, "client-stats");
+  if (index < gst_value_array_get_size (arr))
+    gst_structure_get_uint64 (gst_value_get_structure
+        (gst_value_array_get_value (arr, index)), field, &v);
+  gst_structure_free (st);
+  return v;
+}
+
+/* The last-known picture is banded (16-row bands, as the tiler sends a
+ * full frame): a joining client gets SURFACE_CREATE, then the refresh
+ * answer as ONE DRAW_COPY covering the surface, then MARK; spicy-screenshot
+ * (which saves at the first invalidate) is exact; a client that already
+ * has the picture does not get the refresh answer but still gets normal
+ * updates. */
+GST_START_TEST (test_join_first_draw_whole)
+{
+  Fixture *f = fixture_new (480, 320, NULL);
+  SpiceRawSession *a;
+  GstVideoRectangle r = { 40, 30, 100, 60 };
+  guint8 *shot = NULL;
+  guint64 a_draws, want;
+  guint refreshes, i;
+  gint w, h;
+
+  f->use_lz4 = TRUE;
+  fixture_start (f, FALSE);
+  push_bands (f, 1, 16, 0);
+  a = spice_raw_session_new (f->port, NULL, SPICE_RAW_DISPLAY_CAPS_ALL);
+  fail_unless (a != NULL);
+  fail_unless (spice_raw_session_pump (a, 10000, has_mark, NULL), "%s",
+      a->error ? a->error : "no MARK");
+  fail_unless_equals_int (a->draws_at_first_mark, 1);
+  fail_unless_equals_int (a->first_draw_area, 480 * 320);
+  fail_unless_equals_int (spice_raw_session_compare (a, f->picture, 480 * 4),
+      0);
+
+  for (i = 0; i < 3; i++) {
+    /* banded again: joining needs the refresh path each time */
+    push_bands (f, 2 + i, 16, 0);
+    want = a->draws + 20;
+    fail_unless (spice_raw_session_pump (a, 10000, draws_at_least, &want));
+    a_draws = a->draws;
+    g_mutex_lock (&f->lock);
+    refreshes = f->refresh_events;
+    g_mutex_unlock (&f->lock);
+    fail_unless_equals_int (screenshot (f->port, FALSE, NULL, NULL, &shot,
+            &w, &h), 0);
+    fail_unless_equals_int (diff_full (f, shot, w, h), 0);
+    g_free (shot);
+    shot = NULL;
+    fail_unless (f->refresh_events > refreshes, "no refresh requested");
+    /* A had the picture: no refresh answer for it */
+    spice_raw_session_pump (a, 300, NULL, NULL);
+    fail_unless_equals_int (a->draws, a_draws);
+    fail_unless_equals_int (spice_raw_session_compare (a, f->picture,
+            480 * 4), 0);
+  }
+  /* normal updates still reach A */
+  update_rect (f, &r, 77);
+  want = a_draws + 1;
+  fail_unless (spice_raw_session_pump (a, 5000, draws_at_least, &want));
+  fail_unless_equals_int (spice_raw_session_compare (a, f->picture, 480 * 4),
+      0);
+  /* the cache is the one-region refresh answer plus r: not one region, so
+   * a raw joiner again waits for a refresh and gets one draw */
+  {
+    SpiceRawSession *b = spice_raw_session_new (f->port, NULL,
+        SPICE_RAW_DISPLAY_CAPS_ALL);
+
+    fail_unless (b != NULL);
+    fail_unless (spice_raw_session_pump (b, 10000, has_mark, NULL));
+    fail_unless_equals_int (b->draws_at_first_mark, 1);
+    fail_unless_equals_int (spice_raw_session_compare (b, f->picture,
+            480 * 4), 0);
+    spice_raw_session_free (b);
+  }
+  spice_raw_session_free (a);
+  fixture_free (f);
+}
+
+GST_END_TEST;
+
+/* Without a refresh answer a joining client waits (nothing, not even MARK)
+ * for the bound (2 s) and then gets the banded cache; it is exact, and the
+ * fallback is counted in stats. */
+GST_START_TEST (test_join_refresh_wait_bound)
+{
+  Fixture *f = fixture_new (320, 240, NULL);
+  SpiceRawSession *b;
+  gint64 t0, waited;
+  guint64 draws;
+
+  f->answer_refresh = FALSE;
+  fixture_start (f, FALSE);
+  push_bands (f, 5, 16, 0);
+  b = spice_raw_session_new (f->port, NULL, SPICE_RAW_DISPLAY_CAPS_ALL);
+  fail_unless (b != NULL);
+  t0 = g_get_monotonic_time ();
+  spice_raw_session_pump (b, 1200, has_mark, NULL);
+  fail_unless_equals_int (b->marks, 0);
+  fail_unless_equals_int (b->draws, 0);
+  fail_unless (spice_raw_session_pump (b, 8000, has_mark, NULL));
+  waited = g_get_monotonic_time () - t0;
+  GST_INFO ("fallback after %" G_GINT64_FORMAT " ms", waited / 1000);
+  fail_unless (waited >= 1500 * 1000);
+  fail_unless_equals_int (b->draws_at_first_mark, 15);
+  fail_unless_equals_int (spice_raw_session_compare (b, f->picture, 320 * 4),
+      0);
+  fail_unless_equals_int (client_stat_u64 (f, 0, "refresh-wait-fallbacks"),
+      1);
+  /* a late refresh answer is not sent again: the cache was complete */
+  draws = b->draws;
+  push_full (f, GST_SPICE_DRAWS_FLAG_REFRESH);
+  spice_raw_session_pump (b, 300, NULL, NULL);
+  fail_unless_equals_int (b->draws, draws);
+  spice_raw_session_free (b);
   fixture_free (f);
 }
 
@@ -1112,6 +1275,151 @@ GST_START_TEST (test_stats)
 
 GST_END_TEST;
 
+/* ---------------------------------------------------------- rate control */
+
+typedef struct {
+  GMutex lock;
+  guint events;
+  guint last_bitrate;
+  gint last_fps;
+} RateSeen;
+
+static GstPadProbeReturn
+rate_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  RateSeen *r = data;
+  guint bitrate;
+  gint fps_n, fps_d;
+
+  if (gst_spice_event_parse_rate (GST_PAD_PROBE_INFO_EVENT (info), &bitrate,
+          &fps_n, &fps_d)) {
+    g_mutex_lock (&r->lock);
+    r->events++;
+    r->last_bitrate = bitrate;
+    r->last_fps = fps_n;
+    g_mutex_unlock (&r->lock);
+  }
+  return GST_PAD_PROBE_OK;
+}
+
+typedef struct {
+  GSocket *sock;
+  guint bytes_per_tick;         /* every 20 ms */
+  volatile gint stop;
+  guint64 read;
+} SlowReader;
+
+static gpointer
+slow_reader_thread (gpointer data)
+{
+  SlowReader *r = data;
+  guint8 buf[65536];
+
+  g_socket_set_blocking (r->sock, FALSE);
+  while (!g_atomic_int_get (&r->stop)) {
+    gssize n = g_socket_receive (r->sock, (gchar *) buf,
+        MIN (r->bytes_per_tick, sizeof (buf)), NULL, NULL);
+
+    if (n > 0)
+      r->read += n;
+    else if (n == 0)
+      break;
+    g_usleep (20 * 1000);
+  }
+  return NULL;
+}
+
+static guint
+enc_bitrate (GstElement * enc)
+{
+  gint v = 0;
+
+  g_object_get (enc, "target-bitrate", &v, NULL);
+  return (guint) v;
+}
+
+/* A client that reads 100 KB/s (800 kbit/s) from its display socket: its
+ * link estimate falls, a spice-rate event goes upstream on the stream pad
+ * and vp8enc's target-bitrate goes down from the 2 Mbit/s the pipeline set;
+ * when the client leaves, the initial bitrate comes back. */
+GST_START_TEST (test_rate_slow_client)
+{
+  Fixture *f = fixture_new (320, 240,
+      "videotestsrc is-live=true pattern=snow ! "
+      "video/x-raw,width=320,height=240,framerate=25/1 ! "
+      "vp8enc name=enc deadline=1 target-bitrate=2000000 ! "
+      "queue name=q max-size-buffers=2 leaky=downstream ! sink.stream_0");
+  GstElement *enc = gst_bin_get_by_name (GST_BIN (f->pipeline), "enc");
+  GstPad *encsrc = gst_element_get_static_pad (enc, "src");
+  RateSeen seen = { 0 };
+  SpiceRawSession *s;
+  SlowReader rd = { 0 };
+  GThread *t;
+  GstStructure *st = NULL;
+  const GValue *rates;
+  const GstStructure *r0;
+  guint64 link = 0, target = 0;
+  gint64 deadline;
+  guint br = 0, i;
+  gint small = 16384;
+
+  g_mutex_init (&seen.lock);
+  gst_pad_add_probe (encsrc, GST_PAD_PROBE_TYPE_EVENT_UPSTREAM, rate_probe,
+      &seen, NULL);
+  f->use_lz4 = TRUE;
+  fixture_start (f, TRUE);
+  s = spice_raw_session_new (f->port, NULL, SPICE_RAW_DISPLAY_CAPS_ALL);
+  fail_unless (s != NULL);
+  /* a small receive buffer: the window fills at once */
+  g_socket_set_option (s->display->sock, SOL_SOCKET, SO_RCVBUF, small, NULL);
+  rd.sock = s->display->sock;
+  rd.bytes_per_tick = 2000;
+  t = g_thread_new ("slow-reader", slow_reader_thread, &rd);
+
+  deadline = g_get_monotonic_time () + 20 * G_TIME_SPAN_SECOND;
+  while (g_get_monotonic_time () < deadline) {
+    br = enc_bitrate (enc);
+    if (br < 1500000)
+      break;
+    g_usleep (100 * 1000);
+  }
+  g_object_get (f->sink, "stats", &st, NULL);
+  GST_INFO ("stats: %" GST_PTR_FORMAT, st);
+  gst_structure_get_uint64 (st, "link-estimate-bps", &link);
+  rates = gst_structure_get_value (st, "stream-rates");
+  fail_unless_equals_int (gst_value_array_get_size (rates), 1);
+  r0 = gst_value_get_structure (gst_value_array_get_value (rates, 0));
+  fail_unless_equals_string (gst_structure_get_string (r0, "encoder"), "enc");
+  gst_structure_get_uint64 (r0, "target-bps", &target);
+  g_print ("RESULT slow client (100 KB/s): link estimate %" G_GUINT64_FORMAT
+      " bit/s, stream target %" G_GUINT64_FORMAT " bit/s, vp8enc "
+      "target-bitrate %u (was 2000000), %u spice-rate events (last %u bit/s, "
+      "%d fps)\n", link, target, br, seen.events, seen.last_bitrate,
+      seen.last_fps);
+  fail_unless (br < 1500000, "vp8enc target-bitrate still %u", br);
+  fail_unless (seen.events >= 1);
+  fail_unless (seen.last_bitrate < 1500000);
+  fail_unless (target / 1000 * 1000 == br, "target %" G_GUINT64_FORMAT
+      " bit/s, vp8enc %u", target, br);
+  fail_unless (link > 0 && link < 4000000, "link estimate %" G_GUINT64_FORMAT,
+      link);
+  gst_structure_free (st);
+
+  g_atomic_int_set (&rd.stop, 1);
+  g_thread_join (t);
+  spice_raw_session_free (s);
+  /* nobody left: back to what the pipeline set */
+  for (i = 0; i < 100 && enc_bitrate (enc) != 2000000; i++)
+    g_usleep (100 * 1000);
+  fail_unless_equals_int (enc_bitrate (enc), 2000000);
+  gst_object_unref (encsrc);
+  gst_object_unref (enc);
+  fixture_free (f);
+  g_mutex_clear (&seen.lock);
+}
+
+GST_END_TEST;
+
 static Suite *
 spicesink_suite (void)
 {
@@ -1125,6 +1433,8 @@ spicesink_suite (void)
   tcase_add_test (tc, test_screenshot_lz4);
   tcase_add_test (tc, test_late_join_composed_picture);
   tcase_add_test (tc, test_join_before_picture_refresh);
+  tcase_add_test (tc, test_join_first_draw_whole);
+  tcase_add_test (tc, test_join_refresh_wait_bound);
   tcase_add_test (tc, test_two_clients);
   tcase_add_test (tc, test_password);
   tcase_add_test (tc, test_tls);
@@ -1138,6 +1448,7 @@ spicesink_suite (void)
   tcase_add_test (tc, test_hostile_input);
   tcase_add_test (tc, test_tiler_pipeline);
   tcase_add_test (tc, test_late_join_stream_100);
+  tcase_add_test (tc, test_rate_slow_client);
   return s;
 }
 

@@ -1,0 +1,106 @@
+/* spicesink: link estimate, rate policy and write pacing as pure functions
+ * (inputs -> decisions; no sockets, no clocks, no GStreamer objects), so
+ * that they can be unit-tested.
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * See docs/spicesink.md "Rate control" for the policy in words.
+ */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+/* --- policy constants --- */
+#define SINK_RATE_SHARE            0.70   /* of the link for streams+draws */
+#define SINK_RATE_MIN_BPS          100000 /* never ask for less per stream */
+#define SINK_RATE_HYSTERESIS       0.15   /* relative change that counts */
+#define SINK_RATE_MIN_INTERVAL_US  (500 * G_TIME_SPAN_MILLISECOND)
+#define SINK_RATE_RAISE_FACTOR     4      /* budget >= 4x initial ... */
+#define SINK_RATE_RAISE_CEILING    2      /* ... allows up to 2x initial */
+#define SINK_RATE_FPS_FULL_BPS     1000000 /* >= this: no frame-rate cap */
+#define SINK_RATE_FPS_15_BPS       300000  /* >= this: 15 fps, else 10 */
+#define SINK_QDELAY_HIGH_US        (25 * G_TIME_SPAN_MILLISECOND)
+#define SINK_PACE_MAX_HOLD_US      (200 * G_TIME_SPAN_MILLISECOND)
+#define SINK_JPEG_MIN_QUALITY      10
+#define SINK_RATE_RAISE_STEP       1.25   /* app-limited hints raise the
+                                           * estimate by at most 25 %/sample */
+
+/* One TCP_INFO reading of a client's display socket. */
+typedef struct {
+  guint64 delivery_bps;         /* tcpi_delivery_rate * 8; 0 = no sample */
+  gboolean app_limited;         /* the sample was limited by what we
+                                 * offered, not by the path */
+  guint32 rtt_us, min_rtt_us;   /* tcpi_rtt, tcpi_min_rtt */
+} SinkLinkSample;
+
+/* Per-client link estimate. Zero-initialise. */
+typedef struct {
+  guint64 bps;                  /* bit/s the path carries; 0 = unknown */
+  guint32 queue_delay_us;       /* last rtt - min_rtt */
+  gboolean congested;           /* last sample showed queueing delay */
+  guint samples;
+} SinkLinkEstimate;
+
+void     sink_link_estimate_update (SinkLinkEstimate * e,
+    const SinkLinkSample * s);
+
+/* Builds a sample from one interval of a display socket: @backlogged when
+ * our own queue held data at both ends of the interval (we offered more
+ * than the path took): the goodput (@acked_bytes over @dt_us) then measures
+ * the path, receiver included. Otherwise the kernel's delivery rate
+ * (@delivery_Bps, bytes/s, from the last ACKed burst) is only a hint that
+ * the path carries at least that much (app-limited). */
+void     sink_link_sample_make (SinkLinkSample * s, guint64 delivery_Bps,
+    guint64 acked_bytes, gint64 dt_us, gboolean backlogged, guint32 rtt_us,
+    guint32 min_rtt_us);
+
+/* Inputs of the per-stream rate decision. */
+typedef struct {
+  guint64 link_bps;             /* slowest active client's estimate, 0 =
+                                 * unknown */
+  guint64 draw_bps;             /* draw traffic to that client (bit/s) */
+  guint n_streams;              /* stream pads that share the budget (>= 1) */
+  guint64 initial_bps;          /* what the pipeline set on the encoder
+                                 * (0 = unknown: no ceiling) */
+  guint64 current_bps;          /* target in force (0 = none yet: the
+                                 * initial one) */
+  gint64 since_change_us;       /* time since the last change (G_MAXINT64
+                                 * if none) */
+} SinkRateInput;
+
+typedef struct {
+  guint64 target_bps;           /* per stream */
+  gint fps_n, fps_d;            /* 0/1 = no cap */
+} SinkRateTarget;
+
+/* Fills @out with the target the inputs call for; returns TRUE when it
+ * should be applied now (meaningful change, interval respected). */
+gboolean sink_rate_decide (const SinkRateInput * in, SinkRateTarget * out);
+
+/* Whether writes to a client should wait: the smoothed RTT is more than
+ * SINK_QDELAY_HIGH_US above the minimum (the bottleneck queue is growing)
+ * while data is in flight, for at most SINK_PACE_MAX_HOLD_US. */
+gboolean sink_pace_should_hold (guint32 rtt_us, guint32 min_rtt_us,
+    guint32 unacked, gint64 held_for_us);
+
+/* Encoders whose rate the sink sets (see docs). */
+typedef enum {
+  SINK_ENC_UNKNOWN = 0,
+  SINK_ENC_VPX,                 /* vp8enc, vp9enc: target-bitrate, bit/s */
+  SINK_ENC_X264,                /* x264enc: bitrate, kbit/s */
+  SINK_ENC_OPENH264,            /* openh264enc: bitrate, bit/s */
+  SINK_ENC_JPEG,                /* jpegenc: quality 1..100 */
+} SinkEncKind;
+
+SinkEncKind  sink_rate_encoder_kind (const gchar * factory_name);
+const gchar *sink_rate_encoder_property (SinkEncKind kind);
+/* initial property value -> bit/s (JPEG: 0, unknown) */
+guint64      sink_rate_encoder_initial_bps (SinkEncKind kind, guint value);
+/* target -> property value. JPEG: quality = 10 + (q0 - 10) * target /
+ * ref_bps, clamped to [10, q0], where q0 is the initial quality and
+ * ref_bps the stream's measured rate at q0. */
+guint        sink_rate_encoder_value (SinkEncKind kind, guint64 target_bps,
+    guint64 ref_bps, guint initial_quality);
+
+G_END_DECLS

@@ -1,0 +1,244 @@
+/* tests/spicesink: the link estimate, rate policy and pacing decision as
+ * pure functions (plugins/spicesink/gstspicesinkrate.h): inputs -> decisions
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include <gst/check/gstcheck.h>
+#include "gstspicesinkrate.h"
+
+#define MS G_TIME_SPAN_MILLISECOND
+
+static SinkLinkSample
+sample (guint64 bps, gboolean app_limited, guint32 rtt_ms, guint32 min_ms)
+{
+  SinkLinkSample s = { bps, app_limited, rtt_ms * 1000, min_ms * 1000 };
+  return s;
+}
+
+GST_START_TEST (test_estimate)
+{
+  SinkLinkEstimate e = { 0 };
+  SinkLinkSample s;
+
+  /* no sample: unknown */
+  s = sample (0, FALSE, 10, 10);
+  sink_link_estimate_update (&e, &s);
+  fail_unless_equals_uint64 (e.bps, 0);
+  /* a zero app-limited sample says nothing (the zero above was a
+   * path-limited sample: counted, estimate still unknown) */
+  s = sample (0, TRUE, 10, 10);
+  sink_link_estimate_update (&e, &s);
+  fail_unless_equals_int (e.samples, 1);
+  /* first sample taken as is */
+  s = sample (10000000, FALSE, 12, 10);
+  sink_link_estimate_update (&e, &s);
+  fail_unless_equals_uint64 (e.bps, 10000000);
+  fail_unless_equals_int (e.queue_delay_us, 2000);
+  fail_if (e.congested);
+  /* path-limited samples: followed both ways with gain 1/2 */
+  s = sample (6000000, FALSE, 12, 10);
+  sink_link_estimate_update (&e, &s);
+  fail_unless_equals_uint64 (e.bps, 8000000);
+  s = sample (12000000, FALSE, 12, 10);
+  sink_link_estimate_update (&e, &s);
+  fail_unless_equals_uint64 (e.bps, 10000000);
+  /* application-limited: a lower sample says nothing, a higher one raises */
+  s = sample (1000000, TRUE, 10, 10);
+  sink_link_estimate_update (&e, &s);
+  fail_unless_equals_uint64 (e.bps, 10000000);
+  s = sample (20000000, TRUE, 10, 10);
+  sink_link_estimate_update (&e, &s);
+  fail_unless_equals_uint64 (e.bps, 12500000);
+  s = sample (20000000, TRUE, 10, 10);
+  sink_link_estimate_update (&e, &s);
+  fail_unless_equals_uint64 (e.bps, 15625000);
+  /* queueing delay 40 ms > 25: drop to the delivery rate at once, even if
+   * the kernel called the sample app-limited */
+  s = sample (3000000, TRUE, 120, 80);
+  sink_link_estimate_update (&e, &s);
+  fail_unless (e.congested);
+  fail_unless_equals_int (e.queue_delay_us, 40000);
+  fail_unless_equals_uint64 (e.bps, 3000000);
+  /* 20 ms of queueing is not congestion */
+  s = sample (3000000, TRUE, 100, 80);
+  sink_link_estimate_update (&e, &s);
+  fail_if (e.congested);
+  /* a path-limited zero (receiver stalled) halves it */
+  s = sample (0, FALSE, 10, 10);
+  sink_link_estimate_update (&e, &s);
+  fail_unless_equals_uint64 (e.bps, 1500000);
+  /* app-limited hints raise by at most 25 % per sample */
+  s = sample (100000000, TRUE, 10, 10);
+  sink_link_estimate_update (&e, &s);
+  fail_unless_equals_uint64 (e.bps, 1875000);
+  /* rtt below min (min not known yet) is no delay */
+  s = sample (3000000, FALSE, 5, 0);
+  sink_link_estimate_update (&e, &s);
+  fail_unless_equals_int (e.queue_delay_us, 0);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_sample)
+{
+  SinkLinkSample s;
+
+  /* backlogged: goodput 250 000 bytes in 500 ms = 4 Mbit/s, path-limited */
+  sink_link_sample_make (&s, 100000000, 250000, 500 * MS, TRUE, 900, 800);
+  fail_unless_equals_uint64 (s.delivery_bps, 4000000);
+  fail_if (s.app_limited);
+  fail_unless_equals_int (s.rtt_us, 900);
+  /* backlogged but nothing acked: 0, path-limited (receiver stalled) */
+  sink_link_sample_make (&s, 100000000, 0, 250 * MS, TRUE, 900, 800);
+  fail_unless_equals_uint64 (s.delivery_bps, 0);
+  fail_if (s.app_limited);
+  /* not backlogged: the kernel's delivery rate as a hint */
+  sink_link_sample_make (&s, 1000000, 250000, 500 * MS, FALSE, 900, 800);
+  fail_unless_equals_uint64 (s.delivery_bps, 8000000);
+  fail_unless (s.app_limited);
+}
+
+GST_END_TEST;
+
+static SinkRateInput
+input (guint64 link, guint64 draws, guint n, guint64 initial, guint64 cur,
+    gint64 since)
+{
+  SinkRateInput in = { link, draws, n, initial, cur, since };
+  return in;
+}
+
+GST_START_TEST (test_decide)
+{
+  SinkRateInput in;
+  SinkRateTarget t;
+
+  /* unknown link: nothing */
+  in = input (0, 0, 1, 2000000, 0, G_MAXINT64);
+  fail_if (sink_rate_decide (&in, &t));
+  /* fast link: 70 % of 100 Mbit/s >> initial 2 Mbit/s but < 4x rule?
+   * budget 70 Mbit/s >= 4 x 2: ceiling 2 x initial = 4 Mbit/s */
+  in = input (100000000, 0, 1, 2000000, 0, G_MAXINT64);
+  fail_unless (sink_rate_decide (&in, &t));
+  fail_unless_equals_uint64 (t.target_bps, 4000000);
+  fail_unless_equals_int (t.fps_n, 0);
+  /* budget 7 Mbit/s < 4 x 2: stays at the initial 2 Mbit/s: no change */
+  in = input (10000000, 0, 1, 2000000, 0, G_MAXINT64);
+  fail_if (sink_rate_decide (&in, &t));
+  fail_unless_equals_uint64 (t.target_bps, 2000000);
+  /* 2 Mbit/s link, 0.2 Mbit/s of draws: 0.7*2 - 0.2 = 1.2 Mbit/s */
+  in = input (2000000, 200000, 1, 2000000, 0, G_MAXINT64);
+  fail_unless (sink_rate_decide (&in, &t));
+  fail_unless_equals_uint64 (t.target_bps, 1200000);
+  fail_unless_equals_int (t.fps_n, 0);
+  /* two streams share it */
+  in = input (2000000, 200000, 2, 2000000, 0, G_MAXINT64);
+  fail_unless (sink_rate_decide (&in, &t));
+  fail_unless_equals_uint64 (t.target_bps, 600000);
+  fail_unless_equals_int (t.fps_n, 15);
+  /* slow link: floor 100 kbit/s, 10 fps */
+  in = input (200000, 150000, 1, 2000000, 0, G_MAXINT64);
+  fail_unless (sink_rate_decide (&in, &t));
+  fail_unless_equals_uint64 (t.target_bps, SINK_RATE_MIN_BPS);
+  fail_unless_equals_int (t.fps_n, 10);
+  /* hysteresis: 1.2 -> 1.1 Mbit/s (8 %) is no change, 1.2 -> 0.98 is */
+  in = input (1857143, 200000, 1, 2000000, 1200000, G_MAXINT64);
+  fail_if (sink_rate_decide (&in, &t));
+  in = input (1685714, 200000, 1, 2000000, 1200000, G_MAXINT64);
+  fail_unless (sink_rate_decide (&in, &t));
+  /* interval: not within 500 ms of the last change */
+  in = input (500000, 0, 1, 2000000, 1200000, 400 * MS);
+  fail_if (sink_rate_decide (&in, &t));
+  in = input (500000, 0, 1, 2000000, 1200000, 500 * MS);
+  fail_unless (sink_rate_decide (&in, &t));
+  fail_unless_equals_uint64 (t.target_bps, 350000);
+  /* back up when the slow client is gone: capped at the initial rate ... */
+  in = input (5000000, 100000, 1, 2000000, 350000, G_MAXINT64);
+  fail_unless (sink_rate_decide (&in, &t));
+  fail_unless_equals_uint64 (t.target_bps, 2000000);
+  /* ... unless the link clearly allows more (budget >= 4x): 2x initial */
+  in = input (50000000, 100000, 1, 2000000, 350000, G_MAXINT64);
+  fail_unless (sink_rate_decide (&in, &t));
+  fail_unless_equals_uint64 (t.target_bps, 4000000);
+  /* unknown encoder (no initial): the budget, applied at once */
+  in = input (10000000, 0, 1, 0, 0, G_MAXINT64);
+  fail_unless (sink_rate_decide (&in, &t));
+  fail_unless_equals_uint64 (t.target_bps, 7000000);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_pace)
+{
+  /* 40 ms of queueing with data in flight: hold */
+  fail_unless (sink_pace_should_hold (120000, 80000, 10, 0));
+  fail_unless (sink_pace_should_hold (120000, 80000, 10, 100 * MS));
+  /* ... but never longer than the bound */
+  fail_if (sink_pace_should_hold (120000, 80000, 10, 200 * MS));
+  /* nothing in flight: the queue is empty whatever srtt says */
+  fail_if (sink_pace_should_hold (120000, 80000, 0, 0));
+  /* 20 ms: fine */
+  fail_if (sink_pace_should_hold (100000, 80000, 10, 0));
+  /* no minimum known */
+  fail_if (sink_pace_should_hold (100000, 0, 10, 0));
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_encoders)
+{
+  fail_unless_equals_int (sink_rate_encoder_kind ("vp8enc"), SINK_ENC_VPX);
+  fail_unless_equals_int (sink_rate_encoder_kind ("vp9enc"), SINK_ENC_VPX);
+  fail_unless_equals_int (sink_rate_encoder_kind ("x264enc"), SINK_ENC_X264);
+  fail_unless_equals_int (sink_rate_encoder_kind ("openh264enc"),
+      SINK_ENC_OPENH264);
+  fail_unless_equals_int (sink_rate_encoder_kind ("jpegenc"), SINK_ENC_JPEG);
+  fail_unless_equals_int (sink_rate_encoder_kind ("avenc_mjpeg"),
+      SINK_ENC_UNKNOWN);
+  fail_unless_equals_int (sink_rate_encoder_kind (NULL), SINK_ENC_UNKNOWN);
+  fail_unless_equals_string (sink_rate_encoder_property (SINK_ENC_VPX),
+      "target-bitrate");
+  fail_unless_equals_string (sink_rate_encoder_property (SINK_ENC_X264),
+      "bitrate");
+  fail_unless (sink_rate_encoder_property (SINK_ENC_UNKNOWN) == NULL);
+  /* units */
+  fail_unless_equals_uint64 (sink_rate_encoder_initial_bps (SINK_ENC_X264,
+          2048), 2048000);
+  fail_unless_equals_uint64 (sink_rate_encoder_initial_bps (SINK_ENC_VPX,
+          256000), 256000);
+  fail_unless_equals_uint64 (sink_rate_encoder_initial_bps (SINK_ENC_JPEG,
+          85), 0);
+  fail_unless_equals_int (sink_rate_encoder_value (SINK_ENC_X264, 1200000, 0,
+          0), 1200);
+  fail_unless_equals_int (sink_rate_encoder_value (SINK_ENC_OPENH264,
+          1200000, 0, 0), 1200000);
+  fail_unless_equals_int (sink_rate_encoder_value (SINK_ENC_VPX, 350600, 0,
+          0), 350000);
+  /* JPEG: q = 10 + (q0 - 10) * target / ref, within [10, q0] */
+  fail_unless_equals_int (sink_rate_encoder_value (SINK_ENC_JPEG, 1000000,
+          2000000, 90), 50);
+  fail_unless_equals_int (sink_rate_encoder_value (SINK_ENC_JPEG, 4000000,
+          2000000, 90), 90);
+  fail_unless_equals_int (sink_rate_encoder_value (SINK_ENC_JPEG, 10000,
+          2000000, 90), 10);
+  fail_unless_equals_int (sink_rate_encoder_value (SINK_ENC_JPEG, 10000, 0,
+          85), 85);
+}
+
+GST_END_TEST;
+
+static Suite *
+rate_suite (void)
+{
+  Suite *s = suite_create ("spicesink-rate");
+  TCase *tc = tcase_create ("general");
+
+  suite_add_tcase (s, tc);
+  tcase_add_test (tc, test_estimate);
+  tcase_add_test (tc, test_sample);
+  tcase_add_test (tc, test_decide);
+  tcase_add_test (tc, test_pace);
+  tcase_add_test (tc, test_encoders);
+  return s;
+}
+
+GST_CHECK_MAIN (rate);
