@@ -362,6 +362,8 @@ def run_cell(args, link, modes, profile, activity, mode, celldir, procs):
                  "--guest-control", fifo, "--reference", os.path.join(celldir, "reference.ppm"),
                  "--seed", str(args.seed), "-o", kjson, "-v"]
         le0 = link.linkemu_stats()
+        lpid = int(st["LINKEMU_PID"]) if st.get("LINKEMU_PID") else None
+        c_link0 = cpu_ticks(lpid) if lpid else 0
         c_guest0 = cpu_ticks(guest.pid)
         c_pipe0 = cpu_ticks(pipe.pid) if pipe else 0
         t0 = time.monotonic()
@@ -390,6 +392,8 @@ def run_cell(args, link, modes, profile, activity, mode, celldir, procs):
         if pipe:
             res["pipeline_cores"] = round((c_pipe1 - c_pipe0) / CLK_TCK / wall, 3)
             res["pipeline_peak_rss_mib"] = round((peak_rss_kib(pipe.pid) or 0) / 1024, 1)
+        if lpid:
+            res["linkemu_cores"] = round((cpu_ticks(lpid) - c_link0) / CLK_TCK / wall, 3)
         res["cell_wall_s"] = round(wall, 1)
         res["linkemu"] = linkemu_delta(le0, link.linkemu_stats())
         try:
@@ -408,6 +412,19 @@ def run_cell(args, link, modes, profile, activity, mode, celldir, procs):
         if guest.poll() is not None:
             res["status"] = "error"
             res["reason"] = "guest exited with %s" % guest.returncode
+        # the guest's own view: key presses it received and box redraws
+        try:
+            with open(os.path.join(celldir, "guest.log")) as f:
+                glines = f.read().splitlines()
+            res["guest_key_downs"] = sum(1 for x in glines if x.startswith("key down "))
+            res["guest_box_draws"] = sum(1 for x in glines if re.match(r"box \d+$", x))
+            presses = args.samples + args.warmup_presses
+            if res["status"] == "ok" and res["guest_key_downs"] != presses:
+                res["status"] = "error"
+                res["reason"] = "guest saw %d key presses, client made %d" % (
+                    res["guest_key_downs"], presses)
+        except OSError:
+            pass
         return res
     finally:
         if pipe:
