@@ -16,7 +16,10 @@ print_value (GString * out, const GValue * v)
   if (G_VALUE_HOLDS_STRING (v)) {
     const gchar *str = g_value_get_string (v);
 
-    g_string_append_printf (out, "`\"%s\"`", str ? str : "");
+    if (str)
+      g_string_append_printf (out, "`\"%s\"`", str);
+    else
+      g_string_append (out, "(none)");
     return;
   }
   if (G_VALUE_HOLDS_ENUM (v)) {
@@ -83,6 +86,7 @@ document_element (GString * out, const gchar * name)
   GstElement *e;
   const GList *l;
   GParamSpec **props;
+  GPtrArray *inherited;
   guint n, i;
 
   if (!f)
@@ -125,14 +129,20 @@ document_element (GString * out, const gchar * name)
       "| property | type | default | changeable | description |\n"
       "|---|---|---|---|---|\n");
   props = g_object_class_list_properties (G_OBJECT_GET_CLASS (e), &n);
+  inherited = g_ptr_array_new ();
+  g_ptr_array_add (inherited, NULL);
   for (i = 0; i < n; i++) {
     GParamSpec *p = props[i];
     GValue v = G_VALUE_INIT;
     gchar *blurb;
 
-    if (p->owner_type == GST_TYPE_OBJECT || p->owner_type == GST_TYPE_ELEMENT
-        || p->owner_type == GST_TYPE_BIN || p->owner_type == G_TYPE_OBJECT)
+    if (p->owner_type != G_OBJECT_TYPE (e)) {
+      if (p->owner_type != GST_TYPE_OBJECT && !g_strv_contains ((const gchar * const *) inherited->pdata,
+              g_type_name (p->owner_type)))
+        g_ptr_array_insert (inherited, inherited->len - 1,
+            (gpointer) g_type_name (p->owner_type));
       continue;
+    }
     g_string_append_printf (out, "| `%s` | %s", p->name,
         g_type_name (p->value_type));
     print_range (out, p);
@@ -147,6 +157,13 @@ document_element (GString * out, const gchar * name)
     g_free (blurb);
   }
   g_free (props);
+  if (inherited->len > 1) {
+    gchar *list = g_strjoinv ("`, `", (gchar **) inherited->pdata);
+
+    g_string_append_printf (out, "\nPlus the properties of `%s`.\n", list);
+    g_free (list);
+  }
+  g_ptr_array_unref (inherited);
   g_string_append (out, "\n");
   gst_object_unref (e);
   gst_object_unref (f);
