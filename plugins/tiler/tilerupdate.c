@@ -48,10 +48,14 @@ gst_spice_tiler_copy_to_shadow (GstSpiceTiler * self,
         src + (gsize) y * sstride + (gsize) r->x * 4, (gsize) r->w * 4);
 }
 
+/* Rows per band: band-size raw bytes, in multiples of 16 rows (JPEG MCUs).
+ * JPEG bands may hold 3x the raw bytes: they compress about 10:1 where LZ4
+ * compresses text about 5:1, so both end up at tens of KiB. */
 static gint
-band_rows (const TilerParams * p, gint w)
+band_rows_for (const TilerParams * p, gint w, gboolean lossy)
 {
-  gint rows = (gint) (p->band_size / ((guint) w * 4));
+  guint64 bytes = (guint64) p->band_size * (lossy ? 3 : 1);
+  gint rows = (gint) MIN (bytes / ((guint64) w * 4), G_MAXINT);
 
   if (rows >= 16)
     return rows - rows % 16;
@@ -89,10 +93,11 @@ emit_rect (GstSpiceTiler * self, const TilerParams * p,
 {
   const guint8 *src = GST_VIDEO_FRAME_PLANE_DATA (&self->cur_frame, 0);
   gint fstride = GST_VIDEO_FRAME_PLANE_STRIDE (&self->cur_frame, 0);
-  gint rows = band_rows (p, r->w), y, end = r->y + r->h;
+  gint rows, y, end = r->y + r->h;
 
   if (lossy && gst_spice_rect_area (r) < TILER_JPEG_MIN_PIXELS)
     lossy = FALSE;
+  rows = band_rows_for (p, r->w, lossy);
   for (y = r->y; y < end; y += rows) {
     GstVideoRectangle band = { r->x, y, r->w, MIN (rows, end - y) };
     const guint8 *px = src + (gsize) y * fstride + (gsize) r->x * 4;
