@@ -1015,6 +1015,72 @@ GST_START_TEST (test_flush_redraws_everything)
 
 GST_END_TEST;
 
+GST_START_TEST (test_padded_stride_input)
+{
+  const gint w = 200, h = 100, stride = 1024;
+  GstBuffer *frame = desktop_frame (w, h), *padded;
+  gsize offset[4] = { 0, };
+  gint strides[4] = { stride, };
+  GstMapInfo in, out;
+  Tiler t;
+  gint y;
+
+  tiler_setup (&t, w, h, NULL);
+  padded = gst_buffer_new_allocate (NULL, (gsize) stride * h, NULL);
+  gst_buffer_map (frame, &in, GST_MAP_READ);
+  gst_buffer_map (padded, &out, GST_MAP_WRITE);
+  memset (out.data, 0xab, out.size);
+  for (y = 0; y < h; y++)
+    memcpy (out.data + y * stride, in.data + y * w * 4, w * 4);
+  gst_buffer_unmap (padded, &out);
+  gst_buffer_unmap (frame, &in);
+  gst_buffer_add_video_meta_full (padded, GST_VIDEO_FRAME_FLAG_NONE,
+      GST_VIDEO_FORMAT_BGRx, w, h, 1, offset, strides);
+  tiler_push_sync (&t, padded, 0, NULL, 0);
+  tiler_apply (&t);
+  fail_unless_equals_int (tiler_diff_pixels (&t, frame, NULL), 0);
+  gst_buffer_unref (padded);
+  tiler_teardown (&t);
+  gst_buffer_unref (frame);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_draw_qos_postpones_refinement)
+{
+  GstVideoRectangle anim = { 0, 0, 320, 240 };
+  GstBuffer *frame = frame_new (320, 240);
+  GstClockTime late_until = 2 * FRAME_DURATION + GST_SECOND;
+  Tiler t;
+  gint i;
+
+  tiler_setup (&t, 320, 240, "streaming=off refine-delay=100000000");
+  for (i = 0; i < 3; i++) {
+    animate (frame, 320, &anim, i, 3);
+    tiler_push_sync (&t, frame, i, NULL, 0);
+  }
+  tiler_apply (&t);
+  fail_unless (tiler_diff_pixels (&t, frame, NULL) > 0);
+  /* downstream of draw is a second late */
+  fail_unless (gst_harness_push_upstream_event (t.h,
+          gst_event_new_qos (GST_QOS_TYPE_UNDERFLOW, 2.0, GST_SECOND,
+              2 * FRAME_DURATION)));
+  /* still frames: past the refine delay, but not past the late time */
+  for (; (GstClockTime) i * FRAME_DURATION < late_until; i++) {
+    tiler_push_sync (&t, frame, i, NULL, 0);
+    tiler_apply (&t);
+    fail_unless (tiler_diff_pixels (&t, frame, NULL) > 0,
+        "refined at frame %d while late", i);
+  }
+  tiler_push_sync (&t, frame, i, NULL, 0);
+  tiler_apply (&t);
+  fail_unless_equals_int (tiler_diff_pixels (&t, frame, NULL), 0);
+  tiler_teardown (&t);
+  gst_buffer_unref (frame);
+}
+
+GST_END_TEST;
+
 static Suite *
 spicetiler_suite (void)
 {
@@ -1041,6 +1107,8 @@ spicetiler_suite (void)
   tcase_add_test (tc, test_noise_streams_in_auto_mode);
   tcase_add_test (tc, test_stream_qos_drops_frames);
   tcase_add_test (tc, test_flush_redraws_everything);
+  tcase_add_test (tc, test_padded_stride_input);
+  tcase_add_test (tc, test_draw_qos_postpones_refinement);
   return s;
 }
 
