@@ -700,7 +700,8 @@ def cmd_report(args):
     md.append("")
     md.append("Latencies in ms; \"floor\" is the same link's idle relay-off p50. Mbit/s is what the "
               "client received over the measured presses. Send-Q: the server's client-facing socket "
-              "with the most unsent/unacked bytes, sampled every 0.5 s. CPU is user+sys over the "
+              "with the most unsent/unacked bytes, sampled every 0.5 s while the client runs (connect "
+              "included). CPU is user+sys over the "
               "cell's wall time.")
     late = [c for c in results["cells"] if (c.get("linkemu") or {}).get("wake_us_p99", 0) > 1000]
     if late:
