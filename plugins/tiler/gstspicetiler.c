@@ -308,10 +308,28 @@ handle_frame (GstSpiceTiler * self, const TilerParams * p, TilerItem * it)
   gst_spice_tiler_update (self, p, rt, &it->damage, full, TRUE, FALSE);
 }
 
+/* Hands an update or an event to the draw thread (in order). */
+void
+gst_spice_tiler_draw_enqueue (GstSpiceTiler * self, GstMiniObject * obj)
+{
+  g_mutex_lock (&self->lock);
+  if (self->flushing) {
+    g_mutex_unlock (&self->lock);
+    gst_mini_object_unref (obj);
+    return;
+  }
+  if (GST_IS_BUFFER (obj))
+    self->draw_busy = TRUE;
+  g_queue_push_tail (&self->draw_out, obj);
+  g_cond_broadcast (&self->cond);
+  g_mutex_unlock (&self->lock);
+}
+
 static void
 push_both (GstSpiceTiler * self, GstEvent * event)
 {
-  gst_pad_push_event (self->drawpad, gst_event_ref (event));
+  gst_spice_tiler_draw_enqueue (self,
+      GST_MINI_OBJECT_CAST (gst_event_ref (event)));
   gst_pad_push_event (self->streampad, event);
 }
 
@@ -336,7 +354,8 @@ handle_caps (GstSpiceTiler * self, const TilerParams * p, GstCaps * caps)
   setup_geometry (self, p);
   dcaps = gst_caps_new_simple (GST_SPICE_DRAWS_MEDIA_TYPE,
       "width", G_TYPE_INT, info.width, "height", G_TYPE_INT, info.height, NULL);
-  gst_pad_push_event (self->drawpad, gst_event_new_caps (dcaps));
+  gst_spice_tiler_draw_enqueue (self,
+      GST_MINI_OBJECT_CAST (gst_event_new_caps (dcaps)));
   gst_caps_unref (dcaps);
   self->stream_caps_w = self->stream_caps_h = 0;
   gst_spice_tiler_push_stream_caps (self, MAX (2, info.width & ~1),
@@ -375,7 +394,10 @@ handle_event (GstSpiceTiler * self, const TilerParams * p, GstEvent * event)
 
         if (have_group)
           gst_event_set_group_id (ev, group);
-        gst_pad_push_event (pads[i], ev);
+        if (pads[i] == self->drawpad)
+          gst_spice_tiler_draw_enqueue (self, GST_MINI_OBJECT_CAST (ev));
+        else
+          gst_pad_push_event (pads[i], ev);
         g_free (sid);
       }
       gst_event_unref (event);
@@ -398,12 +420,17 @@ handle_event (GstSpiceTiler * self, const TilerParams * p, GstEvent * event)
       push_both (self, event);
       return;
     case GST_EVENT_EOS:
+      /* the last update must not be skipped as "draw busy" */
+      g_mutex_lock (&self->lock);
+      while (self->draw_busy && !self->flushing)
+        g_cond_wait (&self->cond, &self->lock);
+      g_mutex_unlock (&self->lock);
       final_update (self, p);
       push_both (self, event);
       return;
     case GST_EVENT_CUSTOM_DOWNSTREAM_STICKY:
       if (gst_event_has_name (event, GST_SPICE_EVENT_CURSOR)) {
-        gst_pad_push_event (self->drawpad, event);
+        gst_spice_tiler_draw_enqueue (self, GST_MINI_OBJECT_CAST (event));
         return;
       }
       push_both (self, event);
@@ -463,7 +490,8 @@ gst_spice_tiler_loop (gpointer data)
       g_cond_broadcast (&self->cond);
       continue;
     }
-    if (self->cur && (self->refresh_pending || self->worker_pending)) {
+    if (self->cur && !self->draw_busy && (self->refresh_pending ||
+            self->worker_pending)) {
       self->busy = TRUE;
       g_mutex_unlock (&self->lock);
       snapshot_params (self, &p);
@@ -476,7 +504,8 @@ gst_spice_tiler_loop (gpointer data)
       continue;
     }
     g_cond_broadcast (&self->cond);
-    if (self->cur && GST_CLOCK_TIME_IS_VALID (self->next_refine) &&
+    if (self->cur && !self->draw_busy &&
+        GST_CLOCK_TIME_IS_VALID (self->next_refine) &&
         (!GST_CLOCK_TIME_IS_VALID (self->last_deadline) ||
             self->next_refine > self->last_deadline)) {
       GstClock *clock;
@@ -517,6 +546,41 @@ gst_spice_tiler_loop (gpointer data)
   }
   g_mutex_unlock (&self->lock);
   GST_DEBUG_OBJECT (self, "pausing worker");
+  gst_pad_pause_task (self->streampad);
+}
+
+/* The draw thread: pushes what the worker queued, in order. While it is
+ * blocked downstream the worker keeps going (stream frames, damage
+ * accumulating) but makes no new update. */
+static void
+gst_spice_tiler_draw_loop (gpointer data)
+{
+  GstSpiceTiler *self = data;
+  GstMiniObject *obj;
+
+  g_mutex_lock (&self->lock);
+  while (!self->flushing) {
+    obj = g_queue_pop_head (&self->draw_out);
+    if (!obj) {
+      g_cond_wait (&self->cond, &self->lock);
+      continue;
+    }
+    g_mutex_unlock (&self->lock);
+    if (GST_IS_BUFFER (obj)) {
+      GstFlowReturn ret = gst_pad_push (self->drawpad, GST_BUFFER_CAST (obj));
+
+      gst_spice_tiler_update_flow (self, self->drawpad, ret);
+      g_mutex_lock (&self->lock);
+      self->stats.updates++;
+      self->draw_busy = FALSE;
+    } else {
+      gst_pad_push_event (self->drawpad, GST_EVENT_CAST (obj));
+      g_mutex_lock (&self->lock);
+    }
+    wake_worker (self);
+  }
+  g_mutex_unlock (&self->lock);
+  GST_DEBUG_OBJECT (self, "pausing draw thread");
   gst_pad_pause_task (self->drawpad);
 }
 
@@ -595,7 +659,8 @@ enqueue_event (GstSpiceTiler * self, GstEvent * event)
 static void
 start_worker (GstSpiceTiler * self)
 {
-  gst_pad_start_task (self->drawpad, gst_spice_tiler_loop, self, NULL);
+  gst_pad_start_task (self->streampad, gst_spice_tiler_loop, self, NULL);
+  gst_pad_start_task (self->drawpad, gst_spice_tiler_draw_loop, self, NULL);
 }
 
 static void
@@ -604,6 +669,8 @@ stop_worker (GstSpiceTiler * self)
   g_mutex_lock (&self->lock);
   self->flushing = TRUE;
   clear_items (self);
+  g_queue_clear_full (&self->draw_out, (GDestroyNotify) gst_mini_object_unref);
+  self->draw_busy = FALSE;
   wake_worker (self);
   g_mutex_unlock (&self->lock);
 }
@@ -618,12 +685,13 @@ gst_spice_tiler_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
       gst_pad_push_event (self->drawpad, gst_event_ref (event));
       gst_pad_push_event (self->streampad, event);
       stop_worker (self);
+      gst_pad_pause_task (self->streampad);
       gst_pad_pause_task (self->drawpad);
       return TRUE;
     case GST_EVENT_FLUSH_STOP:
       gst_pad_push_event (self->drawpad, gst_event_ref (event));
       gst_pad_push_event (self->streampad, event);
-      GST_PAD_STREAM_LOCK (self->drawpad);
+      GST_PAD_STREAM_LOCK (self->streampad);
       g_mutex_lock (&self->lock);
       self->flushing = FALSE;
       self->last_flow = GST_FLOW_OK;
@@ -636,7 +704,7 @@ gst_spice_tiler_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
       release_cur (self);
       self->have_seq = FALSE;
       gst_segment_init (&self->segment, GST_FORMAT_TIME);
-      GST_PAD_STREAM_UNLOCK (self->drawpad);
+      GST_PAD_STREAM_UNLOCK (self->streampad);
       start_worker (self);
       return TRUE;
     default:
@@ -672,7 +740,8 @@ gst_spice_tiler_sink_query (GstPad * pad, GstObject * parent, GstQuery * query)
     case GST_QUERY_DRAIN:
       g_mutex_lock (&self->lock);
       while (!self->flushing && (!g_queue_is_empty (&self->items) ||
-              self->busy || self->worker_pending || self->refresh_pending))
+              self->busy || self->worker_pending || self->refresh_pending ||
+              self->draw_busy || !g_queue_is_empty (&self->draw_out)))
         g_cond_wait (&self->cond, &self->lock);
       g_mutex_unlock (&self->lock);
       return TRUE;
@@ -795,6 +864,7 @@ gst_spice_tiler_change_state (GstElement * element, GstStateChange transition)
       break;
     case GST_STATE_CHANGE_PAUSED_TO_READY:
       stop_worker (self);
+      gst_pad_stop_task (self->streampad);
       gst_pad_stop_task (self->drawpad);
       break;
     case GST_STATE_CHANGE_PLAYING_TO_PAUSED:
@@ -988,6 +1058,7 @@ gst_spice_tiler_finalize (GObject * object)
   worker_reset (self);
   g_queue_clear_full (&self->items, item_free);
   g_queue_clear_full (&self->free_items, item_free);
+  g_queue_clear_full (&self->draw_out, (GDestroyNotify) gst_mini_object_unref);
   gst_spice_region_clear (&self->carry);
   gst_spice_region_clear (&self->idle_damage);
   gst_spice_region_clear (&self->regions);
@@ -1033,6 +1104,7 @@ gst_spice_tiler_init (GstSpiceTiler * self)
   g_cond_init (&self->cond);
   g_queue_init (&self->items);
   g_queue_init (&self->free_items);
+  g_queue_init (&self->draw_out);
   gst_spice_region_init (&self->carry);
   gst_spice_region_init (&self->idle_damage);
   gst_spice_region_init (&self->regions);

@@ -81,6 +81,8 @@ struct _GstSpiceTiler
   gboolean stream_enabled;
   GstClockTime draw_qos_earliest, stream_qos_earliest;
   GstClockID clock_id;
+  GQueue draw_out;              /* to the draw thread: events, <= 1 update */
+  gboolean draw_busy;           /* an update is queued or being pushed */
   GstFlowReturn last_flow;
   TilerStats stats;
 
@@ -135,6 +137,8 @@ typedef struct
 /* gstspicetiler.c */
 void     gst_spice_tiler_update_flow (GstSpiceTiler * self, GstPad * pad,
     GstFlowReturn ret);
+void     gst_spice_tiler_draw_enqueue (GstSpiceTiler * self,
+    GstMiniObject * obj);
 
 /* tilerupdate.c: one update from the current frame */
 void     gst_spice_tiler_update (GstSpiceTiler * self, const TilerParams * p,

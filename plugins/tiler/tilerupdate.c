@@ -268,7 +268,6 @@ static void
 finish_update (GstSpiceTiler * self)
 {
   GstBuffer *buf;
-  GstFlowReturn ret;
 
   if (!self->writer)
     return;
@@ -281,13 +280,9 @@ finish_update (GstSpiceTiler * self)
   buf = gst_spice_draws_writer_finish (self->writer);
   self->writer = NULL;
   GST_BUFFER_PTS (buf) = self->cur_pts;
-  g_mutex_lock (&self->lock);
-  self->stats.updates++;
-  g_mutex_unlock (&self->lock);
-  GST_LOG_OBJECT (self, "pushing update of %" G_GSIZE_FORMAT " bytes",
+  GST_LOG_OBJECT (self, "queueing update of %" G_GSIZE_FORMAT " bytes",
       gst_buffer_get_size (buf));
-  ret = gst_pad_push (self->drawpad, buf);
-  gst_spice_tiler_update_flow (self, self->drawpad, ret);
+  gst_spice_tiler_draw_enqueue (self, GST_MINI_OBJECT_CAST (buf));
 }
 
 /* Full lossless picture of the shadow, in its own update, as ONE region
@@ -414,6 +409,7 @@ gst_spice_tiler_update (GstSpiceTiler * self, const TilerParams * p,
   const guint8 *src = GST_VIDEO_FRAME_PLANE_DATA (&self->cur_frame, 0);
   gint fstride = GST_VIDEO_FRAME_PLANE_STRIDE (&self->cur_frame, 0);
   gboolean s_changed = FALSE, allowed, refresh, draw_late, no_budget;
+  gboolean draw_busy;
   GstVideoRectangle srect;
   TilerStreamAction action = TILER_STREAM_CONTINUE;
   gint64 t0, t1, t2;
@@ -467,8 +463,12 @@ gst_spice_tiler_update (GstSpiceTiler * self, const TilerParams * p,
   g_mutex_lock (&self->lock);
   allowed = p->streaming != GST_SPICE_TILER_STREAMING_OFF &&
       self->stream_enabled && !final && gst_pad_is_linked (self->streampad);
-  refresh = self->refresh_pending;
-  self->refresh_pending = FALSE;
+  /* while downstream has not taken the last update, no new one is made:
+   * this damage waits (only the stream goes on) */
+  draw_busy = self->draw_busy && !final;
+  refresh = self->refresh_pending && !draw_busy;
+  if (refresh)
+    self->refresh_pending = FALSE;
   draw_late = GST_CLOCK_TIME_IS_VALID (self->draw_qos_earliest) &&
       now < self->draw_qos_earliest;
   g_mutex_unlock (&self->lock);
@@ -511,6 +511,18 @@ gst_spice_tiler_update (GstSpiceTiler * self, const TilerParams * p,
       self->stream_dirty = FALSE;
     else
       gst_spice_tiler_push_gap (self);
+  }
+
+  if (draw_busy) {
+    if (full) {
+      GstVideoRectangle all = { 0, 0, d->width, d->height };
+
+      gst_spice_region_add (&self->carry, &all);
+    } else
+      gst_spice_region_add_region (&self->carry, damage);
+    gst_spice_region_limit (&self->carry, 64);
+    t2 = g_get_monotonic_time ();
+    goto done;
   }
 
   /* refinement: lossy cells that have been still long enough */
@@ -560,6 +572,8 @@ gst_spice_tiler_update (GstSpiceTiler * self, const TilerParams * p,
   }
   t2 = g_get_monotonic_time ();
   finish_update (self);
+
+done:
   compute_next_refine (self, p);
 
   g_mutex_lock (&self->lock);
