@@ -25,11 +25,13 @@
  * ends the area is refined losslessly. The `stream` pad carries GAP
  * events when there is no stream frame.
  *
- * Frames are never queued: a worker thread takes the latest frame, and
- * while the `draw` pad is blocked, new frames replace the pending one and
- * their damage accumulates. Updates are limited to
- * #GstSpiceTiler:update-budget bytes and large regions go out in bands, the
- * smallest regions first, so a keypress never waits behind a large update.
+ * Frames are never queued: a worker thread takes the latest frame (a newer
+ * one replaces a pending one, their damage united) and hands updates to a
+ * draw thread. While a draw push is blocked downstream the worker keeps
+ * diffing and streaming but makes no new update: the damage accumulates
+ * into the next one. Updates are limited to #GstSpiceTiler:update-budget
+ * bytes and large regions go out in bands, the smallest regions first, so
+ * a keypress never waits behind a large update.
  *
  * ## Example launch line
  * |[
