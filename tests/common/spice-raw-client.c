@@ -375,6 +375,7 @@ handle_display (SpiceRawSession * s, guint16 type, const guint8 * body,
         return proto_error (s, "MARK before SURFACE_CREATE");
       if (s->marks++ == 0)
         s->draws_at_first_mark = s->draws;
+      s->last_draw_area_at_mark = s->last_draw_area;
       return TRUE;
     case GST_SPICE_MSG_DISPLAY_DRAW_COPY:{
       GstSpiceDrawCopy dc;
@@ -393,6 +394,7 @@ handle_display (SpiceRawSession * s, guint16 type, const guint8 * body,
         return proto_error (s, "undecodable DRAW_COPY image");
       if (s->draws++ == 0)
         s->first_draw_area = (guint64) dest.w * dest.h;
+      s->last_draw_area = (guint64) dest.w * dest.h;
       return TRUE;
     }
     case GST_SPICE_MSG_DISPLAY_STREAM_CREATE:{

@@ -51,6 +51,8 @@ typedef struct {
   guint64 draws, marks;
   guint64 draws_at_first_mark;  /* draws received before the first MARK */
   guint64 first_draw_area;      /* pixels of the first DRAW_COPY */
+  guint64 last_draw_area;       /* pixels of the latest DRAW_COPY */
+  guint64 last_draw_area_at_mark;       /* ... as of the latest MARK */
   guint64 stream_creates, stream_datas, stream_destroys, stream_reports;
   guint32 streams_live;         /* bit per stream id */
   gboolean protocol_error;      /* message order or layout violated */
