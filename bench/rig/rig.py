@@ -27,7 +27,6 @@ import os
 import platform
 import re
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
@@ -681,13 +680,30 @@ def plots(results, outdir, stem):
     return made
 
 
+def load_results(dirs):
+    """One results dict from one or more run directories (a matrix split by
+    profile, say): links and cells concatenated, commands listed."""
+    results = None
+    for d in dirs:
+        with open(os.path.join(d, "results.json")) as f:
+            r = json.load(f)
+        r.setdefault("commands", [r.get("command")])
+        if results is None:
+            results = r
+            continue
+        results["links"].update(r["links"])
+        results["cells"].extend(r["cells"])
+        results["commands"].extend(r["commands"])
+        results["wall_s"] = results.get("wall_s", 0) + r.get("wall_s", 0)
+    return results
+
+
 def cmd_report(args):
-    with open(os.path.join(args.dir, "results.json")) as f:
-        results = json.load(f)
+    results = load_results(args.dir)
     m = results["machine"]
     stem = args.stem or "run-" + m["date"].replace(" ", "-").replace(":", "")
     pngdir = os.path.join(os.path.dirname(os.path.abspath(args.docs)), "benchmarks") if args.docs \
-        else os.path.join(args.dir, "plots")
+        else os.path.join(args.dir[0], "plots")
     pngs = plots(results, pngdir, stem)
     s = results.get("settings", {})
     md = []
@@ -696,7 +712,8 @@ def cmd_report(args):
     if args.note:
         md.append(args.note)
         md.append("")
-    md.append("- Command: `%s`" % results["command"])
+    for cmd in results["commands"]:
+        md.append("- Command: `%s`" % cmd)
     md.append("- Machine: %s cores, %s, kernel %s, congestion control **%s** in both namespaces, "
               "load average at start %s; %s." % (m["nproc"], m["cpu"], m["kernel"], m["cc"],
                                                   "/".join(str(x) for x in m["loadavg_at_start"]), m["date"]))
@@ -736,8 +753,8 @@ def cmd_report(args):
             doc = doc.rstrip("\n") + "\n\n" + block + "\n"
         with open(args.docs, "w") as f:
             f.write(doc)
-        shutil.copy(os.path.join(args.dir, "results.json"),
-                    os.path.join(pngdir, stem + ".json"))
+        with open(os.path.join(pngdir, stem + ".json"), "w") as f:
+            json.dump(results, f, indent=1)
         log("updated %s (%d plots, %s)" % (args.docs, len(pngs), pngdir))
     else:
         print(text)
@@ -788,7 +805,7 @@ def main():
         p.add_argument("--max-late-us", type=int, default=1000,
                        help="link verification: delay-line wake-up lateness p99 bound")
     r = sub.add_parser("report")
-    r.add_argument("dir")
+    r.add_argument("dir", nargs="+", help="run directories (merged in order)")
     r.add_argument("--docs", default=None, help="insert into this markdown file (plots next to it)")
     r.add_argument("--stem", default=None, help="name of the block and plot files")
     r.add_argument("--title", default=None)
