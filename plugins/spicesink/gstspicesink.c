@@ -551,6 +551,7 @@ gst_spice_sink_update_stream_control (GstSpiceSink * sink)
 typedef struct {
   GstVideoRectangle dest;
   guint8 type;
+  gboolean lossy;
   gsize offset, size;
 } DrawRegion;
 
@@ -586,7 +587,7 @@ gst_spice_sink_draw_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
   GstSpiceDraw d;
   GArray *regions;
   GBytes *bytes;
-  gboolean refresh, one_full;
+  gboolean refresh, one_full, refresh_all = FALSE;
   GList *l;
   guint i;
 
@@ -620,6 +621,7 @@ gst_spice_sink_draw_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
     }
     r.dest = d.dest;
     r.type = d.type;
+    r.lossy = (d.flags & GST_SPICE_DRAW_FLAG_LOSSY) != 0;
     r.offset = d.payload - rd.map.data;
     r.size = d.payload_size;
     g_array_append_val (regions, r);
@@ -641,12 +643,17 @@ gst_spice_sink_draw_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
     return GST_FLOW_FLUSHING;
   }
   if (refresh) {
+    /* the tiler counts a REFRESH as making every client's picture exact
+     * (it stops refining): clients that may hold lossy areas need it */
+    refresh_all = gst_spice_sink_cache_has_lossy (sink);
     gst_spice_sink_cache_clear (sink);
+    sink->cache_lossy_unknown = FALSE;
     sink->refresh_outstanding = FALSE;
   }
   /* A REFRESH update goes only to the clients that wait for the picture
-   * (or got an incomplete one); the others already have it. Any other
-   * update goes only to clients that have the picture. */
+   * (or got an incomplete one); the others already have it, unless their
+   * picture may be lossy somewhere (refresh_all). Any other update goes
+   * only to clients that have the picture. */
   for (i = 0; i < regions->len; i++) {
     DrawRegion *r = &g_array_index (regions, DrawRegion, i);
     GBytes *payload = g_bytes_new_from_bytes (bytes, r->offset, r->size);
@@ -656,12 +663,12 @@ gst_spice_sink_draw_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
 
       if (!gst_spice_sink_session_display_ready (s) || s->behind)
         continue;
-      if (refresh ? !(s->awaiting_refresh || s->partial_picture) :
-          s->awaiting_refresh)
+      if (refresh ? !(refresh_all || s->awaiting_refresh ||
+              s->partial_picture) : s->awaiting_refresh)
         continue;
       gst_spice_sink_send_draw (s->display, &r->dest, r->type, payload);
     }
-    gst_spice_sink_cache_add (sink, &r->dest, r->type, payload);
+    gst_spice_sink_cache_add (sink, &r->dest, r->type, r->lossy, payload);
     g_bytes_unref (payload);
   }
   one_full = gst_spice_sink_cache_is_one_full_region (sink);
@@ -688,7 +695,7 @@ gst_spice_sink_draw_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
       s->updates++;
     } else if (s->awaiting_refresh) {
       s->updates_skipped++;
-    } else if (!refresh) {
+    } else if (!refresh || refresh_all) {
       s->updates++;
     }
   }

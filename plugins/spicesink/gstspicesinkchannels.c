@@ -112,7 +112,7 @@ gst_spice_sink_cache_clear (GstSpiceSink * sink)
 
 void
 gst_spice_sink_cache_add (GstSpiceSink * sink, const GstVideoRectangle * dest,
-    guint8 type, GBytes * payload)
+    guint8 type, gboolean lossy, GBytes * payload)
 {
   SinkCacheEntry *e;
   guint i;
@@ -134,13 +134,30 @@ gst_spice_sink_cache_add (GstSpiceSink * sink, const GstVideoRectangle * dest,
       sink->cache_bytes + g_bytes_get_size (payload) > CACHE_MAX_BYTES) {
     GST_DEBUG_OBJECT (sink, "last-known picture too fragmented, dropped");
     gst_spice_sink_cache_clear (sink);
+    sink->cache_lossy_unknown = TRUE;
   }
   e = g_new (SinkCacheEntry, 1);
   e->dest = *dest;
   e->type = type;
+  e->lossy = lossy || type == GST_SPICE_IMAGE_JPEG;
   e->payload = g_bytes_ref (payload);
   sink->cache_bytes += g_bytes_get_size (payload);
   g_ptr_array_add (sink->cache, e);
+}
+
+/* Whether clients that are up to date may hold lossy pixels somewhere
+ * (a lossy region of the last-known picture, or a dropped cache). */
+gboolean
+gst_spice_sink_cache_has_lossy (GstSpiceSink * sink)
+{
+  guint i;
+
+  if (sink->cache_lossy_unknown)
+    return TRUE;
+  for (i = 0; sink->cache && i < sink->cache->len; i++)
+    if (((SinkCacheEntry *) g_ptr_array_index (sink->cache, i))->lossy)
+      return TRUE;
+  return FALSE;
 }
 
 static gint

@@ -208,6 +208,7 @@ typedef struct {
 typedef struct {
   GstVideoRectangle dest;
   guint8 type;
+  gboolean lossy;               /* JPEG or flagged GST_SPICE_DRAW_FLAG_LOSSY */
   GBytes *payload;
 } SinkCacheEntry;
 
@@ -258,6 +259,8 @@ struct _GstSpiceSink {
   GPtrArray *cache;             /* SinkCacheEntry*, oldest first */
   gsize cache_bytes;
   gboolean cache_complete;
+  gboolean cache_lossy_unknown; /* the cache was dropped since the last
+                                 * REFRESH: clients may hold lossy areas */
   gboolean have_cursor;
   GstSpiceCursor cursor;
   GBytes *cursor_shape;         /* BGRA pixels of cursor (or default) */
@@ -320,7 +323,9 @@ gboolean gst_spice_sink_session_display_ready (SinkSession * s);
 gboolean gst_spice_sink_session_supports_codec (SinkSession * s,
     guint8 codec);
 void     gst_spice_sink_cache_add (GstSpiceSink * sink,
-    const GstVideoRectangle * dest, guint8 type, GBytes * payload);
+    const GstVideoRectangle * dest, guint8 type, gboolean lossy,
+    GBytes * payload);
+gboolean gst_spice_sink_cache_has_lossy (GstSpiceSink * sink);
 void     gst_spice_sink_cache_clear (GstSpiceSink * sink);
 void     gst_spice_sink_cache_update_complete (GstSpiceSink * sink);
 

@@ -63,8 +63,8 @@ make_pattern (guint8 * p, gint w, gint h, guint seed)
 }
 
 static inline void
-add_lz4 (GstSpiceDrawsWriter * wr, const GstVideoRectangle * dest,
-    const guint8 * bgrx, gint stride)
+add_lz4_flags (GstSpiceDrawsWriter * wr, const GstVideoRectangle * dest,
+    const guint8 * bgrx, gint stride, guint flags)
 {
   gsize row = (gsize) dest->w * 4, raw = row * dest->h;
   guint8 *packed = g_malloc (raw);
@@ -80,10 +80,17 @@ add_lz4 (GstSpiceDrawsWriter * wr, const GstVideoRectangle * dest,
   payload[4] = 1;               /* top-down */
   payload[5] = 8;               /* 32BIT */
   GST_WRITE_UINT32_BE (payload + 6, n);
-  gst_spice_draws_writer_add (wr, dest, GST_SPICE_IMAGE_LZ4, 0, payload,
+  gst_spice_draws_writer_add (wr, dest, GST_SPICE_IMAGE_LZ4, flags, payload,
       10 + n);
   g_free (payload);
   g_free (packed);
+}
+
+static inline void
+add_lz4 (GstSpiceDrawsWriter * wr, const GstVideoRectangle * dest,
+    const guint8 * bgrx, gint stride)
+{
+  add_lz4_flags (wr, dest, bgrx, stride, 0);
 }
 
 /* pushes @rects of the fixture's picture as one update */

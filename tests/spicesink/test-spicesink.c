@@ -291,6 +291,69 @@ GST_START_TEST (test_join_refresh_wait_bound)
 
 GST_END_TEST;
 
+/* The tiler counts a REFRESH as making every client's picture exact (it
+ * stops refining lossy areas). So a client that has the picture still gets
+ * the REFRESH answer when its picture may be lossy (a LOSSY-flagged or JPEG
+ * region in the last-known picture), and only then. */
+GST_START_TEST (test_refresh_to_lossy_clients)
+{
+  Fixture *f = fixture_new (320, 240, NULL);
+  GstVideoRectangle r = { 20, 20, 64, 48 };
+  SpiceRawSession *a, *b;
+  GstSpiceDrawsWriter *wr;
+  guint64 want;
+  guint refreshes;
+
+  f->use_lz4 = TRUE;
+  fixture_start (f, TRUE);
+  a = spice_raw_session_new (f->port, NULL, SPICE_RAW_DISPLAY_CAPS_ALL);
+  fail_unless (a != NULL);
+  fail_unless (spice_raw_session_pump (a, 10000, has_mark, NULL));
+  /* a "lossy" region (as the tiler flags JPEG-approximated areas) */
+  wr = gst_spice_draws_writer_new (0, 0);
+  g_mutex_lock (&f->lock);
+  add_lz4_flags (wr, &r, f->picture + (r.y * 320 + r.x) * 4, 320 * 4,
+      GST_SPICE_DRAW_FLAG_LOSSY);
+  g_mutex_unlock (&f->lock);
+  fail_unless_equals_int (gst_app_src_push_buffer (GST_APP_SRC (f->src),
+          gst_spice_draws_writer_finish (wr)), GST_FLOW_OK);
+  want = a->draws + 1;
+  fail_unless (spice_raw_session_pump (a, 5000, draws_at_least, &want));
+  /* B joins: refresh; A gets the answer too */
+  refreshes = f->refresh_events;
+  b = spice_raw_session_new (f->port, NULL, SPICE_RAW_DISPLAY_CAPS_ALL);
+  fail_unless (b != NULL);
+  fail_unless (spice_raw_session_pump (b, 10000, has_mark, NULL));
+  fail_unless_equals_int (b->draws_at_first_mark, 1);
+  fail_unless (f->refresh_events > refreshes);
+  want = a->draws + 1;
+  fail_unless (spice_raw_session_pump (a, 5000, draws_at_least, &want),
+      "a client with a lossy area did not get the refresh");
+  fail_unless_equals_int (a->last_draw_area, 320 * 240);
+  spice_raw_session_free (b);
+  /* now everything is exact: a lossless update, another join, and A gets
+   * nothing but that update */
+  update_rect (f, &r, 9);
+  want = a->draws + 1;
+  fail_unless (spice_raw_session_pump (a, 5000, draws_at_least, &want));
+  want = a->draws;
+  b = spice_raw_session_new (f->port, NULL, SPICE_RAW_DISPLAY_CAPS_ALL);
+  fail_unless (b != NULL);
+  fail_unless (spice_raw_session_pump (b, 10000, has_mark, NULL));
+  fail_unless_equals_int (b->draws_at_first_mark, 1);
+  fail_unless_equals_int (spice_raw_session_compare (b, f->picture, 320 * 4),
+      0);
+  spice_raw_session_pump (a, 300, NULL, NULL);
+  fail_unless_equals_int (a->draws, want);
+  fail_unless_equals_int (spice_raw_session_compare (a, f->picture, 320 * 4),
+      0);
+  spice_raw_session_free (b);
+  spice_raw_session_free (a);
+  fixture_free (f);
+}
+
+GST_END_TEST;
+
 static gboolean
 marks_at_least (SpiceRawSession * s, gpointer data)
 {
@@ -1364,6 +1427,12 @@ GST_START_TEST (test_stats)
       "127.0.0.1");
   fail_unless (gst_structure_has_field (c, "tcp-rtt-us"));
   fail_unless (gst_structure_has_field (c, "tcp-delivery-rate"));
+  fail_unless (gst_structure_has_field (c, "link-estimate-bps"));
+  fail_unless (gst_structure_has_field (c, "queue-delay-us"));
+  fail_unless (gst_structure_has_field (c, "pace-holds"));
+  fail_unless (gst_structure_has_field (c, "refresh-wait-fallbacks"));
+  fail_unless (gst_structure_has_field (st, "link-estimate-bps"));
+  fail_unless (gst_structure_has_field (st, "stream-rates"));
   disp = gst_value_get_structure (gst_structure_get_value (c, "display"));
   fail_unless (gst_structure_get_uint64 (disp, "bytes-sent", &bytes));
   fail_unless (bytes > 160 * 120 * 4);
@@ -1896,6 +1965,7 @@ spicesink_suite (void)
   tcase_add_test (tc, test_join_first_draw_whole);
   tcase_add_test (tc, test_join_refresh_wait_bound);
   tcase_add_test (tc, test_resync_behind_whole);
+  tcase_add_test (tc, test_refresh_to_lossy_clients);
   tcase_add_test (tc, test_two_clients);
   tcase_add_test (tc, test_password);
   tcase_add_test (tc, test_tls);
