@@ -525,8 +525,9 @@ gst_spice_tiler_loop (gpointer data)
         self->clock_id = NULL;
         gst_clock_id_unref (id);
         gst_object_unref (clock);
-        if (cret == GST_CLOCK_OK && !self->flushing &&
-            g_queue_is_empty (&self->items)) {
+        /* EARLY: the deadline has passed already, refine now */
+        if ((cret == GST_CLOCK_OK || cret == GST_CLOCK_EARLY) &&
+            !self->flushing && g_queue_is_empty (&self->items)) {
           self->busy = TRUE;
           g_mutex_unlock (&self->lock);
           snapshot_params (self, &p);

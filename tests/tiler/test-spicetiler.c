@@ -1150,6 +1150,39 @@ GST_START_TEST (test_stream_flows_while_draw_blocked)
 
 GST_END_TEST;
 
+/* a deadline already past on the clock (a live source running late):
+ * refined at once, without waiting for another frame */
+GST_START_TEST (test_refine_deadline_already_past)
+{
+  GstVideoRectangle anim = { 0, 0, 320, 240 };
+  GstBuffer *frame = frame_new (320, 240), *b;
+  Tiler t;
+  gint i;
+
+  tiler_setup (&t, 320, 240, "streaming=off refine-delay=100000000");
+  /* the system clock, with a base time at its origin: every deadline of
+   * these frames lies far in the past (the wait returns EARLY) */
+  gst_harness_use_systemclock (t.h);
+  gst_element_set_base_time (t.h->element, 0);
+  for (i = 0; i < 3; i++) {
+    animate (frame, 320, &anim, i, 3);
+    tiler_push (&t, frame, i, NULL, 0);
+    if (i < 2)
+      tiler_drain (&t);
+  }
+  /* the refinement comes by itself */
+  while (tiler_diff_pixels (&t, frame, NULL) > 0) {
+    b = gst_harness_pull (t.h);
+    fail_unless (b != NULL);
+    fail_unless (draws_decoder_apply (t.dec, b, NULL));
+    gst_buffer_unref (b);
+  }
+  tiler_teardown (&t);
+  gst_buffer_unref (frame);
+}
+
+GST_END_TEST;
+
 static Suite *
 spicetiler_suite (void)
 {
@@ -1171,6 +1204,7 @@ spicetiler_suite (void)
   tcase_add_test (tc, test_refresh_full_lossless_redraw);
   tcase_add_test (tc, test_navigation_and_cursor);
   tcase_add_test (tc, test_refine_when_idle_on_clock);
+  tcase_add_test (tc, test_refine_deadline_already_past);
   tcase_add_test (tc, test_caps_change_redraws);
   tcase_add_test (tc, test_eos_converges);
   tcase_add_test (tc, test_stream_frame_before_draws_and_refresh_keyframe);
