@@ -536,11 +536,15 @@ gst_spice_tiler_loop (gpointer data)
           self->last_deadline = self->next_refine;
           GST_LOG_OBJECT (self, "refinement deadline %" GST_TIME_FORMAT,
               GST_TIME_ARGS (self->cur_now));
-          gst_spice_tiler_update (self, &p, self->cur_now, &self->idle_damage,
-          FALSE, FALSE, FALSE);
+          gst_spice_tiler_update (self, &p, self->cur_now,
+              &self->idle_damage, FALSE, FALSE, FALSE);
           g_mutex_lock (&self->lock);
           self->busy = FALSE;
           g_cond_broadcast (&self->cond);
+        } else if (cret != GST_CLOCK_UNSCHEDULED && cret != GST_CLOCK_OK &&
+            cret != GST_CLOCK_EARLY) {
+          /* a clock error: do not wait for this deadline again */
+          self->last_deadline = self->next_refine;
         }
         continue;
       }
