@@ -312,9 +312,13 @@ push_refresh (GstSpiceTiler * self, const TilerParams * p)
   finish_update (self);
 }
 
-static void
+/* Returns whether cells wait to be sent at once (content unknown to the
+ * client, outside the stream), so that the worker does not wait for a
+ * frame or a deadline before sending them. */
+static gboolean
 compute_next_refine (GstSpiceTiler * self, const TilerParams * p)
 {
+  gboolean urgent = FALSE;
   TilerDiff *d = &self->diff;
   GstClockTime next = GST_CLOCK_TIME_NONE;
   guint i, n = d->ncx * d->ncy;
@@ -330,8 +334,10 @@ compute_next_refine (GstSpiceTiler * self, const TilerParams * p)
     if (self->stream.active && tiler_diff_cell_inside (d, i % d->ncx,
             i / d->ncx, &self->stream.rect))
       continue;
-    if (t == TILER_RT_UNKNOWN)
+    if (t == TILER_RT_UNKNOWN) {
+      urgent = TRUE;
       t = 0;
+    }
     else
       t += p->refine_delay;
     if (!GST_CLOCK_TIME_IS_VALID (next) || t < next)
@@ -352,6 +358,7 @@ compute_next_refine (GstSpiceTiler * self, const TilerParams * p)
   self->stats.lossy_cells = lossy;
   g_mutex_unlock (&self->lock);
   self->next_refine = next;
+  return urgent;
 }
 
 /* a changed photographic cell with a neighbour that is not one */
@@ -409,7 +416,7 @@ gst_spice_tiler_update (GstSpiceTiler * self, const TilerParams * p,
   const guint8 *src = GST_VIDEO_FRAME_PLANE_DATA (&self->cur_frame, 0);
   gint fstride = GST_VIDEO_FRAME_PLANE_STRIDE (&self->cur_frame, 0);
   gboolean s_changed = FALSE, allowed, refresh, draw_late, no_budget;
-  gboolean draw_busy;
+  gboolean draw_busy, urgent;
   GstVideoRectangle srect;
   TilerStreamAction action = TILER_STREAM_CONTINUE;
   gint64 t0, t1, t2;
@@ -574,7 +581,7 @@ gst_spice_tiler_update (GstSpiceTiler * self, const TilerParams * p,
   finish_update (self);
 
 done:
-  compute_next_refine (self, p);
+  urgent = compute_next_refine (self, p);
 
   g_mutex_lock (&self->lock);
   if (new_frame)
@@ -582,6 +589,6 @@ done:
   self->stats.diff_us_avg = self->stats.diff_us_avg * 0.9 + (t1 - t0) * 0.1;
   self->stats.encode_us_avg =
       self->stats.encode_us_avg * 0.9 + (t2 - t1) * 0.1;
-  self->worker_pending = !gst_spice_region_is_empty (&self->carry);
+  self->worker_pending = !gst_spice_region_is_empty (&self->carry) || urgent;
   g_mutex_unlock (&self->lock);
 }
