@@ -167,3 +167,51 @@ test_http_get (guint port, const gchar * path)
   g_object_unref (c);
   return g_string_free (resp, FALSE);
 }
+
+gchar *
+test_tmpdir_new (const gchar * prefix)
+{
+  gchar *tmpl = g_strdup_printf ("%s-XXXXXX", prefix);
+  gchar *dir = g_dir_make_tmp (tmpl, NULL);
+
+  g_free (tmpl);
+  if (!dir)
+    g_error ("cannot make a temporary directory");
+  return dir;
+}
+
+static void
+remove_tree (GFile * file)
+{
+  GFileEnumerator *en = g_file_enumerate_children (file,
+      G_FILE_ATTRIBUTE_STANDARD_NAME "," G_FILE_ATTRIBUTE_STANDARD_TYPE,
+      G_FILE_QUERY_INFO_NOFOLLOW_SYMLINKS, NULL, NULL);
+  GFileInfo *info;
+
+  while (en && (info = g_file_enumerator_next_file (en, NULL, NULL))) {
+    GFile *child = g_file_get_child (file, g_file_info_get_name (info));
+
+    if (g_file_info_get_file_type (info) == G_FILE_TYPE_DIRECTORY)
+      remove_tree (child);
+    else
+      g_file_delete (child, NULL, NULL);
+    g_object_unref (child);
+    g_object_unref (info);
+  }
+  if (en)
+    g_object_unref (en);
+  g_file_delete (file, NULL, NULL);
+}
+
+void
+test_tmpdir_remove (gchar * dir)
+{
+  GFile *file;
+
+  if (!dir)
+    return;
+  file = g_file_new_for_path (dir);
+  remove_tree (file);
+  g_object_unref (file);
+  g_free (dir);
+}

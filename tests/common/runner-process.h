@@ -34,6 +34,11 @@ gboolean runner_process_is_running (RunnerProcess * run);
 /* Kills it if still running; frees. NULL-safe. */
 void runner_process_free (RunnerProcess * run);
 
+/* A new temporary directory /tmp/PREFIX-XXXXXX (aborts on failure), and
+ * its removal with everything in it (frees @dir). */
+gchar *test_tmpdir_new (const gchar * prefix);
+void test_tmpdir_remove (gchar * dir);
+
 /* Minimal HTTP/1.0 GET on 127.0.0.1; the whole response or NULL. */
 gchar *test_http_get (guint port, const gchar * path);
 

@@ -31,18 +31,14 @@ pipeline_path (const gchar * name)
 static void
 setup (void)
 {
-  tmpdir = g_dir_make_tmp ("gst-spice-pipelines-XXXXXX", NULL);
-  fail_unless (tmpdir != NULL);
+  tmpdir = test_tmpdir_new ("gst-spice-pipelines");
 }
 
 static void
 teardown (void)
 {
-  gchar *cmd = g_strdup_printf ("rm -rf '%s'", tmpdir);
-
-  fail_unless (system (cmd) == 0);
-  g_free (cmd);
-  g_free (tmpdir);
+  test_tmpdir_remove (tmpdir);
+  tmpdir = NULL;
 }
 
 /* Takes screenshots until one equals @expected (w x h, stride w * 4) or

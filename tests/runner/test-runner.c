@@ -60,18 +60,14 @@ run_sync (gchar ** log_out, const gchar * first, ...)
 static void
 setup (void)
 {
-  tmpdir = g_dir_make_tmp ("gst-spice-run-XXXXXX", NULL);
-  fail_unless (tmpdir != NULL);
+  tmpdir = test_tmpdir_new ("gst-spice-run");
 }
 
 static void
 teardown (void)
 {
-  gchar *cmd = g_strdup_printf ("rm -rf '%s'", tmpdir);
-
-  fail_unless (system (cmd) == 0);
-  g_free (cmd);
-  g_free (tmpdir);
+  test_tmpdir_remove (tmpdir);
+  tmpdir = NULL;
 }
 
 /* ---- pipeline files (in process) ---- */
