@@ -715,9 +715,9 @@ GST_START_TEST (test_max_framerate_timestamps)
     fail_unless (GST_CLOCK_TIME_IS_VALID (pts));
     if (GST_CLOCK_TIME_IS_VALID (last)) {
       fail_unless (pts > last, "PTS not increasing");
-      /* 5 fps: >= 200 ms apart (some slack for stamping on arrival) */
-      fail_unless (pts - last >= 150 * GST_MSECOND, "frames %"
-          GST_TIME_FORMAT " apart", GST_TIME_ARGS (pts - last));
+      /* a frame is stamped with the arrival of its newest draw, which may
+       * come before the frame's turn: two stamps can be closer than 200 ms,
+       * but the rate over the run is what max-framerate bounds (below) */
     } else {
       first = pts;
     }
@@ -728,6 +728,10 @@ GST_START_TEST (test_max_framerate_timestamps)
   g_printerr ("max-framerate=5/1: %u frames in 3 s, PTS span %"
       GST_TIME_FORMAT "\n", n, GST_TIME_ARGS (last - first));
   fail_unless (n >= 5 && n <= 20, "%u frames in 3 s at max 5 fps", n);
+  /* n frames span at least (n - 1) intervals of ~200 ms, less one interval
+   * of stamping slack */
+  fail_unless (last - first >= (n - 2) * 200 * GST_MSECOND, "%u frames "
+      "within %" GST_TIME_FORMAT, n, GST_TIME_ARGS (last - first));
 
   gst_element_set_state (p, GST_STATE_NULL);
   gst_object_unref (sink);
