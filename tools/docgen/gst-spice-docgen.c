@@ -7,6 +7,7 @@
 #include <gst/gst.h>
 #include <stdio.h>
 #include <string.h>
+#include <glib/gstdio.h>
 
 static void
 print_value (GString * out, const GValue * v)
@@ -177,6 +178,10 @@ main (int argc, char **argv)
   GError *err = NULL;
   gint i, status = 0;
 
+  /* the build gives docgen a registry of its own: start it afresh, so that
+   * a plugin that once failed to load is not remembered as broken */
+  if (g_getenv ("GST_REGISTRY_1_0"))
+    g_unlink (g_getenv ("GST_REGISTRY_1_0"));
   gst_init (&argc, &argv);
   if (argc < 3) {
     g_printerr ("usage: gst-spice-docgen OUTPUT.md ELEMENT…\n");
