@@ -682,7 +682,8 @@ def plots(results, outdir, stem):
 
 def load_results(dirs):
     """One results dict from one or more run directories (a matrix split by
-    profile, say): links and cells concatenated, commands listed."""
+    profile, say): links and cells concatenated (a later run of the same cell
+    replaces the earlier one), commands listed, cells in matrix order."""
     results = None
     for d in dirs:
         with open(os.path.join(d, "results.json")) as f:
@@ -692,9 +693,21 @@ def load_results(dirs):
             results = r
             continue
         results["links"].update(r["links"])
+        # a later run of the same cell (e.g. a retried link) replaces it
+        keys = {(c["profile"], c["activity"], c["mode"]) for c in r["cells"]}
+        results["cells"] = [c for c in results["cells"]
+                            if (c["profile"], c["activity"], c["mode"]) not in keys]
         results["cells"].extend(r["cells"])
         results["commands"].extend(r["commands"])
         results["wall_s"] = results.get("wall_s", 0) + r.get("wall_s", 0)
+    order = {p: i for i, p in enumerate(ALL_PROFILES)}
+    acts = {a: i for i, a in enumerate(ALL_ACTIVITIES)}
+    modes = {m: i for i, m in enumerate(ALL_MODES)}
+    results["cells"].sort(key=lambda c: (order.get(c["profile"], 99), c["profile"],
+                                         acts.get(c["activity"], 99), modes.get(c["mode"], 99),
+                                         c["mode"]))
+    results["links"] = dict(sorted(results["links"].items(),
+                                   key=lambda kv: (order.get(kv[0], 99), kv[0])))
     return results
 
 
