@@ -20,7 +20,8 @@ LLVMFuzzerInitialize (int *argc, char ***argv)
 int
 LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
 {
-  GstBuffer *buf = gst_buffer_new_memdup (data, size);
+  GstBuffer *buf = size ? gst_buffer_new_memdup (data, size) :
+      gst_buffer_new ();
   GstSpiceDrawsReader r;
   GstSpiceDraw d;
 
