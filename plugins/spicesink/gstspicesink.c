@@ -62,6 +62,10 @@ GST_DEBUG_CATEGORY (gst_spice_sink_debug);
 #define DEFAULT_QUEUE_SIZE (256 * 1024)
 #define DEFAULT_NOTSENT_LOWAT (64 * 1024)
 #define DEFAULT_HANDSHAKE_TIMEOUT 10000
+#define DEFAULT_IDLE_TIMEOUT 300000
+#define DEFAULT_MAX_CONN_RATE 0
+#define DEFAULT_CONN_BURST 20
+#define DEFAULT_MAX_PENDING 64
 #define FKU_MIN_INTERVAL_US (200 * G_TIME_SPAN_MILLISECOND)
 #define REFRESH_RETRY_US (1000 * G_TIME_SPAN_MILLISECOND)
 
@@ -80,6 +84,10 @@ enum {
   PROP_QUEUE_SIZE,
   PROP_NOTSENT_LOWAT,
   PROP_HANDSHAKE_TIMEOUT,
+  PROP_IDLE_TIMEOUT,
+  PROP_MAX_CONN_RATE,
+  PROP_CONN_BURST,
+  PROP_MAX_PENDING,
   PROP_BOUND_PORT,
   PROP_BOUND_TLS_PORT,
   PROP_STATS,
@@ -139,6 +147,28 @@ post_job (GstSpiceSink * sink, GstPad * pad, GstEvent * event,
   if (!sink->event_pool) {
     if (event)
       gst_event_unref (event);
+    if (free_data)
+      free_data (data);
+    return;
+  }
+  /* an input flood while upstream is slow must not queue without bound:
+   * navigation events beyond SINK_MAX_QUEUED_EVENTS are dropped (refresh,
+   * key-unit and rate events are rare and always queued) */
+  if (event && GST_EVENT_TYPE (event) == GST_EVENT_NAVIGATION &&
+      g_thread_pool_unprocessed (sink->event_pool) >= SINK_MAX_QUEUED_EVENTS) {
+    gsize now = (gsize) g_get_monotonic_time ();
+
+    g_atomic_pointer_add (&sink->input_events_dropped, 1);
+    if (now - (gsize) g_atomic_pointer_get (&sink->input_drop_warned_us) >=
+        G_TIME_SPAN_SECOND) {
+      g_atomic_pointer_set (&sink->input_drop_warned_us, now);
+      GST_WARNING_OBJECT (sink, "%u upstream events queued (limit %u): "
+          "dropping input events (%" G_GSIZE_FORMAT " so far)",
+          g_thread_pool_unprocessed (sink->event_pool),
+          SINK_MAX_QUEUED_EVENTS,
+          (gsize) g_atomic_pointer_get (&sink->input_events_dropped));
+    }
+    gst_event_unref (event);
     if (free_data)
       free_data (data);
     return;
@@ -1317,6 +1347,18 @@ gst_spice_sink_set_property (GObject * object, guint prop_id,
     case PROP_HANDSHAKE_TIMEOUT:
       sink->handshake_timeout = g_value_get_uint (value);
       break;
+    case PROP_IDLE_TIMEOUT:
+      sink->idle_timeout = g_value_get_uint (value);
+      break;
+    case PROP_MAX_CONN_RATE:
+      sink->max_conn_rate = g_value_get_uint (value);
+      break;
+    case PROP_CONN_BURST:
+      sink->conn_burst = g_value_get_uint (value);
+      break;
+    case PROP_MAX_PENDING:
+      sink->max_pending = g_value_get_uint (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -1370,6 +1412,18 @@ gst_spice_sink_get_property (GObject * object, guint prop_id, GValue * value,
       break;
     case PROP_HANDSHAKE_TIMEOUT:
       g_value_set_uint (value, sink->handshake_timeout);
+      break;
+    case PROP_IDLE_TIMEOUT:
+      g_value_set_uint (value, sink->idle_timeout);
+      break;
+    case PROP_MAX_CONN_RATE:
+      g_value_set_uint (value, sink->max_conn_rate);
+      break;
+    case PROP_CONN_BURST:
+      g_value_set_uint (value, sink->conn_burst);
+      break;
+    case PROP_MAX_PENDING:
+      g_value_set_uint (value, sink->max_pending);
       break;
     case PROP_BOUND_PORT:
       g_value_set_int (value, sink->bound_port);
@@ -1428,6 +1482,10 @@ gst_spice_sink_init (GstSpiceSink * sink)
   sink->queue_size = DEFAULT_QUEUE_SIZE;
   sink->notsent_lowat = DEFAULT_NOTSENT_LOWAT;
   sink->handshake_timeout = DEFAULT_HANDSHAKE_TIMEOUT;
+  sink->idle_timeout = DEFAULT_IDLE_TIMEOUT;
+  sink->max_conn_rate = DEFAULT_MAX_CONN_RATE;
+  sink->conn_burst = DEFAULT_CONN_BURST;
+  sink->max_pending = DEFAULT_MAX_PENDING;
   sink->bound_port = sink->bound_tls_port = -1;
   sink->streams = g_ptr_array_new ();
   sink->flushing = TRUE;
@@ -1511,6 +1569,29 @@ gst_spice_sink_class_init (GstSpiceSinkClass * klass)
       g_param_spec_uint ("handshake-timeout", "Handshake timeout",
           "Connections that have not linked a channel after this many ms "
           "are closed", 100, 600000, DEFAULT_HANDSHAKE_TIMEOUT, rw));
+  g_object_class_install_property (gobject_class, PROP_IDLE_TIMEOUT,
+      g_param_spec_uint ("idle-timeout", "Idle timeout",
+          "A client session from which no byte arrived on any channel for "
+          "this many ms is closed (spice-gtk answers the sink's PING every "
+          "second); 0 = never", 0, G_MAXINT, DEFAULT_IDLE_TIMEOUT,
+          rw | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property (gobject_class, PROP_MAX_CONN_RATE,
+      g_param_spec_uint ("max-connections-per-second",
+          "Max connections per second",
+          "New connections accepted per second from one source address "
+          "(token bucket with connection-burst); over it they are closed at "
+          "once. A SPICE session opens 4 connections. 0 = no limit", 0,
+          100000, DEFAULT_MAX_CONN_RATE, rw | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property (gobject_class, PROP_CONN_BURST,
+      g_param_spec_uint ("connection-burst", "Connection burst",
+          "Connections one address may open at once before "
+          "max-connections-per-second applies", 1, 100000,
+          DEFAULT_CONN_BURST, rw | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property (gobject_class, PROP_MAX_PENDING,
+      g_param_spec_uint ("max-pending-links", "Max pending links",
+          "Connections allowed in the link stage at the same time (all "
+          "addresses); further ones are closed at once", 1, 100000,
+          DEFAULT_MAX_PENDING, rw | GST_PARAM_MUTABLE_PLAYING));
   g_object_class_install_property (gobject_class, PROP_BOUND_PORT,
       g_param_spec_int ("bound-port", "Bound port",
           "Port actually listened on (-1 if none)", -1, 65535, -1,

@@ -26,6 +26,9 @@ GST_DEBUG_CATEGORY_EXTERN (gst_spice_sink_debug);
 
 #define SINK_MSG_HEAD_MAX 240
 #define SINK_MAX_STREAMS GST_SPICE_WIRE_MAX_STREAMS
+/* upstream events waiting for the event thread above which client input
+ * (navigation) events are dropped */
+#define SINK_MAX_QUEUED_EVENTS 1024
 /* how long a joining (or resynchronising) client waits for a one-region
  * picture (REFRESH update) before it gets the cached picture as it is */
 #define SINK_REFRESH_WAIT_US (2 * G_TIME_SPAN_SECOND)
@@ -73,6 +76,7 @@ struct _SinkConn {
   SinkConnState state;
   gint64 start_us;
   gint64 last_progress_us;      /* last successful write (or enqueue on empty) */
+  gint64 last_rx_us;            /* last byte received */
 
   /* reading */
   guint8 *rbuf;
@@ -231,6 +235,10 @@ struct _GstSpiceSink {
   guint queue_size;
   guint notsent_lowat;
   guint handshake_timeout;
+  guint idle_timeout;           /* ms without a byte from a session, 0 off */
+  guint max_conn_rate;          /* new connections/s per address, 0 off */
+  guint conn_burst;             /* ... of which this many at once */
+  guint max_pending;            /* connections in the link stage */
   gint bound_port, bound_tls_port;
 
   /* server thread */
@@ -244,6 +252,7 @@ struct _GstSpiceSink {
   GTlsCertificate *cert;
   GstSpiceTicketKey *ticket_key;
   GList *conns;                 /* SinkConn* */
+  GHashTable *rate_buckets;     /* address -> SinkRateBucket (server thread) */
   GList *sessions;              /* SinkSession* */
   guint next_conn_id;
   gint64 mm_base_us;
@@ -279,6 +288,12 @@ struct _GstSpiceSink {
   /* totals */
   guint64 updates_in, regions_in, regions_invalid, stream_frames_in,
       refresh_requests, clients_total, clients_refused;
+  /* limits hit (each also logged as a warning with address and limit) */
+  guint64 connections_total, refused_rate, refused_pending,
+      closed_handshake_timeout, closed_idle, closed_stalled,
+      closed_bad_message, auth_failures;
+  gsize input_events_dropped;   /* atomic (any thread) */
+  gsize input_drop_warned_us;   /* atomic; monotonic us (any thread) */
 };
 
 /* ---- gstspicesink.c (element) ---- */

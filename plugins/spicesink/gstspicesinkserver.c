@@ -13,6 +13,17 @@
 
 #define READ_BUDGET 64          /* messages per dispatch */
 #define STALL_TIMEOUT_US (20 * G_TIME_SPAN_SECOND)
+/* the per-address connection buckets are dropped when full again; above
+ * this many addresses all of them are (memory bound against many sources) */
+#define MAX_RATE_BUCKETS 4096
+
+/* token bucket of one source address (max-connections-per-second) */
+typedef struct {
+  gdouble tokens;
+  gint64 last_us;
+  gint64 last_warn_us;
+  guint64 suppressed;           /* refusals not logged since last_warn_us */
+} SinkRateBucket;
 
 
 static guint32
@@ -309,15 +320,20 @@ handle_ticket (SinkConn * conn)
   if (password_required (sink) &&
       !gst_spice_ticket_key_check (sink->ticket_key, conn->rbuf, conn->rlen,
           sink->password)) {
+    sink->auth_failures++;
     conn_link_result (conn, GST_SPICE_LINK_ERR_PERMISSION_DENIED,
         "wrong password");
     return;
   }
   if (m->channel_type == GST_SPICE_CHANNEL_MAIN) {
     if (count_sessions (sink) >= sink->max_clients) {
+      gchar *r;
+
+      r = g_strdup_printf ("max-clients=%u reached", sink->max_clients);
       sink->clients_refused++;
-      conn_link_result (conn, GST_SPICE_LINK_ERR_ERROR,
-          "max-clients reached");
+
+      conn_link_result (conn, GST_SPICE_LINK_ERR_ERROR, r);
+      g_free (r);
       return;
     }
     s = session_new (sink, conn);
@@ -393,6 +409,7 @@ conn_process (SinkConn * conn)
 
         if (!gst_spice_wire_parse_header (conn->rbuf, conn->rlen, conn->mini,
                 h)) {
+          sink->closed_bad_message++;
           gst_spice_sink_conn_close (conn, "malformed message header");
           return;
         }
@@ -400,6 +417,8 @@ conn_process (SinkConn * conn)
                 &max)) {
           gchar *r = g_strdup_printf ("unexpected message type %u",
               h->type);
+          sink->closed_bad_message++;
+          GST_WARNING_OBJECT (sink, "%s: %s", conn->peer, r);
           gst_spice_sink_conn_close (conn, r);
           g_free (r);
           return;
@@ -408,6 +427,9 @@ conn_process (SinkConn * conn)
           gchar *r = g_strdup_printf ("message %s has bad size %u "
               "(allowed %u..%u)", gst_spice_wire_client_msg_name (conn->type,
                   h->type), h->size, min, max);
+          sink->closed_bad_message++;
+          GST_WARNING_OBJECT (sink, "%s: message size limit: %s", conn->peer,
+              r);
           gst_spice_sink_conn_close (conn, r);
           g_free (r);
           return;
@@ -467,6 +489,7 @@ in_ready_cb (GObject * stream, gpointer user_data)
       break;
     }
     conn->stats.bytes_in += n;
+    conn->last_rx_us = g_get_monotonic_time ();
     conn->rlen += n;
     if (conn->rlen == conn->rneed) {
       conn_process (conn);
@@ -520,6 +543,128 @@ tls_handshake_done (GObject * source, GAsyncResult * res, gpointer user_data)
   g_clear_error (&err);
 }
 
+static gchar *
+socket_peer_host (GSocket * sock)
+{
+  GSocketAddress *addr = g_socket_get_remote_address (sock, NULL);
+  gchar *host = NULL;
+
+  if (addr && G_IS_INET_SOCKET_ADDRESS (addr))
+    host = g_inet_address_to_string (g_inet_socket_address_get_address
+        (G_INET_SOCKET_ADDRESS (addr)));
+  g_clear_object (&addr);
+  return host ? host : g_strdup ("?");
+}
+
+static guint
+count_live (GstSpiceSink * sink)
+{
+  GList *l;
+  guint n = 0;
+
+  for (l = sink->conns; l; l = l->next)
+    if (((SinkConn *) l->data)->state != CONN_DEAD)
+      n++;
+  return n;
+}
+
+static guint
+count_pending (GstSpiceSink * sink)
+{
+  GList *l;
+  guint n = 0;
+
+  for (l = sink->conns; l; l = l->next) {
+    SinkConn *c = l->data;
+
+    if (c->state != CONN_DATA && c->state != CONN_DEAD)
+      n++;
+  }
+  return n;
+}
+
+/* Connection limits checked before anything is allocated for a new
+ * socket: max-pending-links (all addresses) and max-connections-per-second
+ * with connection-burst (per source address). Called with the lock not
+ * held, on the server thread. */
+static gboolean
+accept_allowed (GstSpiceSink * sink, GSocket * sock)
+{
+  gchar *host;
+  gint64 now = g_get_monotonic_time ();
+  gboolean ok = TRUE;
+
+  g_mutex_lock (&sink->lock);
+  if (count_pending (sink) >= sink->max_pending) {
+    host = socket_peer_host (sock);
+    sink->refused_pending++;
+    GST_WARNING_OBJECT (sink, "connection from %s refused: %u connections "
+        "already in the link stage (max-pending-links=%u)", host,
+        count_pending (sink), sink->max_pending);
+    g_free (host);
+    g_mutex_unlock (&sink->lock);
+    return FALSE;
+  }
+  if (sink->max_conn_rate > 0 && sink->rate_buckets) {
+    SinkRateBucket *b;
+
+    host = socket_peer_host (sock);
+    b = g_hash_table_lookup (sink->rate_buckets, host);
+    if (!b) {
+      if (g_hash_table_size (sink->rate_buckets) >= MAX_RATE_BUCKETS) {
+        GST_WARNING_OBJECT (sink, "%u source addresses in the connection "
+            "rate table: starting it afresh",
+            g_hash_table_size (sink->rate_buckets));
+        g_hash_table_remove_all (sink->rate_buckets);
+      }
+      b = g_new0 (SinkRateBucket, 1);
+      b->tokens = sink->conn_burst;
+      b->last_us = now;
+      g_hash_table_insert (sink->rate_buckets, g_strdup (host), b);
+    }
+    b->tokens = MIN ((gdouble) sink->conn_burst, b->tokens +
+        (now - b->last_us) * (gdouble) sink->max_conn_rate /
+        G_TIME_SPAN_SECOND);
+    b->last_us = now;
+    if (b->tokens >= 1.0) {
+      b->tokens -= 1.0;
+    } else {
+      ok = FALSE;
+      sink->refused_rate++;
+      /* one warning per address and second, with the count in between */
+      if (now - b->last_warn_us >= G_TIME_SPAN_SECOND) {
+        GST_WARNING_OBJECT (sink, "connection from %s refused: more than "
+            "max-connections-per-second=%u (connection-burst=%u) from this "
+            "address (%" G_GUINT64_FORMAT " more refused since the last "
+            "warning)", host, sink->max_conn_rate, sink->conn_burst,
+            b->suppressed);
+        b->last_warn_us = now;
+        b->suppressed = 0;
+      } else {
+        b->suppressed++;
+      }
+    }
+    g_free (host);
+  }
+  if (ok)
+    sink->connections_total++;
+  g_mutex_unlock (&sink->lock);
+  return ok;
+}
+
+static gboolean
+prune_bucket (gpointer key, gpointer value, gpointer user_data)
+{
+  GstSpiceSink *sink = user_data;
+  SinkRateBucket *b = value;
+  gint64 now = g_get_monotonic_time ();
+
+  /* full again (and no refusal to report): forget the address */
+  return b->suppressed == 0 && (b->tokens + (now - b->last_us) *
+      (gdouble) sink->max_conn_rate / G_TIME_SPAN_SECOND >= sink->conn_burst
+      || sink->max_conn_rate == 0);
+}
+
 static gboolean
 accept_cb (GSocket * lsock, GIOCondition cond, gpointer user_data)
 {
@@ -540,11 +685,17 @@ accept_cb (GSocket * lsock, GIOCondition cond, gpointer user_data)
       break;
     }
     g_socket_set_blocking (sock, FALSE);
+    if (!accept_allowed (sink, sock)) {
+      g_socket_close (sock, NULL);
+      g_object_unref (sock);
+      continue;
+    }
     conn = g_new0 (SinkConn, 1);
     conn->sink = sink;
     conn->socket = sock;
     conn->tls = tls;
     conn->start_us = g_get_monotonic_time ();
+    conn->last_rx_us = conn->start_us;
     addr = g_socket_get_remote_address (sock, NULL);
     if (addr && G_IS_INET_SOCKET_ADDRESS (addr)) {
       GInetSocketAddress *ia = G_INET_SOCKET_ADDRESS (addr);
@@ -637,19 +788,50 @@ timer_cb (gpointer user_data)
     if (conn->state != CONN_DATA && !conn->close_when_flushed &&
         now - conn->start_us >
         (gint64) sink->handshake_timeout * G_TIME_SPAN_MILLISECOND) {
-      gst_spice_sink_conn_close (conn, "handshake timeout");
+      gchar *r = g_strdup_printf ("handshake-timeout=%u ms",
+          sink->handshake_timeout);
+
+      sink->closed_handshake_timeout++;
+      gst_spice_sink_conn_close (conn, r);
+      g_free (r);
       continue;
     }
     if (conn->close_when_flushed &&
         now - conn->start_us >
         (gint64) sink->handshake_timeout * G_TIME_SPAN_MILLISECOND) {
+      sink->closed_handshake_timeout++;
       gst_spice_sink_conn_close (conn, "peer does not read the link error");
       continue;
     }
     if (!g_queue_is_empty (&conn->outq) &&
         now - conn->last_progress_us > STALL_TIMEOUT_US) {
+      sink->closed_stalled++;
+      GST_WARNING_OBJECT (sink, "%s: no write progress for %d s (stall "
+          "limit), %" G_GSIZE_FORMAT " bytes queued", conn->peer,
+          (gint) (STALL_TIMEOUT_US / G_TIME_SPAN_SECOND), conn->out_bytes);
       gst_spice_sink_conn_close (conn, "client stopped reading");
       continue;
+    }
+    if (sink->idle_timeout && conn->state == CONN_DATA && conn->session &&
+        conn->session->main == conn) {
+      SinkSession *is = conn->session;
+      SinkConn *chans[4] = { is->main, is->display, is->inputs, is->cursor };
+      gint64 last = 0;
+      guint i;
+
+      for (i = 0; i < 4; i++)
+        if (chans[i])
+          last = MAX (last, chans[i]->last_rx_us);
+      if (now - last > (gint64) sink->idle_timeout * G_TIME_SPAN_MILLISECOND) {
+        sink->closed_idle++;
+        GST_WARNING_OBJECT (sink, "%s: nothing received for %" G_GINT64_FORMAT
+            " ms (idle-timeout=%u ms): closing the session", conn->peer,
+            (now - last) / 1000, sink->idle_timeout);
+        gst_spice_sink_conn_close (conn, "idle timeout");
+        /* the session's other channels are closed with it */
+        next = sink->conns;
+        continue;
+      }
     }
     if (conn->state == CONN_DATA && (second || (conn->session &&
                 conn->session->display == conn)))
@@ -676,8 +858,11 @@ timer_cb (gpointer user_data)
       }
     }
   }
-  if (second)
+  if (second) {
     sink->last_stats_us = now;
+    if (sink->rate_buckets)
+      g_hash_table_foreach_remove (sink->rate_buckets, prune_bucket, sink);
+  }
   gst_spice_sink_rate_tick (sink, now);
   if (want_refresh)
     gst_spice_sink_request_refresh (sink, TRUE);
@@ -799,6 +984,10 @@ gst_spice_sink_server_start (GstSpiceSink * sink, GError ** error)
 
   sink->mm_base_us = g_get_monotonic_time ();
   sink->last_stats_us = sink->mm_base_us;
+  g_mutex_lock (&sink->lock);
+  sink->rate_buckets = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+      g_free);
+  g_mutex_unlock (&sink->lock);
   sink->ctx = g_main_context_new ();
   sink->loop = g_main_loop_new (sink->ctx, FALSE);
   for (i = 0; i < 2; i++) {
@@ -915,6 +1104,9 @@ gst_spice_sink_server_stop (GstSpiceSink * sink)
   g_clear_object (&sink->cert);
   gst_spice_ticket_key_free (sink->ticket_key);
   sink->ticket_key = NULL;
+  g_mutex_lock (&sink->lock);
+  g_clear_pointer (&sink->rate_buckets, g_hash_table_unref);
+  g_mutex_unlock (&sink->lock);
 }
 
 /* --------------------------------------------------------------- stats */
@@ -1005,7 +1197,19 @@ gst_spice_sink_server_stats (GstSpiceSink * sink)
       "regions-in", G_TYPE_UINT64, sink->regions_in,
       "regions-invalid", G_TYPE_UINT64, sink->regions_invalid,
       "stream-frames-in", G_TYPE_UINT64, sink->stream_frames_in,
-      "refresh-requests", G_TYPE_UINT64, sink->refresh_requests, NULL);
+      "refresh-requests", G_TYPE_UINT64, sink->refresh_requests,
+      "connections", G_TYPE_UINT, count_live (sink),
+      "connections-total", G_TYPE_UINT64, sink->connections_total,
+      "refused-rate", G_TYPE_UINT64, sink->refused_rate,
+      "refused-pending", G_TYPE_UINT64, sink->refused_pending,
+      "closed-handshake-timeout", G_TYPE_UINT64,
+      sink->closed_handshake_timeout,
+      "closed-idle", G_TYPE_UINT64, sink->closed_idle,
+      "closed-stalled", G_TYPE_UINT64, sink->closed_stalled,
+      "closed-bad-message", G_TYPE_UINT64, sink->closed_bad_message,
+      "auth-failures", G_TYPE_UINT64, sink->auth_failures,
+      "input-events-dropped", G_TYPE_UINT64,
+      (guint64) g_atomic_pointer_get (&sink->input_events_dropped), NULL);
   gst_structure_take_value (st, "client-stats", &arr);
   gst_structure_set (st, "link-estimate-bps", G_TYPE_UINT64, sink->link_bps,
       "link-draw-bps", G_TYPE_UINT64, sink->link_draw_bps, NULL);
