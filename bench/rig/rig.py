@@ -713,6 +713,13 @@ def load_results(dirs):
 
 def cmd_report(args):
     results = load_results(args.dir)
+    for key, attr in (("profile", "profiles"), ("activity", "activities"), ("mode", "modes")):
+        want = getattr(args, attr)
+        if want:
+            want = [x.strip() for x in want.split(",")]
+            results["cells"] = [c for c in results["cells"] if c[key] in want]
+            if key == "profile":
+                results["links"] = {k: v for k, v in results["links"].items() if k in want}
     m = results["machine"]
     stem = args.stem or "run-" + m["date"].replace(" ", "-").replace(":", "")
     pngdir = os.path.join(os.path.dirname(os.path.abspath(args.docs)), "benchmarks") if args.docs \
@@ -823,6 +830,9 @@ def main():
     r.add_argument("--stem", default=None, help="name of the block and plot files")
     r.add_argument("--title", default=None)
     r.add_argument("--note", default=None)
+    r.add_argument("--profiles", default=None, help="only these links (comma list)")
+    r.add_argument("--activities", default=None, help="only these activities")
+    r.add_argument("--modes", default=None, help="only these modes")
     args = ap.parse_args()
     if args.cmd in ("run", "estimate"):
         args.profiles = csv(args.profiles, ALL_PROFILES)
