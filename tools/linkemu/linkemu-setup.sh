@@ -107,7 +107,8 @@ cmd_down() {
   for d in "${PFX}s1" "${PFX}c1" "${PFX}s0" "${PFX}c0"; do
     ip link del "$d" 2>/dev/null || true
   done
-  rm -f "$st"
+  rm -f "$st" "$STATE_DIR/$PFX.linkemu.json" "$STATE_DIR/$PFX.linkemu.log" \
+    "$STATE_DIR/$PFX.linkemu.json.tmp"
   restore_allowed_cc
   return 0
 }
