@@ -4,6 +4,7 @@
  */
 #include <gst/check/gstcheck.h>
 #include <gio/gio.h>
+#include <gio/gunixsocketaddress.h>
 #include <signal.h>
 #include <string.h>
 #include <sysexits.h>
@@ -325,6 +326,59 @@ GST_START_TEST (test_metrics_endpoint)
 
 GST_END_TEST;
 
+/* ---- systemd notification ---- */
+
+/* The runner speaks sd_notify to $NOTIFY_SOCKET: READY=1 once PLAYING,
+ * WATCHDOG=1 every WATCHDOG_USEC/2, STOPPING=1 on the way out. */
+GST_START_TEST (test_sd_notify_ready_and_watchdog)
+{
+  gchar *pipe = write_file ("notify.pipeline", LIVE_PIPELINE);
+  gchar *sock_path = g_build_filename (tmpdir, "notify.sock", NULL);
+  gchar *env_sock = g_strdup_printf ("NOTIFY_SOCKET=%s", sock_path);
+  gchar *bin = runner_process_binary ();
+  const gchar *argv[] = { bin, "--stats-interval", "0", pipe, NULL };
+  const gchar *env[] = { env_sock, "WATCHDOG_USEC=400000", NULL };
+  GSocketAddress *addr = g_unix_socket_address_new (sock_path);
+  GSocket *sock = g_socket_new (G_SOCKET_FAMILY_UNIX, G_SOCKET_TYPE_DATAGRAM,
+      0, NULL);
+  GString *got = g_string_new (NULL);
+  gint64 end;
+  guint watchdogs = 0;
+  Run *run;
+
+  fail_unless (sock != NULL);
+  fail_unless (g_socket_bind (sock, addr, TRUE, NULL));
+  g_socket_set_timeout (sock, 1);
+  run = runner_process_start (tmpdir, argv, env);
+  end = g_get_monotonic_time () + 30 * G_USEC_PER_SEC;
+  while (g_get_monotonic_time () < end && watchdogs < 3) {
+    gchar buf[512];
+    gssize n = g_socket_receive (sock, buf, sizeof (buf) - 1, NULL, NULL);
+
+    if (n <= 0)
+      continue;
+    buf[n] = '\0';
+    g_string_append_printf (got, "%s\n", buf);
+    if (strstr (buf, "WATCHDOG=1"))
+      watchdogs++;
+  }
+  fail_unless (strstr (got->str, "READY=1") != NULL, "%s", got->str);
+  fail_unless (strstr (got->str, "STATUS=playing") != NULL, "%s", got->str);
+  fail_unless (watchdogs >= 3, "%u watchdog pings: %s", watchdogs, got->str);
+  run_signal (run, SIGTERM);
+  fail_unless_equals_int (run_wait_exit (run, 10000), 0);
+  run_free (run);
+  g_string_free (got, TRUE);
+  g_object_unref (sock);
+  g_object_unref (addr);
+  g_free (bin);
+  g_free (env_sock);
+  g_free (sock_path);
+  g_free (pipe);
+}
+
+GST_END_TEST;
+
 static Suite *
 runner_suite (void)
 {
@@ -341,6 +395,7 @@ runner_suite (void)
   tcase_add_test (tc, test_sighup_broken_file_keeps_pipeline);
   tcase_add_test (tc, test_restart_backoff_and_give_up);
   tcase_add_test (tc, test_metrics_endpoint);
+  tcase_add_test (tc, test_sd_notify_ready_and_watchdog);
   return s;
 }
 
