@@ -9,5 +9,6 @@
 #include "gstspicedraws.h"
 #include "gstspiceevents.h"
 #include "gstspicekeymap.h"
+#include "gstspicesecret.h"
 #include "gstspicewire.h"
 #include "gstspiceticket.h"

@@ -77,6 +77,7 @@ enum {
   PROP_TLS_CERT_FILE,
   PROP_TLS_KEY_FILE,
   PROP_PASSWORD,
+  PROP_PASSWORD_FILE,
   PROP_DISABLE_TICKETING,
   PROP_MAX_CLIENTS,
   PROP_STREAM_LATENCY,
@@ -1237,6 +1238,20 @@ gst_spice_sink_change_state (GstElement * element, GstStateChange transition)
 
   switch (transition) {
     case GST_STATE_CHANGE_NULL_TO_READY:
+      if (sink->password_file && *sink->password_file) {
+        gchar *secret = gst_spice_read_password_file (sink->password_file,
+            &err);
+
+        if (!secret) {
+          GST_ELEMENT_ERROR (sink, RESOURCE, OPEN_READ,
+              ("Could not read the password file: %s", err->message), (NULL));
+          g_clear_error (&err);
+          return GST_STATE_CHANGE_FAILURE;
+        }
+        g_free (sink->password);
+  g_free (sink->password_file);
+        sink->password = secret;
+      }
       sink->event_pool = g_thread_pool_new (event_thread_func, sink, 1, TRUE,
           NULL);
       if (!gst_spice_sink_server_start (sink, &err)) {
@@ -1326,6 +1341,10 @@ gst_spice_sink_set_property (GObject * object, guint prop_id,
       g_free (sink->password);
       sink->password = g_value_dup_string (value);
       break;
+    case PROP_PASSWORD_FILE:
+      g_free (sink->password_file);
+      sink->password_file = g_value_dup_string (value);
+      break;
     case PROP_DISABLE_TICKETING:
       sink->disable_ticketing = g_value_get_boolean (value);
       break;
@@ -1391,6 +1410,9 @@ gst_spice_sink_get_property (GObject * object, guint prop_id, GValue * value,
       break;
     case PROP_PASSWORD:
       g_value_set_string (value, sink->password);
+      break;
+    case PROP_PASSWORD_FILE:
+      g_value_set_string (value, sink->password_file);
       break;
     case PROP_DISABLE_TICKETING:
       g_value_set_boolean (value, sink->disable_ticketing);
@@ -1537,6 +1559,17 @@ gst_spice_sink_class_init (GstSpiceSinkClass * klass)
       g_param_spec_string ("password", "Password",
           "SPICE ticket clients must present (NULL or empty: none)", NULL,
           rw));
+  /**
+   * GstSpiceSink:password-file:
+   *
+   * A file whose first line is the ticket; read when the element starts and
+   * used instead of #GstSpiceSink:password. Keeps the secret out of the
+   * pipeline description, which GStreamer's parser logs at GST_PIPELINE:4.
+   */
+  g_object_class_install_property (gobject_class, PROP_PASSWORD_FILE,
+      g_param_spec_string ("password-file", "Password file",
+          "File whose first line is the SPICE ticket (read at start; "
+          "overrides password)", NULL, rw));
   g_object_class_install_property (gobject_class, PROP_DISABLE_TICKETING,
       g_param_spec_boolean ("disable-ticketing", "Disable ticketing",
           "Accept clients without checking a password, also on a "

@@ -228,6 +228,7 @@ struct _GstSpiceSink {
   gint port, tls_port;
   gchar *cert_file, *key_file;
   gchar *password;
+  gchar *password_file;
   gboolean disable_ticketing;
   guint max_clients;
   guint stream_latency;

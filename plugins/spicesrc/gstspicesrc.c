@@ -88,6 +88,7 @@ enum
   PROP_0,
   PROP_URI,
   PROP_PASSWORD,
+  PROP_PASSWORD_FILE,
   PROP_CA_FILE,
   PROP_CERT_SUBJECT,
   PROP_CHANNEL_ID,
@@ -106,6 +107,7 @@ struct _GstSpiceSrc
   /* properties (object lock) */
   gchar *uri;
   gchar *password;
+  gchar *password_file;
   gchar *ca_file;
   gchar *cert_subject;
   gint channel_id;
@@ -1146,7 +1148,8 @@ static gboolean
 gst_spice_src_start (GstBaseSrc * bsrc)
 {
   GstSpiceSrc *self = GST_SPICE_SRC (bsrc);
-  gchar *uri, *host, *port, *tls_port, *password;
+  gchar *uri, *host, *port, *tls_port, *password, *file;
+  gboolean from_file = FALSE;
   GError *err = NULL;
 
   GST_OBJECT_LOCK (self);
@@ -1167,6 +1170,30 @@ gst_spice_src_start (GstBaseSrc * bsrc)
   }
 
   GST_OBJECT_LOCK (self);
+  file = self->password_file && *self->password_file ?
+      g_strdup (self->password_file) : NULL;
+  GST_OBJECT_UNLOCK (self);
+  if (file) {
+    gchar *secret = gst_spice_read_password_file (file, &err);
+
+    g_free (file);
+    if (!secret) {
+      GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
+          ("Could not read the password file: %s", err->message), (NULL));
+      g_clear_error (&err);
+      g_free (uri);
+      g_free (host);
+      g_free (port);
+      g_free (tls_port);
+      g_free (password);
+      return FALSE;
+    }
+    g_free (password);
+    password = secret;
+    from_file = TRUE;
+  }
+
+  GST_OBJECT_LOCK (self);
   g_free (self->c_uri);
   self->c_uri = uri;
   g_free (self->c_host);
@@ -1176,9 +1203,12 @@ gst_spice_src_start (GstBaseSrc * bsrc)
   g_free (self->c_tls_port);
   self->c_tls_port = tls_port;
   g_free (self->c_password);
-  self->c_password = self->password ? g_strdup (self->password) : password;
-  if (self->password)
+  if (self->password && !from_file) {
+    self->c_password = g_strdup (self->password);
     g_free (password);
+  } else {
+    self->c_password = password;
+  }
   g_free (self->c_ca_file);
   self->c_ca_file = g_strdup (self->ca_file);
   g_free (self->c_cert_subject);
@@ -1669,7 +1699,14 @@ gst_spice_src_set_property (GObject * object, guint prop_id,
     case PROP_PASSWORD:
       GST_OBJECT_LOCK (self);
       g_free (self->password);
+  g_free (self->password_file);
       self->password = g_value_dup_string (value);
+      GST_OBJECT_UNLOCK (self);
+      break;
+    case PROP_PASSWORD_FILE:
+      GST_OBJECT_LOCK (self);
+      g_free (self->password_file);
+      self->password_file = g_value_dup_string (value);
       GST_OBJECT_UNLOCK (self);
       break;
     case PROP_CA_FILE:
@@ -1741,6 +1778,11 @@ gst_spice_src_get_property (GObject * object, guint prop_id, GValue * value,
       g_value_set_string (value, self->password);
       GST_OBJECT_UNLOCK (self);
       break;
+    case PROP_PASSWORD_FILE:
+      GST_OBJECT_LOCK (self);
+      g_value_set_string (value, self->password_file);
+      GST_OBJECT_UNLOCK (self);
+      break;
     case PROP_CA_FILE:
       GST_OBJECT_LOCK (self);
       g_value_set_string (value, self->ca_file);
@@ -1787,6 +1829,7 @@ gst_spice_src_finalize (GObject * object)
 
   g_free (self->uri);
   g_free (self->password);
+  g_free (self->password_file);
   g_free (self->ca_file);
   g_free (self->cert_subject);
   g_free (self->c_uri);
@@ -1834,6 +1877,19 @@ gst_spice_src_class_init (GstSpiceSrcClass * klass)
       g_param_spec_string ("password", "Password",
           "SPICE ticket (password); overrides the one in the URI",
           DEFAULT_PASSWORD, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
+  /**
+   * GstSpiceSrc:password-file:
+   *
+   * A file whose first line is the ticket; read when the element starts and
+   * used instead of #GstSpiceSrc:password. Keeps the secret out of the
+   * pipeline description, which GStreamer's parser logs at GST_PIPELINE:4.
+   */
+  g_object_class_install_property (gobject_class, PROP_PASSWORD_FILE,
+      g_param_spec_string ("password-file", "Password file",
+          "File whose first line is the SPICE ticket (read at start; "
+          "overrides password and the URI's password)", NULL,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
           GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_CA_FILE,
       g_param_spec_string ("ca-file", "CA file",

@@ -242,6 +242,88 @@ GST_START_TEST (test_upstream_killed_frames_resume)
 
 GST_END_TEST;
 
+/* ---- tickets from files: both ends, and never in the log ---- */
+
+GST_START_TEST (test_password_files_not_logged)
+{
+  const gchar *guest_args[] = { "--activity", "idle", "--password",
+    "up-Secret-1", NULL
+  };
+  GuestProcess *gp = guest_process_start (guest_args, NULL);
+  gchar *path = pipeline_path ("transcode-lossless");
+  gchar *up_file = g_build_filename (tmpdir, "upstream.pw", NULL);
+  gchar *cl_file = g_build_filename (tmpdir, "clients.pw", NULL);
+  guint port = test_pick_free_port ();
+  gchar *bin = runner_process_binary ();
+  gchar *upstream, *up_def, *cl_def, *listen, *log;
+  guint8 *shot = NULL, *expected;
+  RunnerProcess *run;
+  gint w = 0, h = 0;
+  gint64 end;
+
+  fail_unless (gp != NULL);
+  fail_unless (g_file_set_contents (up_file, "up-Secret-1\n", -1, NULL));
+  fail_unless (g_file_set_contents (cl_file, "cl-Secret-2\n", -1, NULL));
+  upstream = g_strdup_printf ("UPSTREAM=%s", guest_process_get_uri (gp));
+  up_def = g_strdup_printf ("UPSTREAM_PASSWORD_FILE=%s", up_file);
+  cl_def = g_strdup_printf ("PASSWORD_FILE=%s", cl_file);
+  listen = g_strdup_printf ("LISTEN_PORT=%u", port);
+  {
+    const gchar *argv[] = { bin, "--stats-interval", "1", "-D", upstream,
+      "-D", up_def, "-D", cl_def, "-D", listen, path, NULL
+    };
+    const gchar *env[] = { "GST_DEBUG=GST_PIPELINE:5,spicesrc:9,spicesink:9",
+      NULL
+    };
+    run = runner_process_start (tmpdir, argv, env);
+  }
+  fail_unless (runner_process_wait_log (run, "playing", 1, 60000));
+
+  /* the right ticket gives the guest's exact picture */
+  expected = guest_render_frame_new (GUEST_DEFAULT_WIDTH,
+      GUEST_DEFAULT_HEIGHT, 1, 0, GUEST_ACTIVITY_IDLE, GUEST_FRAME_NONE);
+  end = g_get_monotonic_time () + 60 * G_USEC_PER_SEC;
+  while (g_get_monotonic_time () < end) {
+    g_clear_pointer (&shot, g_free);
+    if (test_spicy_screenshot ("127.0.0.1", port, "cl-Secret-2", 20, &shot,
+            &w, &h, NULL) && w == GUEST_DEFAULT_WIDTH &&
+        test_bgrx_count_diff (shot, w * 4, expected, w * 4, w, h, NULL,
+            NULL) == 0)
+      break;
+    g_usleep (300 * 1000);
+  }
+  fail_unless (shot != NULL && test_bgrx_count_diff (shot, w * 4, expected,
+          w * 4, w, h, NULL, NULL) == 0, "no exact picture with the ticket");
+  g_clear_pointer (&shot, g_free);
+  /* no ticket, no picture */
+  fail_if (test_spicy_screenshot ("127.0.0.1", port, NULL, 20, &shot, &w, &h,
+          NULL));
+  g_clear_pointer (&shot, g_free);
+
+  runner_process_signal (run, SIGTERM);
+  fail_unless_equals_int (runner_process_wait_exit (run, 20000), 0);
+  log = runner_process_log (run);
+  /* the parser's log is on (it names the files) but holds no secret */
+  fail_unless (strstr (log, "clients.pw") != NULL, "debug log not enabled");
+  fail_if (strstr (log, "up-Secret-1") != NULL, "upstream ticket logged");
+  fail_if (strstr (log, "cl-Secret-2") != NULL, "client ticket logged");
+  g_free (log);
+
+  runner_process_free (run);
+  guest_process_stop (gp);
+  g_free (expected);
+  g_free (upstream);
+  g_free (up_def);
+  g_free (cl_def);
+  g_free (listen);
+  g_free (bin);
+  g_free (up_file);
+  g_free (cl_file);
+  g_free (path);
+}
+
+GST_END_TEST;
+
 /* ---- the metrics endpoint shows the sink's counters ---- */
 
 GST_START_TEST (test_metrics_sink_counters)
@@ -305,6 +387,7 @@ pipelines_suite (void)
       G_N_ELEMENTS (served));
   tcase_add_test (tc, test_upstream_killed_frames_resume);
   tcase_add_test (tc, test_metrics_sink_counters);
+  tcase_add_test (tc, test_password_files_not_logged);
   return s;
 }
 
