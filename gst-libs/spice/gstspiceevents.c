@@ -62,6 +62,35 @@ gst_spice_event_parse_rate (GstEvent * event, guint * bitrate, gint * fps_n,
 }
 
 GstEvent *
+gst_spice_event_new_draw_budget (guint64 bitrate, guint update_bytes)
+{
+  return gst_event_new_custom (GST_EVENT_CUSTOM_UPSTREAM,
+      gst_structure_new (GST_SPICE_EVENT_DRAW_BUDGET,
+          "bitrate", G_TYPE_UINT64, bitrate,
+          "update-bytes", G_TYPE_UINT, update_bytes, NULL));
+}
+
+gboolean
+gst_spice_event_parse_draw_budget (GstEvent * event, guint64 * bitrate,
+    guint * update_bytes)
+{
+  const GstStructure *s = event_structure (event, GST_EVENT_CUSTOM_UPSTREAM,
+      GST_SPICE_EVENT_DRAW_BUDGET);
+  guint64 b = 0;
+  guint u = 0;
+
+  if (!s)
+    return FALSE;
+  gst_structure_get_uint64 (s, "bitrate", &b);
+  gst_structure_get_uint (s, "update-bytes", &u);
+  if (bitrate)
+    *bitrate = b;
+  if (update_bytes)
+    *update_bytes = u;
+  return TRUE;
+}
+
+GstEvent *
 gst_spice_event_new_stream_control (gboolean enabled)
 {
   return gst_event_new_custom (GST_EVENT_CUSTOM_UPSTREAM,

@@ -22,6 +22,16 @@ GstEvent *gst_spice_event_new_rate (guint bitrate, gint fps_n, gint fps_d);
 gboolean  gst_spice_event_parse_rate (GstEvent * event, guint * bitrate,
     gint * fps_n, gint * fps_d);
 
+/* Upstream on the draw pad, from spicesink: what the slowest client's link
+ * takes. @bitrate in bits/s (0 = unknown), @update_bytes the size one draw
+ * update should not exceed (0 = no limit from the sink), so that a keypress
+ * draw never waits behind much more than that. */
+#define GST_SPICE_EVENT_DRAW_BUDGET "spice-draw-budget"
+GstEvent *gst_spice_event_new_draw_budget (guint64 bitrate,
+    guint update_bytes);
+gboolean  gst_spice_event_parse_draw_budget (GstEvent * event,
+    guint64 * bitrate, guint * update_bytes);
+
 /* Upstream on a stream pad, from spicesink: whether every client can take
  * the stream. With enabled=FALSE the tiler sends that area as draws. */
 #define GST_SPICE_EVENT_STREAM_CONTROL "spice-stream-control"

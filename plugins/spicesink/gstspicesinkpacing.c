@@ -5,10 +5,18 @@
  * SET_ACK): every socket gets TCP_NOTSENT_LOWAT, so it only polls writable
  * while the kernel holds less than that many unsent bytes, and the server
  * thread writes only when it is writable. The render path waits while a
- * client's user-space queue is above `queue-size`; a client that stays above
- * it for `client-timeout` is marked "behind": it stops receiving updates
- * (so it cannot stall the others any longer), and once its queue has drained
- * it is resynchronised with the full picture instead of a backlog.
+ * client's user-space queue is above its limit. Once a client's link is
+ * estimated, both are sized in link time (gstspicesinkrate.h: a few ms of
+ * the link each, at most `notsent-lowat` and `queue-size`), and the tiler is
+ * told how big one update may be (spice-draw-budget), so that a keypress
+ * draw never waits behind more than about one small update.
+ *
+ * A client that stays above its limit for `client-timeout` is marked
+ * "behind" when it stopped reading or when it holds up faster clients: it
+ * stops receiving updates (so it cannot stall the others any longer), and
+ * once its queue has drained it is resynchronised with the full picture
+ * instead of a backlog. A single slow client that keeps draining is never
+ * left behind: it back-pressures the render and the tiler merges.
  */
 #include <string.h>
 #include <errno.h>
@@ -19,6 +27,39 @@
 #include "gstspicesinkpriv.h"
 
 #define MAX_IOV 32
+
+/* the user-space queue a display client may hold before the render waits */
+static gsize
+display_queue_limit (GstSpiceSink * sink, SinkSession * s)
+{
+  return sink_link_bytes (s->link.bps, SINK_QUEUE_LINK_MS, sink->queue_size);
+}
+
+/* Server thread: TCP_NOTSENT_LOWAT of a display socket follows the link
+ * estimate (a few ms of the link, at most the notsent-lowat property). */
+static void
+display_set_lowat (SinkConn * conn)
+{
+  GstSpiceSink *sink = conn->sink;
+  gint fd, want, cur = 0;
+  socklen_t len = sizeof (cur);
+
+  if (sink->notsent_lowat == 0 || !conn->session ||
+      conn->session->display != conn || !conn->socket)
+    return;
+  want = (gint) sink_link_bytes (conn->session->link.bps,
+      SINK_NOTSENT_LINK_MS, sink->notsent_lowat);
+  fd = g_socket_get_fd (conn->socket);
+  if (getsockopt (fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &cur, &len) == 0 &&
+      cur == want)
+    return;
+  if (setsockopt (fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &want,
+          sizeof (want)) < 0)
+    GST_DEBUG_OBJECT (sink, "TCP_NOTSENT_LOWAT: %s", g_strerror (errno));
+  else
+    GST_DEBUG_OBJECT (sink, "%s: notsent-lowat %d (link %" G_GUINT64_FORMAT
+        " bit/s)", conn->peer, want, conn->session->link.bps);
+}
 
 SinkMsg *
 gst_spice_sink_msg_new (SinkConn * conn, guint16 type,
@@ -127,6 +168,18 @@ pace_ready_cb (gpointer user_data)
   return G_SOURCE_REMOVE;
 }
 
+/* whether a display socket has its in-flight cap (sink_inflight_cap())
+ * or more unacknowledged */
+static gboolean
+inflight_full (SinkConn * conn)
+{
+  SinkLinkEstimate *e = &conn->session->link;
+  guint64 cap = sink_inflight_cap (MAX (e->btl_bps, e->btl_prev_bps),
+      conn->tcpi_min_rtt_us);
+
+  return cap > 0 && e->inflight_bytes >= cap;
+}
+
 /* Server thread, lock held. Keeps the sink application-limited on the
  * display channel: while the smoothed RTT stands more than
  * SINK_QDELAY_HIGH_US above the minimum (the bottleneck queue grows) and
@@ -145,9 +198,10 @@ pace_hold (SinkConn * conn)
     return FALSE;
   gst_spice_sink_conn_update_tcp_info (conn);
   now = g_get_monotonic_time ();
-  if (conn->have_tcpi && sink_pace_should_hold (conn->tcpi_rtt_us,
-          conn->tcpi_min_rtt_us, conn->tcpi_unacked,
-          conn->pace_since_us ? now - conn->pace_since_us : 0)) {
+  if (conn->have_tcpi && (sink_pace_should_hold (conn->tcpi_rtt_us,
+              conn->tcpi_min_rtt_us, conn->tcpi_unacked,
+              conn->pace_since_us ? now - conn->pace_since_us : 0) ||
+          inflight_full (conn))) {
     if (!conn->pace_since_us) {
       conn->pace_since_us = now;
       conn->pace_holds++;
@@ -175,6 +229,8 @@ gst_spice_sink_conn_flush (SinkConn * conn)
 
   if (!g_queue_is_empty (&conn->outq) && pace_hold (conn))
     return;
+  if (conn->state == CONN_DATA)
+    display_set_lowat (conn);
 
   while (conn->state != CONN_DEAD && !g_queue_is_empty (&conn->outq)) {
     GOutputVector vec[MAX_IOV];
@@ -259,7 +315,8 @@ gst_spice_sink_conn_flush (SinkConn * conn)
         conn->session->behind)
       gst_spice_sink_session_resync (sink, conn->session);
   }
-  if (progress && conn->out_bytes <= sink->queue_size)
+  if (progress && (!conn->session || conn->out_bytes <=
+          display_queue_limit (sink, conn->session)))
     g_cond_broadcast (&sink->cond);
 }
 
@@ -267,21 +324,48 @@ static gboolean
 display_blocked (GstSpiceSink * sink, SinkSession * s)
 {
   return s->display && s->display->state == CONN_DATA && !s->behind &&
-      s->display->out_bytes > sink->queue_size;
+      s->display->out_bytes > display_queue_limit (sink, s);
+}
+
+/* lock held: tells the tiler how big a draw update may be for the slowest
+ * client's link, when that changed enough */
+static GQuark draw_budget_quark;
+
+static void
+announce_draw_budget (GstSpiceSink * sink)
+{
+  guint budget = sink_draw_budget (sink->link_bps);
+  guint last;
+
+  if (!draw_budget_quark)
+    draw_budget_quark = g_quark_from_static_string ("gst-spice-draw-budget");
+  last = GPOINTER_TO_UINT (g_object_get_qdata (G_OBJECT (sink),
+          draw_budget_quark));
+  if (!sink->draw_pad || !sink_draw_budget_changed (last, budget))
+    return;
+  g_object_set_qdata (G_OBJECT (sink), draw_budget_quark,
+      GUINT_TO_POINTER (budget));
+  GST_DEBUG_OBJECT (sink, "draw budget %u bytes per update (link %"
+      G_GUINT64_FORMAT " bit/s)", budget, sink->link_bps);
+  gst_spice_sink_post_upstream (sink, sink->draw_pad,
+      gst_spice_event_new_draw_budget (sink->link_bps, budget));
 }
 
 /* Render path, lock held: waits until every up-to-date display client has
- * room, at most client-timeout; clients still full then fall behind.
- * FALSE when flushing. */
+ * room. After client-timeout, clients still full fall behind when they
+ * stopped reading or hold up a faster client (sink_leave_behind());
+ * otherwise the render keeps waiting. FALSE when flushing. */
 gboolean
 gst_spice_sink_wait_for_room (GstSpiceSink * sink)
 {
-  gint64 deadline = g_get_monotonic_time () +
-      (gint64) sink->client_timeout * G_TIME_SPAN_MILLISECOND;
+  gint64 timeout = (gint64) sink->client_timeout * G_TIME_SPAN_MILLISECOND;
+  gint64 deadline = g_get_monotonic_time () + timeout;
 
+  announce_draw_budget (sink);
   for (;;) {
     GList *l;
     gboolean blocked = FALSE;
+    gint64 now;
 
     if (sink->flushing)
       return FALSE;
@@ -289,13 +373,27 @@ gst_spice_sink_wait_for_room (GstSpiceSink * sink)
       blocked |= display_blocked (sink, l->data);
     if (!blocked)
       return TRUE;
-    if (g_get_monotonic_time () >= deadline) {
+    now = g_get_monotonic_time ();
+    if (now >= deadline) {
+      gboolean others_waiting = FALSE, left = FALSE;
+
+      for (l = sink->sessions; l; l = l->next) {
+        SinkSession *s = l->data;
+
+        if (gst_spice_sink_session_display_ready (s) && !s->behind &&
+            !s->awaiting_refresh && !display_blocked (sink, s))
+          others_waiting = TRUE;
+      }
       for (l = sink->sessions; l; l = l->next) {
         SinkSession *s = l->data;
         guint i;
 
         if (!display_blocked (sink, s))
           continue;
+        if (!sink_leave_behind (now - s->display->last_progress_us < timeout,
+                others_waiting))
+          continue;
+        left = TRUE;
         GST_WARNING_OBJECT (sink, "client %s (session %08x) fell behind "
             "(%" G_GSIZE_FORMAT " bytes queued): it will be resynchronised",
             s->peer_host, s->id, s->display->out_bytes);
@@ -305,7 +403,11 @@ gst_spice_sink_wait_for_room (GstSpiceSink * sink)
           if (s->streams[i].created)
             s->streams[i].need_key = TRUE;
       }
-      return TRUE;
+      if (left)
+        return TRUE;
+      /* only draining slow clients: back-pressure, look again later */
+      deadline = now + timeout;
+      continue;
     }
     g_cond_wait_until (&sink->cond, &sink->lock, deadline);
   }
@@ -350,6 +452,15 @@ gst_spice_sink_conn_update_tcp_info (SinkConn * conn)
       sizeof (ti.tcpi_delivery_rate))
     conn->tcpi_delivery_rate = ti.tcpi_delivery_rate;
   conn->tcpi_unacked = ti.tcpi_unacked;
+  if (conn->session && conn->session->display == conn) {
+    SinkLinkEstimate *e = &conn->session->link;
+
+    e->inflight_bytes = (guint64) ti.tcpi_unacked * ti.tcpi_snd_mss;
+    if (len >= offsetof (struct tcp_info, tcpi_delivery_rate) +
+        sizeof (ti.tcpi_delivery_rate))
+      sink_link_btl_update (e, ti.tcpi_delivery_rate * 8,
+          g_get_monotonic_time ());
+  }
   conn->tcpi_app_limited = ti.tcpi_delivery_rate_app_limited;
   if (len >= offsetof (struct tcp_info, tcpi_bytes_acked) +
       sizeof (ti.tcpi_bytes_acked))

@@ -99,6 +99,67 @@ sink_pace_should_hold (guint32 rtt_us, guint32 min_rtt_us, guint32 unacked,
   return rtt_us > min_rtt_us && rtt_us - min_rtt_us > SINK_QDELAY_HIGH_US;
 }
 
+guint64
+sink_link_btl_update (SinkLinkEstimate * e, guint64 delivery_bps,
+    gint64 now_us)
+{
+  if (e->btl_window_us == 0 || now_us - e->btl_window_us >=
+      SINK_BTL_WINDOW_US) {
+    /* a new window: the last one is remembered, older ones forgotten */
+    e->btl_prev_bps = e->btl_window_us && now_us - e->btl_window_us <
+        2 * SINK_BTL_WINDOW_US ? e->btl_bps : 0;
+    e->btl_bps = 0;
+    e->btl_window_us = now_us;
+  }
+  e->btl_bps = MAX (e->btl_bps, delivery_bps);
+  return MAX (e->btl_bps, e->btl_prev_bps);
+}
+
+guint64
+sink_inflight_cap (guint64 btl_bps, guint32 min_rtt_us)
+{
+  if (btl_bps == 0 || min_rtt_us == 0)
+    return 0;
+  return btl_bps / 8 * ((guint64) min_rtt_us + SINK_INFLIGHT_SLACK_MS *
+      1000) / G_TIME_SPAN_SECOND;
+}
+
+gsize
+sink_link_bytes (guint64 link_bps, guint ms, gsize max)
+{
+  guint64 b;
+
+  if (link_bps == 0)
+    return max;
+  b = link_bps / 8 * ms / 1000;
+  b = MAX (b, SINK_LINK_MIN_BYTES);
+  return (gsize) MIN (b, (guint64) max);
+}
+
+guint
+sink_draw_budget (guint64 link_bps)
+{
+  if (link_bps == 0)
+    return 0;
+  return (guint) sink_link_bytes (link_bps, SINK_UPDATE_LINK_MS,
+      SINK_DRAW_BUDGET_MAX);
+}
+
+gboolean
+sink_draw_budget_changed (guint last, guint budget)
+{
+  if (last == 0 || budget == 0)
+    return last != budget;
+  return ABS ((gdouble) budget - (gdouble) last) >=
+      SINK_DRAW_BUDGET_HYSTERESIS * (gdouble) last;
+}
+
+gboolean
+sink_leave_behind (gboolean progressing, gboolean others_waiting)
+{
+  return !progressing || others_waiting;
+}
+
 SinkEncKind
 sink_rate_encoder_kind (const gchar * name)
 {

@@ -40,7 +40,29 @@ typedef struct {
   guint32 queue_delay_us;       /* last rtt - min_rtt */
   gboolean congested;           /* last sample showed queueing delay */
   guint samples;
+  /* bottleneck rate for the in-flight cap: the largest kernel delivery
+   * rate seen over the last one to two SINK_BTL_WINDOW_US */
+  guint64 btl_bps, btl_prev_bps;
+  gint64 btl_window_us;
+  guint64 inflight_bytes;       /* last tcpi_unacked * tcpi_snd_mss */
 } SinkLinkEstimate;
+
+#define SINK_BTL_WINDOW_US         (1 * G_TIME_SPAN_SECOND)
+#define SINK_INFLIGHT_SLACK_MS     10
+
+/* Feeds one kernel delivery-rate sample (bit/s, 0 = none) at @now_us into
+ * the windowed maximum; returns the bottleneck rate estimate. */
+guint64  sink_link_btl_update (SinkLinkEstimate * e, guint64 delivery_bps,
+    gint64 now_us);
+
+/* Bytes that may be in flight on a path of bottleneck rate @btl_bps and
+ * minimum RTT @min_rtt_us: one bandwidth-delay product plus
+ * SINK_INFLIGHT_SLACK_MS of the rate (the bottleneck queue we allow);
+ * 0 = no cap (nothing known). Writes wait while more is in flight, so
+ * that the sink stays application-limited: the congestion window alone
+ * would fill the bottleneck queue (ARCHITECTURE.md "The queue we do not
+ * own"). */
+guint64  sink_inflight_cap (guint64 btl_bps, guint32 min_rtt_us);
 
 void     sink_link_estimate_update (SinkLinkEstimate * e,
     const SinkLinkSample * s);
@@ -83,6 +105,36 @@ gboolean sink_rate_decide (const SinkRateInput * in, SinkRateTarget * out);
  * while data is in flight, for at most SINK_PACE_MAX_HOLD_US. */
 gboolean sink_pace_should_hold (guint32 rtt_us, guint32 min_rtt_us,
     guint32 unacked, gint64 held_for_us);
+
+/* --- link-sized queues (docs/spicesink.md "Rate control") ---
+ * Every byte beyond the socket's in-flight window delays the next keypress
+ * draw by its transmission time, so the queues are sized in link time, not
+ * in bytes: what the render waits for, the kernel's unsent bytes, and the
+ * update size the tiler is told (spice-draw-budget). With no estimate yet
+ * the properties apply. */
+#define SINK_QUEUE_LINK_MS         5      /* render waits until the user-space
+                                           * queue holds at most this */
+#define SINK_NOTSENT_LINK_MS       8      /* TCP_NOTSENT_LOWAT */
+#define SINK_UPDATE_LINK_MS        12     /* one draw update */
+#define SINK_LINK_MIN_BYTES        (4 * 1024)
+#define SINK_DRAW_BUDGET_MAX       (256 * 1024)
+#define SINK_DRAW_BUDGET_HYSTERESIS 0.15
+
+/* @ms of @link_bps in bytes, at least SINK_LINK_MIN_BYTES and at most
+ * @max; @max when the link is unknown (0). */
+gsize    sink_link_bytes (guint64 link_bps, guint ms, gsize max);
+
+/* The draw budget to announce upstream for @link_bps (0 = unknown: none),
+ * and whether it differs enough from @last (what was announced) to send. */
+guint    sink_draw_budget (guint64 link_bps);
+gboolean sink_draw_budget_changed (guint last, guint budget);
+
+/* Whether a display client that has been too full for client-timeout is
+ * left behind (and resynchronised later): when it made no progress for
+ * client-timeout (it stopped reading), or when another up-to-date client
+ * waits for it (a slow client among faster ones). A single slow client
+ * that drains just back-pressures the render: the tiler merges. */
+gboolean sink_leave_behind (gboolean progressing, gboolean others_waiting);
 
 /* Encoders whose rate the sink sets (see docs). */
 typedef enum {

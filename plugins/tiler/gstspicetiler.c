@@ -231,6 +231,7 @@ worker_reset (GstSpiceTiler * self)
   self->last_stream_rt = GST_CLOCK_TIME_NONE;
   self->fps_window_start = GST_CLOCK_TIME_NONE;
   self->fps_window_frames = 0;
+  self->pressure = FALSE;
   gst_segment_init (&self->segment, GST_FORMAT_TIME);
 }
 
@@ -446,9 +447,16 @@ handle_event (GstSpiceTiler * self, const TilerParams * p, GstEvent * event)
 static void
 snapshot_params (GstSpiceTiler * self, TilerParams * p)
 {
+  guint budget;
+
   g_mutex_lock (&self->lock);
   *p = self->params;
+  budget = self->draw_budget;
   g_mutex_unlock (&self->lock);
+  /* worker thread: self->pressure is its own */
+  tiler_draw_budget_apply (budget, &p->update_budget, &p->band_size);
+  p->jpeg_quality = tiler_jpeg_quality_for (p->jpeg_quality,
+      budget > 0 && self->pressure);
 }
 
 static GstClockTime
@@ -494,6 +502,11 @@ gst_spice_tiler_loop (gpointer data)
     }
     if (self->cur && !self->draw_busy && (self->refresh_pending ||
             self->worker_pending)) {
+      /* paced to the link: the damage merges until then */
+      if (g_get_monotonic_time () < self->draw_ready_us) {
+        g_cond_wait_until (&self->cond, &self->lock, self->draw_ready_us);
+        continue;
+      }
       self->busy = TRUE;
       g_mutex_unlock (&self->lock);
       snapshot_params (self, &p);
@@ -574,12 +587,15 @@ gst_spice_tiler_draw_loop (gpointer data)
     }
     g_mutex_unlock (&self->lock);
     if (GST_IS_BUFFER (obj)) {
+      gsize size = gst_buffer_get_size (GST_BUFFER_CAST (obj));
       GstFlowReturn ret = gst_pad_push (self->drawpad, GST_BUFFER_CAST (obj));
 
       gst_spice_tiler_update_flow (self, self->drawpad, ret);
       g_mutex_lock (&self->lock);
       self->stats.updates++;
       self->draw_busy = FALSE;
+      self->draw_ready_us = g_get_monotonic_time () +
+          tiler_draw_pace_us (size, self->draw_link_bps);
     } else {
       gst_pad_push_event (self->drawpad, GST_EVENT_CAST (obj));
       g_mutex_lock (&self->lock);
@@ -703,6 +719,7 @@ gst_spice_tiler_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
       self->flushing = FALSE;
       self->last_flow = GST_FLOW_OK;
       self->worker_pending = FALSE;
+      self->draw_ready_us = 0;
       gst_flow_combiner_reset (self->combiner);
       g_mutex_unlock (&self->lock);
       /* downstream may have lost anything: redraw it all, losslessly */
@@ -780,6 +797,8 @@ gst_spice_tiler_src_event (GstPad * pad, GstObject * parent, GstEvent * event)
   GstSpiceTiler *self = GST_SPICE_TILER (parent);
   gboolean enabled;
   gint n, d;
+  guint64 bps;
+  guint budget;
 
   if (gst_spice_event_is_refresh (event)) {
     GST_DEBUG_OBJECT (pad, "refresh requested");
@@ -796,6 +815,16 @@ gst_spice_tiler_src_event (GstPad * pad, GstObject * parent, GstEvent * event)
     g_mutex_lock (&self->lock);
     self->rate_fps_n = n;
     self->rate_fps_d = MAX (d, 1);
+    g_mutex_unlock (&self->lock);
+    gst_event_unref (event);
+    return TRUE;
+  }
+  if (gst_spice_event_parse_draw_budget (event, &bps, &budget)) {
+    GST_DEBUG_OBJECT (pad, "draw budget %u bytes per update (link %"
+        G_GUINT64_FORMAT " bit/s)", budget, bps);
+    g_mutex_lock (&self->lock);
+    self->draw_budget = budget;
+    self->draw_link_bps = bps;
     g_mutex_unlock (&self->lock);
     gst_event_unref (event);
     return TRUE;
@@ -864,6 +893,7 @@ gst_spice_tiler_change_state (GstElement * element, GstStateChange transition)
       self->flushing = FALSE;
       self->last_flow = GST_FLOW_OK;
       self->worker_pending = self->refresh_pending = FALSE;
+      self->draw_ready_us = 0;
       self->draw_qos_earliest = self->stream_qos_earliest = GST_CLOCK_TIME_NONE;
       gst_flow_combiner_reset (self->combiner);
       g_mutex_unlock (&self->lock);

@@ -78,6 +78,10 @@ struct _GstSpiceTiler
   gboolean refresh_pending;
   gboolean keyframe_pending;
   gint rate_fps_n, rate_fps_d;
+  guint draw_budget;            /* from spice-draw-budget, 0 = none */
+  guint64 draw_link_bps;        /* ditto: the slowest client's link */
+  gint64 draw_ready_us;         /* monotonic: no new update before this
+                                 * (tiler_draw_pace_us()) */
   gboolean stream_enabled;
   GstClockTime draw_qos_earliest, stream_qos_earliest;
   GstClockID clock_id;
@@ -123,6 +127,8 @@ struct _GstSpiceTiler
   /* the update being built */
   GstSpiceDrawsWriter *writer;
   gsize last_update_size;
+  gboolean pressure;            /* the last update ran out of a budget the
+                                 * sink announced */
 };
 
 /* a run of cells of one class, while building an update */

@@ -95,3 +95,31 @@ tiler_encode_jpeg (TilerEncoder * enc, GstSpiceDrawsWriter * w,
   gst_spice_draws_writer_end (w, GST_SPICE_BINARY_HEADER_SIZE + jsize);
   return GST_SPICE_BINARY_HEADER_SIZE + jsize;
 }
+
+void
+tiler_draw_budget_apply (guint sink_budget, guint * update_budget,
+    guint * band_size)
+{
+  if (sink_budget == 0)
+    return;
+  if (*update_budget == 0 || sink_budget < *update_budget)
+    *update_budget = sink_budget;
+  *band_size = MIN (*band_size, MAX (*update_budget, TILER_BAND_MIN_BYTES));
+}
+
+guint
+tiler_jpeg_quality_for (guint quality, gboolean pressure)
+{
+  if (!pressure || quality <= TILER_PRESSURE_QUALITY_MIN)
+    return quality;
+  return MAX (quality * 6 / 10, TILER_PRESSURE_QUALITY_MIN);
+}
+
+gint64
+tiler_draw_pace_us (gsize bytes, guint64 link_bps)
+{
+  if (link_bps == 0)
+    return 0;
+  return (gint64) ((gdouble) bytes * 8 * G_USEC_PER_SEC / link_bps *
+      TILER_PACE_PERCENT / 100);
+}

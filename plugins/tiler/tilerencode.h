@@ -31,4 +31,28 @@ gsize    tiler_encode_jpeg (TilerEncoder * enc, GstSpiceDrawsWriter * w,
     const GstVideoRectangle * dest, const guint8 * px, gint stride,
     gint quality);
 
+/* --- draw budget (spice-draw-budget from spicesink) ---
+ * The sink announces how many bytes one update may hold for the slowest
+ * client's link (0 = no limit from the sink). The update budget in force is
+ * the smaller of that and the update-budget property; bands are cut to
+ * about that many raw bytes (at least TILER_BAND_MIN_BYTES, at most
+ * band-size), so an update overshoots its budget by little. Under pressure
+ * (the sink announced a budget and the last update ran out of it) lossy
+ * draws use a lower JPEG quality: more of the hot area per update; the
+ * refinement restores the exact picture once the area is still. */
+#define TILER_BAND_MIN_BYTES (16 * 1024)
+#define TILER_PRESSURE_QUALITY_MIN 30
+
+void     tiler_draw_budget_apply (guint sink_budget, guint * update_budget,
+    guint * band_size);
+guint    tiler_jpeg_quality_for (guint quality, gboolean pressure);
+
+/* After an update of @bytes went downstream on a link of @link_bps
+ * (announced by the sink; 0 = unknown), the next update is built no
+ * earlier than TILER_PACE_PERCENT of its transmission time later (in us;
+ * 0 = at once): it then takes the freshest damage (a key press) instead
+ * of waiting, already built, for the sink to have room. */
+#define TILER_PACE_PERCENT 80
+gint64   tiler_draw_pace_us (gsize bytes, guint64 link_bps);
+
 G_END_DECLS

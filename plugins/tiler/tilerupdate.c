@@ -470,9 +470,11 @@ gst_spice_tiler_update (GstSpiceTiler * self, const TilerParams * p,
   g_mutex_lock (&self->lock);
   allowed = p->streaming != GST_SPICE_TILER_STREAMING_OFF &&
       self->stream_enabled && !final && gst_pad_is_linked (self->streampad);
-  /* while downstream has not taken the last update, no new one is made:
-   * this damage waits (only the stream goes on) */
-  draw_busy = self->draw_busy && !final;
+  /* while downstream has not taken the last update (or the link has not
+   * carried it yet, tiler_draw_pace_us()), no new one is made: this damage
+   * waits (only the stream goes on) */
+  draw_busy = (self->draw_busy ||
+      g_get_monotonic_time () < self->draw_ready_us) && !final;
   refresh = self->refresh_pending && !draw_busy;
   if (refresh)
     self->refresh_pending = FALSE;
@@ -566,16 +568,22 @@ gst_spice_tiler_update (GstSpiceTiler * self, const TilerParams * p,
   {
     const GstVideoRectangle *r = gst_spice_region_rects (&self->regions);
     guint nr = gst_spice_region_n_rects (&self->regions);
+    gboolean cut = FALSE;
 
     for (i = 0; i < nr; i++) {
       if (!emit_region (self, p, &r[i],
               self->stream.active ? &self->stream.rect : NULL, now,
               no_budget)) {
+        cut = TRUE;
         for (i = i + 1; i < nr; i++)
           gst_spice_region_add (&self->carry, &r[i]);
         break;
       }
     }
+    /* only updates that had something to send say whether there is
+     * pressure */
+    if (nr > 0)
+      self->pressure = cut;
   }
   t2 = g_get_monotonic_time ();
   finish_update (self);

@@ -2,6 +2,7 @@
  * pure functions (plugins/spicesink/gstspicesinkrate.h): inputs -> decisions
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
+#include <string.h>
 #include <gst/check/gstcheck.h>
 #include "gstspicesinkrate.h"
 
@@ -226,6 +227,92 @@ GST_START_TEST (test_encoders)
 
 GST_END_TEST;
 
+/* Queues sized in link time: a few ms of the estimate, within
+ * [SINK_LINK_MIN_BYTES, max]; the property (max) while unknown. */
+GST_START_TEST (test_link_bytes)
+{
+  /* unknown link: the property */
+  fail_unless_equals_uint64 (sink_link_bytes (0, 10, 262144), 262144);
+  /* 10 Mbit/s: 10 ms = 12500 bytes */
+  fail_unless_equals_uint64 (sink_link_bytes (10000000, 10, 262144), 12500);
+  /* 2 Mbit/s, 5 ms = 1250 bytes: the floor */
+  fail_unless_equals_uint64 (sink_link_bytes (2000000, 5, 262144),
+      SINK_LINK_MIN_BYTES);
+  /* 10 Gbit/s: the property caps it */
+  fail_unless_equals_uint64 (sink_link_bytes (10000000000ULL, 10, 65536),
+      65536);
+  /* a property below the floor wins */
+  fail_unless_equals_uint64 (sink_link_bytes (10000000, 10, 1024), 1024);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_draw_budget)
+{
+  guint b10 = sink_draw_budget (10000000);
+
+  fail_unless_equals_int (sink_draw_budget (0), 0);
+  fail_unless_equals_int (b10, 10000000 / 8 * SINK_UPDATE_LINK_MS / 1000);
+  fail_unless_equals_int (sink_draw_budget (2000000),
+      MAX (2000000 / 8 * SINK_UPDATE_LINK_MS / 1000, SINK_LINK_MIN_BYTES));
+  fail_unless_equals_int (sink_draw_budget (100000000000ULL),
+      SINK_DRAW_BUDGET_MAX);
+  /* hysteresis: small changes are not announced, 0 <-> known always */
+  fail_unless (sink_draw_budget_changed (0, b10));
+  fail_unless (sink_draw_budget_changed (b10, 0));
+  fail_if (sink_draw_budget_changed (0, 0));
+  fail_if (sink_draw_budget_changed (b10, b10 * 105 / 100));
+  fail_unless (sink_draw_budget_changed (b10, b10 * 2));
+  fail_unless (sink_draw_budget_changed (b10, b10 / 2));
+}
+
+GST_END_TEST;
+
+/* the in-flight cap: windowed max of delivery-rate samples times
+ * (min RTT + slack) */
+GST_START_TEST (test_inflight_cap)
+{
+  SinkLinkEstimate e;
+  gint64 t = 1000000;
+
+  memset (&e, 0, sizeof (e));
+  fail_unless_equals_uint64 (sink_inflight_cap (0, 80000), 0);
+  fail_unless_equals_uint64 (sink_inflight_cap (10000000, 0), 0);
+  /* 10 Mbit/s, 80 ms: BDP 100000 bytes + 10 ms (12500) */
+  fail_unless_equals_uint64 (sink_inflight_cap (10000000, 80000),
+      (guint64) 10000000 / 8 * (80000 + SINK_INFLIGHT_SLACK_MS * 1000) /
+      1000000);
+  /* the max over the window */
+  fail_unless_equals_uint64 (sink_link_btl_update (&e, 8000000, t), 8000000);
+  fail_unless_equals_uint64 (sink_link_btl_update (&e, 10000000, t + 1000),
+      10000000);
+  fail_unless_equals_uint64 (sink_link_btl_update (&e, 5000000, t + 2000),
+      10000000);
+  /* next window: the previous one still counts */
+  fail_unless_equals_uint64 (sink_link_btl_update (&e, 4000000,
+          t + SINK_BTL_WINDOW_US), 10000000);
+  /* two windows on: forgotten */
+  fail_unless_equals_uint64 (sink_link_btl_update (&e, 4000000,
+          t + 2 * SINK_BTL_WINDOW_US), 4000000);
+  /* after a long silence nothing old remains */
+  fail_unless_equals_uint64 (sink_link_btl_update (&e, 1000000,
+          t + 10 * SINK_BTL_WINDOW_US), 1000000);
+}
+
+GST_END_TEST;
+
+/* behind/resync is for a client that stopped reading or holds up faster
+ * ones; a lone slow client that drains back-pressures */
+GST_START_TEST (test_leave_behind)
+{
+  fail_if (sink_leave_behind (TRUE, FALSE));
+  fail_unless (sink_leave_behind (TRUE, TRUE));
+  fail_unless (sink_leave_behind (FALSE, FALSE));
+  fail_unless (sink_leave_behind (FALSE, TRUE));
+}
+
+GST_END_TEST;
+
 static Suite *
 rate_suite (void)
 {
@@ -238,6 +325,10 @@ rate_suite (void)
   tcase_add_test (tc, test_decide);
   tcase_add_test (tc, test_pace);
   tcase_add_test (tc, test_encoders);
+  tcase_add_test (tc, test_link_bytes);
+  tcase_add_test (tc, test_draw_budget);
+  tcase_add_test (tc, test_leave_behind);
+  tcase_add_test (tc, test_inflight_cap);
   return s;
 }
 

@@ -397,6 +397,45 @@ GST_START_TEST (test_heat_largest_group)
 
 GST_END_TEST;
 
+/* spice-draw-budget: the smaller budget wins, bands follow it */
+GST_START_TEST (test_draw_budget)
+{
+  guint budget = 256 * 1024, band = 128 * 1024;
+
+  /* no budget from the sink: the properties */
+  tiler_draw_budget_apply (0, &budget, &band);
+  fail_unless_equals_int (budget, 256 * 1024);
+  fail_unless_equals_int (band, 128 * 1024);
+  /* 10 Mbit/s link: ~15 KB updates, bands of at least the minimum */
+  tiler_draw_budget_apply (15000, &budget, &band);
+  fail_unless_equals_int (budget, 15000);
+  fail_unless_equals_int (band, TILER_BAND_MIN_BYTES);
+  /* a fast link: the property stays the limit */
+  budget = 256 * 1024;
+  band = 128 * 1024;
+  tiler_draw_budget_apply (1024 * 1024, &budget, &band);
+  fail_unless_equals_int (budget, 256 * 1024);
+  fail_unless_equals_int (band, 128 * 1024);
+  /* update-budget=0 (unlimited) still takes the sink's */
+  budget = 0;
+  tiler_draw_budget_apply (40000, &budget, &band);
+  fail_unless_equals_int (budget, 40000);
+  fail_unless_equals_int (band, 40000);
+  /* JPEG quality drops under pressure only, never below the floor */
+  fail_unless_equals_int (tiler_jpeg_quality_for (85, FALSE), 85);
+  fail_unless_equals_int (tiler_jpeg_quality_for (85, TRUE), 51);
+  fail_unless_equals_int (tiler_jpeg_quality_for (40, TRUE),
+      TILER_PRESSURE_QUALITY_MIN);
+  fail_unless_equals_int (tiler_jpeg_quality_for (20, TRUE), 20);
+  /* pacing: 12500 bytes take 10 ms at 10 Mbit/s, the next update is built
+   * after 80 % of that; an unknown link does not pace */
+  fail_unless_equals_int64 (tiler_draw_pace_us (12500, 10000000),
+      10000 * TILER_PACE_PERCENT / 100);
+  fail_unless_equals_int64 (tiler_draw_pace_us (12500, 0), 0);
+}
+
+GST_END_TEST;
+
 static Suite *
 tiler_internals_suite (void)
 {
@@ -411,6 +450,7 @@ tiler_internals_suite (void)
   tcase_add_test (tc, test_decoder_chained_lz4_blocks);
   tcase_add_test (tc, test_heat_hysteresis);
   tcase_add_test (tc, test_heat_largest_group);
+  tcase_add_test (tc, test_draw_budget);
   return s;
 }
 
