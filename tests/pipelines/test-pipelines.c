@@ -117,6 +117,7 @@ GST_START_TEST (test_pipeline_serves_exact_picture)
   GError *err = NULL;
   GuestProcess *gp = guest_process_start (guest_args, &err);
   gchar *path = pipeline_path (name), *upstream, *guest_port, *listen, *line;
+  gchar *uri;
   guint port = test_pick_free_port (), attempts;
   guint8 *expected;
   RunnerProcess *run;
@@ -129,7 +130,9 @@ GST_START_TEST (test_pipeline_serves_exact_picture)
   fail_unless (line != NULL);
   g_free (line);
 
-  upstream = g_strdup_printf ("UPSTREAM=%s", guest_process_get_uri (gp));
+  uri = guest_process_get_uri (gp);
+  upstream = g_strdup_printf ("UPSTREAM=%s", uri);
+  g_free (uri);
   guest_port = g_strdup_printf ("GUEST_PORT=%u", guest_process_get_port (gp));
   listen = g_strdup_printf ("LISTEN_PORT=%u", port);
   run = runner_process_start_runner (tmpdir, "--stats-interval", "0",
@@ -255,7 +258,7 @@ GST_START_TEST (test_password_files_not_logged)
   gchar *cl_file = g_build_filename (tmpdir, "clients.pw", NULL);
   guint port = test_pick_free_port ();
   gchar *bin = runner_process_binary ();
-  gchar *upstream, *up_def, *cl_def, *listen, *log;
+  gchar *upstream, *up_def, *cl_def, *listen, *log, *uri;
   guint8 *shot = NULL, *expected;
   RunnerProcess *run;
   gint w = 0, h = 0;
@@ -264,7 +267,9 @@ GST_START_TEST (test_password_files_not_logged)
   fail_unless (gp != NULL);
   fail_unless (g_file_set_contents (up_file, "up-Secret-1\n", -1, NULL));
   fail_unless (g_file_set_contents (cl_file, "cl-Secret-2\n", -1, NULL));
-  upstream = g_strdup_printf ("UPSTREAM=%s", guest_process_get_uri (gp));
+  uri = guest_process_get_uri (gp);
+  upstream = g_strdup_printf ("UPSTREAM=%s", uri);
+  g_free (uri);
   up_def = g_strdup_printf ("UPSTREAM_PASSWORD_FILE=%s", up_file);
   cl_def = g_strdup_printf ("PASSWORD_FILE=%s", cl_file);
   listen = g_strdup_printf ("LISTEN_PORT=%u", port);
@@ -332,14 +337,16 @@ GST_START_TEST (test_metrics_sink_counters)
   GuestProcess *gp = guest_process_start (guest_args, NULL);
   guint port = test_pick_free_port (), mport = test_pick_free_port ();
   gchar *path = pipeline_path ("transcode-lossless");
-  gchar *upstream, *listen, *maddr, *body = NULL;
+  gchar *upstream, *listen, *maddr, *body = NULL, *uri;
   RunnerProcess *run;
   guint8 *shot = NULL;
   gint w, h;
   gint64 end;
 
   fail_unless (gp != NULL);
-  upstream = g_strdup_printf ("UPSTREAM=%s", guest_process_get_uri (gp));
+  uri = guest_process_get_uri (gp);
+  upstream = g_strdup_printf ("UPSTREAM=%s", uri);
+  g_free (uri);
   listen = g_strdup_printf ("LISTEN_PORT=%u", port);
   maddr = g_strdup_printf ("127.0.0.1:%u", mport);
   run = runner_process_start_runner (tmpdir, "--stats-interval", "0",
