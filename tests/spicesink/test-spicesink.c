@@ -1820,9 +1820,9 @@ rv_session (Fixture * f, const gchar * display, GPid rv, RvResult * res)
     guint8 *shot = NULL;
     gint sw, sh;
     gboolean found = FALSE;
+    gchar *imported = x_tool (display, imp);
 
-    if (x_tool (display, imp) != NULL && test_ppm_read (shotfile, &shot, &sw,
-            &sh, NULL)) {
+    if (imported != NULL && test_ppm_read (shotfile, &shot, &sw, &sh, NULL)) {
       g_mutex_lock (&f->lock);
       found = find_picture (shot, sw, sh, f->picture, f->w, f->h, &win,
           RV_TOL, &res->px, &res->py);
@@ -1848,6 +1848,7 @@ rv_session (Fixture * f, const gchar * display, GPid rv, RvResult * res)
       g_mutex_unlock (&f->lock);
       g_free (shot);
     }
+    g_free (imported);
     if (found)
       break;
     if (g_get_monotonic_time () > deadline) {
