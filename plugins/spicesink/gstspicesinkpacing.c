@@ -169,7 +169,7 @@ pace_ready_cb (gpointer user_data)
 }
 
 /* whether a display socket has its in-flight cap (sink_inflight_cap())
- * or more unacknowledged */
+ * or more unacknowledged while a queue builds (sink_inflight_hold()) */
 static gboolean
 inflight_full (SinkConn * conn)
 {
@@ -177,7 +177,8 @@ inflight_full (SinkConn * conn)
   guint64 cap = sink_inflight_cap (MAX (e->btl_bps, e->btl_prev_bps),
       conn->tcpi_min_rtt_us);
 
-  return cap > 0 && e->inflight_bytes >= cap;
+  return sink_inflight_hold (e->inflight_bytes, cap, conn->tcpi_rtt_us,
+      conn->tcpi_min_rtt_us);
 }
 
 /* Server thread, lock held. Keeps the sink application-limited on the

@@ -10,11 +10,15 @@
  * that the path carries at least that much: it can raise the estimate (by
  * at most 25 % per sample: burst rates overstate), never lower it. Queueing delay above SINK_QDELAY_HIGH_US means we offer
  * more than the path carries: the delivery rate then is the path's rate and
- * the estimate drops to it at once. */
+ * the estimate drops to it at once. A congested sample counts as at least
+ * the bottleneck rate of the in-flight cap (sink_link_btl_update()), so
+ * that the estimate cannot spiral down below what the kernel saw the path
+ * deliver in the last one to two seconds. */
 void
 sink_link_estimate_update (SinkLinkEstimate * e, const SinkLinkSample * s)
 {
   guint64 x = s->delivery_bps;
+  guint64 btl = MAX (e->btl_bps, e->btl_prev_bps);
 
   e->queue_delay_us = s->rtt_us > s->min_rtt_us && s->min_rtt_us > 0 ?
       s->rtt_us - s->min_rtt_us : 0;
@@ -22,6 +26,14 @@ sink_link_estimate_update (SinkLinkEstimate * e, const SinkLinkSample * s)
   if (x == 0 && s->app_limited)
     return;                     /* no information */
   e->samples++;
+  /* while a queue builds the path is the bottleneck: a goodput sample is
+   * then not taken below the bottleneck rate the kernel measured lately
+   * (an interval backlogged only at its ends understates the path, and a
+   * lower estimate would shrink what we offer and with it the next
+   * samples). Without queueing delay a low goodput is a slow receiver,
+   * whose bursts the kernel's delivery rate overstates: it counts. */
+  if (!s->app_limited && e->congested)
+    x = MAX (x, btl);
   if (e->bps == 0)
     e->bps = x;
   else if (e->congested)
@@ -124,6 +136,15 @@ sink_inflight_cap (guint64 btl_bps, guint32 min_rtt_us)
       1000) / G_TIME_SPAN_SECOND;
 }
 
+gboolean
+sink_inflight_hold (guint64 inflight, guint64 cap, guint32 rtt_us,
+    guint32 min_rtt_us)
+{
+  if (cap == 0 || inflight < cap || min_rtt_us == 0)
+    return FALSE;
+  return rtt_us > min_rtt_us && rtt_us - min_rtt_us > SINK_INFLIGHT_QDELAY_US;
+}
+
 gsize
 sink_link_bytes (guint64 link_bps, guint ms, gsize max)
 {
@@ -223,8 +244,10 @@ sink_rate_encoder_value (SinkEncKind kind, guint64 target_bps,
 
       if (ref_bps == 0)
         return q0;
-      q = SINK_JPEG_MIN_QUALITY + (q0 - SINK_JPEG_MIN_QUALITY) *
-          ((gdouble) target_bps / (gdouble) ref_bps);
+      /* JPEG bytes grow about linearly with q + SINK_JPEG_SIZE_OFFSET
+       * (q 10 is about a third of q 70): solve for the target's share */
+      q = (q0 + SINK_JPEG_SIZE_OFFSET) * ((gdouble) target_bps /
+          (gdouble) ref_bps) - SINK_JPEG_SIZE_OFFSET;
       return (guint) CLAMP (q + 0.5, SINK_JPEG_MIN_QUALITY, q0);
     }
     default:

@@ -23,6 +23,7 @@ G_BEGIN_DECLS
 #define SINK_QDELAY_HIGH_US        (25 * G_TIME_SPAN_MILLISECOND)
 #define SINK_PACE_MAX_HOLD_US      (200 * G_TIME_SPAN_MILLISECOND)
 #define SINK_JPEG_MIN_QUALITY      10
+#define SINK_JPEG_SIZE_OFFSET      25     /* JPEG bytes ~ quality + this */
 #define SINK_RATE_RAISE_STEP       1.25   /* app-limited hints raise the
                                            * estimate by at most 25 %/sample */
 
@@ -48,7 +49,8 @@ typedef struct {
 } SinkLinkEstimate;
 
 #define SINK_BTL_WINDOW_US         (1 * G_TIME_SPAN_SECOND)
-#define SINK_INFLIGHT_SLACK_MS     10
+#define SINK_INFLIGHT_QDELAY_US    (10 * G_TIME_SPAN_MILLISECOND)
+#define SINK_INFLIGHT_SLACK_MS     5
 
 /* Feeds one kernel delivery-rate sample (bit/s, 0 = none) at @now_us into
  * the windowed maximum; returns the bottleneck rate estimate. */
@@ -63,6 +65,14 @@ guint64  sink_link_btl_update (SinkLinkEstimate * e, guint64 delivery_bps,
  * would fill the bottleneck queue (ARCHITECTURE.md "The queue we do not
  * own"). */
 guint64  sink_inflight_cap (guint64 btl_bps, guint32 min_rtt_us);
+
+/* Whether writes wait for the in-flight cap: @inflight bytes reach @cap
+ * while the smoothed RTT stands more than SINK_INFLIGHT_QDELAY_US above
+ * the minimum (a queue builds). Without queueing delay the cap does not
+ * apply, so an underestimated bottleneck rate (app-limited samples) cannot
+ * throttle the path: TCP grows and the delivery rate shows the path. */
+gboolean sink_inflight_hold (guint64 inflight, guint64 cap, guint32 rtt_us,
+    guint32 min_rtt_us);
 
 void     sink_link_estimate_update (SinkLinkEstimate * e,
     const SinkLinkSample * s);
@@ -114,8 +124,8 @@ gboolean sink_pace_should_hold (guint32 rtt_us, guint32 min_rtt_us,
  * the properties apply. */
 #define SINK_QUEUE_LINK_MS         5      /* render waits until the user-space
                                            * queue holds at most this */
-#define SINK_NOTSENT_LINK_MS       8      /* TCP_NOTSENT_LOWAT */
-#define SINK_UPDATE_LINK_MS        12     /* one draw update */
+#define SINK_NOTSENT_LINK_MS       5      /* TCP_NOTSENT_LOWAT */
+#define SINK_UPDATE_LINK_MS        10     /* one draw update */
 #define SINK_LINK_MIN_BYTES        (4 * 1024)
 #define SINK_DRAW_BUDGET_MAX       (256 * 1024)
 #define SINK_DRAW_BUDGET_HYSTERESIS 0.15
@@ -149,9 +159,9 @@ SinkEncKind  sink_rate_encoder_kind (const gchar * factory_name);
 const gchar *sink_rate_encoder_property (SinkEncKind kind);
 /* initial property value -> bit/s (JPEG: 0, unknown) */
 guint64      sink_rate_encoder_initial_bps (SinkEncKind kind, guint value);
-/* target -> property value. JPEG: quality = 10 + (q0 - 10) * target /
- * ref_bps, clamped to [10, q0], where q0 is the initial quality and
- * ref_bps the stream's measured rate at q0. */
+/* target -> property value. JPEG: quality = (q0 + 25) * target / ref_bps
+ * - 25, clamped to [10, q0], where q0 is the initial quality and ref_bps
+ * the stream's measured rate at q0 (JPEG size ~ q + 25). */
 guint        sink_rate_encoder_value (SinkEncKind kind, guint64 target_bps,
     guint64 ref_bps, guint initial_quality);
 

@@ -120,6 +120,6 @@ tiler_draw_pace_us (gsize bytes, guint64 link_bps)
 {
   if (link_bps == 0)
     return 0;
-  return (gint64) ((gdouble) bytes * 8 * G_USEC_PER_SEC / link_bps *
-      TILER_PACE_PERCENT / 100);
+  return (gint64) MIN ((gdouble) bytes * 8 * G_USEC_PER_SEC / link_bps *
+      TILER_PACE_PERCENT / 100, TILER_PACE_MAX_US);
 }

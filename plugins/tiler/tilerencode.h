@@ -51,8 +51,12 @@ guint    tiler_jpeg_quality_for (guint quality, gboolean pressure);
  * (announced by the sink; 0 = unknown), the next update is built no
  * earlier than TILER_PACE_PERCENT of its transmission time later (in us;
  * 0 = at once): it then takes the freshest damage (a key press) instead
- * of waiting, already built, for the sink to have room. */
+ * of waiting, already built, for the sink to have room. At most
+ * TILER_PACE_MAX_US. */
 #define TILER_PACE_PERCENT 80
+#define TILER_PACE_MAX_US (50 * G_TIME_SPAN_MILLISECOND) /* a refresh or a
+                                 * low estimate never stalls updates: the
+                                 * sink's back-pressure covers the rest */
 gint64   tiler_draw_pace_us (gsize bytes, guint64 link_bps);
 
 G_END_DECLS

@@ -214,9 +214,11 @@ GST_START_TEST (test_encoders)
           1200000, 0, 0), 1200000);
   fail_unless_equals_int (sink_rate_encoder_value (SINK_ENC_VPX, 350600, 0,
           0), 350000);
-  /* JPEG: q = 10 + (q0 - 10) * target / ref, within [10, q0] */
+  /* JPEG: q = (q0 + 25) * target / ref - 25, within [10, q0] */
   fail_unless_equals_int (sink_rate_encoder_value (SINK_ENC_JPEG, 1000000,
-          2000000, 90), 50);
+          2000000, 90), 33);
+  fail_unless_equals_int (sink_rate_encoder_value (SINK_ENC_JPEG, 1400000,
+          2000000, 70), 42);
   fail_unless_equals_int (sink_rate_encoder_value (SINK_ENC_JPEG, 4000000,
           2000000, 90), 90);
   fail_unless_equals_int (sink_rate_encoder_value (SINK_ENC_JPEG, 10000,
@@ -282,6 +284,12 @@ GST_START_TEST (test_inflight_cap)
   fail_unless_equals_uint64 (sink_inflight_cap (10000000, 80000),
       (guint64) 10000000 / 8 * (80000 + SINK_INFLIGHT_SLACK_MS * 1000) /
       1000000);
+  /* the cap holds only while a queue builds */
+  fail_if (sink_inflight_hold (200000, 0, 200000, 80000));
+  fail_if (sink_inflight_hold (50000, 100000, 200000, 80000));
+  fail_if (sink_inflight_hold (150000, 100000, 85000, 80000));
+  fail_unless (sink_inflight_hold (150000, 100000, 95000, 80000));
+  fail_unless (sink_inflight_hold (100000, 100000, 95000, 80000));
   /* the max over the window */
   fail_unless_equals_uint64 (sink_link_btl_update (&e, 8000000, t), 8000000);
   fail_unless_equals_uint64 (sink_link_btl_update (&e, 10000000, t + 1000),
@@ -297,6 +305,38 @@ GST_START_TEST (test_inflight_cap)
   /* after a long silence nothing old remains */
   fail_unless_equals_uint64 (sink_link_btl_update (&e, 1000000,
           t + 10 * SINK_BTL_WINDOW_US), 1000000);
+}
+
+GST_END_TEST;
+
+/* a path-limited sample is not taken below the recent bottleneck rate */
+GST_START_TEST (test_estimate_btl_floor)
+{
+  SinkLinkEstimate e;
+  SinkLinkSample smp;
+
+  memset (&e, 0, sizeof (e));
+  e.bps = 2000000;
+  sink_link_btl_update (&e, 1900000, 1000000);
+  /* congested, goodput 200 kbit/s: the estimate drops to 1.9 Mbit/s only */
+  sink_link_sample_make (&smp, 0, 6250, 250000, TRUE, 220000, 150000);
+  sink_link_estimate_update (&e, &smp);
+  fail_unless (e.congested);
+  fail_unless_equals_uint64 (e.bps, 1900000);
+  /* a slow receiver (no queueing delay): the goodput counts as it is */
+  memset (&e, 0, sizeof (e));
+  e.bps = 2000000;
+  sink_link_btl_update (&e, 1900000, 1000000);
+  sink_link_sample_make (&smp, 0, 6250, 250000, TRUE, 152000, 150000);
+  sink_link_estimate_update (&e, &smp);
+  fail_if (e.congested);
+  fail_unless_equals_uint64 (e.bps, (2000000 + 200000) / 2);
+  sink_link_sample_make (&smp, 0, 6250, 250000, TRUE, 220000, 150000);
+  /* without a bottleneck rate the goodput counts as it is */
+  memset (&e, 0, sizeof (e));
+  e.bps = 2000000;
+  sink_link_estimate_update (&e, &smp);
+  fail_unless_equals_uint64 (e.bps, 200000);
 }
 
 GST_END_TEST;
@@ -329,6 +369,7 @@ rate_suite (void)
   tcase_add_test (tc, test_draw_budget);
   tcase_add_test (tc, test_leave_behind);
   tcase_add_test (tc, test_inflight_cap);
+  tcase_add_test (tc, test_estimate_btl_floor);
   return s;
 }
 

@@ -432,6 +432,9 @@ GST_START_TEST (test_draw_budget)
   fail_unless_equals_int64 (tiler_draw_pace_us (12500, 10000000),
       10000 * TILER_PACE_PERCENT / 100);
   fail_unless_equals_int64 (tiler_draw_pace_us (12500, 0), 0);
+  /* a full-surface refresh on a slow link: bounded */
+  fail_unless_equals_int64 (tiler_draw_pace_us (1500000, 200000),
+      TILER_PACE_MAX_US);
 }
 
 GST_END_TEST;
