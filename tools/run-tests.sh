@@ -43,24 +43,35 @@ if [ "$quick" -eq 0 ]; then
     --suite fuzz
 fi
 
-# One plain closing line for readers of the log.
+# Closing lines for readers of the log (CI shows only its tail): each
+# failed test with the last lines of its output, then one summary line.
 # shellcheck disable=SC2086
 python3 - $logs <<'PY' || true
 import json, sys
 passed = failed = skipped = 0
+failures = []
 for path in sys.argv[1:]:
     try:
         lines = open(path).readlines()
     except OSError:
         continue
     for line in lines:
-        r = json.loads(line).get("result")
+        t = json.loads(line)
+        r = t.get("result")
         if r in ("OK", "EXPECTEDFAIL"):
             passed += 1
         elif r == "SKIP":
             skipped += 1
         else:
             failed += 1
+            failures.append((path.split("/")[0], t.get("name"), r, t.get("duration"),
+                             (t.get("stdout") or "").splitlines()))
+for build, name, result, duration, out in failures:
+    print(f"==== FAILED {build}: {name} ({result}, {(duration or 0):.0f} s); last lines:")
+    for l in [l for l in out if "Failures" in l or ":F:" in l or ":E:" in l][-8:]:
+        print("  " + l[:400])
+    for l in out[-12:]:
+        print("  | " + l[:300])
 print(f"tests: {passed} passed, {failed} failed, {skipped} skipped")
 PY
 exit $status
