@@ -83,6 +83,9 @@ static void
 warnings_stop (void)
 {
   gst_debug_remove_log_function (log_func);
+  g_mutex_lock (&log_lock);
+  g_clear_pointer (&warnings, g_ptr_array_unref);
+  g_mutex_unlock (&log_lock);
 }
 
 /* ---------------------------------------------------------------- stats */
@@ -550,6 +553,7 @@ tls_link_ok (guint16 port)
   gboolean ok = FALSE;
 
   g_socket_client_set_timeout (cl, 10);
+  g_socket_client_set_enable_proxy (cl, FALSE);
   sc = g_socket_client_connect_to_host (cl, "127.0.0.1", port, NULL, NULL);
   if (!sc)
     goto out;
