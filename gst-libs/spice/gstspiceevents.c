@@ -31,22 +31,24 @@ gst_spice_event_is_refresh (GstEvent * event)
 }
 
 GstEvent *
-gst_spice_event_new_rate (guint bitrate, gint fps_n, gint fps_d)
+gst_spice_event_new_rate (guint bitrate, gint fps_n, gint fps_d,
+    guint scale)
 {
   return gst_event_new_custom (GST_EVENT_CUSTOM_UPSTREAM,
       gst_structure_new (GST_SPICE_EVENT_RATE,
           "bitrate", G_TYPE_UINT, bitrate,
-          "framerate", GST_TYPE_FRACTION, fps_n, MAX (fps_d, 1), NULL));
+          "framerate", GST_TYPE_FRACTION, fps_n, MAX (fps_d, 1),
+          "scale", G_TYPE_UINT, MAX (scale, 1), NULL));
 }
 
 gboolean
 gst_spice_event_parse_rate (GstEvent * event, guint * bitrate, gint * fps_n,
-    gint * fps_d)
+    gint * fps_d, guint * scale)
 {
   const GstStructure *s = event_structure (event, GST_EVENT_CUSTOM_UPSTREAM,
       GST_SPICE_EVENT_RATE);
   gint n = 0, d = 1;
-  guint b = 0;
+  guint b = 0, sc = 1;
 
   if (!s)
     return FALSE;
@@ -58,6 +60,10 @@ gst_spice_event_parse_rate (GstEvent * event, guint * bitrate, gint * fps_n,
     *fps_n = n;
   if (fps_d)
     *fps_d = d;
+  if (scale) {
+    gst_structure_get_uint (s, "scale", &sc);
+    *scale = MAX (sc, 1);
+  }
   return TRUE;
 }
 

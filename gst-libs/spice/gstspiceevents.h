@@ -16,11 +16,15 @@ gboolean  gst_spice_event_is_refresh (GstEvent * event);
 
 /* Upstream on a stream pad, from spicesink: the link estimate changed.
  * @bitrate in bits/s (0 = unknown), @fps_n/@fps_d the frame rate the
- * stream should not exceed (0/1 = unlimited). */
+ * stream should not exceed (0/1 = unlimited), @scale the divisor of the
+ * stream's picture size (1 = full size; 2 = half width and height, the
+ * client scales the frames up to the stream's rectangle), so that one
+ * frame stays a small part of a second of the link. */
 #define GST_SPICE_EVENT_RATE "spice-rate"
-GstEvent *gst_spice_event_new_rate (guint bitrate, gint fps_n, gint fps_d);
+GstEvent *gst_spice_event_new_rate (guint bitrate, gint fps_n, gint fps_d,
+    guint scale);
 gboolean  gst_spice_event_parse_rate (GstEvent * event, guint * bitrate,
-    gint * fps_n, gint * fps_d);
+    gint * fps_n, gint * fps_d, guint * scale);
 
 /* Upstream on the draw pad, from spicesink: what the slowest client's link
  * takes. @bitrate in bits/s (0 = unknown), @update_bytes the size one draw

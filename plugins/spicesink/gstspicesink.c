@@ -374,6 +374,8 @@ apply_rate (GstSpiceSink * sink, SinkStream * st, guint64 target_bps,
 
   st->target_bps = restore ? 0 : target_bps;
   st->fps_n = restore ? 0 : fps_n;
+  if (restore)
+    st->scale = 1;
   st->last_change_us = now;
   st->rate_changes++;
   if (st->encoder) {
@@ -386,12 +388,35 @@ apply_rate (GstSpiceSink * sink, SinkStream * st, guint64 target_bps,
   }
   GST_INFO_OBJECT (sink, "%s: link %" G_GUINT64_FORMAT " bit/s, draws %"
       G_GUINT64_FORMAT " bit/s -> stream target %" G_GUINT64_FORMAT
-      " bit/s, %d fps%s (%s %s = %u)", GST_PAD_NAME (st->pad), sink->link_bps,
-      sink->link_draw_bps, target_bps, fps_n, fps_n ? "" : " (no cap)",
+      " bit/s, %d fps%s, picture 1/%u (%s %s = %u)", GST_PAD_NAME (st->pad),
+      sink->link_bps, sink->link_draw_bps, target_bps, fps_n,
+      fps_n ? "" : " (no cap)", MAX (st->scale, 1),
       st->encoder ? GST_OBJECT_NAME (st->encoder) : "no known encoder",
       j->property ? j->property : "", j->value);
   post_job (sink, st->pad, gst_spice_event_new_rate ((guint) MIN (target_bps,
-              G_MAXUINT), st->fps_n, 1), rate_job, j, rate_job_free);
+              G_MAXUINT), st->fps_n, 1, MAX (st->scale, 1)), rate_job, j,
+      rate_job_free);
+}
+
+/* lock held: whether @st's picture size should change (JPEG only: a
+ * bitrate bounds a video encoder's frames, a quality does not); sets
+ * st->scale. Frames measured within a second of the last change may still
+ * be of the old size. */
+static gboolean
+stream_rescale (SinkStream * st, guint64 link_bps, gint64 now)
+{
+  guint scale;
+
+  if (st->enc_kind != SINK_ENC_JPEG || (st->last_scale_us &&
+          now - st->last_scale_us < G_TIME_SPAN_SECOND))
+    return FALSE;
+  scale = sink_stream_scale_decide (st->mean_frame_bytes, link_bps,
+      MAX (st->scale, 1));
+  if (scale == MAX (st->scale, 1))
+    return FALSE;
+  st->scale = scale;
+  st->last_scale_us = now;
+  return TRUE;
 }
 
 /* Server thread, lock held, every 250 ms: per-client link estimates from
@@ -462,9 +487,15 @@ gst_spice_sink_rate_tick (GstSpiceSink * sink, gint64 now)
   for (i = 0; i < sink->streams->len; i++) {
     SinkStream *st = g_ptr_array_index (sink->streams, i);
 
-    if (dt > 0)
+    if (dt > 0) {
+      guint64 nf = st->frames_in - st->last_frames_in;
+
       st->in_bps = (guint64) ((st->bytes_in - st->last_bytes_in) * 8 / dt);
+      st->mean_frame_bytes = nf >= SINK_SCALE_MIN_FRAMES ?
+          (st->bytes_in - st->last_bytes_in) / nf : 0;
+    }
     st->last_bytes_in = st->bytes_in;
+    st->last_frames_in = st->frames_in;
     if (st->codec && st->enabled && !st->eos && st->frames_in > 0)
       n_streams++;
   }
@@ -502,7 +533,7 @@ gst_spice_sink_rate_tick (GstSpiceSink * sink, gint64 now)
     in.current_bps = st->target_bps;
     in.since_change_us = st->last_change_us ? now - st->last_change_us :
         G_MAXINT64;
-    if (sink_rate_decide (&in, &out))
+    if (sink_rate_decide (&in, &out) || stream_rescale (st, slowest, now))
       apply_rate (sink, st, out.target_bps, out.fps_n, now, FALSE);
   }
 }

@@ -204,6 +204,12 @@ typedef struct {
   guint initial_value;          /* initial property value */
   guint64 target_bps;           /* current target, 0 = initial */
   gint fps_n;
+  guint scale;                  /* picture size divisor asked for (0/1 =
+                                 * full size) */
+  guint64 last_frames_in;
+  guint64 mean_frame_bytes;     /* over the last rate interval, 0 = too
+                                 * few frames */
+  gint64 last_scale_us;
   guint enc_value;              /* property value we set last */
   gint64 last_change_us;
   guint64 rate_changes;

@@ -175,6 +175,26 @@ sink_draw_budget_changed (guint last, guint budget)
       SINK_DRAW_BUDGET_HYSTERESIS * (gdouble) last;
 }
 
+guint
+sink_stream_scale_decide (guint64 mean_frame_bytes, guint64 link_bps,
+    guint scale)
+{
+  guint64 budget;
+
+  scale = CLAMP (scale, 1, SINK_STREAM_SCALE_MAX);
+  if (link_bps == 0 || mean_frame_bytes == 0)
+    return scale;
+  budget = link_bps / 8 * SINK_FRAME_LINK_MS / 1000;
+  /* down when frames take more than 1.5x the budget; up when a picture of
+   * twice the width and height (4x the bytes) would take less than half of
+   * it: the gap between the two keeps a stream from flapping */
+  if (2 * mean_frame_bytes > 3 * budget && scale < SINK_STREAM_SCALE_MAX)
+    return scale * 2;
+  if (scale > 1 && 8 * mean_frame_bytes < budget)
+    return scale / 2;
+  return scale;
+}
+
 gboolean
 sink_leave_behind (gboolean progressing, gboolean others_waiting)
 {

@@ -146,6 +146,24 @@ gboolean sink_draw_budget_changed (guint last, guint budget);
  * that drains just back-pressures the render: the tiler merges. */
 gboolean sink_leave_behind (gboolean progressing, gboolean others_waiting);
 
+/* --- stream picture size ---
+ * A keypress draw cannot overtake a stream frame the socket is already
+ * carrying: it waits for the rest of it. Frames are kept near
+ * SINK_FRAME_LINK_MS of the slowest client's link. Where the encoder's
+ * rate does not bound the frame size (JPEG: its quality has a floor, and
+ * noise stays large at any quality) the stream's picture is scaled down
+ * (by 2 per step, up to SINK_STREAM_SCALE_MAX) and the client scales it
+ * back up; once frames would fit at twice the size, the size comes back. */
+#define SINK_FRAME_LINK_MS         20
+#define SINK_STREAM_SCALE_MAX      4
+#define SINK_SCALE_MIN_FRAMES      3      /* frames an estimate needs */
+
+/* The scale (1, 2, 4) for a stream whose last frames averaged
+ * @mean_frame_bytes at scale @scale, on a link of @link_bps (0 = unknown:
+ * @scale stays). */
+guint    sink_stream_scale_decide (guint64 mean_frame_bytes,
+    guint64 link_bps, guint scale);
+
 /* Encoders whose rate the sink sets (see docs). */
 typedef enum {
   SINK_ENC_UNKNOWN = 0,

@@ -1229,6 +1229,8 @@ gst_spice_sink_server_stats (GstSpiceSink * sink)
           "target-bps", G_TYPE_UINT64, sst->target_bps ? sst->target_bps :
           sst->initial_bps,
           "target-fps", G_TYPE_INT, sst->fps_n,
+          "scale", G_TYPE_UINT, MAX (sst->scale, 1),
+          "mean-frame-bytes", G_TYPE_UINT64, sst->mean_frame_bytes,
           "encoder-value", G_TYPE_UINT, sst->enc_value,
           "rate-changes", G_TYPE_UINT64, sst->rate_changes, NULL);
 

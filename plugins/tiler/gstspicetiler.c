@@ -798,7 +798,7 @@ gst_spice_tiler_src_event (GstPad * pad, GstObject * parent, GstEvent * event)
   gboolean enabled;
   gint n, d;
   guint64 bps;
-  guint budget;
+  guint budget, scale;
 
   if (gst_spice_event_is_refresh (event)) {
     GST_DEBUG_OBJECT (pad, "refresh requested");
@@ -810,11 +810,12 @@ gst_spice_tiler_src_event (GstPad * pad, GstObject * parent, GstEvent * event)
     gst_event_unref (event);
     return TRUE;
   }
-  if (gst_spice_event_parse_rate (event, NULL, &n, &d)) {
-    GST_DEBUG_OBJECT (pad, "stream rate %d/%d", n, d);
+  if (gst_spice_event_parse_rate (event, NULL, &n, &d, &scale)) {
+    GST_DEBUG_OBJECT (pad, "stream rate %d/%d, picture 1/%u", n, d, scale);
     g_mutex_lock (&self->lock);
     self->rate_fps_n = n;
     self->rate_fps_d = MAX (d, 1);
+    self->rate_scale = CLAMP (scale, 1, GST_SPICE_TILER_MAX_STREAM_SCALE);
     g_mutex_unlock (&self->lock);
     gst_event_unref (event);
     return TRUE;

@@ -23,6 +23,9 @@ G_BEGIN_DECLS
 GST_DEBUG_CATEGORY_EXTERN (gst_spice_tiler_debug);
 #define GST_CAT_DEFAULT gst_spice_tiler_debug
 
+/* the largest divisor of a stream's picture size spice-rate may ask for */
+#define GST_SPICE_TILER_MAX_STREAM_SCALE 4
+
 typedef struct
 {
   guint max_rects, tile_size, jpeg_quality;
@@ -78,6 +81,7 @@ struct _GstSpiceTiler
   gboolean refresh_pending;
   gboolean keyframe_pending;
   gint rate_fps_n, rate_fps_d;
+  guint rate_scale;             /* stream picture divisor (spice-rate) */
   guint draw_budget;            /* from spice-draw-budget, 0 = none */
   guint64 draw_link_bps;        /* ditto: the slowest client's link */
   gint64 draw_ready_us;         /* monotonic: no new update before this
@@ -114,6 +118,7 @@ struct _GstSpiceTiler
   /* stream */
   TilerStreamState stream;
   guint stream_id;
+  guint stream_scale;           /* divisor of the current stream's size */
   gint stream_caps_w, stream_caps_h;
   GstVideoFormat stream_caps_format;
   GstVideoInfo sinfo;

@@ -85,6 +85,9 @@ gst_spice_tiler_stream_begin (GstSpiceTiler * self, const GstVideoRectangle * r,
   self->stream.shrink_since = GST_CLOCK_TIME_NONE;
   self->stream_id++;
   self->fps_window_start = now;
+  g_mutex_lock (&self->lock);
+  self->stream_scale = MAX (self->rate_scale, 1);
+  g_mutex_unlock (&self->lock);
   self->fps_window_frames = 0;
   GST_DEBUG_OBJECT (self, "stream %u starts at %d,%d %dx%d", self->stream_id,
       r->x, r->y, r->w, r->h);
@@ -101,10 +104,15 @@ static gboolean
 ensure_stream_resources (GstSpiceTiler * self, const TilerParams * p)
 {
   const GstVideoRectangle *r = &self->stream.rect;
+  gint scale = (gint) MAX (self->stream_scale, 1);
   GstStructure *config;
   GstCaps *caps;
 
-  gst_spice_tiler_push_stream_caps (self, r->w, r->h, p->stream_format);
+  /* a scaled picture keeps even sizes (4:2:0 stream formats) */
+  gst_spice_tiler_push_stream_caps (self,
+      scale > 1 ? MAX (GST_ROUND_UP_2 (r->w / scale), 16) : r->w,
+      scale > 1 ? MAX (GST_ROUND_UP_2 (r->h / scale), 16) : r->h,
+      p->stream_format);
   if (self->conv && memcmp (&self->conv_rect, r, sizeof (*r)) != 0) {
     gst_video_converter_free (self->conv);
     self->conv = NULL;
@@ -118,6 +126,8 @@ ensure_stream_resources (GstSpiceTiler * self, const TilerParams * p)
             GST_VIDEO_CONVERTER_OPT_SRC_HEIGHT, G_TYPE_INT, r->h,
             GST_VIDEO_CONVERTER_OPT_DITHER_METHOD,
             GST_TYPE_VIDEO_DITHER_METHOD, GST_VIDEO_DITHER_NONE,
+            GST_VIDEO_CONVERTER_OPT_RESAMPLER_METHOD,
+            GST_TYPE_VIDEO_RESAMPLER_METHOD, GST_VIDEO_RESAMPLER_METHOD_LINEAR,
             GST_VIDEO_CONVERTER_OPT_THREADS, G_TYPE_UINT, 1, NULL));
     self->conv_rect = *r;
     if (!self->conv)

@@ -416,6 +416,7 @@ gst_spice_tiler_update (GstSpiceTiler * self, const TilerParams * p,
   const guint8 *src = GST_VIDEO_FRAME_PLANE_DATA (&self->cur_frame, 0);
   gint fstride = GST_VIDEO_FRAME_PLANE_STRIDE (&self->cur_frame, 0);
   gboolean s_changed = FALSE, allowed, refresh, draw_late, no_budget;
+  guint stream_scale;
   gboolean draw_busy, urgent;
   GstVideoRectangle srect;
   TilerStreamAction action = TILER_STREAM_CONTINUE;
@@ -480,6 +481,7 @@ gst_spice_tiler_update (GstSpiceTiler * self, const TilerParams * p,
     self->refresh_pending = FALSE;
   draw_late = GST_CLOCK_TIME_IS_VALID (self->draw_qos_earliest) &&
       now < self->draw_qos_earliest;
+  stream_scale = MAX (self->rate_scale, 1);
   g_mutex_unlock (&self->lock);
   self->heat.min_frames = p->stream_min_frames;
   self->heat.max_gap = p->stream_max_gap;
@@ -491,6 +493,15 @@ gst_spice_tiler_update (GstSpiceTiler * self, const TilerParams * p,
   /* without a new frame only an end (timeout, EOS) is acted on */
   if (!new_frame && action != TILER_STREAM_END)
     action = TILER_STREAM_CONTINUE;
+  /* a new picture size (spice-rate) is a new stream: a keyframe, and the
+   * client learns the size from its STREAM_CREATE */
+  if (action == TILER_STREAM_CONTINUE && self->stream.active &&
+      stream_scale != self->stream_scale) {
+    GST_DEBUG_OBJECT (self, "stream picture 1/%u -> 1/%u", self->stream_scale,
+        stream_scale);
+    action = TILER_STREAM_RESTART;
+    srect = self->stream.rect;
+  }
   switch (action) {
     case TILER_STREAM_END:
       gst_spice_tiler_stream_end (self);

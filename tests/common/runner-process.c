@@ -79,12 +79,12 @@ runner_process_wait_log (RunnerProcess * run, const gchar * needle,
 
   do {
     gchar *text = runner_process_log (run);
-    const gchar *p = text, *end = text + strlen (text);
+    const gchar *p = text, *text_end = text + strlen (text);
     guint found = 0;
 
     /* bounded searches, stopping at @count: logs at GST_DEBUG=*:9 are
      * megabytes, and ASan checks every strstr() against the whole rest */
-    while (found < count && (p = g_strstr_len (p, end - p, needle))) {
+    while (found < count && (p = g_strstr_len (p, text_end - p, needle))) {
       found++;
       p++;
     }

@@ -317,20 +317,28 @@ GST_START_TEST (test_events_roundtrip)
 {
   GstSpiceCursor c = { TRUE, 10, 20, 1, 2, 2, 2, NULL, 99 }, out;
   GstEvent *ev;
-  guint bitrate;
+  guint bitrate, scale;
   gint n, d;
   gboolean enabled;
 
   ev = gst_spice_event_new_refresh ();
   fail_unless (gst_spice_event_is_refresh (ev));
-  fail_unless (!gst_spice_event_parse_rate (ev, NULL, NULL, NULL));
+  fail_unless (!gst_spice_event_parse_rate (ev, NULL, NULL, NULL, NULL));
   gst_event_unref (ev);
 
-  ev = gst_spice_event_new_rate (2000000, 15, 1);
-  fail_unless (gst_spice_event_parse_rate (ev, &bitrate, &n, &d));
+  ev = gst_spice_event_new_rate (2000000, 15, 1, 2);
+  fail_unless (gst_spice_event_parse_rate (ev, &bitrate, &n, &d, &scale));
   fail_unless_equals_int (bitrate, 2000000);
   fail_unless_equals_int (n, 15);
   fail_unless_equals_int (d, 1);
+  fail_unless_equals_int (scale, 2);
+  gst_event_unref (ev);
+  /* a rate event without a scale field means full size */
+  ev = gst_event_new_custom (GST_EVENT_CUSTOM_UPSTREAM,
+      gst_structure_new (GST_SPICE_EVENT_RATE, "bitrate", G_TYPE_UINT, 5,
+          NULL));
+  fail_unless (gst_spice_event_parse_rate (ev, &bitrate, &n, &d, &scale));
+  fail_unless_equals_int (scale, 1);
   gst_event_unref (ev);
 
   ev = gst_spice_event_new_stream_control (FALSE);

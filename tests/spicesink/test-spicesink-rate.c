@@ -353,6 +353,42 @@ GST_START_TEST (test_leave_behind)
 
 GST_END_TEST;
 
+/* the stream picture follows the frame size against the link: 2 Mbit/s
+ * gives 20 ms = 5000 bytes per frame. Down above 1.5x, up only when the
+ * bigger picture (4x the bytes) would take less than half, never below 1
+ * or above SINK_STREAM_SCALE_MAX; unknown link or no frames: unchanged. */
+GST_START_TEST (test_stream_scale)
+{
+  const guint64 link = 2000000;
+
+  fail_unless_equals_int (sink_stream_scale_decide (7500, link, 1), 1);
+  fail_unless_equals_int (sink_stream_scale_decide (7501, link, 1), 2);
+  fail_unless_equals_int (sink_stream_scale_decide (40000, link, 2), 4);
+  fail_unless_equals_int (sink_stream_scale_decide (40000, link, 4), 4);
+  /* 1000 bytes at 1/2 would be ~4000 at full size: still below 1.5x,
+   * but not below half: stays */
+  fail_unless_equals_int (sink_stream_scale_decide (1000, link, 2), 2);
+  fail_unless_equals_int (sink_stream_scale_decide (624, link, 2), 1);
+  fail_unless_equals_int (sink_stream_scale_decide (600, link, 4), 2);
+  fail_unless_equals_int (sink_stream_scale_decide (100, link, 1), 1);
+  fail_unless_equals_int (sink_stream_scale_decide (40000, 0, 2), 2);
+  fail_unless_equals_int (sink_stream_scale_decide (0, link, 4), 4);
+  /* a fast link takes big frames at full size: 100 Mbit/s, 250 KB */
+  fail_unless_equals_int (sink_stream_scale_decide (200000, 100000000, 1), 1);
+  /* no flapping: whatever a step down gives (~1/4 of the bytes), the
+   * step back up is not taken right after it */
+  {
+    guint64 b;
+
+    for (b = 7501; b < 200000; b += 997) {
+      fail_unless_equals_int (sink_stream_scale_decide (b, link, 1), 2);
+      fail_unless (sink_stream_scale_decide (b / 4, link, 2) >= 2);
+    }
+  }
+}
+
+GST_END_TEST;
+
 static Suite *
 rate_suite (void)
 {
@@ -370,6 +406,7 @@ rate_suite (void)
   tcase_add_test (tc, test_leave_behind);
   tcase_add_test (tc, test_inflight_cap);
   tcase_add_test (tc, test_estimate_btl_floor);
+  tcase_add_test (tc, test_stream_scale);
   return s;
 }
 

@@ -1464,7 +1464,7 @@ rate_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
   gint fps_n, fps_d;
 
   if (gst_spice_event_parse_rate (GST_PAD_PROBE_INFO_EVENT (info), &bitrate,
-          &fps_n, &fps_d)) {
+          &fps_n, &fps_d, NULL)) {
     g_mutex_lock (&r->lock);
     r->events++;
     r->last_bitrate = bitrate;

@@ -299,6 +299,7 @@ typedef struct
   gboolean mixed_ids;
   GstVideoRectangle dest;
   gint caps_w, caps_h;
+  gint scale;                   /* picture divisor expected (0 = 1) */
 } StreamLog;
 
 static void
@@ -332,8 +333,15 @@ collect_stream (Tiler * t, StreamLog * log)
     log->stream_id = m->stream_id;
     log->dest = m->dest;
     log->keyframes += m->keyframe;
-    fail_unless_equals_int (m->dest.w, log->caps_w);
-    fail_unless_equals_int (m->dest.h, log->caps_h);
+    if (log->scale > 1) {
+      fail_unless_equals_int (GST_ROUND_UP_2 (m->dest.w / log->scale),
+          log->caps_w);
+      fail_unless_equals_int (GST_ROUND_UP_2 (m->dest.h / log->scale),
+          log->caps_h);
+    } else {
+      fail_unless_equals_int (m->dest.w, log->caps_w);
+      fail_unless_equals_int (m->dest.h, log->caps_h);
+    }
     log->buffers++;
     gst_buffer_unref (b);
   }
@@ -544,7 +552,7 @@ GST_START_TEST (test_stream_rate_and_control)
 
   tiler_setup (&t, 320, 240, "stream-min-frames=5");
   fail_unless (gst_harness_push_upstream_event (t.hs,
-          gst_spice_event_new_rate (1000000, 5, 1)));
+          gst_spice_event_new_rate (1000000, 5, 1, 1)));
   for (i = 0; i < 60; i++) {
     animate (frame, 320, &anim, i, 3);
     tiler_push_sync (&t, frame, i, NULL, 0);
@@ -556,11 +564,35 @@ GST_START_TEST (test_stream_rate_and_control)
       log.buffers);
   fail_unless (tiler_stat (&t, "stream-frames-dropped") > 30);
 
+  /* a smaller picture asked for: a new stream (new id, a keyframe) of half
+   * the width and height, for the same rectangle */
+  {
+    guint id = log.stream_id, keys = log.keyframes;
+    GstVideoRectangle dest = log.dest;
+
+    fail_unless (gst_harness_push_upstream_event (t.hs,
+            gst_spice_event_new_rate (1000000, 5, 1, 2)));
+    log.scale = 2;
+    before = log.buffers;
+    for (; i < 75; i++) {
+      animate (frame, 320, &anim, i, 3);
+      tiler_push_sync (&t, frame, i, NULL, 0);
+      tiler_apply (&t);
+      collect_stream (&t, &log);
+    }
+    fail_unless (log.buffers > before);
+    fail_unless (log.stream_id != id);
+    fail_unless_equals_int (log.keyframes, keys + 1);
+    fail_unless (log.dest.x == dest.x && log.dest.y == dest.y &&
+        log.dest.w == dest.w && log.dest.h == dest.h);
+    fail_unless (log.caps_w < dest.w && log.caps_h < dest.h);
+  }
+
   /* a client that cannot take the stream: the area goes out as draws */
   fail_unless (gst_harness_push_upstream_event (t.hs,
           gst_spice_event_new_stream_control (FALSE)));
   before = log.buffers;
-  for (; i < 75; i++) {
+  for (; i < 90; i++) {
     animate (frame, 320, &anim, i, 3);
     tiler_push_sync (&t, frame, i, NULL, 0);
     tiler_apply (&t);
