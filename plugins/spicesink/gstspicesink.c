@@ -398,22 +398,32 @@ apply_rate (GstSpiceSink * sink, SinkStream * st, guint64 target_bps,
       rate_job_free);
 }
 
-/* lock held: whether @st's picture size should change (JPEG only: a
- * bitrate bounds a video encoder's frames, a quality does not); sets
- * st->scale. Frames measured within a second of the last change may still
- * be of the old size. */
+/* lock held: whether @st's picture size should change
+ * (sink_stream_scale_decide()); sets st->scale. Frames measured within a
+ * second of the last change may still be of the old size. A smaller
+ * picture is taken at once, a bigger one only after frames stayed small
+ * enough for SINK_SCALE_UP_HOLD_US: an encoder's frames at one size do not
+ * tell its frames at four times the pixels (noise makes any rate control
+ * overshoot). */
 static gboolean
 stream_rescale (SinkStream * st, guint64 link_bps, gint64 now)
 {
-  guint scale;
+  guint scale, cur = MAX (st->scale, 1);
 
-  if (st->enc_kind != SINK_ENC_JPEG || (st->last_scale_us &&
-          now - st->last_scale_us < G_TIME_SPAN_SECOND))
+  if (st->last_scale_us && now - st->last_scale_us < G_TIME_SPAN_SECOND)
     return FALSE;
-  scale = sink_stream_scale_decide (st->mean_frame_bytes, link_bps,
-      MAX (st->scale, 1));
-  if (scale == MAX (st->scale, 1))
+  scale = sink_stream_scale_decide (st->mean_frame_bytes, link_bps, cur);
+  if (scale >= cur)
+    st->scale_up_since_us = 0;
+  if (scale == cur)
     return FALSE;
+  if (scale < cur) {
+    if (!st->scale_up_since_us)
+      st->scale_up_since_us = now;
+    if (now - st->scale_up_since_us < SINK_SCALE_UP_HOLD_US)
+      return FALSE;
+    st->scale_up_since_us = 0;
+  }
   st->scale = scale;
   st->last_scale_us = now;
   return TRUE;
@@ -489,13 +499,21 @@ gst_spice_sink_rate_tick (GstSpiceSink * sink, gint64 now)
 
     if (dt > 0) {
       guint64 nf = st->frames_in - st->last_frames_in;
+      guint64 nd = st->delta_frames_in - st->last_delta_frames_in;
 
       st->in_bps = (guint64) ((st->bytes_in - st->last_bytes_in) * 8 / dt);
-      st->mean_frame_bytes = nf >= SINK_SCALE_MIN_FRAMES ?
-          (st->bytes_in - st->last_bytes_in) / nf : 0;
+      if (nd >= SINK_SCALE_MIN_FRAMES)
+        st->mean_frame_bytes = (st->delta_bytes_in -
+            st->last_delta_bytes_in) / nd;
+      else if (nd == 0 && nf >= SINK_SCALE_MIN_FRAMES)
+        st->mean_frame_bytes = (st->bytes_in - st->last_bytes_in) / nf;
+      else
+        st->mean_frame_bytes = 0;
     }
     st->last_bytes_in = st->bytes_in;
     st->last_frames_in = st->frames_in;
+    st->last_delta_bytes_in = st->delta_bytes_in;
+    st->last_delta_frames_in = st->delta_frames_in;
     if (st->codec && st->enabled && !st->eos && st->frames_in > 0)
       n_streams++;
   }
@@ -1061,6 +1079,10 @@ gst_spice_sink_stream_chain (GstPad * pad, GstObject * parent,
   g_mutex_lock (&sink->lock);
   st->frames_in++;
   st->bytes_in += gst_buffer_get_size (buf);
+  if (!key) {
+    st->delta_frames_in++;
+    st->delta_bytes_in += gst_buffer_get_size (buf);
+  }
   sink->stream_frames_in++;
   if (!gst_spice_sink_wait_for_room (sink)) {
     g_mutex_unlock (&sink->lock);

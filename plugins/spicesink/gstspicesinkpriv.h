@@ -207,9 +207,13 @@ typedef struct {
   guint scale;                  /* picture size divisor asked for (0/1 =
                                  * full size) */
   guint64 last_frames_in;
-  guint64 mean_frame_bytes;     /* over the last rate interval, 0 = too
-                                 * few frames */
+  guint64 delta_frames_in, delta_bytes_in, last_delta_frames_in,
+      last_delta_bytes_in;
+  guint64 mean_frame_bytes;     /* over the last rate interval (delta frames
+                                 * if any), 0 = too few frames */
   gint64 last_scale_us;
+  gint64 scale_up_since_us;     /* frames small enough for a bigger
+                                 * picture since then, 0 = not */
   guint enc_value;              /* property value we set last */
   gint64 last_change_us;
   guint64 rate_changes;

@@ -65,7 +65,7 @@ gboolean
 sink_rate_decide (const SinkRateInput * in, SinkRateTarget * out)
 {
   gdouble budget;
-  guint64 target, ceiling, current;
+  guint64 target, ceiling, current, frame_cap;
   guint n = MAX (in->n_streams, 1);
 
   out->target_bps = 0;
@@ -85,7 +85,6 @@ sink_rate_decide (const SinkRateInput * in, SinkRateTarget * out)
     target = MIN (target, ceiling);
   }
   target = MAX (target, SINK_RATE_MIN_BPS);
-  out->target_bps = target;
   if (target >= SINK_RATE_FPS_FULL_BPS) {
     out->fps_n = 0;
   } else if (target >= SINK_RATE_FPS_15_BPS) {
@@ -93,6 +92,12 @@ sink_rate_decide (const SinkRateInput * in, SinkRateTarget * out)
   } else {
     out->fps_n = 10;
   }
+  /* frames of at most SINK_FRAME_LINK_MS of the link at that frame rate:
+   * a keypress draw waits for the rest of the frame on the wire */
+  frame_cap = (guint64) sink_link_bytes (in->link_bps, SINK_FRAME_LINK_MS,
+      G_MAXSIZE) * 8 * (out->fps_n ? out->fps_n : SINK_RATE_SOURCE_FPS);
+  target = MAX (MIN (target, frame_cap), SINK_RATE_MIN_BPS);
+  out->target_bps = target;
   current = in->current_bps ? in->current_bps : in->initial_bps;
   if (in->since_change_us < SINK_RATE_MIN_INTERVAL_US)
     return FALSE;

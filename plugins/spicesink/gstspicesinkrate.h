@@ -20,6 +20,7 @@ G_BEGIN_DECLS
 #define SINK_RATE_RAISE_CEILING    2      /* ... allows up to 2x initial */
 #define SINK_RATE_FPS_FULL_BPS     1000000 /* >= this: no frame-rate cap */
 #define SINK_RATE_FPS_15_BPS       300000  /* >= this: 15 fps, else 10 */
+#define SINK_RATE_SOURCE_FPS       30     /* frame rate assumed uncapped */
 #define SINK_QDELAY_HIGH_US        (25 * G_TIME_SPAN_MILLISECOND)
 #define SINK_PACE_MAX_HOLD_US      (200 * G_TIME_SPAN_MILLISECOND)
 #define SINK_JPEG_MIN_QUALITY      10
@@ -146,19 +147,25 @@ gboolean sink_draw_budget_changed (guint last, guint budget);
  * that drains just back-pressures the render: the tiler merges. */
 gboolean sink_leave_behind (gboolean progressing, gboolean others_waiting);
 
-/* --- stream picture size ---
+/* --- stream frame size ---
  * A keypress draw cannot overtake a stream frame the socket is already
  * carrying: it waits for the rest of it. Frames are kept near
- * SINK_FRAME_LINK_MS of the slowest client's link. Where the encoder's
- * rate does not bound the frame size (JPEG: its quality has a floor, and
- * noise stays large at any quality) the stream's picture is scaled down
- * (by 2 per step, up to SINK_STREAM_SCALE_MAX) and the client scales it
- * back up; once frames would fit at twice the size, the size comes back. */
+ * SINK_FRAME_LINK_MS of the slowest client's link: sink_rate_decide() caps
+ * the target at that many bytes per frame at the frame rate it asks for.
+ * Where the encoder still makes bigger frames (JPEG: its quality has a
+ * floor; any codec on noise overshoots its rate) the stream's picture is
+ * scaled down (by 2 per step, up to SINK_STREAM_SCALE_MAX) and the client
+ * scales it back up; once frames would fit at twice the size, the size
+ * comes back. */
 #define SINK_FRAME_LINK_MS         20
 #define SINK_STREAM_SCALE_MAX      4
 #define SINK_SCALE_MIN_FRAMES      3      /* frames an estimate needs */
+#define SINK_SCALE_UP_HOLD_US      (5 * G_TIME_SPAN_SECOND) /* small frames
+                                           * for this long before a bigger
+                                           * picture is tried */
 
-/* The scale (1, 2, 4) for a stream whose last frames averaged
+/* The scale (1, 2, 4) for a stream whose last frames (delta frames where
+ * there are some: a keyframe now and then is no reason) averaged
  * @mean_frame_bytes at scale @scale, on a link of @link_bps (0 = unknown:
  * @scale stays). */
 guint    sink_stream_scale_decide (guint64 mean_frame_bytes,

@@ -160,10 +160,25 @@ GST_START_TEST (test_decide)
   in = input (50000000, 100000, 1, 2000000, 350000, G_MAXINT64);
   fail_unless (sink_rate_decide (&in, &t));
   fail_unless_equals_uint64 (t.target_bps, 4000000);
-  /* unknown encoder (no initial): the budget, applied at once */
+  /* unknown encoder (no initial): the budget, applied at once, but frames
+   * of at most 20 ms of the link: 25000 bytes x 30 fps = 6 Mbit/s */
   in = input (10000000, 0, 1, 0, 0, G_MAXINT64);
   fail_unless (sink_rate_decide (&in, &t));
-  fail_unless_equals_uint64 (t.target_bps, 7000000);
+  fail_unless_equals_uint64 (t.target_bps, 6000000);
+  /* 2 Mbit/s, no draws: the budget 1.4 Mbit/s would make 5833-byte frames
+   * at 30 fps; 20 ms is 5000 bytes: 1.2 Mbit/s */
+  in = input (2000000, 0, 1, 2000000, 0, G_MAXINT64);
+  fail_unless (sink_rate_decide (&in, &t));
+  fail_unless_equals_uint64 (t.target_bps, 1200000);
+  fail_unless_equals_int (t.fps_n, 0);
+  /* 500 kbit/s: 15 fps, frames at least 4 KiB (SINK_LINK_MIN_BYTES) */
+  in = input (500000, 0, 1, 2000000, 0, G_MAXINT64);
+  fail_unless (sink_rate_decide (&in, &t));
+  fail_unless_equals_uint64 (t.target_bps, 350000);
+  in = input (800000, 0, 1, 2000000, 0, G_MAXINT64);
+  fail_unless (sink_rate_decide (&in, &t));
+  fail_unless_equals_int (t.fps_n, 15);
+  fail_unless_equals_uint64 (t.target_bps, 4096 * 8 * 15);
 }
 
 GST_END_TEST;
