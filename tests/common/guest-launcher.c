@@ -59,6 +59,15 @@ guest_process_find_binary (void)
 }
 
 guint
+test_time_factor (void)
+{
+  const gchar *m = g_getenv ("CK_TIMEOUT_MULTIPLIER");
+  guint64 f = m ? g_ascii_strtoull (m, NULL, 10) : 1;
+
+  return (guint) CLAMP (f, 1, 100);
+}
+
+guint
 test_pick_free_port (void)
 {
   struct sockaddr_in sa;

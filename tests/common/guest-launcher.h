@@ -93,6 +93,11 @@ gint guest_process_stop (GuestProcess * gp);
 /* A TCP port on 127.0.0.1 that was free a moment ago. */
 guint test_pick_free_port (void);
 
+/* How much slower than native this run is: CK_TIMEOUT_MULTIPLIER, which the
+ * asan (4) and valgrind (20) test setups set; 1 otherwise. Deadlines that
+ * wait for something to happen scale by it (bounds on the result do not). */
+guint test_time_factor (void);
+
 /* Runs `spicy-screenshot -h host -p port [-w password] -o TMP` under
  * `timeout timeout_s` and reads the PPM (BGRx, stride w * 4). spicy-screenshot
  * writes the picture at its first display invalidate. FALSE with an error

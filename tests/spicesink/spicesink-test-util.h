@@ -18,6 +18,7 @@
 #include <spice/gstspice.h>
 #include "ppm.h"
 #include "spice-raw-client.h"
+#include "guest-launcher.h"
 
 typedef struct {
   GstElement *pipeline, *sink, *src;
