@@ -611,6 +611,78 @@ def table(results):
     return "\n".join(lines)
 
 
+# Targets of the latency-rig issue (checked, never tuned to): a transcode
+# cell's p50 within the link's idle floor + 25 ms and p95 within floor +
+# 60 ms, both at or below relay-all's in the same run; 150/2 heavy p50 <=
+# 350 ms; LAN busy VP8 pipeline <= 0.10 cores; the exact picture within
+# 300 ms plus the transfer time of the activity area after motion stops
+# (transfer: the 640x480 area at 4 bytes a pixel over the link's measured
+# TCP rate, an upper bound of its lossless size).
+TARGET_P50_MS, TARGET_P95_MS = 25, 60
+TARGET_150_2_HEAVY_MS = 350
+TARGET_LAN_VP8_CORES = 0.10
+TARGET_EXACT_MS = 300
+AREA_BITS = 640 * 480 * 4 * 8
+
+
+def targets_table(results):
+    cells = results["cells"]
+    by = {(c["profile"], c["activity"], c["mode"]): c for c in cells
+          if c.get("status") == "ok" and (c.get("keypress") or {}).get("n")}
+    floors = {p: c["keypress"]["p50_ms"] for (p, a, m), c in by.items()
+              if a == "idle" and m == "relay-off"}
+    yes, no = "✓", "✗"
+    lines = ["| link | activity | mode | p50 / p95 − floor | floor +25 / +60 | relay-all p50 / p95 "
+             "− floor | ≤ relay-all p50 / p95 | exact s (bound) |",
+             "|---|---|---|---|---|---|---|---|"]
+    met = {"floor": [0, 0], "relay": [0, 0], "exact": [0, 0]}
+    for (prof, act, mode), c in by.items():
+        if not mode.startswith("transcode") or prof not in floors:
+            continue
+        k, fl = c["keypress"], floors[prof]
+        a50, a95 = k["p50_ms"] - fl, k["p95_ms"] - fl
+        ok_f = a50 <= TARGET_P50_MS and a95 <= TARGET_P95_MS
+        r = by.get((prof, act, "relay-all"))
+        if r:
+            rk = r["keypress"]
+            ok_r = k["p50_ms"] <= rk["p50_ms"] and k["p95_ms"] <= rk["p95_ms"]
+            rtxt = "%+.0f / %+.0f" % (rk["p50_ms"] - fl, rk["p95_ms"] - fl)
+            rmark = "%s / %s" % (yes if k["p50_ms"] <= rk["p50_ms"] else no,
+                                 yes if k["p95_ms"] <= rk["p95_ms"] else no)
+            met["relay"][0 if ok_r else 1] += 1
+        else:
+            rtxt, rmark = "–", "–"
+        met["floor"][0 if ok_f else 1] += 1
+        ex, etxt = k.get("time_to_exact_ms"), "–"
+        mbit = (results["links"].get(prof) or {}).get("tcp_mbit")
+        if act != "idle" and mbit:
+            bound = TARGET_EXACT_MS + AREA_BITS / (float(mbit) * 1e6) * 1000
+            ok_e = ex is not None and ex <= bound
+            met["exact"][0 if ok_e else 1] += 1
+            etxt = "%s %s (%.2f)" % ("%.2f" % (ex / 1000) if ex is not None else "never",
+                                     yes if ok_e else no, bound / 1000)
+        lines.append("| %s | %s | %s | %+.0f / %+.0f | %s / %s | %s | %s | %s |" % (
+            prof, act, mode, a50, a95, yes if a50 <= TARGET_P50_MS else no,
+            yes if a95 <= TARGET_P95_MS else no, rtxt, rmark, etxt))
+    out = ["Transcode cells meeting floor + 25 / + 60 ms: %d of %d; at or below relay-all "
+           "(p50 and p95): %d of %d; exact picture within the bound: %d of %d."
+           % (met["floor"][0], sum(met["floor"]), met["relay"][0], sum(met["relay"]),
+              met["exact"][0], sum(met["exact"]))]
+    for mode in ("transcode-lossless", "transcode-mjpeg", "transcode-vp8"):
+        c = by.get(("150/2", "heavy", mode))
+        if c:
+            p50 = c["keypress"]["p50_ms"]
+            out.append("150/2 heavy %s: p50 %.0f ms %s (target ≤ %d)." % (
+                mode, p50, yes if p50 <= TARGET_150_2_HEAVY_MS else no, TARGET_150_2_HEAVY_MS))
+    c = by.get(("lan", "busy", "transcode-vp8"))
+    if c and c.get("pipeline_cores") is not None:
+        out.append("LAN busy VP8 pipeline: %.2f cores %s (target ≤ %.2f)." % (
+            c["pipeline_cores"], yes if c["pipeline_cores"] <= TARGET_LAN_VP8_CORES else no,
+            TARGET_LAN_VP8_CORES))
+    return "\n\n".join([" ".join(out), "\n".join(lines)])
+
+
+
 def links_table(results):
     lines = ["| link | cc | ping avg (min–max) ms | TCP Mbit/s | delay-line wake-up lateness p99 µs | verified |",
              "|---|---|---|---|---|---|"]
@@ -754,6 +826,14 @@ def cmd_report(args):
         md.append("")
         md.append("Delay-line wake-up lateness p99 above 1 ms (machine load) in: %s." % ", ".join(
             "%s %s %s" % (c["profile"], c["activity"], c["mode"]) for c in late))
+    md.append("")
+    md.append("**Targets** (transcode cells; floor = the link's idle relay-off p50; the exact "
+              "picture's bound is 300 ms plus the 640x480 area, 4 bytes a pixel, over the link's "
+              "TCP rate):")
+    md.append("")
+    md.append(targets_table(results))
+    md.append("")
+    md.append("**All cells:**")
     md.append("")
     md.append(table(results))
     md.append("")

@@ -330,10 +330,15 @@ compute_next_refine (GstSpiceTiler * self, const TilerParams * p)
     if (t == TILER_RT_EXACT)
       continue;
     lossy++;
-    /* the stream covers its area; its end is the deadline there */
+    /* in the stream's area: refine-delay after the stream went still */
     if (self->stream.active && tiler_diff_cell_inside (d, i % d->ncx,
-            i / d->ncx, &self->stream.rect))
-      continue;
+            i / d->ncx, &self->stream.rect)) {
+      if (t == TILER_RT_UNKNOWN || (GST_CLOCK_TIME_IS_VALID
+              (self->stream.last_change) && self->stream.last_change > t))
+        t = self->stream.last_change;
+      if (!GST_CLOCK_TIME_IS_VALID (t))
+        continue;
+    }
     if (t == TILER_RT_UNKNOWN) {
       urgent = TRUE;
       t = 0;
@@ -416,6 +421,8 @@ gst_spice_tiler_update (GstSpiceTiler * self, const TilerParams * p,
   const guint8 *src = GST_VIDEO_FRAME_PLANE_DATA (&self->cur_frame, 0);
   gint fstride = GST_VIDEO_FRAME_PLANE_STRIDE (&self->cur_frame, 0);
   gboolean s_changed = FALSE, allowed, refresh, draw_late, no_budget;
+  gboolean stream_still;
+  const GstVideoRectangle *owned;
   guint stream_scale;
   gboolean draw_busy, urgent;
   GstVideoRectangle srect;
@@ -545,6 +552,15 @@ gst_spice_tiler_update (GstSpiceTiler * self, const TilerParams * p,
     goto done;
   }
 
+  /* a stream whose area has been still for refine-delay (no frame due) is
+   * refined like any lossy area, without ending it: the exact picture
+   * does not wait for stream-timeout, and the next change is a stream
+   * frame again. Until then the stream owns its rectangle. */
+  stream_still = self->stream.active && !self->stream_dirty &&
+      GST_CLOCK_TIME_IS_VALID (self->stream.last_change) &&
+      self->stream.last_change + p->refine_delay <= now;
+  owned = self->stream.active && !stream_still ? &self->stream.rect : NULL;
+
   /* refinement: lossy cells that have been still long enough */
   n = d->ncx * d->ncy;
   for (i = 0; i < n; i++) {
@@ -554,8 +570,7 @@ gst_spice_tiler_update (GstSpiceTiler * self, const TilerParams * p,
 
     if (t == TILER_RT_EXACT)
       continue;
-    if (self->stream.active &&
-        tiler_diff_cell_inside (d, cx, cy, &self->stream.rect))
+    if (owned && tiler_diff_cell_inside (d, cx, cy, owned))
       continue;
     if (t == TILER_RT_UNKNOWN || final)
       due = TRUE;
@@ -571,8 +586,7 @@ gst_spice_tiler_update (GstSpiceTiler * self, const TilerParams * p,
   }
 
   /* regions, smallest first */
-  tiler_diff_collect (d, self->stream.active ? &self->stream.rect : NULL,
-      p->max_rects, &self->regions);
+  tiler_diff_collect (d, owned, p->max_rects, &self->regions);
   g_array_sort (self->regions.rects, compare_area);
   no_budget = final;
   begin_update (self, 0);
@@ -582,9 +596,7 @@ gst_spice_tiler_update (GstSpiceTiler * self, const TilerParams * p,
     gboolean cut = FALSE;
 
     for (i = 0; i < nr; i++) {
-      if (!emit_region (self, p, &r[i],
-              self->stream.active ? &self->stream.rect : NULL, now,
-              no_budget)) {
+      if (!emit_region (self, p, &r[i], owned, now, no_budget)) {
         cut = TRUE;
         for (i = i + 1; i < nr; i++)
           gst_spice_region_add (&self->carry, &r[i]);

@@ -58,6 +58,24 @@ guest_process_find_binary (void)
 #endif
 }
 
+gboolean
+test_run_openssl (const gchar * dir, const gchar * const *args)
+{
+  GPtrArray *a = g_ptr_array_new ();
+  gint st = -1;
+  guint i;
+
+  g_ptr_array_add (a, (gpointer) "openssl");
+  for (i = 0; args[i]; i++)
+    g_ptr_array_add (a, (gpointer) args[i]);
+  g_ptr_array_add (a, NULL);
+  g_spawn_sync (dir, (gchar **) a->pdata, NULL, G_SPAWN_SEARCH_PATH |
+      G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL,
+      NULL, NULL, &st, NULL);
+  g_ptr_array_unref (a);
+  return g_spawn_check_wait_status (st, NULL);
+}
+
 guint
 test_time_factor (void)
 {

@@ -93,6 +93,9 @@ gint guest_process_stop (GuestProcess * gp);
 /* A TCP port on 127.0.0.1 that was free a moment ago. */
 guint test_pick_free_port (void);
 
+/* Runs `openssl ARGS…` in @dir (output discarded); TRUE if it exited 0. */
+gboolean test_run_openssl (const gchar * dir, const gchar * const *args);
+
 /* How much slower than native this run is: CK_TIMEOUT_MULTIPLIER, which the
  * asan (4) and valgrind (20) test setups set; 1 otherwise. Deadlines that
  * wait for something to happen scale by it (bounds on the result do not). */

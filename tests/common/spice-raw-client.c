@@ -5,27 +5,34 @@
 #include <lz4.h>
 #include "spice-raw-client.h"
 
-SpiceRawConn *
-spice_raw_connect (guint16 port, guint timeout_s)
+GSocket *
+spice_raw_tcp_connect (guint16 port, guint timeout_s)
 {
-  GSocket *sock;
+  GSocket *sock = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM,
+      G_SOCKET_PROTOCOL_TCP, NULL);
   GInetAddress *ia = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
   GSocketAddress *sa = g_inet_socket_address_new (ia, port);
-  SpiceRawConn *c = NULL;
 
-  sock = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM,
-      G_SOCKET_PROTOCOL_TCP, NULL);
   if (sock) {
     g_socket_set_timeout (sock, timeout_s);
-    if (g_socket_connect (sock, sa, NULL, NULL)) {
-      c = g_new0 (SpiceRawConn, 1);
-      c->sock = sock;
-    } else {
-      g_object_unref (sock);
-    }
+    if (!g_socket_connect (sock, sa, NULL, NULL))
+      g_clear_object (&sock);
   }
   g_object_unref (sa);
   g_object_unref (ia);
+  return sock;
+}
+
+SpiceRawConn *
+spice_raw_connect (guint16 port, guint timeout_s)
+{
+  GSocket *sock = spice_raw_tcp_connect (port, timeout_s);
+  SpiceRawConn *c;
+
+  if (!sock)
+    return NULL;
+  c = g_new0 (SpiceRawConn, 1);
+  c->sock = sock;
   return c;
 }
 

@@ -18,6 +18,9 @@ typedef struct {
 } SpiceRawConn;
 
 /* connects to 127.0.0.1:@port (blocking, @timeout_s per operation) */
+/* A TCP connection to 127.0.0.1:@port with @timeout_s for every socket
+ * call, nothing sent; NULL if refused. */
+GSocket *spice_raw_tcp_connect (guint16 port, guint timeout_s);
 SpiceRawConn *spice_raw_connect (guint16 port, guint timeout_s);
 void     spice_raw_close (SpiceRawConn * c);
 gboolean spice_raw_send (SpiceRawConn * c, const guint8 * data, gsize size);

@@ -200,30 +200,10 @@ expect_frame (SpiceRawSession * s, guint seed, guint boxes, guint timeout_ms,
 
 /* ---------------------------------------------------------- raw sockets */
 
-static GSocket *
-tcp_connect (guint16 port)
-{
-  GSocket *sock = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM,
-      G_SOCKET_PROTOCOL_TCP, NULL);
-  GInetAddress *lo = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
-  GSocketAddress *sa = g_inet_socket_address_new (lo, port);
-  gboolean ok;
-
-  g_socket_set_timeout (sock, 5);
-  ok = g_socket_connect (sock, sa, NULL, NULL);
-  g_object_unref (sa);
-  g_object_unref (lo);
-  if (!ok) {
-    g_object_unref (sock);
-    return NULL;
-  }
-  return sock;
-}
-
 static void
 send_and_close (guint16 port, const guint8 * data, gsize size)
 {
-  GSocket *s = tcp_connect (port);
+  GSocket *s = spice_raw_tcp_connect (port, 5);
 
   if (!s)
     return;
@@ -258,7 +238,7 @@ hostile_round (guint16 port, GPtrArray * held, guint round)
     send_and_close (port, a->data, a->len);
   g_byte_array_set_size (a, 16);
   for (i = 0; i < 10; i++) {    /* never finish the link */
-    GSocket *s = tcp_connect (port);
+    GSocket *s = spice_raw_tcp_connect (port, 5);
 
     if (s) {
       g_socket_send (s, (const gchar *) a->data, 4 + (i + round) % 12, NULL,
@@ -400,7 +380,7 @@ GST_START_TEST (test_process_hostile_memory)
       g_usleep (2000);
     if (i == 0)
       t0 = g_get_monotonic_time ();
-    s = tcp_connect (port);
+    s = spice_raw_tcp_connect (port, 5);
     if (s) {
       g_socket_close (s, NULL);
       g_object_unref (s);

@@ -162,26 +162,6 @@ check_follows (Fixture * f, SpiceRawSession * s, guint seed, guint timeout_ms,
 
 /* ---------------------------------------------------- raw socket floods */
 
-static GSocket *
-tcp_connect (guint16 port)
-{
-  GSocket *sock = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM,
-      G_SOCKET_PROTOCOL_TCP, NULL);
-  GInetAddress *lo = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
-  GSocketAddress *sa = g_inet_socket_address_new (lo, port);
-  gboolean ok;
-
-  g_socket_set_timeout (sock, 5);
-  ok = g_socket_connect (sock, sa, NULL, NULL);
-  g_object_unref (sa);
-  g_object_unref (lo);
-  if (!ok) {
-    g_object_unref (sock);
-    return NULL;
-  }
-  return sock;
-}
-
 /* TRUE if the server closed @sock (EOF/reset) within @timeout_ms without
  * sending anything */
 static gboolean
@@ -225,7 +205,7 @@ flood_thread (gpointer data)
 
     while (g_get_monotonic_time () < due)
       g_usleep (2000);
-    s = tcp_connect (fl->port);
+    s = spice_raw_tcp_connect (fl->port, 5);
     if (!s)
       continue;
     fl->connected++;
@@ -330,7 +310,7 @@ GST_START_TEST (test_pending_and_idle_limits)
   fail_unless (good != NULL);
 
   for (i = 0; i < 20; i++) {
-    socks[i] = tcp_connect (f->port);
+    socks[i] = spice_raw_tcp_connect (f->port, 5);
     fail_unless (socks[i] != NULL);
     g_usleep (20 * 1000);       /* accepted in order */
   }
@@ -515,24 +495,6 @@ GST_END_TEST;
 /* ----------------------------------------------------------------- TLS */
 
 static gboolean
-openssl_run (const gchar * dir, const gchar * const *args)
-{
-  GPtrArray *a = g_ptr_array_new ();
-  gint st = -1;
-  guint i;
-
-  g_ptr_array_add (a, (gpointer) "openssl");
-  for (i = 0; args[i]; i++)
-    g_ptr_array_add (a, (gpointer) args[i]);
-  g_ptr_array_add (a, NULL);
-  g_spawn_sync (dir, (gchar **) a->pdata, NULL, G_SPAWN_SEARCH_PATH |
-      G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL,
-      NULL, NULL, &st, NULL);
-  g_ptr_array_free (a, TRUE);
-  return g_spawn_check_wait_status (st, NULL);
-}
-
-static gboolean
 accept_any (GTlsConnection * c, GTlsCertificate * cert,
     GTlsCertificateFlags errors, gpointer data)
 {
@@ -595,7 +557,7 @@ GST_START_TEST (test_tls_only_refuses_plain)
   gint plain_port = -2;
   guint i;
 
-  fail_unless (openssl_run (dir, a1));
+  fail_unless (test_run_openssl (dir, a1));
   props = g_strdup_printf ("port=-1 tls-port=0 tls-cert-file=%s "
       "tls-key-file=%s handshake-timeout=3000", cert, key);
   f = fixture_new (160, 120, props);

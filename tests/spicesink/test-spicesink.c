@@ -490,24 +490,6 @@ GST_END_TEST;
 
 /* ---------------------------------------------------------------- TLS */
 
-static gboolean
-openssl (const gchar * dir, const gchar * const *args)
-{
-  GPtrArray *a = g_ptr_array_new ();
-  gint st = -1;
-  guint i;
-
-  g_ptr_array_add (a, (gpointer) "openssl");
-  for (i = 0; args[i]; i++)
-    g_ptr_array_add (a, (gpointer) args[i]);
-  g_ptr_array_add (a, NULL);
-  g_spawn_sync (dir, (gchar **) a->pdata, NULL, G_SPAWN_SEARCH_PATH |
-      G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL,
-      NULL, NULL, &st, NULL);
-  g_ptr_array_unref (a);
-  return st == 0;
-}
-
 GST_START_TEST (test_tls)
 {
   gchar *dir = g_dir_make_tmp ("spicesink-tls-XXXXXX", NULL);
@@ -535,9 +517,9 @@ GST_START_TEST (test_tls)
 
   fail_unless (g_file_set_contents (ext,
           "subjectAltName=DNS:localhost,IP:127.0.0.1\n", -1, NULL));
-  fail_unless (openssl (dir, a1));
-  fail_unless (openssl (dir, a2));
-  fail_unless (openssl (dir, a3));
+  fail_unless (test_run_openssl (dir, a1));
+  fail_unless (test_run_openssl (dir, a2));
+  fail_unless (test_run_openssl (dir, a3));
   props = g_strdup_printf ("port=-1 tls-port=0 tls-cert-file=%s "
       "tls-key-file=%s", cert, key);
   f = fixture_new (240, 160, props);

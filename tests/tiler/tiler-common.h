@@ -230,6 +230,18 @@ tiler_stat (Tiler * t, const gchar * field)
   return v;
 }
 
+static inline gboolean
+tiler_stat_bool (Tiler * t, const gchar * field)
+{
+  GstStructure *s;
+  gboolean v = FALSE;
+
+  g_object_get (t->h->element, "stats", &s, NULL);
+  fail_unless (gst_structure_get_boolean (s, field, &v), "no %s", field);
+  gst_structure_free (s);
+  return v;
+}
+
 /* drops everything the stream pad produced so far; returns buffers seen */
 static inline guint
 tiler_flush_stream (Tiler * t)
