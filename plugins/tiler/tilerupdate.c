@@ -330,14 +330,16 @@ compute_next_refine (GstSpiceTiler * self, const TilerParams * p)
     if (t == TILER_RT_EXACT)
       continue;
     lossy++;
-    /* in the stream's area: refine-delay after the stream went still */
+    /* in the stream's area: refine-delay after the stream went still; a
+     * change no frame has carried yet (stream_dirty) keeps the area the
+     * stream's until its next frame or its end (the deadline below) */
     if (self->stream.active && tiler_diff_cell_inside (d, i % d->ncx,
             i / d->ncx, &self->stream.rect)) {
-      if (t == TILER_RT_UNKNOWN || (GST_CLOCK_TIME_IS_VALID
-              (self->stream.last_change) && self->stream.last_change > t))
-        t = self->stream.last_change;
-      if (!GST_CLOCK_TIME_IS_VALID (t))
+      if (self->stream_dirty || !GST_CLOCK_TIME_IS_VALID
+          (self->stream.last_change))
         continue;
+      if (t == TILER_RT_UNKNOWN || self->stream.last_change > t)
+        t = self->stream.last_change;
     }
     if (t == TILER_RT_UNKNOWN) {
       urgent = TRUE;

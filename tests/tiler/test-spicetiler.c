@@ -807,6 +807,53 @@ GST_START_TEST (test_refine_when_idle_on_clock)
 
 GST_END_TEST;
 
+/* a stream whose last change went undelivered (1 fps cap), then no more
+ * input: the picture still converges on clock deadlines alone (the stream
+ * ends at its timeout and the area is refined), without a new frame */
+GST_START_TEST (test_stream_dropped_last_frame_converges)
+{
+  GstVideoRectangle anim = { 0, 0, 320, 240 };
+  GstBuffer *frame = frame_new (320, 240);
+  StreamLog log = { 0, };
+  GstTestClock *clock;
+  Tiler t;
+  gint i, cranks = 0;
+
+  tiler_setup (&t, 320, 240, "stream-min-frames=5");
+  gst_harness_use_testclock (t.h);
+  clock = gst_harness_get_testclock (t.h);
+  fail_unless (gst_harness_push_upstream_event (t.hs,
+          gst_spice_event_new_rate (1000000, 1, 1, 1)));
+  for (i = 0; i < 20; i++) {
+    animate (frame, 320, &anim, i, 3);
+    tiler_push_sync (&t, frame, i, NULL, 0);
+    tiler_apply (&t);
+    collect_stream (&t, &log);
+  }
+  fail_unless (log.buffers >= 1 && log.buffers <= 2, "%u stream frames",
+      log.buffers);
+  fail_unless (tiler_diff_pixels (&t, frame, NULL) > 0);
+  while (tiler_diff_pixels (&t, frame, NULL) > 0) {
+    gint w;
+
+    fail_unless (cranks++ < 5, "not exact after %d clock deadlines",
+        cranks - 1);
+    fail_unless (gst_test_clock_timed_wait_for_multiple_pending_ids (clock,
+            1, 5000, NULL), "no clock deadline pending (after %d)",
+        cranks - 1);
+    fail_unless (gst_harness_crank_single_clock_wait (t.h));
+    for (w = 0; w < 100 && tiler_apply (&t) == 0; w++)
+      g_usleep (10 * 1000);
+    collect_stream (&t, &log);
+  }
+  fail_unless (!tiler_stat_bool (&t, "stream-active"));
+  gst_object_unref (clock);
+  tiler_teardown (&t);
+  gst_buffer_unref (frame);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_caps_change_redraws)
 {
   GstBuffer *a = desktop_frame (320, 240), *b = desktop_frame (200, 100);
@@ -1234,6 +1281,7 @@ spicetiler_suite (void)
   tcase_add_test (tc, test_refresh_full_lossless_redraw);
   tcase_add_test (tc, test_navigation_and_cursor);
   tcase_add_test (tc, test_refine_when_idle_on_clock);
+  tcase_add_test (tc, test_stream_dropped_last_frame_converges);
   tcase_add_test (tc, test_refine_deadline_already_past);
   tcase_add_test (tc, test_caps_change_redraws);
   tcase_add_test (tc, test_eos_converges);
