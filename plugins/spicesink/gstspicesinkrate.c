@@ -189,7 +189,8 @@ sink_stream_scale_decide (guint64 mean_frame_bytes, guint64 link_bps,
   scale = CLAMP (scale, 1, SINK_STREAM_SCALE_MAX);
   if (link_bps == 0 || mean_frame_bytes == 0)
     return scale;
-  budget = link_bps / 8 * SINK_FRAME_LINK_MS / 1000;
+  /* the same frame budget as sink_rate_decide()'s cap */
+  budget = sink_link_bytes (link_bps, SINK_FRAME_LINK_MS, G_MAXSIZE);
   /* down when frames take more than 1.5x the budget; up when a picture of
    * twice the width and height (4x the bytes) would take less than half of
    * it: the gap between the two keeps a stream from flapping */

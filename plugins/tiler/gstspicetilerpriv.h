@@ -166,8 +166,9 @@ void     gst_spice_tiler_push_stream_caps (GstSpiceTiler * self, gint w,
     gint h, GstVideoFormat format);
 void     gst_spice_tiler_push_gap (GstSpiceTiler * self);
 void     gst_spice_tiler_stream_end (GstSpiceTiler * self);
+/* starts a stream over @r whose frames are 1/@scale of its size */
 void     gst_spice_tiler_stream_begin (GstSpiceTiler * self,
-    const GstVideoRectangle * r, GstClockTime now);
+    const GstVideoRectangle * r, guint scale, GstClockTime now);
 gboolean gst_spice_tiler_push_stream_frame (GstSpiceTiler * self,
     const TilerParams * p, GstClockTime now);
 gboolean gst_spice_tiler_stream_frame_allowed (GstSpiceTiler * self,

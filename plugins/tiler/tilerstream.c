@@ -76,7 +76,7 @@ gst_spice_tiler_stream_end (GstSpiceTiler * self)
 
 void
 gst_spice_tiler_stream_begin (GstSpiceTiler * self, const GstVideoRectangle * r,
-    GstClockTime now)
+    guint scale, GstClockTime now)
 {
   self->stream.active = TRUE;
   self->stream_dirty = TRUE;
@@ -85,9 +85,7 @@ gst_spice_tiler_stream_begin (GstSpiceTiler * self, const GstVideoRectangle * r,
   self->stream.shrink_since = GST_CLOCK_TIME_NONE;
   self->stream_id++;
   self->fps_window_start = now;
-  g_mutex_lock (&self->lock);
-  self->stream_scale = MAX (self->rate_scale, 1);
-  g_mutex_unlock (&self->lock);
+  self->stream_scale = MAX (scale, 1);
   self->fps_window_frames = 0;
   GST_DEBUG_OBJECT (self, "stream %u starts at %d,%d %dx%d", self->stream_id,
       r->x, r->y, r->w, r->h);

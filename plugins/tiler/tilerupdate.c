@@ -519,7 +519,7 @@ gst_spice_tiler_update (GstSpiceTiler * self, const TilerParams * p,
       gst_spice_tiler_stream_end (self);
       /* fall through */
     case TILER_STREAM_START:
-      gst_spice_tiler_stream_begin (self, &srect, now);
+      gst_spice_tiler_stream_begin (self, &srect, stream_scale, now);
       s_changed = TRUE;
       break;
     default:
