@@ -8,7 +8,9 @@
  *   u16 0, u32 payload size
  * followed by the payload, padded with zeros to a multiple of 4 bytes.
  * All integers little-endian. The payload is the SPICE wire form of the
- * image (see GstSpiceDraw), so spicesink writes it into DRAW_COPY unchanged.
+ * image (see GstSpiceDraw), so spicesink writes it into DRAW_COPY unchanged;
+ * a COPY_BITS region's payload is its source corner (i32 x, i32 y).
+ * Regions apply in order: a copy reads what the regions before it drew.
  */
 #include <string.h>
 
@@ -144,6 +146,22 @@ gst_spice_draws_writer_add_bitmap (GstSpiceDrawsWriter * w,
     return;
   gst_spice_bitmap_payload_write (p, bgrx, stride, dest->w, dest->h);
   gst_spice_draws_writer_end (w, size);
+}
+
+/* Adds a copy of the @dest-sized area at @src_x, @src_y of the surface
+ * (as the client has it when this region is reached) to @dest. */
+void
+gst_spice_draws_writer_add_copy_bits (GstSpiceDrawsWriter * w,
+    const GstVideoRectangle * dest, gint src_x, gint src_y)
+{
+  guint8 *p = gst_spice_draws_writer_begin (w, dest, GST_SPICE_IMAGE_COPY_BITS,
+      GST_SPICE_DRAW_FLAG_NONE, GST_SPICE_COPY_BITS_PAYLOAD_SIZE);
+
+  if (!p)
+    return;
+  put_u32 (p, (guint32) src_x);
+  put_u32 (p + 4, (guint32) src_y);
+  gst_spice_draws_writer_end (w, GST_SPICE_COPY_BITS_PAYLOAD_SIZE);
 }
 
 guint
@@ -297,9 +315,23 @@ gst_spice_payload_validate (GstSpiceImageType type, gint width, gint height,
     case GST_SPICE_IMAGE_JPEG:
       return size >= 4 && GST_READ_UINT32_LE (payload) == size - 4 &&
           size > 4;
+    case GST_SPICE_IMAGE_COPY_BITS:
+      /* the source's corner; the reader of the region checks that the
+       * source lies on its surface */
+      return size == GST_SPICE_COPY_BITS_PAYLOAD_SIZE &&
+          (gint32) GST_READ_UINT32_LE (payload) >= 0 &&
+          (gint32) GST_READ_UINT32_LE (payload + 4) >= 0;
     default:
       return FALSE;
   }
+}
+
+void
+gst_spice_copy_bits_payload_parse (const guint8 * payload, gint * src_x,
+    gint * src_y)
+{
+  *src_x = (gint32) GST_READ_UINT32_LE (payload);
+  *src_y = (gint32) GST_READ_UINT32_LE (payload + 4);
 }
 
 /* ---- LZ4 and JPEG payload framing ---- */

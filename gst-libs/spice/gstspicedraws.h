@@ -18,12 +18,18 @@ G_BEGIN_DECLS
 #define GST_SPICE_DRAWS_CAPS GST_SPICE_DRAWS_MEDIA_TYPE \
     ", width = (int) [ 1, 16384 ], height = (int) [ 1, 16384 ]"
 
-/* SPICE image types (values of SpiceImageType on the wire) */
+/* SPICE image types (values of SpiceImageType on the wire), and one kind
+ * of region that is no image: GST_SPICE_IMAGE_COPY_BITS, a copy of pixels
+ * the client already has (spicesink sends it as COPY_BITS). Its payload is
+ * the top-left corner of the source on the surface, i32 LE x then y. */
 typedef enum {
   GST_SPICE_IMAGE_BITMAP = 0,
   GST_SPICE_IMAGE_JPEG = 105,
   GST_SPICE_IMAGE_LZ4 = 109,
+  GST_SPICE_IMAGE_COPY_BITS = 255,
 } GstSpiceImageType;
+
+#define GST_SPICE_COPY_BITS_PAYLOAD_SIZE 8
 
 /* per-region flags */
 typedef enum {
@@ -73,6 +79,8 @@ void     gst_spice_draws_writer_add (GstSpiceDrawsWriter * writer,
     const guint8 * payload, gsize payload_size);
 void     gst_spice_draws_writer_add_bitmap (GstSpiceDrawsWriter * writer,
     const GstVideoRectangle * dest, const guint8 * bgrx, gint stride);
+void     gst_spice_draws_writer_add_copy_bits (GstSpiceDrawsWriter * writer,
+    const GstVideoRectangle * dest, gint src_x, gint src_y);
 guint    gst_spice_draws_writer_n_regions (GstSpiceDrawsWriter * writer);
 gsize    gst_spice_draws_writer_size (GstSpiceDrawsWriter * writer);
 GstBuffer *gst_spice_draws_writer_finish (GstSpiceDrawsWriter * writer);
@@ -104,6 +112,9 @@ void     gst_spice_bitmap_payload_write (guint8 * out, const guint8 * bgrx,
     gint stride, gint width, gint height);
 gboolean gst_spice_payload_validate (GstSpiceImageType type, gint width,
     gint height, const guint8 * payload, gsize payload_size);
+/* the source corner of a COPY_BITS region (payload already validated) */
+void     gst_spice_copy_bits_payload_parse (const guint8 * payload,
+    gint * src_x, gint * src_y);
 
 /* ---- LZ4 and JPEG payload framing (SPICE wire format) ----
  *

@@ -531,6 +531,20 @@ gst_spice_wire_write_draw_copy_head (GByteArray * a, guint32 surface_id,
 }
 
 void
+gst_spice_wire_write_copy_bits (GByteArray * a, guint32 surface_id,
+    const GstVideoRectangle * dest, gint32 src_x, gint32 src_y)
+{
+  guint start = a->len;
+
+  gst_spice_put_u32 (a, surface_id);
+  gst_spice_put_rect (a, dest);
+  gst_spice_put_u8 (a, 0);      /* clip NONE */
+  gst_spice_put_u32 (a, (guint32) src_x);
+  gst_spice_put_u32 (a, (guint32) src_y);
+  g_assert (a->len - start == GST_SPICE_WIRE_COPY_BITS_SIZE);
+}
+
+void
 gst_spice_wire_write_stream_create (GByteArray * a, guint32 surface_id,
     guint32 id, guint8 codec, guint8 flags, guint32 width, guint32 height,
     const GstVideoRectangle * dest)

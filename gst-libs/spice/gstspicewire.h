@@ -113,6 +113,7 @@ enum {
   /* display */
   GST_SPICE_MSG_DISPLAY_MARK = 102,
   GST_SPICE_MSG_DISPLAY_RESET = 103,
+  GST_SPICE_MSG_DISPLAY_COPY_BITS = 104,
   GST_SPICE_MSG_DISPLAY_INVAL_ALL_PALETTES = 108,
   GST_SPICE_MSG_DISPLAY_STREAM_CREATE = 122,
   GST_SPICE_MSG_DISPLAY_STREAM_DATA = 123,
@@ -263,6 +264,10 @@ void gst_spice_wire_write_surface_destroy (GByteArray * a,
  * image descriptor; the caller appends the image payload */
 void gst_spice_wire_write_draw_copy_head (GByteArray * a, guint32 surface_id,
     const GstVideoRectangle * dest, guint8 image_type, guint8 image_flags);
+/* COPY_BITS: DisplayBase (clip NONE) and the source's corner */
+#define GST_SPICE_WIRE_COPY_BITS_SIZE 29
+void gst_spice_wire_write_copy_bits (GByteArray * a, guint32 surface_id,
+    const GstVideoRectangle * dest, gint32 src_x, gint32 src_y);
 void gst_spice_wire_write_stream_create (GByteArray * a, guint32 surface_id,
     guint32 id, guint8 codec, guint8 flags, guint32 width, guint32 height,
     const GstVideoRectangle * dest);

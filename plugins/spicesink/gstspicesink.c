@@ -659,6 +659,18 @@ buffer_to_bytes (GstBuffer * buf)
   return g_bytes_new_with_free_func (map->data, map->size, unmap_free, map);
 }
 
+/* lock held: a COPY_BITS region's source lies on the surface */
+static gboolean
+copy_source_on_surface (GstSpiceSink * sink, const GstSpiceDraw * d)
+{
+  gint sx, sy;
+
+  if (d->type != GST_SPICE_IMAGE_COPY_BITS)
+    return TRUE;
+  gst_spice_copy_bits_payload_parse (d->payload, &sx, &sy);
+  return sx <= sink->width - d->dest.w && sy <= sink->height - d->dest.h;
+}
+
 static GstFlowReturn
 gst_spice_sink_draw_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
 {
@@ -693,7 +705,7 @@ gst_spice_sink_draw_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
     if (d.dest.x + d.dest.w > sink->width ||
         d.dest.y + d.dest.h > sink->height ||
         !gst_spice_payload_validate (d.type, d.dest.w, d.dest.h, d.payload,
-            d.payload_size)) {
+            d.payload_size) || !copy_source_on_surface (sink, &d)) {
       sink->regions_invalid++;
       GST_WARNING_OBJECT (sink, "dropping invalid region %dx%d+%d+%d "
           "type %u", d.dest.w, d.dest.h, d.dest.x, d.dest.y, d.type);
@@ -748,7 +760,10 @@ gst_spice_sink_draw_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
         continue;
       gst_spice_sink_send_draw (s->display, &r->dest, r->type, payload);
     }
-    gst_spice_sink_cache_add (sink, &r->dest, r->type, r->lossy, payload);
+    if (r->type == GST_SPICE_IMAGE_COPY_BITS)
+      gst_spice_sink_cache_copy (sink);
+    else
+      gst_spice_sink_cache_add (sink, &r->dest, r->type, r->lossy, payload);
     g_bytes_unref (payload);
   }
   one_full = gst_spice_sink_cache_is_one_full_region (sink);

@@ -79,6 +79,19 @@ gst_spice_sink_send_draw (SinkConn * conn, const GstVideoRectangle * dest,
 {
   GByteArray *a = g_byte_array_sized_new (GST_SPICE_WIRE_DRAW_COPY_HEAD_SIZE);
 
+  if (type == GST_SPICE_IMAGE_COPY_BITS) {
+    gint sx, sy;
+
+    /* validated by the draw chain: the source lies on the surface */
+    gst_spice_copy_bits_payload_parse (g_bytes_get_data (payload, NULL), &sx,
+        &sy);
+    gst_spice_wire_write_copy_bits (a, 0, dest, sx, sy);
+    gst_spice_sink_conn_send (conn, GST_SPICE_MSG_DISPLAY_COPY_BITS, a, NULL);
+    g_byte_array_unref (a);
+    if (conn->session)
+      conn->session->copies++;
+    return;
+  }
   gst_spice_wire_write_draw_copy_head (a, 0, dest, type, 0);
   gst_spice_sink_conn_send (conn, GST_SPICE_MSG_DISPLAY_DRAW_COPY, a,
       payload);
@@ -143,6 +156,17 @@ gst_spice_sink_cache_add (GstSpiceSink * sink, const GstVideoRectangle * dest,
   e->payload = g_bytes_ref (payload);
   sink->cache_bytes += g_bytes_get_size (payload);
   g_ptr_array_add (sink->cache, e);
+}
+
+/* A copy (COPY_BITS) moves pixels of the picture: the cached regions,
+ * replayed without it, would no longer make that picture. The cache is
+ * dropped; a joining client then waits for a refresh. */
+void
+gst_spice_sink_cache_copy (GstSpiceSink * sink)
+{
+  if (gst_spice_sink_cache_has_lossy (sink))
+    sink->cache_lossy_unknown = TRUE;
+  gst_spice_sink_cache_clear (sink);
 }
 
 /* Whether clients that are up to date may hold lossy pixels somewhere

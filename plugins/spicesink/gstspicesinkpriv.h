@@ -162,7 +162,8 @@ struct _SinkSession {
   gint64 rtt_us;                /* last PING round trip, -1 unknown */
 
   /* stats */
-  guint64 draws, updates, stream_frames, frames_dropped, updates_skipped;
+  guint64 draws, copies, updates, stream_frames, frames_dropped;
+  guint64 updates_skipped;
   guint64 behind_count, refreshes, key_events, pointer_events;
   guint64 wait_fallbacks;       /* waits for a refresh that hit the bound */
   guint64 last_draws, last_stream_frames;
@@ -353,6 +354,7 @@ void     gst_spice_sink_cache_add (GstSpiceSink * sink,
     GBytes * payload);
 gboolean gst_spice_sink_cache_has_lossy (GstSpiceSink * sink);
 void     gst_spice_sink_cache_clear (GstSpiceSink * sink);
+void     gst_spice_sink_cache_copy (GstSpiceSink * sink);
 void     gst_spice_sink_cache_update_complete (GstSpiceSink * sink);
 
 /* ---- gstspicesinkpacing.c (output queues, writes, backpressure) ---- */

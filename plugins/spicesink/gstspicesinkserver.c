@@ -1138,6 +1138,7 @@ gst_spice_sink_server_stats (GstSpiceSink * sink)
         "peer", G_TYPE_STRING, s->peer,
         "session-id", G_TYPE_UINT, s->id,
         "draws", G_TYPE_UINT64, s->draws,
+        "copies", G_TYPE_UINT64, s->copies,
         "updates", G_TYPE_UINT64, s->updates,
         "updates-skipped", G_TYPE_UINT64, s->updates_skipped,
         "draws-per-second", G_TYPE_DOUBLE, s->draws_per_s,

@@ -25,6 +25,10 @@
  * ends the area is refined losslessly. The `stream` pad carries GAP
  * events when there is no stream frame.
  *
+ * An area that scrolled (its rows are what the client already has, moved
+ * up or down) goes out as one COPY_BITS region plus the rows that came
+ * into view (#GstSpiceTiler:scroll-detection).
+ *
  * Frames are never queued: a worker thread takes the latest frame (a newer
  * one replaces a pending one, their damage united) and hands updates to a
  * draw thread. While a draw push is blocked downstream the worker keeps
@@ -65,6 +69,7 @@ GST_DEBUG_CATEGORY (gst_spice_tiler_debug);
 #define DEFAULT_STREAM_FORMAT GST_VIDEO_FORMAT_I420
 #define DEFAULT_UPDATE_BUDGET (256 * 1024)
 #define DEFAULT_BAND_SIZE (128 * 1024)
+#define DEFAULT_SCROLL_DETECTION TRUE
 
 #define MAX_DAMAGE_RECTS 256
 #define FALLBACK_FRAME_DURATION (GST_SECOND / 30)
@@ -84,6 +89,7 @@ enum
   PROP_STREAM_FORMAT,
   PROP_UPDATE_BUDGET,
   PROP_BAND_SIZE,
+  PROP_SCROLL_DETECTION,
   PROP_STATS,
 };
 
@@ -219,6 +225,7 @@ worker_reset (GstSpiceTiler * self)
   self->shadow = NULL;
   tiler_diff_clear (&self->diff);
   tiler_heat_clear (&self->heat);
+  tiler_scroll_clear (&self->scroll);
   gst_spice_region_reset (&self->carry);
   gst_spice_tiler_stream_free_resources (self);
   self->have_info = FALSE;
@@ -259,6 +266,9 @@ setup_geometry (GstSpiceTiler * self, const TilerParams * p)
   self->tile_applied = self->diff.tile;
   tiler_heat_init (&self->heat, w, h, self->diff.tile);
   gst_spice_region_reset (&self->carry);
+  /* an update begun for the old surface (a copy) goes nowhere */
+  gst_spice_draws_writer_free (self->writer);
+  self->writer = NULL;
   self->stream.active = FALSE;
   gst_spice_tiler_stream_free_resources (self);
   invalidate_client (self);
@@ -948,6 +958,8 @@ build_stats (GstSpiceTiler * self)
       "regions-bitmap", G_TYPE_UINT64, s->regions_bitmap,
       "regions-lz4", G_TYPE_UINT64, s->regions_lz4,
       "regions-jpeg", G_TYPE_UINT64, s->regions_jpeg,
+      "regions-copy", G_TYPE_UINT64, s->regions_copy,
+      "copied-rows", G_TYPE_UINT64, s->copied_rows,
       "bytes-bitmap", G_TYPE_UINT64, s->bytes_bitmap,
       "bytes-lz4", G_TYPE_UINT64, s->bytes_lz4,
       "bytes-jpeg", G_TYPE_UINT64, s->bytes_jpeg,
@@ -1025,6 +1037,9 @@ gst_spice_tiler_set_property (GObject * object, guint prop_id,
     case PROP_BAND_SIZE:
       p->band_size = g_value_get_uint (value);
       break;
+    case PROP_SCROLL_DETECTION:
+      p->scroll = g_value_get_boolean (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -1080,6 +1095,9 @@ gst_spice_tiler_get_property (GObject * object, guint prop_id,
       break;
     case PROP_BAND_SIZE:
       g_value_set_uint (value, p->band_size);
+      break;
+    case PROP_SCROLL_DETECTION:
+      g_value_set_boolean (value, p->scroll);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -1165,6 +1183,7 @@ gst_spice_tiler_init (GstSpiceTiler * self)
   p->stream_format = DEFAULT_STREAM_FORMAT;
   p->update_budget = DEFAULT_UPDATE_BUDGET;
   p->band_size = DEFAULT_BAND_SIZE;
+  p->scroll = DEFAULT_SCROLL_DETECTION;
 }
 
 static void
@@ -1230,9 +1249,15 @@ gst_spice_tiler_class_init (GstSpiceTilerClass * klass)
       g_param_spec_uint ("band-size", "Band size",
           "Raw bytes per band: larger regions are sent as several draws of "
           "at least 16 rows", 4096, G_MAXINT, DEFAULT_BAND_SIZE, rw));
+  g_object_class_install_property (gobject_class, PROP_SCROLL_DETECTION,
+      g_param_spec_boolean ("scroll-detection", "Scroll detection",
+          "Send an area whose rows the client already has, moved up or "
+          "down, as a copy (COPY_BITS) plus the rows that came into view",
+          DEFAULT_SCROLL_DETECTION, rw));
   g_object_class_install_property (gobject_class, PROP_STATS,
       g_param_spec_boxed ("stats", "Statistics",
-          "Counters: frames, updates, regions and bytes per codec, lossy "
+          "Counters: frames, updates, regions and bytes per codec, copies, "
+          "lossy "
           "area pending refinement, stream state, fps and drops, average "
           "diff and encode time (us)", GST_TYPE_STRUCTURE,
           G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));

@@ -17,6 +17,7 @@
 #include "tilerclassify.h"
 #include "tilerencode.h"
 #include "tilerheat.h"
+#include "tilerscroll.h"
 
 G_BEGIN_DECLS
 
@@ -35,6 +36,7 @@ typedef struct
   GstClockTime stream_max_gap, stream_timeout;
   GstVideoFormat stream_format;
   guint update_budget, band_size;
+  gboolean scroll;
 } TilerParams;
 
 /* one entry of the worker's mailbox: a frame (coalescing) or an event */
@@ -52,6 +54,7 @@ typedef struct
 {
   guint64 frames_in, frames_processed, frames_coalesced;
   guint64 updates, regions, regions_bitmap, regions_lz4, regions_jpeg;
+  guint64 regions_copy, copied_rows;
   guint64 bytes_bitmap, bytes_lz4, bytes_jpeg;
   guint64 refined_cells, refreshes, deferred;
   guint64 stream_starts, stream_frames, stream_dropped;
@@ -102,6 +105,7 @@ struct _GstSpiceTiler
   gint shadow_stride;
   TilerDiff diff;
   TilerHeat heat;
+  TilerScroll scroll;
   TilerEncoder enc;
   GstSpiceRegion carry;
   GstSpiceRegion idle_damage;   /* scratch for updates without a frame */

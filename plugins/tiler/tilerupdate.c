@@ -1,7 +1,8 @@
 /* spicetiler: one update (diff, classification, draws, refinement)
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * gst_spice_tiler_update() diffs the damage against the shadow, classifies
+ * gst_spice_tiler_update() diffs the damage against the shadow, moves
+ * what scrolled with a copy (and diffs again), classifies
  * the changed cells, feeds the heat map, decides on the stream, pushes the
  * stream frame (before any draw of the same frame), forces the lossy cells
  * that are due to lossless, and emits the regions smallest first, in bands,
@@ -79,6 +80,9 @@ count_region (GstSpiceTiler * self, GstSpiceImageType type, gsize size)
     case GST_SPICE_IMAGE_JPEG:
       self->stats.regions_jpeg++;
       self->stats.bytes_jpeg += size;
+      break;
+    case GST_SPICE_IMAGE_COPY_BITS:
+      self->stats.regions_copy++;
       break;
   }
   g_mutex_unlock (&self->lock);
@@ -414,6 +418,116 @@ cell_has_still_run (GstSpiceTiler * self, guint ci, const guint8 * src,
   return FALSE;
 }
 
+static void
+diff_damage (GstSpiceTiler * self, const GstSpiceRegion * damage,
+    gboolean full, const guint8 * src, gint fstride)
+{
+  TilerDiff *d = &self->diff;
+  guint i;
+
+  tiler_diff_begin (d);
+  if (full)
+    tiler_diff_mark_all (d);
+  else {
+    const GstVideoRectangle *r = gst_spice_region_rects (damage);
+
+    for (i = 0; i < gst_spice_region_n_rects (damage); i++)
+      tiler_diff_mark (d, &r[i]);
+  }
+  tiler_diff_run (d, src, fstride, self->shadow, self->shadow_stride);
+}
+
+/* the changed pixels inside @r, from the diff's cell boxes */
+static gboolean
+changed_box (TilerDiff * d, const GstVideoRectangle * r,
+    GstVideoRectangle * out)
+{
+  GstVideoRectangle all = { 0, 0, 0, 0 }, box;
+  gint cx, cy;
+
+  for (cy = r->y / TILER_CELL; cy <= (r->y + r->h - 1) / TILER_CELL; cy++)
+    for (cx = r->x / TILER_CELL; cx <= (r->x + r->w - 1) / TILER_CELL; cx++)
+      if ((d->flags[TILER_CELL_INDEX (d, cx, cy)] & TILER_CELL_CHANGED) &&
+          tiler_diff_cell_box (d, cx, cy, &box) &&
+          gst_spice_rect_intersect (&box, r, &box))
+        gst_spice_rect_union (&all, &box, &all);
+  *out = all;
+  return !gst_spice_rect_is_empty (&all);
+}
+
+/* whether the client has every pixel of @r exactly */
+static gboolean
+area_exact (GstSpiceTiler * self, const GstVideoRectangle * r)
+{
+  TilerDiff *d = &self->diff;
+  gint cx, cy;
+
+  for (cy = r->y / TILER_CELL; cy <= (r->y + r->h - 1) / TILER_CELL; cy++)
+    for (cx = r->x / TILER_CELL; cx <= (r->x + r->w - 1) / TILER_CELL; cx++)
+      if (d->lossy_rt[TILER_CELL_INDEX (d, cx, cy)] != TILER_RT_EXACT)
+        return FALSE;
+  return TRUE;
+}
+
+/* the largest damaged areas looked at for scrolling, per update */
+#define TILER_SCROLL_MAX_AREAS 8
+
+/* Finds the damaged areas whose content moved up or down and moves it on
+ * the client with a COPY_BITS, first in the update, and in the shadow.
+ * Only exact pixels outside the stream are copied: a copy of a lossy
+ * area would spread pixels refinement does not know of. Returns whether
+ * the shadow changed (the diff must run again). */
+static gboolean
+copy_scrolled (GstSpiceTiler * self, const GstSpiceRegion * damage,
+    gboolean full, const guint8 * src, gint fstride)
+{
+  TilerDiff *d = &self->diff;
+  GstVideoRectangle frame = { 0, 0, d->width, d->height };
+  const GstVideoRectangle *r = full ? &frame : gst_spice_region_rects (damage);
+  guint i, n = full ? 1 : gst_spice_region_n_rects (damage);
+  gboolean moved = FALSE;
+
+  for (i = 0; i < MIN (n, TILER_SCROLL_MAX_AREAS); i++) {
+    GstVideoRectangle area, dest, from;
+    gint src_y;
+
+    if (!changed_box (d, &r[i], &area) ||
+        !tiler_scroll_find (&self->scroll, src, fstride, self->shadow,
+            self->shadow_stride, &area, &dest, &src_y))
+      continue;
+    from = dest;
+    from.y = src_y;
+    if (self->stream.active &&
+        (gst_spice_rect_intersect (&dest, &self->stream.rect, NULL) ||
+            gst_spice_rect_intersect (&from, &self->stream.rect, NULL)))
+      continue;
+    if (!area_exact (self, &from))
+      continue;
+    GST_LOG_OBJECT (self, "copy %dx%d from %d,%d to %d,%d", dest.w, dest.h,
+        from.x, from.y, dest.x, dest.y);
+    begin_update (self, 0);
+    gst_spice_draws_writer_add_copy_bits (self->writer, &dest, from.x,
+        from.y);
+    tiler_scroll_apply (self->shadow, self->shadow_stride, &dest, src_y);
+    mark_exact (self, &dest);
+    count_region (self, GST_SPICE_IMAGE_COPY_BITS, 0);
+    g_mutex_lock (&self->lock);
+    self->stats.copied_rows += dest.h;
+    g_mutex_unlock (&self->lock);
+    moved = TRUE;
+  }
+  return moved;
+}
+
+/* whether downstream has not taken the last update yet (or the link has
+ * not carried it, tiler_draw_pace_us()); lock held */
+static gboolean
+draw_busy_locked (GstSpiceTiler * self, gboolean final)
+{
+  return (self->draw_busy || g_get_monotonic_time () < self->draw_ready_us) &&
+      !final;
+}
+
 void
 gst_spice_tiler_update (GstSpiceTiler * self, const TilerParams * p,
     GstClockTime now, GstSpiceRegion * damage, gboolean full,
@@ -433,16 +547,15 @@ gst_spice_tiler_update (GstSpiceTiler * self, const TilerParams * p,
   guint i, n;
 
   t0 = g_get_monotonic_time ();
-  tiler_diff_begin (d);
-  if (full)
-    tiler_diff_mark_all (d);
-  else {
-    const GstVideoRectangle *r = gst_spice_region_rects (damage);
-
-    for (i = 0; i < gst_spice_region_n_rects (damage); i++)
-      tiler_diff_mark (d, &r[i]);
+  diff_damage (self, damage, full, src, fstride);
+  if (p->scroll && d->n_touched > 0) {
+    g_mutex_lock (&self->lock);
+    draw_busy = draw_busy_locked (self, final);
+    g_mutex_unlock (&self->lock);
+    /* a copy goes into this update: only when one can be made now */
+    if (!draw_busy && copy_scrolled (self, damage, full, src, fstride))
+      diff_damage (self, damage, full, src, fstride);
   }
-  tiler_diff_run (d, src, fstride, self->shadow, self->shadow_stride);
   t1 = g_get_monotonic_time ();
   /* the caller merged the carried damage into @damage */
   gst_spice_region_reset (&self->carry);
@@ -483,8 +596,7 @@ gst_spice_tiler_update (GstSpiceTiler * self, const TilerParams * p,
   /* while downstream has not taken the last update (or the link has not
    * carried it yet, tiler_draw_pace_us()), no new one is made: this damage
    * waits (only the stream goes on) */
-  draw_busy = (self->draw_busy ||
-      g_get_monotonic_time () < self->draw_ready_us) && !final;
+  draw_busy = draw_busy_locked (self, final);
   refresh = self->refresh_pending && !draw_busy;
   if (refresh)
     self->refresh_pending = FALSE;

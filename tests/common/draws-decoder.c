@@ -167,6 +167,29 @@ apply_jpeg (DrawsDecoder * dec, const GstSpiceDraw * d, GError ** error)
   return TRUE;
 }
 
+/* COPY_BITS: rows are moved in the order that reads each source row
+ * before it is overwritten */
+static gboolean
+apply_copy_bits (DrawsDecoder * dec, const GstSpiceDraw * d, GError ** error)
+{
+  gint sx, sy, i;
+
+  if (!gst_spice_payload_validate (d->type, d->dest.w, d->dest.h, d->payload,
+          d->payload_size))
+    return fail (error, "bad COPY_BITS payload");
+  gst_spice_copy_bits_payload_parse (d->payload, &sx, &sy);
+  if (sx + d->dest.w > dec->width || sy + d->dest.h > dec->height)
+    return fail (error, "COPY_BITS source %d,%d %dx%d outside %dx%d", sx, sy,
+        d->dest.w, d->dest.h, dec->width, dec->height);
+  for (i = 0; i < d->dest.h; i++) {
+    gint row = sy < d->dest.y ? d->dest.h - 1 - i : i;
+
+    memmove (canvas_at (dec, d->dest.x, d->dest.y + row),
+        canvas_at (dec, sx, sy + row), (gsize) d->dest.w * 4);
+  }
+  return TRUE;
+}
+
 gboolean
 draws_decoder_apply (DrawsDecoder * dec, GstBuffer * update, GError ** error)
 {
@@ -209,6 +232,13 @@ draws_decoder_apply (DrawsDecoder * dec, GstBuffer * update, GError ** error)
           ok = fail (error, "JPEG region not flagged lossy");
         else
           ok = apply_jpeg (dec, &d, error);
+        break;
+      case GST_SPICE_IMAGE_COPY_BITS:
+        dec->stats.regions_copy++;
+        if (lr.lossy)
+          ok = fail (error, "COPY_BITS region flagged lossy");
+        else
+          ok = apply_copy_bits (dec, &d, error);
         break;
       default:
         ok = fail (error, "unknown image type %d", d.type);

@@ -2,8 +2,8 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * Applies draw updates to a BGRx canvas the way a SPICE client applies
- * DRAW_COPY messages (BITMAP, LZ4 and JPEG images), using only the shared
- * library's reader plus liblz4 and turbojpeg. Any malformed region makes
+ * DRAW_COPY messages (BITMAP, LZ4 and JPEG images) and COPY_BITS, using
+ * only the shared library's reader plus liblz4 and turbojpeg. Any malformed region makes
  * draws_decoder_apply() fail, so tests catch encoder bugs.
  */
 #pragma once
@@ -18,7 +18,7 @@ typedef struct _DrawsDecoder DrawsDecoder;
 typedef struct {
   guint64 updates;
   guint64 regions;
-  guint64 regions_bitmap, regions_lz4, regions_jpeg;
+  guint64 regions_bitmap, regions_lz4, regions_jpeg, regions_copy;
   guint64 bytes_bitmap, bytes_lz4, bytes_jpeg;
   guint64 lossy_regions;
   guint64 refreshes;

@@ -230,11 +230,12 @@ GST_START_TEST (test_draws_roundtrip)
   gst_spice_draws_writer_add_bitmap (w, &d1, pixels, 8 * 4);
   gst_spice_draws_writer_add (w, &d2, GST_SPICE_IMAGE_JPEG,
       GST_SPICE_DRAW_FLAG_LOSSY, jpeg_like, sizeof (jpeg_like));
-  fail_unless_equals_int (gst_spice_draws_writer_n_regions (w), 2);
+  gst_spice_draws_writer_add_copy_bits (w, &d1, 7, 300);
+  fail_unless_equals_int (gst_spice_draws_writer_n_regions (w), 3);
   buf = gst_spice_draws_writer_finish (w);
 
   fail_unless (gst_spice_draws_reader_init (&r, buf));
-  fail_unless_equals_int (r.n_regions, 2);
+  fail_unless_equals_int (r.n_regions, 3);
   fail_unless_equals_int (r.flags, GST_SPICE_DRAWS_FLAG_REFRESH);
   fail_unless (gst_spice_draws_reader_next (&r, &d));
   fail_unless (memcmp (&d.dest, &d1, sizeof (d1)) == 0);
@@ -248,6 +249,26 @@ GST_START_TEST (test_draws_roundtrip)
   fail_unless_equals_int (d.flags, GST_SPICE_DRAW_FLAG_LOSSY);
   fail_unless_equals_int (d.payload_size, sizeof (jpeg_like));
   fail_unless (memcmp (d.payload, jpeg_like, sizeof (jpeg_like)) == 0);
+  /* a copy: its source corner, nothing else; a negative corner is invalid */
+  fail_unless (gst_spice_draws_reader_next (&r, &d));
+  fail_unless_equals_int (d.type, GST_SPICE_IMAGE_COPY_BITS);
+  fail_unless (memcmp (&d.dest, &d1, sizeof (d1)) == 0);
+  fail_unless (gst_spice_payload_validate (d.type, d.dest.w, d.dest.h,
+          d.payload, d.payload_size));
+  {
+    gint sx = 0, sy = 0;
+    guint8 neg[GST_SPICE_COPY_BITS_PAYLOAD_SIZE];
+
+    gst_spice_copy_bits_payload_parse (d.payload, &sx, &sy);
+    fail_unless_equals_int (sx, 7);
+    fail_unless_equals_int (sy, 300);
+    memcpy (neg, d.payload, sizeof (neg));
+    GST_WRITE_UINT32_LE (neg + 4, (guint32) - 1);
+    fail_if (gst_spice_payload_validate (d.type, d.dest.w, d.dest.h, neg,
+            sizeof (neg)));
+    fail_if (gst_spice_payload_validate (d.type, d.dest.w, d.dest.h,
+            d.payload, d.payload_size - 1));
+  }
   fail_unless (!gst_spice_draws_reader_next (&r, &d));
   fail_unless (!r.error);
   gst_spice_draws_reader_clear (&r);

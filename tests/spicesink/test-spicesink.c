@@ -744,7 +744,7 @@ GST_START_TEST (test_cursor)
 GST_END_TEST;
 
 
-/* -------------------------------------------------------------- streams */
+/* ------------------------------------------------- clients in a thread */
 
 typedef struct {
   Fixture *f;
@@ -768,23 +768,140 @@ client_thread (gpointer data)
   return shot;
 }
 
-static guint
-session_updates (Fixture * f)
+/* a counter of the first client's stats */
+static guint64
+session_stat (Fixture * f, const gchar * field)
 {
   GstStructure *st = NULL;
   const GValue *arr;
-  guint64 updates = 0;
+  guint64 v = 0;
 
   g_object_get (f->sink, "stats", &st, NULL);
   arr = gst_structure_get_value (st, "client-stats");
   if (gst_value_array_get_size (arr) > 0) {
     const GstStructure *c =
         gst_value_get_structure (gst_value_array_get_value (arr, 0));
-    gst_structure_get_uint64 (c, "updates", &updates);
+    gst_structure_get_uint64 (c, field, &v);
   }
   gst_structure_free (st);
-  return (guint) updates;
+  return v;
 }
+
+static guint
+session_updates (Fixture * f)
+{
+  return (guint) session_stat (f, "updates");
+}
+
+/* waits until a client has its first picture */
+static void
+wait_client_picture (Fixture * f)
+{
+  gint64 waited = 0;
+
+  while (session_updates (f) < 1 && waited < 20000) {
+    g_usleep (50 * 1000);
+    waited += 50;
+  }
+  fail_unless (session_updates (f) >= 1, "client never got a picture");
+}
+
+/* ---------------------------------------------------------- COPY_BITS */
+
+/* scrolls @win of the fixture's picture by @step rows (> 0: up), new
+ * rows from pattern @seed, and pushes the copy plus the new rows */
+static void
+scroll_window (Fixture * f, const GstVideoRectangle * win, gint step,
+    guint seed)
+{
+  GstSpiceDrawsWriter *wr = gst_spice_draws_writer_new (0, 0);
+  GstVideoRectangle dest = *win, fresh = *win;
+  guint8 *pat = g_malloc ((gsize) f->w * f->h * 4);
+  gint y, src_y;
+
+  dest.h = win->h - ABS (step);
+  dest.y = step > 0 ? win->y : win->y - step;
+  src_y = dest.y + step;
+  fresh.h = ABS (step);
+  fresh.y = step > 0 ? win->y + win->h - step : win->y;
+  make_pattern (pat, f->w, f->h, seed);
+  g_mutex_lock (&f->lock);
+  for (y = 0; y < dest.h; y++) {
+    gint row = step < 0 ? dest.h - 1 - y : y;
+
+    memmove (f->picture + ((gsize) (dest.y + row) * f->w + dest.x) * 4,
+        f->picture + ((gsize) (src_y + row) * f->w + dest.x) * 4,
+        (gsize) dest.w * 4);
+  }
+  for (y = fresh.y; y < fresh.y + fresh.h; y++)
+    memcpy (f->picture + ((gsize) y * f->w + fresh.x) * 4,
+        pat + ((gsize) y * f->w + fresh.x) * 4, (gsize) fresh.w * 4);
+  gst_spice_draws_writer_add_copy_bits (wr, &dest, dest.x, src_y);
+  add_lz4 (wr, &fresh, f->picture + ((gsize) fresh.y * f->w + fresh.x) * 4,
+      f->w * 4);
+  g_mutex_unlock (&f->lock);
+  g_free (pat);
+  fail_unless_equals_int (gst_app_src_push_buffer (GST_APP_SRC (f->src),
+          gst_spice_draws_writer_finish (wr)), GST_FLOW_OK);
+}
+
+/* spice-gtk applies our COPY_BITS (up and down, overlapping source and
+ * destination) and the rows drawn after it: its picture is exact. A client
+ * that joins afterwards gets it exact too, by a refresh (a copy drops the
+ * sink's last-known picture). Copies with a source off the surface are
+ * dropped with a warning. */
+GST_START_TEST (test_copy_bits_spicegtk)
+{
+  Fixture *f = fixture_new (320, 240, NULL);
+  GstVideoRectangle win = { 21, 30, 270, 181 }, bad = { 0, 200, 320, 40 };
+  const gint steps[] = { 4, 4, 4, 9, -6, -6, 12, 1, -3, 5, 60, -1 };
+  ClientRun run = { f, 0, NULL, -1, 2500 };
+  GstSpiceDrawsWriter *wr;
+  guint refreshes;
+  guint8 *shot;
+  guint64 copies;
+  GThread *t;
+  gint w, h;
+  guint i;
+
+  fixture_start (f, TRUE);
+  run.port = f->port;
+  t = g_thread_new ("client", client_thread, &run);
+  wait_client_picture (f);
+  for (i = 0; i < G_N_ELEMENTS (steps); i++) {
+    scroll_window (f, &win, steps[i], 40 + i);
+    g_usleep (40 * 1000);
+  }
+  /* hostile: the source would be below the surface */
+  wr = gst_spice_draws_writer_new (0, 0);
+  gst_spice_draws_writer_add_copy_bits (wr, &bad, 0, 220);
+  fail_unless_equals_int (gst_app_src_push_buffer (GST_APP_SRC (f->src),
+          gst_spice_draws_writer_finish (wr)), GST_FLOW_OK);
+  copies = session_stat (f, "copies");
+  shot = g_thread_join (t);
+  fail_unless_equals_int (run.status, 0);
+  fail_unless_equals_int (copies, G_N_ELEMENTS (steps));
+  fail_unless_equals_int (diff_full (f, shot, 320, 240), 0);
+  g_free (shot);
+  g_free (run.log);
+
+  g_mutex_lock (&f->lock);
+  refreshes = f->refresh_events;
+  g_mutex_unlock (&f->lock);
+  shot = NULL;
+  fail_unless_equals_int (client_shot (f->port, NULL, &shot, &w, &h, NULL),
+      0);
+  fail_unless_equals_int (diff_full (f, shot, w, h), 0);
+  g_mutex_lock (&f->lock);
+  fail_unless (f->refresh_events > refreshes);
+  g_mutex_unlock (&f->lock);
+  g_free (shot);
+  fixture_free (f);
+}
+
+GST_END_TEST;
+
+/* -------------------------------------------------------------- streams */
 
 static gint
 cmp_i64 (gconstpointer a, gconstpointer b)
@@ -825,7 +942,6 @@ check_stream_slack (const gchar * enc, gdouble min_psnr, gint first_ms)
   gchar **lines;
   guint i, j;
   gdouble psnr;
-  gint64 waited = 0;
 
   f->stream_src = gst_bin_get_by_name (GST_BIN (f->pipeline), "vsrc");
   g_object_set (f->stream_src, "caps", caps, NULL);
@@ -833,11 +949,7 @@ check_stream_slack (const gchar * enc, gdouble min_psnr, gint first_ms)
   fixture_start (f, TRUE);
   run.port = f->port;
   t = g_thread_new ("client", client_thread, &run);
-  while (session_updates (f) < 1 && waited < 20000) {
-    g_usleep (50 * 1000);
-    waited += 50;
-  }
-  fail_unless (session_updates (f) >= 1, "client never got a picture");
+  wait_client_picture (f);
   g_usleep (300 * 1000);
   for (i = 0; i < frames->len; i++) {
     GstBuffer *b = gst_buffer_copy (g_ptr_array_index (frames, i));
@@ -1950,6 +2062,7 @@ spicesink_suite (void)
   tcase_add_test (tc, test_screenshot_bitmap);
   tcase_add_test (tc, test_screenshot_lz4);
   tcase_add_test (tc, test_late_join_composed_picture);
+  tcase_add_test (tc, test_copy_bits_spicegtk);
   tcase_add_test (tc, test_join_before_picture_refresh);
   tcase_add_test (tc, test_join_first_draw_whole);
   tcase_add_test (tc, test_join_refresh_wait_bound);

@@ -165,6 +165,109 @@ GST_START_TEST (test_exact_random_damage_and_drops)
 
 GST_END_TEST;
 
+/* ---- scrolling ---- */
+
+/* Scrolls a text window (not on the cell grid) over a static page, up,
+ * down and by a page, with damage on the window only; returns the bytes
+ * of all draws. Every update leaves the client's picture exact. */
+static guint64
+scroll_text_window (const gchar * props, guint64 * copies)
+{
+  const gint W = 320, H = 240;
+  GstVideoRectangle win = { 37, 29, 250, 190 }, page = { 0, 0, W, H };
+  const gint steps[] = { 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 16, 16, 16, 1, 1,
+    -5, -5, -5, -5, -5, -5, -40, 7, 7, 7, 7, 7, 7, 7, 7
+  };
+  guint32 *doc = g_new (guint32, (gsize) win.w * 800);
+  GstBuffer *frame = frame_new (W, H);
+  GstMapInfo map;
+  gint i, off = 300;
+  guint64 bytes;
+  Tiler t;
+
+  document_rows (doc, win.w, 800, 0xd0c);
+  gst_buffer_map (frame, &map, GST_MAP_WRITE);
+  fill_text (map.data, W * 4, &page, 0x5a6e);
+  show_rows (map.data, W, doc, &win, off);
+  gst_buffer_unmap (frame, &map);
+  tiler_setup (&t, W, H, props);
+  tiler_push_sync (&t, frame, 0, NULL, 0);
+  tiler_apply (&t);
+  for (i = 0; i < (gint) G_N_ELEMENTS (steps); i++) {
+    off += steps[i];
+    gst_buffer_map (frame, &map, GST_MAP_WRITE);
+    show_rows (map.data, W, doc, &win, off);
+    gst_buffer_unmap (frame, &map);
+    tiler_push_sync (&t, frame, i + 1, &win, 1);
+    tiler_apply (&t);
+    fail_unless_equals_int (tiler_diff_pixels (&t, frame, NULL), 0);
+  }
+  fail_unless_equals_int (tiler_stat (&t, "lossy-area-pending"), 0);
+  *copies = tiler_stat (&t, "regions-copy");
+  fail_unless_equals_int (draws_decoder_stats (t.dec)->regions_copy,
+      *copies);
+  bytes = tiler_stat (&t, "bytes-lz4") + tiler_stat (&t, "bytes-bitmap") +
+      tiler_stat (&t, "bytes-jpeg");
+  tiler_teardown (&t);
+  gst_buffer_unref (frame);
+  g_free (doc);
+  return bytes;
+}
+
+GST_START_TEST (test_scroll_sent_as_copy)
+{
+  guint64 copies, copies_off, bytes, bytes_off;
+
+  bytes = scroll_text_window (NULL, &copies);
+  bytes_off = scroll_text_window ("scroll-detection=false", &copies_off);
+  GST_INFO ("scrolling: %" G_GUINT64_FORMAT " bytes in %" G_GUINT64_FORMAT
+      " copies, %" G_GUINT64_FORMAT " bytes without", bytes, copies,
+      bytes_off);
+  fail_unless_equals_int (copies_off, 0);
+  /* every step but the jump by a page (-40 keeps 150 rows: a copy too) */
+  fail_unless (copies >= 29, "only %" G_GUINT64_FORMAT " copies", copies);
+  /* the rows that came into view, not the window again */
+  fail_unless (bytes * 4 < bytes_off, "%" G_GUINT64_FORMAT " bytes with "
+      "copies, %" G_GUINT64_FORMAT " without", bytes, bytes_off);
+}
+
+GST_END_TEST;
+
+/* a scrolling photographic area goes lossy: no copy spreads JPEG pixels
+ * (the first picture is exact: content the client does not know goes
+ * lossless; the second, another photo, is JPEG), and the picture
+ * converges */
+GST_START_TEST (test_scroll_lossy_area_not_copied)
+{
+  const gint W = 320, H = 240;
+  GstVideoRectangle win = { 32, 32, 256, 176 }, doc_r = { 0, 0, 256, 600 };
+  guint8 *doc = g_malloc ((gsize) 256 * 600 * 4);
+  GstBuffer *frame = frame_new (W, H);
+  GstMapInfo map;
+  Tiler t;
+  gint i;
+
+  gst_buffer_memset (frame, 0, 0x30, (gsize) W * H * 4);
+  tiler_setup (&t, W, H, "streaming=off");
+  for (i = 0; i < 20; i++) {
+    fill_photo (doc, 256 * 4, &doc_r, i == 0 ? 5 : 40, 3);
+    gst_buffer_map (frame, &map, GST_MAP_WRITE);
+    show_rows (map.data, W, (const guint32 *) doc, &win, i ? 4 * (i - 1) : 0);
+    gst_buffer_unmap (frame, &map);
+    tiler_push_sync (&t, frame, i, i ? &win : NULL, i ? 1 : 0);
+    tiler_apply (&t);
+  }
+  fail_unless (draws_decoder_stats (t.dec)->regions_jpeg > 0);
+  fail_unless_equals_int (tiler_stat (&t, "regions-copy"), 0);
+  push_still (&t, frame, i, 20, TRUE);
+  fail_unless_equals_int (tiler_diff_pixels (&t, frame, NULL), 0);
+  tiler_teardown (&t);
+  gst_buffer_unref (frame);
+  g_free (doc);
+}
+
+GST_END_TEST;
+
 typedef struct
 {
   GMutex lock;
@@ -1271,6 +1374,8 @@ spicetiler_suite (void)
   tcase_add_test (tc, test_exact_videotestsrc_patterns);
   tcase_add_test (tc, test_exact_random_damage_and_drops);
   tcase_add_test (tc, test_exact_blocked_output);
+  tcase_add_test (tc, test_scroll_sent_as_copy);
+  tcase_add_test (tc, test_scroll_lossy_area_not_copied);
   tcase_add_test (tc, test_stream_flows_while_draw_blocked);
   tcase_add_test (tc, test_fringe_text_stays_lossless);
   tcase_add_test (tc, test_stream_steady_animation);

@@ -1,24 +1,81 @@
 /* gst-spice tests: spicetiler internals (diff, classifier, encoders, heat)
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
-#include <string.h>
 #include <lz4.h>
-#include <gst/check/gstcheck.h>
 
 #include "tilerdiff.h"
 #include "tilerclassify.h"
 #include "tilerencode.h"
 #include "tilerheat.h"
-#include "draws-decoder.h"
+#include "tilerscroll.h"
+#include "tiler-common.h"
 
-static guint32
-rnd (guint32 * s)
+/* the finder: the exact band and shift of a scrolled window, both ways,
+ * none for noise or an unchanged area; applying the copy to the old
+ * picture gives the new one on the band */
+GST_START_TEST (test_scroll_find)
 {
-  *s ^= *s << 13;
-  *s ^= *s >> 17;
-  *s ^= *s << 5;
-  return *s;
+  const gint W = 300, H = 260;
+  GstVideoRectangle win = { 21, 37, 230, 190 }, dest;
+  guint32 *doc = g_new (guint32, (gsize) win.w * 600);
+  guint8 *shadow = g_malloc ((gsize) W * H * 4);
+  guint8 *frame = g_malloc ((gsize) W * H * 4);
+  const gint shifts[] = { 4, 1, 37, -4, -13, 100 };
+  guint32 seed = 77;
+  TilerScroll sc;
+  gint i, src_y, y;
+
+  tiler_scroll_init (&sc);
+  document_rows (doc, win.w, 600, 0x5eed);
+  for (i = 0; i < W * H; i++)
+    ((guint32 *) shadow)[i] = 0xff102030 + (i % W < 10 ? 0x40 : 0);
+  memcpy (frame, shadow, (gsize) W * H * 4);
+
+  for (i = 0; i < (gint) G_N_ELEMENTS (shifts); i++) {
+    gint off0 = 200, off1 = off0 + shifts[i];
+
+    show_rows (shadow, W, doc, &win, off0);
+    show_rows (frame, W, doc, &win, off1);
+    fail_unless (tiler_scroll_find (&sc, frame, W * 4, shadow, W * 4, &win,
+            &dest, &src_y), "shift %d not found", shifts[i]);
+    /* frame row y shows shadow row y + shift */
+    fail_unless_equals_int (src_y - dest.y, shifts[i]);
+    fail_unless_equals_int (dest.x, win.x);
+    fail_unless_equals_int (dest.w, win.w);
+    fail_unless_equals_int (dest.h, win.h - ABS (shifts[i]));
+    fail_unless_equals_int (dest.y, shifts[i] > 0 ? win.y : win.y -
+        shifts[i]);
+    tiler_scroll_apply (shadow, W * 4, &dest, src_y);
+    for (y = dest.y; y < dest.y + dest.h; y++)
+      fail_unless (memcmp (shadow + ((gsize) y * W + dest.x) * 4,
+              frame + ((gsize) y * W + dest.x) * 4, (gsize) dest.w * 4) == 0,
+          "row %d differs after the copy (shift %d)", y, shifts[i]);
+  }
+
+  /* nothing moved */
+  show_rows (shadow, W, doc, &win, 50);
+  show_rows (frame, W, doc, &win, 50);
+  fail_if (tiler_scroll_find (&sc, frame, W * 4, shadow, W * 4, &win, &dest,
+          &src_y));
+  /* new content (noise) */
+  for (y = win.y; y < win.y + win.h; y++)
+    for (i = win.x; i < win.x + win.w; i++)
+      ((guint32 *) frame)[(gsize) y * W + i] = 0xff000000 | rnd (&seed);
+  fail_if (tiler_scroll_find (&sc, frame, W * 4, shadow, W * 4, &win, &dest,
+          &src_y));
+  /* an area too small to be worth it */
+  show_rows (frame, W, doc, &win, 54);
+  win.h = TILER_SCROLL_MIN_ROWS;
+  fail_if (tiler_scroll_find (&sc, frame, W * 4, shadow, W * 4, &win, &dest,
+          &src_y));
+
+  tiler_scroll_clear (&sc);
+  g_free (doc);
+  g_free (shadow);
+  g_free (frame);
 }
+
+GST_END_TEST;
 
 /* the diff's cell boxes equal a brute-force search, inside the damage */
 GST_START_TEST (test_diff_matches_brute_force)
@@ -454,6 +511,7 @@ tiler_internals_suite (void)
   tcase_add_test (tc, test_heat_hysteresis);
   tcase_add_test (tc, test_heat_largest_group);
   tcase_add_test (tc, test_draw_budget);
+  tcase_add_test (tc, test_scroll_find);
   return s;
 }
 

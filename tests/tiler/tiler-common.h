@@ -51,6 +51,41 @@ fill_text (guint8 * px, gint stride, const GstVideoRectangle * r, guint32 seed)
   }
 }
 
+/* rows of a text-like document: ink strokes on paper, some rows blank */
+static inline void
+document_rows (guint32 * doc, gint w, gint rows, guint32 seed)
+{
+  gint x, y;
+
+  for (y = 0; y < rows; y++) {
+    guint32 line = seed ^ (guint32) (y / 14) * 2654435761u;
+    gboolean blank = y % 14 >= 11 || (y / 14) % 5 == 4;
+
+    for (x = 0; x < w; x++) {
+      guint32 s = line ^ (guint32) (x / 6) * 40503u ^ (guint32) (y % 14);
+
+      /* murmur3's finalizer: every bit of the glyph cell counts */
+      s = (s ^ (s >> 16)) * 0x85ebca6bu;
+      s = (s ^ (s >> 13)) * 0xc2b2ae35u;
+      s ^= s >> 16;
+      doc[(gsize) y * w + x] = !blank && (s & 3) == 0 ?
+          0xff203040 : 0xfff4f4ec;
+    }
+  }
+}
+
+/* shows document rows [off, off + win->h) in @win of a @w wide image */
+static inline void
+show_rows (guint8 * img, gint w, const guint32 * doc,
+    const GstVideoRectangle * win, gint off)
+{
+  gint y;
+
+  for (y = 0; y < win->h; y++)
+    memcpy (img + ((gsize) (win->y + y) * w + win->x) * 4,
+        doc + (gsize) (off + y) * win->w, (gsize) win->w * 4);
+}
+
 /* smooth moving plasma plus a few noise bits: photographic content */
 static inline void
 fill_photo (guint8 * px, gint stride, const GstVideoRectangle * r, gint t,
