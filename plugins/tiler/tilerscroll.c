@@ -56,17 +56,17 @@ ensure_rows (TilerScroll * s, gint rows)
   s->votes = g_renew (guint32, s->votes, 2 * (gsize) rows);
 }
 
-/* FNV-1a over whole pixels of @n pixels at each of @at[3], folded */
-static guint64
+/* FNV-1a-like over pairs of pixels of the three strips of @n (even)
+ * pixels at @at, folded */
+static inline guint64
 strips_hash (const guint8 * row, const gsize at[3], gint n)
 {
-  guint64 h = G_GUINT64_CONSTANT (0xcbf29ce484222325);
-  guint32 v;
+  guint64 h = G_GUINT64_CONSTANT (0xcbf29ce484222325), v;
   gint i, x;
 
   for (i = 0; i < 3; i++)
-    for (x = 0; x < n; x++) {
-      memcpy (&v, row + at[i] + (gsize) x * 4, 4);
+    for (x = 0; x < n; x += 2) {
+      memcpy (&v, row + at[i] + (gsize) x * 4, 8);
       h = (h ^ v) * G_GUINT64_CONSTANT (0x100000001b3);
     }
   return h ^ (h >> 29);
@@ -106,7 +106,7 @@ tiler_scroll_find (TilerScroll * s, const guint8 * frame, gint fstride,
     const guint8 * shadow, gint sstride, const GstVideoRectangle * area,
     GstVideoRectangle * dest, gint * src_y)
 {
-  gint h = area->h, sw = MIN (area->w / 3, TILER_SCROLL_STRIP);
+  gint h = area->h, sw = MIN (area->w / 3, TILER_SCROLL_STRIP) & ~1;
   gsize at[3] = { (gsize) area->x * 4,
     (gsize) (area->x + (area->w - sw) / 2) * 4,
     (gsize) (area->x + area->w - sw) * 4
