@@ -236,6 +236,7 @@ worker_reset (GstSpiceTiler * self)
   self->next_refine = GST_CLOCK_TIME_NONE;
   self->last_deadline = GST_CLOCK_TIME_NONE;
   self->last_stream_rt = GST_CLOCK_TIME_NONE;
+  self->scroll_zone_rt = GST_CLOCK_TIME_NONE;
   self->fps_window_start = GST_CLOCK_TIME_NONE;
   self->fps_window_frames = 0;
   self->pressure = FALSE;

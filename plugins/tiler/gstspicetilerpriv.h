@@ -106,6 +106,8 @@ struct _GstSpiceTiler
   TilerDiff diff;
   TilerHeat heat;
   TilerScroll scroll;
+  GstVideoRectangle scroll_zone;  /* where copies were made lately */
+  GstClockTime scroll_zone_rt;    /* running time of the last copy */
   TilerEncoder enc;
   GstSpiceRegion carry;
   GstSpiceRegion idle_damage;   /* scratch for updates without a frame */

@@ -14,7 +14,10 @@
  * TILER_SCROLL_MAX_SAME times in the shadow votes for the shifts between
  * them (blank rows, everywhere, do not vote). Only the winning shift is
  * checked on whole rows (memcmp), and the longest run of rows that match
- * under it is the copy.
+ * under it is the copy. After a copy the shadow's hashes move with its
+ * rows, and the next search finds the next band: an area whose parts
+ * moved by different amounts (the lower rows of an update cut by the
+ * budget lag behind) is several copies.
  */
 #include <string.h>
 
@@ -102,26 +105,39 @@ find_rows (const TilerScroll * s, gint n, guint64 hash, gint * count)
 }
 
 gboolean
-tiler_scroll_find (TilerScroll * s, const guint8 * frame, gint fstride,
-    const guint8 * shadow, gint sstride, const GstVideoRectangle * area,
-    GstVideoRectangle * dest, gint * src_y)
+tiler_scroll_begin (TilerScroll * s, const guint8 * frame, gint fstride,
+    const guint8 * shadow, gint sstride, const GstVideoRectangle * area)
 {
-  gint h = area->h, sw = MIN (area->w / 3, TILER_SCROLL_STRIP) & ~1;
+  gint h = area->h, sw = MIN (area->w / 3, TILER_SCROLL_STRIP) & ~1, y;
   gsize at[3] = { (gsize) area->x * 4,
     (gsize) (area->x + (area->w - sw) / 2) * 4,
     (gsize) (area->x + area->w - sw) * 4
   };
-  gsize row_bytes = (gsize) area->w * 4, ax = (gsize) area->x * 4;
-  gint y, shift, best = 0, run0 = 0, run = 0, best0 = 0, best_run = 0;
-  guint32 best_votes = 0;
-  guint changed = 0, best_changed = 0, run_changed = 0;
 
-  if (area->w < TILER_SCROLL_MIN_WIDTH || h < 2 * TILER_SCROLL_MIN_ROWS)
+  if (area->w < TILER_SCROLL_MIN_WIDTH || h < TILER_SCROLL_MIN_AREA_ROWS)
     return FALSE;
   ensure_rows (s, h);
+  s->frame = frame;
+  s->shadow = shadow;
+  s->fstride = fstride;
+  s->sstride = sstride;
+  s->area = *area;
   for (y = 0; y < h; y++) {
     s->fh[y] = strips_hash (ROW (frame, fstride, area->y + y), at, sw);
     s->sh[y] = strips_hash (ROW (shadow, sstride, area->y + y), at, sw);
+  }
+  return TRUE;
+}
+
+/* the shift most changed rows vote for, or FALSE */
+static gboolean
+vote (TilerScroll * s, gint * shift)
+{
+  gint h = s->area.h, y;
+  guint32 best_votes = 0;
+  guint changed = 0;
+
+  for (y = 0; y < h; y++) {
     s->sorted[y].hash = s->sh[y];
     s->sorted[y].row = y;
     changed += s->fh[y] != s->sh[y];
@@ -130,7 +146,7 @@ tiler_scroll_find (TilerScroll * s, const guint8 * frame, gint fstride,
     return FALSE;
   qsort (s->sorted, h, sizeof (TilerScrollKey), compare_key);
 
-  /* votes for shifts: frame row y shows what the shadow has at y + shift */
+  /* frame row y shows what the shadow has at y + shift */
   memset (s->votes, 0, 2 * (gsize) h * sizeof (guint32));
   for (y = 0; y < h; y++) {
     gint first, count, k;
@@ -145,20 +161,29 @@ tiler_scroll_find (TilerScroll * s, const guint8 * frame, gint fstride,
 
       if (sy != y && ++s->votes[sy - y + h] > best_votes) {
         best_votes = s->votes[sy - y + h];
-        best = sy - y;
+        *shift = sy - y;
       }
     }
   }
-  if (best_votes < TILER_SCROLL_MIN_VOTES)
-    return FALSE;
+  return best_votes >= TILER_SCROLL_MIN_VOTES;
+}
 
+gboolean
+tiler_scroll_next (TilerScroll * s, GstVideoRectangle * dest, gint * src_y)
+{
+  const GstVideoRectangle *a = &s->area;
+  gsize row_bytes = (gsize) a->w * 4, ax = (gsize) a->x * 4;
+  gint h = a->h, y, shift = 0, run0 = 0, run = 0, best0 = 0, best_run = 0;
+  guint best_changed = 0, run_changed = 0;
+
+  if (!vote (s, &shift))
+    return FALSE;
   /* the longest run of whole rows that match under the winning shift */
-  shift = best;
   for (y = MAX (0, -shift); y <= MIN (h, h - shift); y++) {
     gboolean match = y < MIN (h, h - shift) &&
         s->fh[y] == s->sh[y + shift] &&
-        memcmp (ROW (frame, fstride, area->y + y) + ax,
-        ROW (shadow, sstride, area->y + y + shift) + ax, row_bytes) == 0;
+        memcmp (ROW (s->frame, s->fstride, a->y + y) + ax,
+        ROW (s->shadow, s->sstride, a->y + y + shift) + ax, row_bytes) == 0;
 
     if (match) {
       if (run == 0) {
@@ -179,12 +204,21 @@ tiler_scroll_find (TilerScroll * s, const guint8 * frame, gint fstride,
   if (best_run < TILER_SCROLL_MIN_ROWS ||
       best_changed < TILER_SCROLL_MIN_ROWS / 2)
     return FALSE;
-  dest->x = area->x;
-  dest->y = area->y + best0;
-  dest->w = area->w;
+  dest->x = a->x;
+  dest->y = a->y + best0;
+  dest->w = a->w;
   dest->h = best_run;
   *src_y = dest->y + shift;
   return TRUE;
+}
+
+/* the shadow's rows of @dest now hold what its source rows held */
+void
+tiler_scroll_moved (TilerScroll * s, const GstVideoRectangle * dest,
+    gint src_y)
+{
+  memmove (s->sh + (dest->y - s->area.y), s->sh + (src_y - s->area.y),
+      (gsize) dest->h * sizeof (guint64));
 }
 
 void

@@ -7,8 +7,10 @@
 
 G_BEGIN_DECLS
 
-/* the least rows a copy must move (and change) to be worth a COPY_BITS */
-#define TILER_SCROLL_MIN_ROWS 16
+/* the least rows a copy must move (and change) to be worth a COPY_BITS,
+ * and the least height and width of an area to search */
+#define TILER_SCROLL_MIN_ROWS 8
+#define TILER_SCROLL_MIN_AREA_ROWS 32
 #define TILER_SCROLL_MIN_WIDTH 32
 
 typedef struct
@@ -23,18 +25,29 @@ typedef struct
   guint64 *fh, *sh;             /* row hashes of the frame and the shadow */
   TilerScrollKey *sorted;       /* the shadow's, sorted by hash */
   guint32 *votes;               /* 2 * rows shifts */
+  /* the search under way (tiler_scroll_begin()) */
+  const guint8 *frame, *shadow;
+  gint fstride, sstride;
+  GstVideoRectangle area;
 } TilerScroll;
 
 void     tiler_scroll_init (TilerScroll * s);
 void     tiler_scroll_clear (TilerScroll * s);
 
-/* Looks inside @area for rows of @frame that the shadow holds @src_y - dest
- * rows away. Returns TRUE with the longest such band (at least
- * TILER_SCROLL_MIN_ROWS rows, checked pixel by pixel) as @dest and the
- * row its source starts at as @src_y; same columns. */
-gboolean tiler_scroll_find (TilerScroll * s, const guint8 * frame,
+/* Starts a search inside @area of @frame against @shadow (what the client
+ * has); FALSE when the area is too small to be worth it. */
+gboolean tiler_scroll_begin (TilerScroll * s, const guint8 * frame,
     gint fstride, const guint8 * shadow, gint sstride,
-    const GstVideoRectangle * area, GstVideoRectangle * dest, gint * src_y);
+    const GstVideoRectangle * area);
+/* The next copy: the longest band of rows of the frame that the shadow
+ * holds @src_y - @dest->y rows away under the shift most changed rows
+ * agree on (at least TILER_SCROLL_MIN_ROWS rows, checked pixel by pixel),
+ * same columns. The caller moves the shadow (tiler_scroll_apply()) and
+ * tells with tiler_scroll_moved() before asking for the next. */
+gboolean tiler_scroll_next (TilerScroll * s, GstVideoRectangle * dest,
+    gint * src_y);
+void     tiler_scroll_moved (TilerScroll * s, const GstVideoRectangle * dest,
+    gint src_y);
 
 /* moves @dest's source rows (from @src_y) of @bgrx to @dest, like the
  * client's COPY_BITS */

@@ -469,8 +469,12 @@ area_exact (GstSpiceTiler * self, const GstVideoRectangle * r)
   return TRUE;
 }
 
-/* the largest damaged areas looked at for scrolling, per update */
+/* the damaged areas looked at for scrolling, per update, and the copies
+ * made in one area */
 #define TILER_SCROLL_MAX_AREAS 8
+#define TILER_SCROLL_MAX_COPIES 16
+/* how long an area that scrolled is sent as one region */
+#define TILER_SCROLL_ZONE_TIME GST_SECOND
 
 /* Finds the damaged areas whose content moved up or down and moves it on
  * the client with a COPY_BITS, first in the update, and in the shadow.
@@ -479,7 +483,7 @@ area_exact (GstSpiceTiler * self, const GstVideoRectangle * r)
  * the shadow changed (the diff must run again). */
 static gboolean
 copy_scrolled (GstSpiceTiler * self, const GstSpiceRegion * damage,
-    gboolean full, const guint8 * src, gint fstride)
+    gboolean full, const guint8 * src, gint fstride, GstClockTime now)
 {
   TilerDiff *d = &self->diff;
   GstVideoRectangle frame = { 0, 0, d->width, d->height };
@@ -489,34 +493,75 @@ copy_scrolled (GstSpiceTiler * self, const GstSpiceRegion * damage,
 
   for (i = 0; i < MIN (n, TILER_SCROLL_MAX_AREAS); i++) {
     GstVideoRectangle area, dest, from;
-    gint src_y;
+    gint src_y, k;
 
     if (!changed_box (d, &r[i], &area) ||
-        !tiler_scroll_find (&self->scroll, src, fstride, self->shadow,
-            self->shadow_stride, &area, &dest, &src_y))
+        !tiler_scroll_begin (&self->scroll, src, fstride, self->shadow,
+            self->shadow_stride, &area))
       continue;
-    from = dest;
-    from.y = src_y;
-    if (self->stream.active &&
-        (gst_spice_rect_intersect (&dest, &self->stream.rect, NULL) ||
-            gst_spice_rect_intersect (&from, &self->stream.rect, NULL)))
-      continue;
-    if (!area_exact (self, &from))
-      continue;
-    GST_LOG_OBJECT (self, "copy %dx%d from %d,%d to %d,%d", dest.w, dest.h,
-        from.x, from.y, dest.x, dest.y);
-    begin_update (self, 0);
-    gst_spice_draws_writer_add_copy_bits (self->writer, &dest, from.x,
-        from.y);
-    tiler_scroll_apply (self->shadow, self->shadow_stride, &dest, src_y);
-    mark_exact (self, &dest);
-    count_region (self, GST_SPICE_IMAGE_COPY_BITS, 0);
-    g_mutex_lock (&self->lock);
-    self->stats.copied_rows += dest.h;
-    g_mutex_unlock (&self->lock);
-    moved = TRUE;
+    /* parts of an area may have moved by different amounts (an update cut
+     * by the budget left the lower rows older): one copy each */
+    for (k = 0; k < TILER_SCROLL_MAX_COPIES; k++) {
+      if (!tiler_scroll_next (&self->scroll, &dest, &src_y))
+        break;
+      from = dest;
+      from.y = src_y;
+      if (self->stream.active &&
+          (gst_spice_rect_intersect (&dest, &self->stream.rect, NULL) ||
+              gst_spice_rect_intersect (&from, &self->stream.rect, NULL)))
+        break;
+      if (!area_exact (self, &from))
+        break;
+      GST_LOG_OBJECT (self, "copy %dx%d from %d,%d to %d,%d", dest.w, dest.h,
+          from.x, from.y, dest.x, dest.y);
+      begin_update (self, 0);
+      gst_spice_draws_writer_add_copy_bits (self->writer, &dest, from.x,
+          from.y);
+      tiler_scroll_apply (self->shadow, self->shadow_stride, &dest, src_y);
+      tiler_scroll_moved (&self->scroll, &dest, src_y);
+      mark_exact (self, &dest);
+      count_region (self, GST_SPICE_IMAGE_COPY_BITS, 0);
+      if (!GST_CLOCK_TIME_IS_VALID (self->scroll_zone_rt) ||
+          now >= self->scroll_zone_rt + TILER_SCROLL_ZONE_TIME)
+        self->scroll_zone = area;
+      else
+        gst_spice_rect_union (&self->scroll_zone, &area, &self->scroll_zone);
+      self->scroll_zone_rt = now;
+      g_mutex_lock (&self->lock);
+      self->stats.copied_rows += dest.h;
+      g_mutex_unlock (&self->lock);
+      moved = TRUE;
+    }
   }
   return moved;
+}
+
+/* The regions inside an area that scrolled lately become one rectangle,
+ * sent in full-width bands from the top: an update cut by the budget then
+ * leaves the area as rows of two ages, each a copy later, instead of a
+ * patchwork of cells of many ages that no copy can reproduce. */
+static void
+join_scroll_zone (GstSpiceTiler * self, GstClockTime now)
+{
+  GstSpiceRegion *regions = &self->regions;
+  GstVideoRectangle joined = { 0, 0, 0, 0 };
+  GArray *rects = regions->rects;
+  guint i;
+
+  if (!GST_CLOCK_TIME_IS_VALID (self->scroll_zone_rt) ||
+      now >= self->scroll_zone_rt + TILER_SCROLL_ZONE_TIME)
+    return;
+  for (i = 0; i < rects->len;) {
+    GstVideoRectangle *r = &g_array_index (rects, GstVideoRectangle, i);
+
+    if (gst_spice_rect_intersect (r, &self->scroll_zone, NULL)) {
+      gst_spice_rect_union (&joined, r, &joined);
+      g_array_remove_index_fast (rects, i);
+    } else
+      i++;
+  }
+  if (!gst_spice_rect_is_empty (&joined))
+    g_array_append_val (rects, joined);
 }
 
 /* whether downstream has not taken the last update yet (or the link has
@@ -553,7 +598,7 @@ gst_spice_tiler_update (GstSpiceTiler * self, const TilerParams * p,
     draw_busy = draw_busy_locked (self, final);
     g_mutex_unlock (&self->lock);
     /* a copy goes into this update: only when one can be made now */
-    if (!draw_busy && copy_scrolled (self, damage, full, src, fstride))
+    if (!draw_busy && copy_scrolled (self, damage, full, src, fstride, now))
       diff_damage (self, damage, full, src, fstride);
   }
   t1 = g_get_monotonic_time ();
@@ -701,6 +746,7 @@ gst_spice_tiler_update (GstSpiceTiler * self, const TilerParams * p,
 
   /* regions, smallest first */
   tiler_diff_collect (d, owned, p->max_rects, &self->regions);
+  join_scroll_zone (self, now);
   g_array_sort (self->regions.rects, compare_area);
   no_budget = final;
   begin_update (self, 0);

@@ -10,6 +10,15 @@
 #include "tilerscroll.h"
 #include "tiler-common.h"
 
+static gboolean
+scroll_find (TilerScroll * sc, const guint8 * frame, const guint8 * shadow,
+    gint stride, const GstVideoRectangle * area, GstVideoRectangle * dest,
+    gint * src_y)
+{
+  return tiler_scroll_begin (sc, frame, stride, shadow, stride, area) &&
+      tiler_scroll_next (sc, dest, src_y);
+}
+
 /* the finder: the exact band and shift of a scrolled window, both ways,
  * none for noise or an unchanged area; applying the copy to the old
  * picture gives the new one on the band */
@@ -36,7 +45,7 @@ GST_START_TEST (test_scroll_find)
 
     show_rows (shadow, W, doc, &win, off0);
     show_rows (frame, W, doc, &win, off1);
-    fail_unless (tiler_scroll_find (&sc, frame, W * 4, shadow, W * 4, &win,
+    fail_unless (scroll_find (&sc, frame, shadow, W * 4, &win,
             &dest, &src_y), "shift %d not found", shifts[i]);
     /* frame row y shows shadow row y + shift */
     fail_unless_equals_int (src_y - dest.y, shifts[i]);
@@ -55,20 +64,64 @@ GST_START_TEST (test_scroll_find)
   /* nothing moved */
   show_rows (shadow, W, doc, &win, 50);
   show_rows (frame, W, doc, &win, 50);
-  fail_if (tiler_scroll_find (&sc, frame, W * 4, shadow, W * 4, &win, &dest,
+  fail_if (scroll_find (&sc, frame, shadow, W * 4, &win, &dest,
           &src_y));
   /* new content (noise) */
   for (y = win.y; y < win.y + win.h; y++)
     for (i = win.x; i < win.x + win.w; i++)
       ((guint32 *) frame)[(gsize) y * W + i] = 0xff000000 | rnd (&seed);
-  fail_if (tiler_scroll_find (&sc, frame, W * 4, shadow, W * 4, &win, &dest,
+  fail_if (scroll_find (&sc, frame, shadow, W * 4, &win, &dest,
           &src_y));
   /* an area too small to be worth it */
   show_rows (frame, W, doc, &win, 54);
-  win.h = TILER_SCROLL_MIN_ROWS;
-  fail_if (tiler_scroll_find (&sc, frame, W * 4, shadow, W * 4, &win, &dest,
+  win.h = TILER_SCROLL_MIN_AREA_ROWS - 1;
+  fail_if (scroll_find (&sc, frame, shadow, W * 4, &win, &dest,
           &src_y));
 
+  tiler_scroll_clear (&sc);
+  g_free (doc);
+  g_free (shadow);
+  g_free (frame);
+}
+
+GST_END_TEST;
+
+/* a shadow whose window is three bands that lag by different amounts
+ * (updates cut by the budget): three copies, each found after the one
+ * before was applied, make every band right */
+GST_START_TEST (test_scroll_patchwork)
+{
+  const gint W = 200, H = 300;
+  GstVideoRectangle win = { 10, 10, 180, 270 }, dest;
+  guint32 *doc = g_new (guint32, (gsize) win.w * 800);
+  guint8 *shadow = g_malloc0 ((gsize) W * H * 4);
+  guint8 *frame = g_malloc0 ((gsize) W * H * 4);
+  /* band top (window row), document offset the shadow shows there */
+  const gint bands[3][2] = { {0, 380}, {90, 360}, {180, 320} };
+  gint i, y, src_y, copies = 0;
+  TilerScroll sc;
+
+  tiler_scroll_init (&sc);
+  document_rows (doc, win.w, 800, 0xfeed);
+  show_rows (frame, W, doc, &win, 400);
+  for (i = 0; i < 3; i++) {
+    GstVideoRectangle b = { win.x, win.y + bands[i][0], win.w, 90 };
+
+    show_rows (shadow, W, doc, &b, bands[i][1] + bands[i][0]);
+  }
+  fail_unless (tiler_scroll_begin (&sc, frame, W * 4, shadow, W * 4, &win));
+  while (tiler_scroll_next (&sc, &dest, &src_y)) {
+    tiler_scroll_apply (shadow, W * 4, &dest, src_y);
+    tiler_scroll_moved (&sc, &dest, src_y);
+    fail_unless (++copies <= 3);
+  }
+  fail_unless_equals_int (copies, 3);
+  /* every row that can come from the shadow did: rows whose content the
+   * shadow never held stay for the draws */
+  for (y = win.y; y < win.y + 20; y++)
+    fail_unless (memcmp (shadow + ((gsize) y * W + win.x) * 4,
+            frame + ((gsize) y * W + win.x) * 4, (gsize) win.w * 4) == 0,
+        "row %d", y);
   tiler_scroll_clear (&sc);
   g_free (doc);
   g_free (shadow);
@@ -512,6 +565,7 @@ tiler_internals_suite (void)
   tcase_add_test (tc, test_heat_largest_group);
   tcase_add_test (tc, test_draw_budget);
   tcase_add_test (tc, test_scroll_find);
+  tcase_add_test (tc, test_scroll_patchwork);
   return s;
 }
 
