@@ -184,7 +184,8 @@ roundtrip_exact (const gchar * activity, GuestActivity kind,
   if (expect_stream) {
     /* a stream starts after ~20 changes in a row: give a slow (sanitized,
      * loaded) machine time */
-    gint64 end = g_get_monotonic_time () + 20 * G_USEC_PER_SEC;
+    gint64 end = g_get_monotonic_time () + 20 * G_USEC_PER_SEC *
+        test_time_factor ();
 
     while (sink_stream_frames_in (&c) == 0 && g_get_monotonic_time () < end)
       pull_until_exact (&c, NULL, 0, 0, 500, &diff);
@@ -195,7 +196,7 @@ roundtrip_exact (const gchar * activity, GuestActivity kind,
   expected = guest_render_frame_new (GUEST_DEFAULT_WIDTH,
       GUEST_DEFAULT_HEIGHT, 1, 0, kind, (gint64) frame_no);
   ms = pull_until_exact (&c, expected, GUEST_DEFAULT_WIDTH,
-      GUEST_DEFAULT_HEIGHT, 30000, &diff);
+      GUEST_DEFAULT_HEIGHT, 30000 * test_time_factor (), &diff);
   fail_unless (ms >= 0, "%s: the client never got the exact picture (%"
       G_GUINT64_FORMAT " pixels differ)", activity, diff);
   GST_INFO ("%s (%s): exact picture at the client %" G_GINT64_FORMAT
