@@ -326,12 +326,30 @@ gst_spice_payload_validate (GstSpiceImageType type, gint width, gint height,
   }
 }
 
-void
-gst_spice_copy_bits_payload_parse (const guint8 * payload, gint * src_x,
-    gint * src_y)
+gboolean
+gst_spice_copy_bits_payload_parse (const guint8 * payload,
+    const GstVideoRectangle * dest, gint surface_width, gint surface_height,
+    gint * src_x, gint * src_y)
 {
   *src_x = (gint32) GST_READ_UINT32_LE (payload);
   *src_y = (gint32) GST_READ_UINT32_LE (payload + 4);
+  return *src_x >= 0 && *src_y >= 0 && *src_x <= surface_width - dest->w &&
+      *src_y <= surface_height - dest->h;
+}
+
+void
+gst_spice_copy_bits_apply (guint8 * bgrx, gint stride,
+    const GstVideoRectangle * dest, gint src_x, gint src_y)
+{
+  gsize bytes = (gsize) dest->w * 4;
+  gint i;
+
+  for (i = 0; i < dest->h; i++) {
+    gint row = src_y < dest->y ? dest->h - 1 - i : i;
+
+    memmove (bgrx + (gsize) (dest->y + row) * stride + (gsize) dest->x * 4,
+        bgrx + (gsize) (src_y + row) * stride + (gsize) src_x * 4, bytes);
+  }
 }
 
 /* ---- LZ4 and JPEG payload framing ---- */

@@ -112,9 +112,16 @@ void     gst_spice_bitmap_payload_write (guint8 * out, const guint8 * bgrx,
     gint stride, gint width, gint height);
 gboolean gst_spice_payload_validate (GstSpiceImageType type, gint width,
     gint height, const guint8 * payload, gsize payload_size);
-/* the source corner of a COPY_BITS region (payload already validated) */
-void     gst_spice_copy_bits_payload_parse (const guint8 * payload,
+/* The source corner of a COPY_BITS region whose payload is validated;
+ * FALSE when the @dest-sized source does not lie on a @surface_width x
+ * @surface_height surface. */
+gboolean gst_spice_copy_bits_payload_parse (const guint8 * payload,
+    const GstVideoRectangle * dest, gint surface_width, gint surface_height,
     gint * src_x, gint * src_y);
+/* Applies a COPY_BITS to BGRx pixels as a client does: each source row is
+ * read before a destination row overwrites it. */
+void     gst_spice_copy_bits_apply (guint8 * bgrx, gint stride,
+    const GstVideoRectangle * dest, gint src_x, gint src_y);
 
 /* ---- LZ4 and JPEG payload framing (SPICE wire format) ----
  *

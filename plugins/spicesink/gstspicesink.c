@@ -665,10 +665,9 @@ copy_source_on_surface (GstSpiceSink * sink, const GstSpiceDraw * d)
 {
   gint sx, sy;
 
-  if (d->type != GST_SPICE_IMAGE_COPY_BITS)
-    return TRUE;
-  gst_spice_copy_bits_payload_parse (d->payload, &sx, &sy);
-  return sx <= sink->width - d->dest.w && sy <= sink->height - d->dest.h;
+  return d->type != GST_SPICE_IMAGE_COPY_BITS ||
+      gst_spice_copy_bits_payload_parse (d->payload, &d->dest, sink->width,
+      sink->height, &sx, &sy);
 }
 
 static GstFlowReturn

@@ -82,9 +82,9 @@ gst_spice_sink_send_draw (SinkConn * conn, const GstVideoRectangle * dest,
   if (type == GST_SPICE_IMAGE_COPY_BITS) {
     gint sx, sy;
 
-    /* validated by the draw chain: the source lies on the surface */
-    gst_spice_copy_bits_payload_parse (g_bytes_get_data (payload, NULL), &sx,
-        &sy);
+    /* the draw chain checked that the source lies on the surface */
+    gst_spice_copy_bits_payload_parse (g_bytes_get_data (payload, NULL), dest,
+        G_MAXINT, G_MAXINT, &sx, &sy);
     gst_spice_wire_write_copy_bits (a, 0, dest, sx, sy);
     gst_spice_sink_conn_send (conn, GST_SPICE_MSG_DISPLAY_COPY_BITS, a, NULL);
     g_byte_array_unref (a);

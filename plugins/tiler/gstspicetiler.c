@@ -1258,8 +1258,7 @@ gst_spice_tiler_class_init (GstSpiceTilerClass * klass)
   g_object_class_install_property (gobject_class, PROP_STATS,
       g_param_spec_boxed ("stats", "Statistics",
           "Counters: frames, updates, regions and bytes per codec, copies, "
-          "lossy "
-          "area pending refinement, stream state, fps and drops, average "
+          "lossy area pending refinement, stream state, fps and drops, average "
           "diff and encode time (us)", GST_TYPE_STRUCTURE,
           G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
 

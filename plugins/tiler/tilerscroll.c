@@ -220,19 +220,3 @@ tiler_scroll_moved (TilerScroll * s, const GstVideoRectangle * dest,
   memmove (s->sh + (dest->y - s->area.y), s->sh + (src_y - s->area.y),
       (gsize) dest->h * sizeof (guint64));
 }
-
-void
-tiler_scroll_apply (guint8 * bgrx, gint stride, const GstVideoRectangle * dest,
-    gint src_y)
-{
-  gsize bytes = (gsize) dest->w * 4, x = (gsize) dest->x * 4;
-  gint i;
-
-  /* read each source row before a destination row overwrites it */
-  for (i = 0; i < dest->h; i++) {
-    gint row = src_y < dest->y ? dest->h - 1 - i : i;
-
-    memmove (bgrx + (gsize) (dest->y + row) * stride + x,
-        bgrx + (gsize) (src_y + row) * stride + x, bytes);
-  }
-}

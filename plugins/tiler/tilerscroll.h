@@ -42,16 +42,11 @@ gboolean tiler_scroll_begin (TilerScroll * s, const guint8 * frame,
 /* The next copy: the longest band of rows of the frame that the shadow
  * holds @src_y - @dest->y rows away under the shift most changed rows
  * agree on (at least TILER_SCROLL_MIN_ROWS rows, checked pixel by pixel),
- * same columns. The caller moves the shadow (tiler_scroll_apply()) and
- * tells with tiler_scroll_moved() before asking for the next. */
+ * same columns. The caller moves the shadow (gst_spice_copy_bits_apply())
+ * and tells with tiler_scroll_moved() before asking for the next. */
 gboolean tiler_scroll_next (TilerScroll * s, GstVideoRectangle * dest,
     gint * src_y);
 void     tiler_scroll_moved (TilerScroll * s, const GstVideoRectangle * dest,
     gint src_y);
-
-/* moves @dest's source rows (from @src_y) of @bgrx to @dest, like the
- * client's COPY_BITS */
-void     tiler_scroll_apply (guint8 * bgrx, gint stride,
-    const GstVideoRectangle * dest, gint src_y);
 
 G_END_DECLS

@@ -476,6 +476,14 @@ area_exact (GstSpiceTiler * self, const GstVideoRectangle * r)
 /* how long an area that scrolled is sent as one region */
 #define TILER_SCROLL_ZONE_TIME GST_SECOND
 
+/* whether copies were made within TILER_SCROLL_ZONE_TIME */
+static gboolean
+scroll_zone_live (GstSpiceTiler * self, GstClockTime now)
+{
+  return GST_CLOCK_TIME_IS_VALID (self->scroll_zone_rt) &&
+      now < self->scroll_zone_rt + TILER_SCROLL_ZONE_TIME;
+}
+
 /* Finds the damaged areas whose content moved up or down and moves it on
  * the client with a COPY_BITS, first in the update, and in the shadow.
  * Only exact pixels outside the stream are copied: a copy of a lossy
@@ -517,15 +525,15 @@ copy_scrolled (GstSpiceTiler * self, const GstSpiceRegion * damage,
       begin_update (self, 0);
       gst_spice_draws_writer_add_copy_bits (self->writer, &dest, from.x,
           from.y);
-      tiler_scroll_apply (self->shadow, self->shadow_stride, &dest, src_y);
+      gst_spice_copy_bits_apply (self->shadow, self->shadow_stride, &dest,
+          from.x, from.y);
       tiler_scroll_moved (&self->scroll, &dest, src_y);
       mark_exact (self, &dest);
       count_region (self, GST_SPICE_IMAGE_COPY_BITS, 0);
-      if (!GST_CLOCK_TIME_IS_VALID (self->scroll_zone_rt) ||
-          now >= self->scroll_zone_rt + TILER_SCROLL_ZONE_TIME)
-        self->scroll_zone = area;
-      else
+      if (scroll_zone_live (self, now))
         gst_spice_rect_union (&self->scroll_zone, &area, &self->scroll_zone);
+      else
+        self->scroll_zone = area;
       self->scroll_zone_rt = now;
       g_mutex_lock (&self->lock);
       self->stats.copied_rows += dest.h;
@@ -548,8 +556,7 @@ join_scroll_zone (GstSpiceTiler * self, GstClockTime now)
   GArray *rects = regions->rects;
   guint i;
 
-  if (!GST_CLOCK_TIME_IS_VALID (self->scroll_zone_rt) ||
-      now >= self->scroll_zone_rt + TILER_SCROLL_ZONE_TIME)
+  if (!scroll_zone_live (self, now))
     return;
   for (i = 0; i < rects->len;) {
     GstVideoRectangle *r = &g_array_index (rects, GstVideoRectangle, i);

@@ -167,26 +167,20 @@ apply_jpeg (DrawsDecoder * dec, const GstSpiceDraw * d, GError ** error)
   return TRUE;
 }
 
-/* COPY_BITS: rows are moved in the order that reads each source row
- * before it is overwritten */
 static gboolean
 apply_copy_bits (DrawsDecoder * dec, const GstSpiceDraw * d, GError ** error)
 {
-  gint sx, sy, i;
+  gint sx, sy;
 
   if (!gst_spice_payload_validate (d->type, d->dest.w, d->dest.h, d->payload,
           d->payload_size))
     return fail (error, "bad COPY_BITS payload");
-  gst_spice_copy_bits_payload_parse (d->payload, &sx, &sy);
-  if (sx + d->dest.w > dec->width || sy + d->dest.h > dec->height)
+  if (!gst_spice_copy_bits_payload_parse (d->payload, &d->dest, dec->width,
+          dec->height, &sx, &sy))
     return fail (error, "COPY_BITS source %d,%d %dx%d outside %dx%d", sx, sy,
         d->dest.w, d->dest.h, dec->width, dec->height);
-  for (i = 0; i < d->dest.h; i++) {
-    gint row = sy < d->dest.y ? d->dest.h - 1 - i : i;
-
-    memmove (canvas_at (dec, d->dest.x, d->dest.y + row),
-        canvas_at (dec, sx, sy + row), (gsize) d->dest.w * 4);
-  }
+  gst_spice_copy_bits_apply (dec->canvas, dec->stride, &d->dest, sx,
+      sy);
   return TRUE;
 }
 

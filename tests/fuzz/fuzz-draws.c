@@ -29,8 +29,14 @@ LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
     while (gst_spice_draws_reader_next (&r, &d)) {
       g_assert (d.payload >= r.map.data);
       g_assert (d.payload + d.payload_size <= r.map.data + r.map.size);
-      (void) gst_spice_payload_validate (d.type, d.dest.w, d.dest.h,
-          d.payload, d.payload_size);
+      if (gst_spice_payload_validate (d.type, d.dest.w, d.dest.h,
+              d.payload, d.payload_size) &&
+          d.type == GST_SPICE_IMAGE_COPY_BITS) {
+        gint sx, sy;
+
+        (void) gst_spice_copy_bits_payload_parse (d.payload, &d.dest, 4096,
+            4096, &sx, &sy);
+      }
     }
     gst_spice_draws_reader_clear (&r);
   }

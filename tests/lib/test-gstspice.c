@@ -259,9 +259,13 @@ GST_START_TEST (test_draws_roundtrip)
     gint sx = 0, sy = 0;
     guint8 neg[GST_SPICE_COPY_BITS_PAYLOAD_SIZE];
 
-    gst_spice_copy_bits_payload_parse (d.payload, &sx, &sy);
+    fail_unless (gst_spice_copy_bits_payload_parse (d.payload, &d.dest,
+            1000, 1000, &sx, &sy));
     fail_unless_equals_int (sx, 7);
     fail_unless_equals_int (sy, 300);
+    /* the source must lie on the surface */
+    fail_if (gst_spice_copy_bits_payload_parse (d.payload, &d.dest, 1000,
+            300 + d.dest.h - 1, &sx, &sy));
     memcpy (neg, d.payload, sizeof (neg));
     GST_WRITE_UINT32_LE (neg + 4, (guint32) - 1);
     fail_if (gst_spice_payload_validate (d.type, d.dest.w, d.dest.h, neg,

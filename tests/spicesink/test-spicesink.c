@@ -826,13 +826,7 @@ scroll_window (Fixture * f, const GstVideoRectangle * win, gint step,
   fresh.y = step > 0 ? win->y + win->h - step : win->y;
   make_pattern (pat, f->w, f->h, seed);
   g_mutex_lock (&f->lock);
-  for (y = 0; y < dest.h; y++) {
-    gint row = step < 0 ? dest.h - 1 - y : y;
-
-    memmove (f->picture + ((gsize) (dest.y + row) * f->w + dest.x) * 4,
-        f->picture + ((gsize) (src_y + row) * f->w + dest.x) * 4,
-        (gsize) dest.w * 4);
-  }
+  gst_spice_copy_bits_apply (f->picture, f->w * 4, &dest, dest.x, src_y);
   for (y = fresh.y; y < fresh.y + fresh.h; y++)
     memcpy (f->picture + ((gsize) y * f->w + fresh.x) * 4,
         pat + ((gsize) y * f->w + fresh.x) * 4, (gsize) fresh.w * 4);

@@ -54,7 +54,7 @@ GST_START_TEST (test_scroll_find)
     fail_unless_equals_int (dest.h, win.h - ABS (shifts[i]));
     fail_unless_equals_int (dest.y, shifts[i] > 0 ? win.y : win.y -
         shifts[i]);
-    tiler_scroll_apply (shadow, W * 4, &dest, src_y);
+    gst_spice_copy_bits_apply (shadow, W * 4, &dest, dest.x, src_y);
     for (y = dest.y; y < dest.y + dest.h; y++)
       fail_unless (memcmp (shadow + ((gsize) y * W + dest.x) * 4,
               frame + ((gsize) y * W + dest.x) * 4, (gsize) dest.w * 4) == 0,
@@ -111,7 +111,7 @@ GST_START_TEST (test_scroll_patchwork)
   }
   fail_unless (tiler_scroll_begin (&sc, frame, W * 4, shadow, W * 4, &win));
   while (tiler_scroll_next (&sc, &dest, &src_y)) {
-    tiler_scroll_apply (shadow, W * 4, &dest, src_y);
+    gst_spice_copy_bits_apply (shadow, W * 4, &dest, dest.x, src_y);
     tiler_scroll_moved (&sc, &dest, src_y);
     fail_unless (++copies <= 3);
   }
