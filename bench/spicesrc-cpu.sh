@@ -40,7 +40,7 @@ done
 
 export GST_PLUGIN_PATH="$BUILD/plugins:$BUILD/plugins/spicesrc"
 export GST_REGISTRY="$TMP/registry.bin"
-export LD_LIBRARY_PATH="$BUILD/gst-libs/spice${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export LD_LIBRARY_PATH="$BUILD/gst-libs/gst/spice${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 gst-launch-1.0 -q spicesrc uri="spice://127.0.0.1:$PORT" ! fakesink sync=false \
   >"$TMP/gst.log" 2>&1 &
 PPID_GST=$!

@@ -20,7 +20,7 @@
 #include <gst/check/gstharness.h>
 #include <lz4.h>
 #include <turbojpeg.h>
-#include <spice/gstspice.h>
+#include <gst/spice/gstspice.h>
 
 #include "tilerdiff.h"
 

@@ -1011,13 +1011,13 @@ codec_from_caps (GstCaps * caps, gint * w, gint * h)
   gst_structure_get_int (s, "width", w);
   gst_structure_get_int (s, "height", h);
   if (g_str_equal (name, "image/jpeg"))
-    return GST_SPICE_CODEC_MJPEG;
+    return SPICE_VIDEO_CODEC_TYPE_MJPEG;
   if (g_str_equal (name, "video/x-vp8"))
-    return GST_SPICE_CODEC_VP8;
+    return SPICE_VIDEO_CODEC_TYPE_VP8;
   if (g_str_equal (name, "video/x-vp9"))
-    return GST_SPICE_CODEC_VP9;
+    return SPICE_VIDEO_CODEC_TYPE_VP9;
   if (g_str_equal (name, "video/x-h264"))
-    return GST_SPICE_CODEC_H264;
+    return SPICE_VIDEO_CODEC_TYPE_H264;
   return 0;
 }
 
@@ -1042,20 +1042,20 @@ send_stream_create (GstSpiceSink * sink, SinkSession * s, SinkStream * st)
   GByteArray *a = g_byte_array_new ();
 
   gst_spice_wire_write_stream_create (a, 0, st->spice_id, st->active_codec,
-      GST_SPICE_STREAM_FLAGS_TOP_DOWN,
+      SPICE_STREAM_FLAGS_TOP_DOWN,
       st->width > 0 ? st->width : st->dest.w,
       st->height > 0 ? st->height : st->dest.h, &st->dest);
-  gst_spice_sink_conn_send (d, GST_SPICE_MSG_DISPLAY_STREAM_CREATE, a, NULL);
+  gst_spice_sink_conn_send (d, SPICE_MSG_DISPLAY_STREAM_CREATE, a, NULL);
   g_byte_array_set_size (a, 0);
   /* per-client state exists exactly from the moment STREAM_CREATE is queued */
   memset (cs, 0, sizeof (*cs));
   cs->created = TRUE;
   cs->unique_id = g_random_int ();
   if (gst_spice_caps_test (d->link.channel_caps, d->link.n_channel,
-          GST_SPICE_DISPLAY_CAP_STREAM_REPORT)) {
+          SPICE_DISPLAY_CAP_STREAM_REPORT)) {
     gst_spice_wire_write_stream_activate_report (a, st->spice_id,
         cs->unique_id, 5, 1000);
-    gst_spice_sink_conn_send (d, GST_SPICE_MSG_DISPLAY_STREAM_ACTIVATE_REPORT,
+    gst_spice_sink_conn_send (d, SPICE_MSG_DISPLAY_STREAM_ACTIVATE_REPORT,
         a, NULL);
   }
   g_byte_array_unref (a);
@@ -1069,7 +1069,7 @@ send_stream_data (SinkConn * d, SinkStream * st, GBytes * frame)
 
   gst_spice_wire_write_stream_data_head (a, st->spice_id, 0,
       (guint32) g_bytes_get_size (frame));
-  m = gst_spice_sink_msg_new (d, GST_SPICE_MSG_DISPLAY_STREAM_DATA, a, frame);
+  m = gst_spice_sink_msg_new (d, SPICE_MSG_DISPLAY_STREAM_DATA, a, frame);
   /* stamped when its first byte goes out: mm now + stream-latency */
   m->mm_off = (gint16) (gst_spice_wire_header_size (d->mini) +
       GST_SPICE_WIRE_STREAM_DATA_MM_OFFSET);

@@ -42,23 +42,23 @@ gst_spice_sink_session_supports_codec (SinkSession * s, guint8 codec)
     return FALSE;
   caps = d->link.channel_caps;
   n = d->link.n_channel;
-  if (!gst_spice_caps_test (caps, n, GST_SPICE_DISPLAY_CAP_MULTI_CODEC))
-    return codec == GST_SPICE_CODEC_MJPEG;
+  if (!gst_spice_caps_test (caps, n, SPICE_DISPLAY_CAP_MULTI_CODEC))
+    return codec == SPICE_VIDEO_CODEC_TYPE_MJPEG;
   switch (codec) {
-    case GST_SPICE_CODEC_MJPEG:
-      bit = GST_SPICE_DISPLAY_CAP_CODEC_MJPEG;
+    case SPICE_VIDEO_CODEC_TYPE_MJPEG:
+      bit = SPICE_DISPLAY_CAP_CODEC_MJPEG;
       break;
-    case GST_SPICE_CODEC_VP8:
-      bit = GST_SPICE_DISPLAY_CAP_CODEC_VP8;
+    case SPICE_VIDEO_CODEC_TYPE_VP8:
+      bit = SPICE_DISPLAY_CAP_CODEC_VP8;
       break;
-    case GST_SPICE_CODEC_H264:
-      bit = GST_SPICE_DISPLAY_CAP_CODEC_H264;
+    case SPICE_VIDEO_CODEC_TYPE_H264:
+      bit = SPICE_DISPLAY_CAP_CODEC_H264;
       break;
-    case GST_SPICE_CODEC_VP9:
-      bit = GST_SPICE_DISPLAY_CAP_CODEC_VP9;
+    case SPICE_VIDEO_CODEC_TYPE_VP9:
+      bit = SPICE_DISPLAY_CAP_CODEC_VP9;
       break;
-    case GST_SPICE_CODEC_H265:
-      bit = GST_SPICE_DISPLAY_CAP_CODEC_H265;
+    case SPICE_VIDEO_CODEC_TYPE_H265:
+      bit = SPICE_DISPLAY_CAP_CODEC_H265;
       break;
     default:
       return FALSE;
@@ -86,14 +86,14 @@ gst_spice_sink_send_draw (SinkConn * conn, const GstVideoRectangle * dest,
     gst_spice_copy_bits_payload_parse (g_bytes_get_data (payload, NULL), dest,
         G_MAXINT, G_MAXINT, &sx, &sy);
     gst_spice_wire_write_copy_bits (a, 0, dest, sx, sy);
-    gst_spice_sink_conn_send (conn, GST_SPICE_MSG_DISPLAY_COPY_BITS, a, NULL);
+    gst_spice_sink_conn_send (conn, SPICE_MSG_DISPLAY_COPY_BITS, a, NULL);
     g_byte_array_unref (a);
     if (conn->session)
       conn->session->copies++;
     return;
   }
   gst_spice_wire_write_draw_copy_head (a, 0, dest, type, 0);
-  gst_spice_sink_conn_send (conn, GST_SPICE_MSG_DISPLAY_DRAW_COPY, a,
+  gst_spice_sink_conn_send (conn, SPICE_MSG_DISPLAY_DRAW_COPY, a,
       payload);
   g_byte_array_unref (a);
   if (conn->session) {
@@ -318,17 +318,17 @@ gst_spice_sink_display_start (GstSpiceSink * sink, SinkSession * s)
     for (i = 0; i < SINK_MAX_STREAMS; i++) {
       if (s->streams[i].created) {
         gst_spice_wire_write_stream_destroy (a, i);
-        send_fixed (d, GST_SPICE_MSG_DISPLAY_STREAM_DESTROY, a);
+        send_fixed (d, SPICE_MSG_DISPLAY_STREAM_DESTROY, a);
       }
       memset (&s->streams[i], 0, sizeof (s->streams[i]));
     }
     gst_spice_wire_write_surface_destroy (a, 0);
-    send_fixed (d, GST_SPICE_MSG_DISPLAY_SURFACE_DESTROY, a);
+    send_fixed (d, SPICE_MSG_DISPLAY_SURFACE_DESTROY, a);
   }
   s->awaiting_refresh = FALSE;
   gst_spice_wire_write_surface_create (a, 0, sink->width, sink->height,
-      GST_SPICE_SURFACE_FMT_32_xRGB, GST_SPICE_SURFACE_FLAGS_PRIMARY);
-  send_fixed (d, GST_SPICE_MSG_DISPLAY_SURFACE_CREATE, a);
+      SPICE_SURFACE_FMT_32_xRGB, SPICE_SURFACE_FLAGS_PRIMARY);
+  send_fixed (d, SPICE_MSG_DISPLAY_SURFACE_CREATE, a);
   g_byte_array_unref (a);
   s->surface_sent = TRUE;
   gst_spice_sink_session_start_picture (sink, s);
@@ -341,7 +341,7 @@ gst_spice_sink_session_picture_done (GstSpiceSink * sink, SinkSession * s)
 {
   GByteArray *a = g_byte_array_new ();
 
-  send_fixed (s->display, GST_SPICE_MSG_DISPLAY_MARK, a);
+  send_fixed (s->display, SPICE_MSG_DISPLAY_MARK, a);
   g_byte_array_unref (a);
   s->awaiting_refresh = FALSE;
 }
@@ -419,7 +419,7 @@ gst_spice_sink_stream_destroy_all_clients (GstSpiceSink * sink,
 
     if (cs->created && s->display && s->display->state == CONN_DATA) {
       gst_spice_wire_write_stream_destroy (a, st->spice_id);
-      send_fixed (s->display, GST_SPICE_MSG_DISPLAY_STREAM_DESTROY, a);
+      send_fixed (s->display, SPICE_MSG_DISPLAY_STREAM_DESTROY, a);
     }
     memset (cs, 0, sizeof (*cs));
   }
@@ -561,8 +561,8 @@ motion_done (SinkConn * conn)
 {
   SinkSession *s = conn->session;
 
-  if (++s->motion_count % GST_SPICE_MOTION_ACK_BUNCH == 0)
-    gst_spice_sink_conn_send (conn, GST_SPICE_MSG_INPUTS_MOUSE_MOTION_ACK,
+  if (++s->motion_count % SPICE_INPUT_MOTION_ACK_BUNCH == 0)
+    gst_spice_sink_conn_send (conn, SPICE_MSG_INPUTS_MOUSE_MOTION_ACK,
         NULL, NULL);
 }
 
@@ -590,8 +590,8 @@ handle_inputs (SinkConn * conn, guint16 type, const guint8 * body, gsize size)
   gint n = -1, i;
 
   switch (type) {
-    case GST_SPICE_MSGC_INPUTS_KEY_DOWN:
-    case GST_SPICE_MSGC_INPUTS_KEY_UP:{
+    case SPICE_MSGC_INPUTS_KEY_DOWN:
+    case SPICE_MSGC_INPUTS_KEY_UP:{
       guint32 code;
 
       if (gst_spice_wire_parse_key (body, size, &code))
@@ -602,12 +602,12 @@ handle_inputs (SinkConn * conn, guint16 type, const guint8 * body, gsize size)
       }
       for (i = 0; i < n; i++) {
         /* KEY_UP carries release codes; trust the message type */
-        keys[i].release = type == GST_SPICE_MSGC_INPUTS_KEY_UP;
+        keys[i].release = type == SPICE_MSGC_INPUTS_KEY_UP;
         emit_key (sink, s, &keys[i]);
       }
       return TRUE;
     }
-    case GST_SPICE_MSGC_INPUTS_KEY_SCANCODE:
+    case SPICE_MSGC_INPUTS_KEY_SCANCODE:
       n = gst_spice_wire_decode_key_bytes (body, size, keys,
           G_N_ELEMENTS (keys));
       if (n <= 0) {
@@ -617,7 +617,7 @@ handle_inputs (SinkConn * conn, guint16 type, const guint8 * body, gsize size)
       for (i = 0; i < n; i++)
         emit_key (sink, s, &keys[i]);
       return TRUE;
-    case GST_SPICE_MSGC_INPUTS_KEY_MODIFIERS:{
+    case SPICE_MSGC_INPUTS_KEY_MODIFIERS:{
       guint16 m;
 
       if (!gst_spice_wire_parse_key_modifiers (body, size, &m)) {
@@ -627,7 +627,7 @@ handle_inputs (SinkConn * conn, guint16 type, const guint8 * body, gsize size)
       s->locks = m & 7;
       return TRUE;
     }
-    case GST_SPICE_MSGC_INPUTS_MOUSE_POSITION:{
+    case SPICE_MSGC_INPUTS_MOUSE_POSITION:{
       guint32 x, y;
       guint16 b;
       guint8 disp;
@@ -645,7 +645,7 @@ handle_inputs (SinkConn * conn, guint16 type, const guint8 * body, gsize size)
           (gint) MIN (y, G_MAXINT16 * 2));
       return TRUE;
     }
-    case GST_SPICE_MSGC_INPUTS_MOUSE_MOTION:{
+    case SPICE_MSGC_INPUTS_MOUSE_MOTION:{
       gint32 dx, dy;
       guint16 b;
 
@@ -660,11 +660,11 @@ handle_inputs (SinkConn * conn, guint16 type, const guint8 * body, gsize size)
       move_pointer (sink, s, s->mouse_x + dx, s->mouse_y + dy);
       return TRUE;
     }
-    case GST_SPICE_MSGC_INPUTS_MOUSE_PRESS:
-    case GST_SPICE_MSGC_INPUTS_MOUSE_RELEASE:{
+    case SPICE_MSGC_INPUTS_MOUSE_PRESS:
+    case SPICE_MSGC_INPUTS_MOUSE_RELEASE:{
       guint8 button;
       guint16 b;
-      gboolean press = type == GST_SPICE_MSGC_INPUTS_MOUSE_PRESS;
+      gboolean press = type == SPICE_MSGC_INPUTS_MOUSE_PRESS;
       GstEvent *ev;
 
       if (!gst_spice_wire_parse_mouse_button (body, size, &button, &b)) {
@@ -705,17 +705,17 @@ gst_spice_sink_send_cursor (GstSpiceSink * sink, SinkSession * s,
   if (init) {
     gst_spice_wire_write_cursor_init_head (a, x, y, cur->visible, has_shape,
         unique, cur->width, cur->height, cur->hot_x, cur->hot_y);
-    gst_spice_sink_conn_send (c, GST_SPICE_MSG_CURSOR_INIT, a,
+    gst_spice_sink_conn_send (c, SPICE_MSG_CURSOR_INIT, a,
         has_shape ? sink->cursor_shape : NULL);
   } else if (s->cursor_serial_sent != unique ||
       s->cursor_visible_sent != cur->visible) {
     gst_spice_wire_write_cursor_set_head (a, x, y, cur->visible, has_shape,
         unique, cur->width, cur->height, cur->hot_x, cur->hot_y);
-    gst_spice_sink_conn_send (c, GST_SPICE_MSG_CURSOR_SET, a,
+    gst_spice_sink_conn_send (c, SPICE_MSG_CURSOR_SET, a,
         has_shape ? sink->cursor_shape : NULL);
   } else {
     gst_spice_wire_write_cursor_move (a, x, y);
-    gst_spice_sink_conn_send (c, GST_SPICE_MSG_CURSOR_MOVE, a, NULL);
+    gst_spice_sink_conn_send (c, SPICE_MSG_CURSOR_MOVE, a, NULL);
   }
   s->cursor_serial_sent = unique;
   s->cursor_visible_sent = cur->visible;
@@ -730,9 +730,9 @@ handle_main (SinkConn * conn, guint16 type, const guint8 * body, gsize size)
   GByteArray *a;
 
   switch (type) {
-    case GST_SPICE_MSGC_MAIN_ATTACH_CHANNELS:{
-      static const guint8 types[] = { GST_SPICE_CHANNEL_DISPLAY,
-        GST_SPICE_CHANNEL_INPUTS, GST_SPICE_CHANNEL_CURSOR
+    case SPICE_MSGC_MAIN_ATTACH_CHANNELS:{
+      static const guint8 types[] = { SPICE_CHANNEL_DISPLAY,
+        SPICE_CHANNEL_INPUTS, SPICE_CHANNEL_CURSOR
       };
       static const guint8 ids[] = { 0, 0, 0 };
 
@@ -743,25 +743,25 @@ handle_main (SinkConn * conn, guint16 type, const guint8 * body, gsize size)
       conn->attached = TRUE;
       a = g_byte_array_new ();
       gst_spice_wire_write_channels_list (a, 3, types, ids);
-      gst_spice_sink_conn_send (conn, GST_SPICE_MSG_MAIN_CHANNELS_LIST, a,
+      gst_spice_sink_conn_send (conn, SPICE_MSG_MAIN_CHANNELS_LIST, a,
           NULL);
       g_byte_array_unref (a);
       return TRUE;
     }
-    case GST_SPICE_MSGC_MAIN_MOUSE_MODE_REQUEST:{
+    case SPICE_MSGC_MAIN_MOUSE_MODE_REQUEST:{
       guint16 mode;
 
       if (!gst_spice_wire_parse_mouse_mode_request (body, size, &mode) ||
-          (mode != GST_SPICE_MOUSE_MODE_CLIENT &&
-              mode != GST_SPICE_MOUSE_MODE_SERVER)) {
+          (mode != SPICE_MOUSE_MODE_CLIENT &&
+              mode != SPICE_MOUSE_MODE_SERVER)) {
         gst_spice_sink_conn_close (conn, "bad MOUSE_MODE_REQUEST");
         return FALSE;
       }
       conn->session->mouse_mode = mode;
       a = g_byte_array_new ();
-      gst_spice_wire_write_mouse_mode (a, GST_SPICE_MOUSE_MODE_CLIENT |
-          GST_SPICE_MOUSE_MODE_SERVER, mode);
-      gst_spice_sink_conn_send (conn, GST_SPICE_MSG_MAIN_MOUSE_MODE, a, NULL);
+      gst_spice_wire_write_mouse_mode (a, SPICE_MOUSE_MODE_CLIENT |
+          SPICE_MOUSE_MODE_SERVER, mode);
+      gst_spice_sink_conn_send (conn, SPICE_MSG_MAIN_MOUSE_MODE, a, NULL);
       g_byte_array_unref (a);
       return TRUE;
     }
@@ -780,23 +780,23 @@ gst_spice_sink_channel_linked (SinkConn * conn)
   GByteArray *a = g_byte_array_new ();
 
   switch (conn->type) {
-    case GST_SPICE_CHANNEL_MAIN:
+    case SPICE_CHANNEL_MAIN:
       gst_spice_wire_write_main_init (a, s->id,
-          GST_SPICE_MOUSE_MODE_CLIENT | GST_SPICE_MOUSE_MODE_SERVER,
-          GST_SPICE_MOUSE_MODE_CLIENT, gst_spice_sink_mm_time (sink));
-      gst_spice_sink_conn_send (conn, GST_SPICE_MSG_MAIN_INIT, a, NULL);
+          SPICE_MOUSE_MODE_CLIENT | SPICE_MOUSE_MODE_SERVER,
+          SPICE_MOUSE_MODE_CLIENT, gst_spice_sink_mm_time (sink));
+      gst_spice_sink_conn_send (conn, SPICE_MSG_MAIN_INIT, a, NULL);
       break;
-    case GST_SPICE_CHANNEL_DISPLAY:
+    case SPICE_CHANNEL_DISPLAY:
       s->surface_sent = FALSE;
       memset (s->streams, 0, sizeof (s->streams));
       gst_spice_sink_display_start (sink, s);
       gst_spice_sink_update_stream_control (sink);
       break;
-    case GST_SPICE_CHANNEL_INPUTS:
+    case SPICE_CHANNEL_INPUTS:
       gst_spice_wire_write_inputs_init (a, 0);
-      gst_spice_sink_conn_send (conn, GST_SPICE_MSG_INPUTS_INIT, a, NULL);
+      gst_spice_sink_conn_send (conn, SPICE_MSG_INPUTS_INIT, a, NULL);
       break;
-    case GST_SPICE_CHANNEL_CURSOR:
+    case SPICE_CHANNEL_CURSOR:
       gst_spice_sink_send_cursor (sink, s, TRUE);
       break;
     default:
@@ -827,10 +827,10 @@ gst_spice_sink_channel_handle (SinkConn * conn, guint16 type,
   SinkSession *s = conn->session;
 
   switch (type) {
-    case GST_SPICE_MSGC_ACK_SYNC:
-    case GST_SPICE_MSGC_ACK:
+    case SPICE_MSGC_ACK_SYNC:
+    case SPICE_MSGC_ACK:
       return TRUE;              /* we never send SET_ACK; harmless */
-    case GST_SPICE_MSGC_PONG:{
+    case SPICE_MSGC_PONG:{
       guint32 id;
       guint64 ts;
       gint64 now = g_get_monotonic_time ();
@@ -839,25 +839,25 @@ gst_spice_sink_channel_handle (SinkConn * conn, guint16 type,
         gst_spice_sink_conn_close (conn, "malformed PONG");
         return FALSE;
       }
-      if (conn->type == GST_SPICE_CHANNEL_MAIN && ts <= (guint64) now &&
+      if (conn->type == SPICE_CHANNEL_MAIN && ts <= (guint64) now &&
           (gint64) ts > now - 60 * G_TIME_SPAN_SECOND)
         s->rtt_us = now - (gint64) ts;
       return TRUE;
     }
-    case GST_SPICE_MSGC_DISCONNECTING:
+    case SPICE_MSGC_DISCONNECTING:
       gst_spice_sink_conn_close (conn, "client disconnecting");
       return FALSE;
     default:
       break;
   }
   switch (conn->type) {
-    case GST_SPICE_CHANNEL_MAIN:
+    case SPICE_CHANNEL_MAIN:
       return handle_main (conn, type, body, size);
-    case GST_SPICE_CHANNEL_DISPLAY:
-      if (type == GST_SPICE_MSGC_DISPLAY_STREAM_REPORT)
+    case SPICE_CHANNEL_DISPLAY:
+      if (type == SPICE_MSGC_DISPLAY_STREAM_REPORT)
         return handle_stream_report (conn, body, size);
       return TRUE;              /* DISPLAY_INIT: no caches to set up */
-    case GST_SPICE_CHANNEL_INPUTS:
+    case SPICE_CHANNEL_INPUTS:
       return handle_inputs (conn, type, body, size);
     default:
       return TRUE;

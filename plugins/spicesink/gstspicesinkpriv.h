@@ -14,7 +14,7 @@
 #include <gst/gst.h>
 #include <gst/video/video.h>
 #include <gio/gio.h>
-#include <spice/gstspice.h>
+#include <gst/spice/gstspice.h>
 
 #include "gstspicesink.h"
 #include "gstspicesinkrate.h"
@@ -182,7 +182,7 @@ struct _SinkSession {
 typedef struct {
   GstPad *pad;
   guint index;
-  guint8 codec;                 /* GST_SPICE_CODEC_*, 0 unknown */
+  guint8 codec;                 /* SPICE_VIDEO_CODEC_TYPE_*, 0 unknown */
   gint width, height;
   gboolean active;              /* a SPICE stream exists (spice_id valid) */
   guint spice_id;

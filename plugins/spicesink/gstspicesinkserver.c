@@ -31,9 +31,9 @@ server_common_caps (void)
 {
   guint32 w = 0;
 
-  gst_spice_caps_set (&w, 1, GST_SPICE_COMMON_CAP_AUTH_SELECTION);
-  gst_spice_caps_set (&w, 1, GST_SPICE_COMMON_CAP_AUTH_SPICE);
-  gst_spice_caps_set (&w, 1, GST_SPICE_COMMON_CAP_MINI_HEADER);
+  gst_spice_caps_set (&w, 1, SPICE_COMMON_CAP_PROTOCOL_AUTH_SELECTION);
+  gst_spice_caps_set (&w, 1, SPICE_COMMON_CAP_AUTH_SPICE);
+  gst_spice_caps_set (&w, 1, SPICE_COMMON_CAP_MINI_HEADER);
   /* never AUTH_SASL: spice-gtk would pick it */
   return w;
 }
@@ -44,11 +44,11 @@ server_channel_caps (guint8 type)
   guint32 w = 0;
 
   switch (type) {
-    case GST_SPICE_CHANNEL_DISPLAY:
-      gst_spice_caps_set (&w, 1, GST_SPICE_DISPLAY_CAP_STREAM_REPORT);
+    case SPICE_CHANNEL_DISPLAY:
+      gst_spice_caps_set (&w, 1, SPICE_DISPLAY_CAP_STREAM_REPORT);
       break;
-    case GST_SPICE_CHANNEL_INPUTS:
-      gst_spice_caps_set (&w, 1, GST_SPICE_INPUTS_CAP_KEY_SCANCODE);
+    case SPICE_CHANNEL_INPUTS:
+      gst_spice_caps_set (&w, 1, SPICE_INPUTS_CAP_KEY_SCANCODE);
       break;
     default:
       break;
@@ -93,7 +93,7 @@ session_new (GstSpiceSink * sink, SinkConn * main_conn)
   s->peer = g_strdup (main_conn->peer);
   s->main = main_conn;
   s->rtt_us = -1;
-  s->mouse_mode = GST_SPICE_MOUSE_MODE_CLIENT;
+  s->mouse_mode = SPICE_MOUSE_MODE_CLIENT;
   sink->sessions = g_list_append (sink->sessions, s);
   sink->clients_total++;
   return s;
@@ -122,9 +122,9 @@ gst_spice_sink_conn_close (SinkConn * conn, const gchar * reason)
     return;
   if (conn->state == CONN_DATA)
     GST_INFO_OBJECT (sink, "closing %s channel %u of %s: %s",
-        conn->type == GST_SPICE_CHANNEL_MAIN ? "main" :
-        conn->type == GST_SPICE_CHANNEL_DISPLAY ? "display" :
-        conn->type == GST_SPICE_CHANNEL_INPUTS ? "inputs" : "cursor",
+        conn->type == SPICE_CHANNEL_MAIN ? "main" :
+        conn->type == SPICE_CHANNEL_DISPLAY ? "display" :
+        conn->type == SPICE_CHANNEL_INPUTS ? "inputs" : "cursor",
         conn->channel_id, conn->peer, reason);
   else
     GST_WARNING_OBJECT (sink, "closing connection from %s during link: %s",
@@ -226,7 +226,7 @@ conn_link_result (SinkConn * conn, guint32 result, const gchar * reason)
   gst_spice_put_u32 (a, result);
   conn_send_raw (conn, a);
   g_byte_array_unref (a);
-  if (result != GST_SPICE_LINK_OK) {
+  if (result != SPICE_LINK_ERR_OK) {
     GST_WARNING_OBJECT (conn->sink, "link from %s refused (result %u): %s",
         conn->peer, result, reason);
     conn->close_when_flushed = TRUE;
@@ -263,36 +263,36 @@ handle_link_mess (SinkConn * conn)
   const guint8 *pub;
 
   if (!gst_spice_wire_parse_link_mess (conn->rbuf, conn->rlen, m)) {
-    conn_link_error (conn, GST_SPICE_LINK_ERR_INVALID_DATA,
+    conn_link_error (conn, SPICE_LINK_ERR_INVALID_DATA,
         "malformed link message");
     return;
   }
   conn->type = m->channel_type;
   conn->channel_id = m->channel_id;
   conn->mini = gst_spice_caps_test (m->common_caps, m->n_common,
-      GST_SPICE_COMMON_CAP_MINI_HEADER);
-  if (m->channel_type < GST_SPICE_CHANNEL_MAIN ||
-      m->channel_type > GST_SPICE_CHANNEL_CURSOR || m->channel_id != 0) {
-    conn_link_error (conn, GST_SPICE_LINK_ERR_CHANNEL_NOT_AVAILABLE,
+      SPICE_COMMON_CAP_MINI_HEADER);
+  if (m->channel_type < SPICE_CHANNEL_MAIN ||
+      m->channel_type > SPICE_CHANNEL_CURSOR || m->channel_id != 0) {
+    conn_link_error (conn, SPICE_LINK_ERR_CHANNEL_NOT_AVAILABLE,
         "channel not served");
     return;
   }
   if (gst_spice_caps_test (m->common_caps, m->n_common,
-          GST_SPICE_COMMON_CAP_AUTH_SELECTION) == FALSE &&
+          SPICE_COMMON_CAP_PROTOCOL_AUTH_SELECTION) == FALSE &&
       gst_spice_caps_test (m->common_caps, m->n_common,
-          GST_SPICE_COMMON_CAP_AUTH_SASL)) {
+          SPICE_COMMON_CAP_AUTH_SASL)) {
     /* nothing to do: we only speak SPICE ticket auth */
   }
   channel = server_channel_caps (m->channel_type);
   pub = gst_spice_ticket_key_get_public (sink->ticket_key, NULL);
   a = g_byte_array_new ();
-  gst_spice_wire_write_link_reply (a, GST_SPICE_LINK_OK, pub, &common, 1,
+  gst_spice_wire_write_link_reply (a, SPICE_LINK_ERR_OK, pub, &common, 1,
       &channel, 1);
   conn_send_raw (conn, a);
   g_byte_array_unref (a);
   gst_spice_sink_conn_flush (conn);
   if (gst_spice_caps_test (m->common_caps, m->n_common,
-          GST_SPICE_COMMON_CAP_AUTH_SELECTION))
+          SPICE_COMMON_CAP_PROTOCOL_AUTH_SELECTION))
     conn_set_need (conn, CONN_AUTH_MECH, 4);
   else
     conn_set_need (conn, CONN_TICKET, GST_SPICE_WIRE_TICKET_SIZE);
@@ -321,18 +321,18 @@ handle_ticket (SinkConn * conn)
       !gst_spice_ticket_key_check (sink->ticket_key, conn->rbuf, conn->rlen,
           sink->password)) {
     sink->auth_failures++;
-    conn_link_result (conn, GST_SPICE_LINK_ERR_PERMISSION_DENIED,
+    conn_link_result (conn, SPICE_LINK_ERR_PERMISSION_DENIED,
         "wrong password");
     return;
   }
-  if (m->channel_type == GST_SPICE_CHANNEL_MAIN) {
+  if (m->channel_type == SPICE_CHANNEL_MAIN) {
     if (count_sessions (sink) >= sink->max_clients) {
       gchar *r;
 
       r = g_strdup_printf ("max-clients=%u reached", sink->max_clients);
       sink->clients_refused++;
 
-      conn_link_result (conn, GST_SPICE_LINK_ERR_ERROR, r);
+      conn_link_result (conn, SPICE_LINK_ERR_ERROR, r);
       g_free (r);
       return;
     }
@@ -342,21 +342,21 @@ handle_ticket (SinkConn * conn)
 
     s = session_find (sink, m->connection_id);
     if (!s || !s->main || s->main->state != CONN_DATA) {
-      conn_link_result (conn, GST_SPICE_LINK_ERR_BAD_CONNECTION_ID,
+      conn_link_result (conn, SPICE_LINK_ERR_BAD_CONNECTION_ID,
           "unknown session id");
       return;
     }
-    slot = m->channel_type == GST_SPICE_CHANNEL_DISPLAY ? &s->display :
-        m->channel_type == GST_SPICE_CHANNEL_INPUTS ? &s->inputs : &s->cursor;
+    slot = m->channel_type == SPICE_CHANNEL_DISPLAY ? &s->display :
+        m->channel_type == SPICE_CHANNEL_INPUTS ? &s->inputs : &s->cursor;
     if (*slot) {
-      conn_link_result (conn, GST_SPICE_LINK_ERR_CHANNEL_NOT_AVAILABLE,
+      conn_link_result (conn, SPICE_LINK_ERR_CHANNEL_NOT_AVAILABLE,
           "channel already linked in this session");
       return;
     }
     *slot = conn;
   }
   conn->session = s;
-  conn_link_result (conn, GST_SPICE_LINK_OK, NULL);
+  conn_link_result (conn, SPICE_LINK_ERR_OK, NULL);
   GST_INFO_OBJECT (sink, "%s: linked channel type %u (session %08x%s)",
       conn->peer, conn->type, s->id, conn->tls ? ", TLS" : "");
   conn_set_need (conn, CONN_DATA, gst_spice_wire_header_size (conn->mini));
@@ -377,8 +377,8 @@ conn_process (SinkConn * conn)
 
       if (!gst_spice_wire_parse_link_header (conn->rbuf, conn->rlen,
               GST_SPICE_WIRE_LINK_MESS_SIZE, &h, &err)) {
-        conn_link_error (conn, err, err == GST_SPICE_LINK_ERR_INVALID_MAGIC ?
-            "wrong magic" : err == GST_SPICE_LINK_ERR_VERSION_MISMATCH ?
+        conn_link_error (conn, err, err == SPICE_LINK_ERR_INVALID_MAGIC ?
+            "wrong magic" : err == SPICE_LINK_ERR_VERSION_MISMATCH ?
             "unsupported protocol version" : "bad link message size");
         return;
       }
@@ -391,8 +391,8 @@ conn_process (SinkConn * conn)
     case CONN_AUTH_MECH:{
       guint32 mech = GST_READ_UINT32_LE (conn->rbuf);
 
-      if (mech != GST_SPICE_COMMON_CAP_AUTH_SPICE) {
-        conn_link_result (conn, GST_SPICE_LINK_ERR_INVALID_DATA,
+      if (mech != SPICE_COMMON_CAP_AUTH_SPICE) {
+        conn_link_result (conn, SPICE_LINK_ERR_INVALID_DATA,
             "unsupported auth mechanism");
         return;
       }
@@ -853,7 +853,7 @@ timer_cb (gpointer user_data)
 
         gst_spice_wire_write_ping (a, ++s->ping_id,
             (guint64) g_get_monotonic_time ());
-        gst_spice_sink_conn_send (s->main, GST_SPICE_MSG_PING, a, NULL);
+        gst_spice_sink_conn_send (s->main, SPICE_MSG_PING, a, NULL);
         g_byte_array_unref (a);
       }
     }

@@ -58,7 +58,7 @@
 #include <gst/video/navigation.h>
 #include <spice-client.h>
 
-#include "gstspice.h"
+#include <gst/spice/gstspice.h>
 
 #include "gstspicesrc.h"
 #include "gstspicesrccontext.h"

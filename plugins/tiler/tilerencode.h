@@ -3,7 +3,7 @@
  */
 #pragma once
 
-#include <spice/gstspice.h>
+#include <gst/spice/gstspice.h>
 
 G_BEGIN_DECLS
 

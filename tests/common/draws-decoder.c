@@ -6,7 +6,7 @@
 
 #include <lz4.h>
 #include <turbojpeg.h>
-#include <spice/gstspice.h>
+#include <gst/spice/gstspice.h>
 
 #include "draws-decoder.h"
 
@@ -115,7 +115,7 @@ apply_lz4 (DrawsDecoder * dec, const GstSpiceDraw * d, GError ** error)
 
   if (!gst_spice_lz4_payload_parse (d->payload, d->payload_size, &blocks))
     return fail (error, "bad LZ4 framing");
-  if (blocks.format != GST_SPICE_BITMAP_FMT_32BIT)
+  if (blocks.format != SPICE_BITMAP_FMT_32BIT)
     return fail (error, "LZ4 format %u not 32BIT", blocks.format);
   if (dec->scratch_size < need) {
     g_free (dec->scratch);

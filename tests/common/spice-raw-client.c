@@ -144,12 +144,12 @@ spice_raw_link (SpiceRawConn * c, guint32 connection_id, guint8 channel_type,
   }
   c->type = channel_type;
   c->mini = gst_spice_caps_test (r.common_caps, r.n_common,
-      GST_SPICE_COMMON_CAP_MINI_HEADER) &&
-      (common_caps & (1u << GST_SPICE_COMMON_CAP_MINI_HEADER));
+      SPICE_COMMON_CAP_MINI_HEADER) &&
+      (common_caps & (1u << SPICE_COMMON_CAP_MINI_HEADER));
   g_byte_array_set_size (a, 0);
-  if (common_caps & (1u << GST_SPICE_COMMON_CAP_AUTH_SELECTION))
-    gst_spice_put_u32 (a, GST_SPICE_COMMON_CAP_AUTH_SPICE);
-  if (!gst_spice_ticket_encrypt (r.pub_key, GST_SPICE_WIRE_PUBKEY_SIZE,
+  if (common_caps & (1u << SPICE_COMMON_CAP_PROTOCOL_AUTH_SELECTION))
+    gst_spice_put_u32 (a, SPICE_COMMON_CAP_AUTH_SPICE);
+  if (!gst_spice_ticket_encrypt (r.pub_key, SPICE_TICKET_PUBKEY_BYTES,
           password ? password : "", ticket, sizeof (ticket)))
     goto out;
   gst_spice_put_bytes (a, ticket, 128);
@@ -216,12 +216,12 @@ spice_raw_session_new (guint16 port, const gchar * password,
   GstSpiceMainInit init;
 
   s->main = spice_raw_connect (port, 10);
-  if (!s->main || !spice_raw_link (s->main, 0, GST_SPICE_CHANNEL_MAIN,
+  if (!s->main || !spice_raw_link (s->main, 0, SPICE_CHANNEL_MAIN,
           COMMON_CAPS, 0, password, NULL) || s->main->link_result != 0)
     goto fail;
   if (!spice_raw_read_msg (s->main, 10000, &type, &body, &size))
     goto fail;
-  if (type != GST_SPICE_MSG_MAIN_INIT ||
+  if (type != SPICE_MSG_MAIN_INIT ||
       !gst_spice_wire_parse_main_init (body, size, &init)) {
     g_free (body);
     goto fail;
@@ -229,19 +229,19 @@ spice_raw_session_new (guint16 port, const gchar * password,
   g_free (body);
   s->session_id = init.session_id;
   s->mm_time = init.multi_media_time;
-  if (!spice_raw_send_msg (s->main, GST_SPICE_MSGC_MAIN_ATTACH_CHANNELS, NULL,
+  if (!spice_raw_send_msg (s->main, SPICE_MSGC_MAIN_ATTACH_CHANNELS, NULL,
           0))
     goto fail;
   for (;;) {
     if (!spice_raw_read_msg (s->main, 10000, &type, &body, &size))
       goto fail;
     g_free (body);
-    if (type == GST_SPICE_MSG_MAIN_CHANNELS_LIST)
+    if (type == SPICE_MSG_MAIN_CHANNELS_LIST)
       break;
   }
   s->display = spice_raw_connect (port, 10);
   if (!s->display || !spice_raw_link (s->display, s->session_id,
-          GST_SPICE_CHANNEL_DISPLAY, COMMON_CAPS, display_caps, password,
+          SPICE_CHANNEL_DISPLAY, COMMON_CAPS, display_caps, password,
           NULL) || s->display->link_result != 0)
     goto fail;
   return s;
@@ -360,7 +360,7 @@ handle_display (SpiceRawSession * s, guint16 type, const guint8 * body,
     gsize size)
 {
   switch (type) {
-    case GST_SPICE_MSG_DISPLAY_SURFACE_CREATE:{
+    case SPICE_MSG_DISPLAY_SURFACE_CREATE:{
       guint32 id, w, h, fmt, flags;
 
       if (!gst_spice_wire_parse_surface_create (body, size, &id, &w, &h, &fmt,
@@ -373,18 +373,18 @@ handle_display (SpiceRawSession * s, guint16 type, const guint8 * body,
       s->height = h;
       return TRUE;
     }
-    case GST_SPICE_MSG_DISPLAY_SURFACE_DESTROY:
+    case SPICE_MSG_DISPLAY_SURFACE_DESTROY:
       if (s->streams_live)
         return proto_error (s, "surface destroyed under a live stream");
       return TRUE;
-    case GST_SPICE_MSG_DISPLAY_MARK:
+    case SPICE_MSG_DISPLAY_MARK:
       if (!s->canvas)
         return proto_error (s, "MARK before SURFACE_CREATE");
       if (s->marks++ == 0)
         s->draws_at_first_mark = s->draws;
       s->last_draw_area_at_mark = s->last_draw_area;
       return TRUE;
-    case GST_SPICE_MSG_DISPLAY_DRAW_COPY:{
+    case SPICE_MSG_DISPLAY_DRAW_COPY:{
       GstSpiceDrawCopy dc;
       GstVideoRectangle dest;
 
@@ -404,7 +404,7 @@ handle_display (SpiceRawSession * s, guint16 type, const guint8 * body,
       s->last_draw_area = (guint64) dest.w * dest.h;
       return TRUE;
     }
-    case GST_SPICE_MSG_DISPLAY_STREAM_CREATE:{
+    case SPICE_MSG_DISPLAY_STREAM_CREATE:{
       GstSpiceStreamCreate sc;
 
       if (!s->canvas)
@@ -419,7 +419,7 @@ handle_display (SpiceRawSession * s, guint16 type, const guint8 * body,
       s->last_codec = sc.codec;
       return TRUE;
     }
-    case GST_SPICE_MSG_DISPLAY_STREAM_DATA:{
+    case SPICE_MSG_DISPLAY_STREAM_DATA:{
       guint32 id, mm;
       const guint8 *f;
       gsize fs;
@@ -433,7 +433,7 @@ handle_display (SpiceRawSession * s, guint16 type, const guint8 * body,
       s->last_stream_mm = mm;
       return TRUE;
     }
-    case GST_SPICE_MSG_DISPLAY_STREAM_DESTROY:{
+    case SPICE_MSG_DISPLAY_STREAM_DESTROY:{
       guint32 id;
 
       if (size != 4)
@@ -445,10 +445,10 @@ handle_display (SpiceRawSession * s, guint16 type, const guint8 * body,
       s->stream_destroys++;
       return TRUE;
     }
-    case GST_SPICE_MSG_DISPLAY_STREAM_ACTIVATE_REPORT:
+    case SPICE_MSG_DISPLAY_STREAM_ACTIVATE_REPORT:
       s->stream_reports++;
       return TRUE;
-    case GST_SPICE_MSG_PING:
+    case SPICE_MSG_PING:
       return TRUE;
     default:
       return proto_error (s, "unexpected display message");

@@ -6,7 +6,7 @@
 #pragma once
 
 #include <gio/gio.h>
-#include <spice/gstspice.h>
+#include <gst/spice/gstspice.h>
 
 G_BEGIN_DECLS
 

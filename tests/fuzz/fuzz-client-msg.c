@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <stddef.h>
 
-#include "gstspicewire.h"
+#include <gst/spice/gstspicewire.h>
 
 int LLVMFuzzerTestOneInput (const uint8_t * data, size_t size);
 

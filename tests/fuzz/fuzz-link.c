@@ -12,8 +12,8 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "gstspicewire.h"
-#include "gstspiceticket.h"
+#include <gst/spice/gstspicewire.h>
+#include <gst/spice/gstspiceticket.h>
 
 int LLVMFuzzerTestOneInput (const uint8_t * data, size_t size);
 
@@ -30,7 +30,7 @@ auth_stage (const uint8_t * data, size_t size)
   mech = GST_READ_UINT32_LE (data);
   data += 4;
   size -= 4;
-  if (mech != GST_SPICE_COMMON_CAP_AUTH_SPICE)
+  if (mech != SPICE_COMMON_CAP_AUTH_SPICE)
     return;                     /* the sink refuses other mechanisms */
   if (!key) {
     key = gst_spice_ticket_key_new (NULL);

@@ -12,7 +12,7 @@
 #include <gio/gio.h>
 #include <string.h>
 
-#include "gstspicewire.h"
+#include <gst/spice/gstspicewire.h>
 
 typedef struct {
   GSocketConnection *client, *server;

@@ -270,11 +270,11 @@ flood (guint16 port, SpiceRawSession * s)
   guint i;
 
   fail_unless (in && spice_raw_link (in, s->session_id,
-          GST_SPICE_CHANNEL_INPUTS, 0x0b, 0, NULL, NULL));
+          SPICE_CHANNEL_INPUTS, 0x0b, 0, NULL, NULL));
   for (i = 0; i < 20000; i++) {
     guint8 h[6];
 
-    gst_spice_wire_put_header (h, TRUE, 0, GST_SPICE_MSGC_ACK, 0);
+    gst_spice_wire_put_header (h, TRUE, 0, SPICE_MSGC_ACK, 0);
     g_byte_array_append (a, h, 6);
   }
   fail_unless (spice_raw_send (s->display, a->data, a->len));
@@ -285,7 +285,7 @@ flood (guint16 port, SpiceRawSession * s)
     GST_WRITE_UINT32_LE (b, i % GW);
     GST_WRITE_UINT32_LE (b + 4, i % GH);
     gst_spice_wire_put_header (h, TRUE, 0,
-        GST_SPICE_MSGC_INPUTS_MOUSE_POSITION, 11);
+        SPICE_MSGC_INPUTS_MOUSE_POSITION, 11);
     g_byte_array_append (a, h, 6);
     g_byte_array_append (a, b, 11);
   }
@@ -685,7 +685,7 @@ GST_START_TEST (test_passwords_not_logged)
     fail_unless (c != NULL);
     expect_frame (c, 1, 0, 60000, "with the password");
     bad = spice_raw_connect (port, 10);
-    fail_unless (bad && spice_raw_link (bad, 0, GST_SPICE_CHANNEL_MAIN, 0x0b,
+    fail_unless (bad && spice_raw_link (bad, 0, SPICE_CHANNEL_MAIN, 0x0b,
             0, "wrong-password", NULL));
     fail_unless (bad->link_result != 0);
     spice_raw_close (bad);

@@ -345,7 +345,7 @@ GST_START_TEST (test_pending_and_idle_limits)
   fail_unless (silent && alive);
   t0 = g_get_monotonic_time ();
   for (i = 0; i < 40 && !spice_raw_wait_closed (silent->main, 100); i++) {
-    fail_unless (spice_raw_send_msg (alive->display, GST_SPICE_MSGC_ACK,
+    fail_unless (spice_raw_send_msg (alive->display, SPICE_MSGC_ACK,
             NULL, 0));
     spice_raw_session_pump (alive, 100, NULL, NULL);
   }
@@ -356,7 +356,7 @@ GST_START_TEST (test_pending_and_idle_limits)
   fail_unless_equals_int (stat_u64 (f, "closed-idle"), idle0 + 1);
   fail_unless (warnings_count ("idle-timeout=1500", NULL) == idle0 + 1);
   /* the one that sends stays and follows the picture */
-  fail_unless (spice_raw_send_msg (alive->display, GST_SPICE_MSGC_ACK, NULL,
+  fail_unless (spice_raw_send_msg (alive->display, SPICE_MSGC_ACK, NULL,
           0));
   check_follows (f, alive, 77, 5000, "after the idle close");
   fail_unless_equals_int (stat_u64 (f, "clients"), 1);
@@ -374,10 +374,10 @@ link_inputs (guint16 port, guint32 session_id)
   SpiceRawConn *c = spice_raw_connect (port, 10);
 
   fail_unless (c != NULL);
-  fail_unless (spice_raw_link (c, session_id, GST_SPICE_CHANNEL_INPUTS,
-          (1 << GST_SPICE_COMMON_CAP_AUTH_SELECTION) |
-          (1 << GST_SPICE_COMMON_CAP_AUTH_SPICE) |
-          (1 << GST_SPICE_COMMON_CAP_MINI_HEADER), 0, NULL, NULL));
+  fail_unless (spice_raw_link (c, session_id, SPICE_CHANNEL_INPUTS,
+          (1 << SPICE_COMMON_CAP_PROTOCOL_AUTH_SELECTION) |
+          (1 << SPICE_COMMON_CAP_AUTH_SPICE) |
+          (1 << SPICE_COMMON_CAP_MINI_HEADER), 0, NULL, NULL));
   fail_unless_equals_int (c->link_result, 0);
   return c;
 }
@@ -426,7 +426,7 @@ GST_START_TEST (test_floods_and_never_reading)
     for (i = 0; i < 20000; i++) {
       guint8 h[6];
 
-      gst_spice_wire_put_header (h, TRUE, 0, GST_SPICE_MSGC_ACK, 0);
+      gst_spice_wire_put_header (h, TRUE, 0, SPICE_MSGC_ACK, 0);
       g_byte_array_append (a, h, 6);
     }
     fail_unless (spice_raw_send (flooder->display, a->data, a->len));
@@ -442,7 +442,7 @@ GST_START_TEST (test_floods_and_never_reading)
       body[9] = 0;
       body[10] = 0;
       gst_spice_wire_put_header (h, TRUE, 0,
-          GST_SPICE_MSGC_INPUTS_MOUSE_POSITION, 11);
+          SPICE_MSGC_INPUTS_MOUSE_POSITION, 11);
       g_byte_array_append (a, h, 6);
       g_byte_array_append (a, body, 11);
     }
@@ -450,7 +450,7 @@ GST_START_TEST (test_floods_and_never_reading)
       guint8 h[6];
 
       gst_spice_wire_put_header (h, TRUE, 0,
-          i % 2 ? GST_SPICE_MSGC_INPUTS_KEY_UP : GST_SPICE_MSGC_INPUTS_KEY_DOWN,
+          i % 2 ? SPICE_MSGC_INPUTS_KEY_UP : SPICE_MSGC_INPUTS_KEY_DOWN,
           4);
       GST_WRITE_UINT32_LE (body, i % 2 ? 0x9e : 0x1e);
       g_byte_array_append (a, h, 6);
@@ -529,7 +529,7 @@ tls_link_ok (guint16 port)
             a->data, a->len, NULL, NULL, NULL) &&
         g_input_stream_read_all (g_io_stream_get_input_stream (tls), reply,
             16, &n, NULL, NULL) && n == 16)
-      ok = GST_READ_UINT32_LE (reply) == GST_SPICE_WIRE_MAGIC;
+      ok = GST_READ_UINT32_LE (reply) == SPICE_MAGIC;
     g_io_stream_close (tls, NULL, NULL);
     g_object_unref (tls);
   }
@@ -572,7 +572,7 @@ GST_START_TEST (test_tls_only_refuses_plain)
 
     fail_unless (c != NULL);
     /* a plain link: the TLS server reads it as a bad ClientHello */
-    fail_unless (!spice_raw_link (c, 0, GST_SPICE_CHANNEL_MAIN, 0x0b, 0,
+    fail_unless (!spice_raw_link (c, 0, SPICE_CHANNEL_MAIN, 0x0b, 0,
             NULL, &err));
     fail_unless (spice_raw_wait_closed (c, 5000));
     spice_raw_close (c);
@@ -690,7 +690,7 @@ reconnect_cycles (const gchar * encoder, guint8 codec)
 
 GST_START_TEST (test_reconnect_mjpeg)
 {
-  reconnect_cycles ("jpegenc quality=80", GST_SPICE_CODEC_MJPEG);
+  reconnect_cycles ("jpegenc quality=80", SPICE_VIDEO_CODEC_TYPE_MJPEG);
 }
 
 GST_END_TEST;
@@ -698,7 +698,7 @@ GST_END_TEST;
 GST_START_TEST (test_reconnect_vp8)
 {
   reconnect_cycles ("vp8enc deadline=1 keyframe-max-dist=100000",
-      GST_SPICE_CODEC_VP8);
+      SPICE_VIDEO_CODEC_TYPE_VP8);
 }
 
 GST_END_TEST;

@@ -8,7 +8,7 @@
 #include <gst/app/gstappsrc.h>
 #include <string.h>
 
-#include "gstspice.h"
+#include <gst/spice/gstspice.h>
 
 /* ---- regions ---- */
 

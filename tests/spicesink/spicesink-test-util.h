@@ -15,7 +15,7 @@
 #include <gst/video/video.h>
 #include <gst/video/navigation.h>
 #include <lz4.h>
-#include <spice/gstspice.h>
+#include <gst/spice/gstspice.h>
 #include "ppm.h"
 #include "spice-raw-client.h"
 #include "guest-launcher.h"

@@ -472,14 +472,14 @@ GST_START_TEST (test_password)
   /* raw: the link result says PERMISSION_DENIED, then the server closes */
   c = spice_raw_connect (f->port, 10);
   fail_unless (c != NULL);
-  fail_unless (spice_raw_link (c, 0, GST_SPICE_CHANNEL_MAIN, 0x0d, 0, "nope",
+  fail_unless (spice_raw_link (c, 0, SPICE_CHANNEL_MAIN, 0x0d, 0, "nope",
           NULL));
   fail_unless_equals_int (c->link_result,
-      GST_SPICE_LINK_ERR_PERMISSION_DENIED);
+      SPICE_LINK_ERR_PERMISSION_DENIED);
   fail_unless (spice_raw_wait_closed (c, 5000));
   spice_raw_close (c);
   c = spice_raw_connect (f->port, 10);
-  fail_unless (spice_raw_link (c, 0, GST_SPICE_CHANNEL_MAIN, 0x0d, 0,
+  fail_unless (spice_raw_link (c, 0, SPICE_CHANNEL_MAIN, 0x0d, 0,
           "s3cret", NULL));
   fail_unless_equals_int (c->link_result, 0);
   spice_raw_close (c);
@@ -594,34 +594,34 @@ GST_START_TEST (test_inputs_raw)
   s = spice_raw_session_new (f->port, NULL, SPICE_RAW_DISPLAY_CAPS_ALL);
   fail_unless (s != NULL);
   in = spice_raw_connect (f->port, 10);
-  fail_unless (spice_raw_link (in, s->session_id, GST_SPICE_CHANNEL_INPUTS,
+  fail_unless (spice_raw_link (in, s->session_id, SPICE_CHANNEL_INPUTS,
           0x0d, 0, NULL, NULL));
   fail_unless_equals_int (in->link_result, 0);
   /* 'a' (0x1e), Right Ctrl (E0 1D) */
   gst_spice_put_u32 (a, gst_spice_wire_encode_key_code (0x1e, FALSE));
-  spice_raw_send_msg (in, GST_SPICE_MSGC_INPUTS_KEY_DOWN, a->data, 4);
+  spice_raw_send_msg (in, SPICE_MSGC_INPUTS_KEY_DOWN, a->data, 4);
   g_byte_array_set_size (a, 0);
   gst_spice_put_u32 (a, gst_spice_wire_encode_key_code (0x1e, TRUE));
-  spice_raw_send_msg (in, GST_SPICE_MSGC_INPUTS_KEY_UP, a->data, 4);
+  spice_raw_send_msg (in, SPICE_MSGC_INPUTS_KEY_UP, a->data, 4);
   g_byte_array_set_size (a, 0);
   gst_spice_put_u32 (a, gst_spice_wire_encode_key_code (0x11d, FALSE));
-  spice_raw_send_msg (in, GST_SPICE_MSGC_INPUTS_KEY_DOWN, a->data, 4);
+  spice_raw_send_msg (in, SPICE_MSGC_INPUTS_KEY_DOWN, a->data, 4);
   g_byte_array_set_size (a, 0);
   /* KEY_SCANCODE: Up arrow press+release as raw bytes */
   {
     const guint8 up[] = { 0xe0, 0x48, 0xe0, 0xc8 };
-    spice_raw_send_msg (in, GST_SPICE_MSGC_INPUTS_KEY_SCANCODE, up, 4);
+    spice_raw_send_msg (in, SPICE_MSGC_INPUTS_KEY_SCANCODE, up, 4);
   }
   for (i = 0; i < 8; i++) {
     gst_spice_wire_write_mouse_position (a, 100 + i, 50 + i, 0, 0);
-    spice_raw_send_msg (in, GST_SPICE_MSGC_INPUTS_MOUSE_POSITION, a->data,
+    spice_raw_send_msg (in, SPICE_MSGC_INPUTS_MOUSE_POSITION, a->data,
         a->len);
     g_byte_array_set_size (a, 0);
   }
   {
     const guint8 press[] = { 1, 1, 0 }, release[] = { 1, 0, 0 };
-    spice_raw_send_msg (in, GST_SPICE_MSGC_INPUTS_MOUSE_PRESS, press, 3);
-    spice_raw_send_msg (in, GST_SPICE_MSGC_INPUTS_MOUSE_RELEASE, release, 3);
+    spice_raw_send_msg (in, SPICE_MSGC_INPUTS_MOUSE_PRESS, press, 3);
+    spice_raw_send_msg (in, SPICE_MSGC_INPUTS_MOUSE_RELEASE, release, 3);
   }
   /* INPUTS_INIT, then two MOTION_ACKs for 8 positions */
   for (;;) {
@@ -632,7 +632,7 @@ GST_START_TEST (test_inputs_raw)
     if (!spice_raw_read_msg (in, 3000, &type, &body, &size))
       break;
     g_free (body);
-    if (type == GST_SPICE_MSG_INPUTS_MOUSE_MOTION_ACK && ++acks == 2)
+    if (type == SPICE_MSG_INPUTS_MOUSE_MOTION_ACK && ++acks == 2)
       break;
   }
   fail_unless_equals_int (acks, 2);
@@ -692,11 +692,11 @@ GST_START_TEST (test_cursor)
   s = spice_raw_session_new (f->port, NULL, SPICE_RAW_DISPLAY_CAPS_ALL);
   fail_unless (s != NULL);
   cur = spice_raw_connect (f->port, 10);
-  fail_unless (spice_raw_link (cur, s->session_id, GST_SPICE_CHANNEL_CURSOR,
+  fail_unless (spice_raw_link (cur, s->session_id, SPICE_CHANNEL_CURSOR,
           0x0d, 0, NULL, NULL));
   fail_unless_equals_int (cur->link_result, 0);
   fail_unless (spice_raw_read_msg (cur, 5000, &type, &body, &size));
-  fail_unless_equals_int (type, GST_SPICE_MSG_CURSOR_INIT);
+  fail_unless_equals_int (type, SPICE_MSG_CURSOR_INIT);
   /* default arrow: pos(4) trail(4) visible(1) flags(2) header(17) + pixels */
   fail_unless (size > 28);
   fail_unless_equals_int (GST_READ_UINT16_LE (body + 9), 0);
@@ -722,7 +722,7 @@ GST_START_TEST (test_cursor)
   gst_buffer_unref (c.shape);
   push_full (f, 0);             /* sticky events go with data */
   while (spice_raw_read_msg (cur, 5000, &type, &body, &size)) {
-    if (type == GST_SPICE_MSG_CURSOR_SET) {
+    if (type == SPICE_MSG_CURSOR_SET) {
       fail_unless_equals_int (size, 5 + 2 + 17 + 8 * 8 * 4);
       fail_unless_equals_int (GST_READ_UINT16_LE (body), 30);
       fail_unless_equals_int (GST_READ_UINT16_LE (body + 2), 40);
@@ -1108,7 +1108,7 @@ GST_START_TEST (test_late_join_stream_100)
         "no stream (draws %" G_GUINT64_FORMAT ", frames %" G_GUINT64_FORMAT
         ")", i, s->draws, s->stream_datas);
     fail_unless_equals_int (s->stream_creates, 1);
-    fail_unless_equals_int (s->last_codec, GST_SPICE_CODEC_VP8);
+    fail_unless_equals_int (s->last_codec, SPICE_VIDEO_CODEC_TYPE_VP8);
     fail_unless_equals_int (spice_raw_session_compare (s, f->picture, 320 * 4), 0);
     spice_raw_session_free (s);
   }
@@ -1184,9 +1184,9 @@ GST_START_TEST (test_client_without_codec)
   GstElement *vts = gst_bin_get_by_name (GST_BIN (f->pipeline), "vts");
   GstVideoRectangle area = { 80, 60, 160, 120 };
   SpiceRawSession *good, *old;
-  guint32 no_vp8 = (1u << GST_SPICE_DISPLAY_CAP_LZ4_COMPRESSION) |
-      (1u << GST_SPICE_DISPLAY_CAP_MULTI_CODEC) |
-      (1u << GST_SPICE_DISPLAY_CAP_CODEC_MJPEG);
+  guint32 no_vp8 = (1u << SPICE_DISPLAY_CAP_LZ4_COMPRESSION) |
+      (1u << SPICE_DISPLAY_CAP_MULTI_CODEC) |
+      (1u << SPICE_DISPLAY_CAP_CODEC_MJPEG);
 
   attach_meta (vts, 80, 60, 160, 120, 1);
   watch_stream_events (f, vts);
@@ -1252,7 +1252,7 @@ raw_bytes_expect_error (guint16 port, const guint8 * data, gsize size,
   fail_unless (c != NULL);
   fail_unless (spice_raw_send (c, data, size));
   fail_unless (spice_raw_recv_exact (c, hdr, 16, 5000));
-  fail_unless_equals_int (GST_READ_UINT32_LE (hdr), GST_SPICE_WIRE_MAGIC);
+  fail_unless_equals_int (GST_READ_UINT32_LE (hdr), SPICE_MAGIC);
   fail_unless (spice_raw_recv_exact (c, reply, 178, 5000));
   fail_unless_equals_int (GST_READ_UINT32_LE (reply), expected_error);
   fail_unless (spice_raw_wait_closed (c, 5000));
@@ -1296,19 +1296,19 @@ GST_START_TEST (test_hostile_input)
 
   /* wrong magic */
   memset (buf, 'X', 16);
-  raw_bytes_expect_error (f->port, buf, 16, GST_SPICE_LINK_ERR_INVALID_MAGIC);
+  raw_bytes_expect_error (f->port, buf, 16, SPICE_LINK_ERR_INVALID_MAGIC);
   /* huge link size */
   gst_spice_wire_write_link_header (a, 0x7fffffff);
   raw_bytes_expect_error (f->port, a->data, a->len,
-      GST_SPICE_LINK_ERR_INVALID_DATA);
+      SPICE_LINK_ERR_INVALID_DATA);
   g_byte_array_set_size (a, 0);
   /* wrong major version */
-  gst_spice_put_u32 (a, GST_SPICE_WIRE_MAGIC);
+  gst_spice_put_u32 (a, SPICE_MAGIC);
   gst_spice_put_u32 (a, 1);
   gst_spice_put_u32 (a, 0);
   gst_spice_put_u32 (a, 18);
   raw_bytes_expect_error (f->port, a->data, a->len,
-      GST_SPICE_LINK_ERR_VERSION_MISMATCH);
+      SPICE_LINK_ERR_VERSION_MISMATCH);
   g_byte_array_set_size (a, 0);
   /* link message with caps beyond its end */
   {
@@ -1318,7 +1318,7 @@ GST_START_TEST (test_hostile_input)
     gst_spice_wire_write_link_mess (a, &m);
     GST_WRITE_UINT32_LE (a->data + 16 + 6, 1000);       /* num_common_caps */
     raw_bytes_expect_error (f->port, a->data, a->len,
-        GST_SPICE_LINK_ERR_INVALID_DATA);
+        SPICE_LINK_ERR_INVALID_DATA);
     g_byte_array_set_size (a, 0);
   }
   /* truncated link, then gone; and many of them */
@@ -1338,28 +1338,28 @@ GST_START_TEST (test_hostile_input)
   }
   /* after linking: unknown type, oversized known type, wrong channel */
   memset (buf, 0, sizeof (buf));
-  linked_then_expect_close (f, good->session_id, GST_SPICE_CHANNEL_INPUTS,
+  linked_then_expect_close (f, good->session_id, SPICE_CHANNEL_INPUTS,
       999, buf, 8, FALSE);
-  linked_then_expect_close (f, good->session_id, GST_SPICE_CHANNEL_INPUTS,
-      GST_SPICE_MSGC_INPUTS_KEY_DOWN, buf, 40, FALSE);
+  linked_then_expect_close (f, good->session_id, SPICE_CHANNEL_INPUTS,
+      SPICE_MSGC_INPUTS_KEY_DOWN, buf, 40, FALSE);
   {
     /* a header announcing 1 GiB */
     guint8 h[6];
-    gst_spice_wire_put_header (h, TRUE, 0, GST_SPICE_MSGC_INPUTS_KEY_DOWN,
+    gst_spice_wire_put_header (h, TRUE, 0, SPICE_MSGC_INPUTS_KEY_DOWN,
         1u << 30);
-    linked_then_expect_close (f, good->session_id, GST_SPICE_CHANNEL_INPUTS,
+    linked_then_expect_close (f, good->session_id, SPICE_CHANNEL_INPUTS,
         0, h, 6, TRUE);
   }
-  linked_then_expect_close (f, good->session_id, GST_SPICE_CHANNEL_INPUTS,
-      GST_SPICE_MSGC_INPUTS_KEY_SCANCODE, (const guint8 *) "\xe0\xe0", 2,
+  linked_then_expect_close (f, good->session_id, SPICE_CHANNEL_INPUTS,
+      SPICE_MSGC_INPUTS_KEY_SCANCODE, (const guint8 *) "\xe0\xe0", 2,
       FALSE);
   {
     SpiceRawConn *c = spice_raw_connect (f->port, 10);
     /* a display channel for a session that does not exist */
-    fail_unless (spice_raw_link (c, 0x12345678, GST_SPICE_CHANNEL_DISPLAY,
+    fail_unless (spice_raw_link (c, 0x12345678, SPICE_CHANNEL_DISPLAY,
             0x0d, 0, NULL, NULL));
     fail_unless_equals_int (c->link_result,
-        GST_SPICE_LINK_ERR_BAD_CONNECTION_ID);
+        SPICE_LINK_ERR_BAD_CONNECTION_ID);
     spice_raw_close (c);
   }
 

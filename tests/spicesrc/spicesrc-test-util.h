@@ -10,7 +10,7 @@
 #include <gst/check/gstharness.h>
 #include <gst/video/video.h>
 
-#include "gstspicedamagemeta.h"
+#include <gst/spice/gstspicedamagemeta.h>
 #include "guest-launcher.h"
 #include "guest-render.h"
 #include "ppm.h"

@@ -13,7 +13,7 @@
 #include <gio/gio.h>
 #include <stdio.h>
 
-#include "gstspiceevents.h"
+#include <gst/spice/gstspiceevents.h>
 
 static guint8 *
 expected_idle (gint w, gint h, guint presses)

@@ -7,7 +7,7 @@
 #include <gst/check/gstcheck.h>
 #include <gst/check/gstharness.h>
 #include <gst/video/video.h>
-#include <spice/gstspice.h>
+#include <gst/spice/gstspice.h>
 
 #include "draws-decoder.h"
 

@@ -38,7 +38,7 @@ gst_spice_ticket_key_new (GError ** error)
   }
   EVP_PKEY_CTX_free (ctx);
   len = i2d_PUBKEY (pkey, &der);
-  if (len != GST_SPICE_WIRE_PUBKEY_SIZE) {
+  if (len != SPICE_TICKET_PUBKEY_BYTES) {
     OPENSSL_free (der);
     EVP_PKEY_free (pkey);
     g_set_error (error, GST_LIBRARY_ERROR, GST_LIBRARY_ERROR_FAILED,
@@ -123,7 +123,7 @@ gst_spice_ticket_encrypt (const guint8 * pub_der, gsize pub_size,
 
   if (!password)
     password = "";
-  if (strlen (password) > GST_SPICE_WIRE_MAX_PASSWORD)
+  if (strlen (password) > SPICE_MAX_PASSWORD_LENGTH)
     return FALSE;
   pkey = d2i_PUBKEY (NULL, &p, (long) pub_size);
   if (!pkey)

@@ -12,7 +12,7 @@ typedef struct _GstSpiceTicketKey GstSpiceTicketKey;
 /* A fresh 1024-bit RSA key (exponent 65537). */
 GstSpiceTicketKey *gst_spice_ticket_key_new (GError ** error);
 void     gst_spice_ticket_key_free (GstSpiceTicketKey * key);
-/* DER SubjectPublicKeyInfo, GST_SPICE_WIRE_PUBKEY_SIZE (162) bytes */
+/* DER SubjectPublicKeyInfo, SPICE_TICKET_PUBKEY_BYTES (162) bytes */
 const guint8 *gst_spice_ticket_key_get_public (GstSpiceTicketKey * key,
     gsize * size);
 /* Decrypts a 128-byte ticket. Returns the password (up to the first NUL,

@@ -162,7 +162,7 @@ gst_spice_wire_parse_link_header (const guint8 * data, gsize size,
     guint32 min_size, GstSpiceLinkHeader * out, guint32 * error)
 {
   Rd r;
-  guint32 err = GST_SPICE_LINK_ERR_INVALID_DATA;
+  guint32 err = SPICE_LINK_ERR_INVALID_DATA;
 
   rd_init (&r, data, size);
   out->magic = rd_u32 (&r);
@@ -171,12 +171,12 @@ gst_spice_wire_parse_link_header (const guint8 * data, gsize size,
   out->size = rd_u32 (&r);
   if (!r.ok)
     goto fail;
-  if (out->magic != GST_SPICE_WIRE_MAGIC) {
-    err = GST_SPICE_LINK_ERR_INVALID_MAGIC;
+  if (out->magic != SPICE_MAGIC) {
+    err = SPICE_LINK_ERR_INVALID_MAGIC;
     goto fail;
   }
-  if (out->major != GST_SPICE_WIRE_VERSION_MAJOR) {
-    err = GST_SPICE_LINK_ERR_VERSION_MISMATCH;
+  if (out->major != SPICE_VERSION_MAJOR) {
+    err = SPICE_LINK_ERR_VERSION_MISMATCH;
     goto fail;
   }
   if (out->size < min_size || out->size > GST_SPICE_WIRE_MAX_LINK_SIZE)
@@ -192,9 +192,9 @@ fail:
 void
 gst_spice_wire_write_link_header (GByteArray * a, guint32 size)
 {
-  gst_spice_put_u32 (a, GST_SPICE_WIRE_MAGIC);
-  gst_spice_put_u32 (a, GST_SPICE_WIRE_VERSION_MAJOR);
-  gst_spice_put_u32 (a, GST_SPICE_WIRE_VERSION_MINOR);
+  gst_spice_put_u32 (a, SPICE_MAGIC);
+  gst_spice_put_u32 (a, SPICE_VERSION_MAJOR);
+  gst_spice_put_u32 (a, SPICE_VERSION_MINOR);
   gst_spice_put_u32 (a, size);
 }
 
@@ -272,14 +272,14 @@ gst_spice_wire_write_link_reply (GByteArray * a, guint32 error,
     const guint8 * pub_key, const guint32 * common, guint n_common,
     const guint32 * channel, guint n_channel)
 {
-  static const guint8 zeros[GST_SPICE_WIRE_PUBKEY_SIZE];
+  static const guint8 zeros[SPICE_TICKET_PUBKEY_BYTES];
   guint i;
 
   gst_spice_wire_write_link_header (a,
       GST_SPICE_WIRE_LINK_REPLY_SIZE + 4 * (n_common + n_channel));
   gst_spice_put_u32 (a, error);
   gst_spice_put_bytes (a, pub_key ? pub_key : zeros,
-      GST_SPICE_WIRE_PUBKEY_SIZE);
+      SPICE_TICKET_PUBKEY_BYTES);
   gst_spice_put_u32 (a, n_common);
   gst_spice_put_u32 (a, n_channel);
   gst_spice_put_u32 (a, GST_SPICE_WIRE_LINK_REPLY_SIZE);
@@ -300,14 +300,14 @@ gst_spice_wire_parse_link_reply (const guint8 * data, gsize size,
   memset (out, 0, sizeof (*out));
   rd_init (&r, data, size);
   out->error = rd_u32 (&r);
-  key = rd_take (&r, GST_SPICE_WIRE_PUBKEY_SIZE);
+  key = rd_take (&r, SPICE_TICKET_PUBKEY_BYTES);
   n_common = rd_u32 (&r);
   n_channel = rd_u32 (&r);
   caps_offset = rd_u32 (&r);
   if (!r.ok)
     return FALSE;
-  memcpy (out->pub_key, key, GST_SPICE_WIRE_PUBKEY_SIZE);
-  if (out->error != GST_SPICE_LINK_OK)
+  memcpy (out->pub_key, key, SPICE_TICKET_PUBKEY_BYTES);
+  if (out->error != SPICE_LINK_ERR_OK)
     return TRUE;                /* error replies carry nothing else */
   if (caps_offset < GST_SPICE_WIRE_LINK_REPLY_SIZE)
     return FALSE;
@@ -361,35 +361,35 @@ typedef struct {
 } MsgLimit;
 
 static const MsgLimit client_limits[] = {
-  {0, GST_SPICE_MSGC_ACK_SYNC, 4, 4, "ACK_SYNC"},
-  {0, GST_SPICE_MSGC_ACK, 0, 0, "ACK"},
+  {0, SPICE_MSGC_ACK_SYNC, 4, 4, "ACK_SYNC"},
+  {0, SPICE_MSGC_ACK, 0, 0, "ACK"},
   /* PONG echoes PING; a client may echo padding, we never send any */
-  {0, GST_SPICE_MSGC_PONG, 12, 12, "PONG"},
-  {0, GST_SPICE_MSGC_DISCONNECTING, 12, 12, "DISCONNECTING"},
-  {GST_SPICE_CHANNEL_MAIN, GST_SPICE_MSGC_MAIN_ATTACH_CHANNELS, 0, 0,
+  {0, SPICE_MSGC_PONG, 12, 12, "PONG"},
+  {0, SPICE_MSGC_DISCONNECTING, 12, 12, "DISCONNECTING"},
+  {SPICE_CHANNEL_MAIN, SPICE_MSGC_MAIN_ATTACH_CHANNELS, 0, 0,
       "ATTACH_CHANNELS"},
-  {GST_SPICE_CHANNEL_MAIN, GST_SPICE_MSGC_MAIN_MOUSE_MODE_REQUEST, 2, 2,
+  {SPICE_CHANNEL_MAIN, SPICE_MSGC_MAIN_MOUSE_MODE_REQUEST, 2, 2,
       "MOUSE_MODE_REQUEST"},
-  {GST_SPICE_CHANNEL_MAIN, GST_SPICE_MSGC_MAIN_CLIENT_INFO, 8, 8,
+  {SPICE_CHANNEL_MAIN, SPICE_MSGC_MAIN_CLIENT_INFO, 8, 8,
       "CLIENT_INFO"},
-  {GST_SPICE_CHANNEL_DISPLAY, GST_SPICE_MSGC_DISPLAY_INIT, 14, 14,
+  {SPICE_CHANNEL_DISPLAY, SPICE_MSGC_DISPLAY_INIT, 14, 14,
       "DISPLAY_INIT"},
-  {GST_SPICE_CHANNEL_DISPLAY, GST_SPICE_MSGC_DISPLAY_STREAM_REPORT, 32, 32,
+  {SPICE_CHANNEL_DISPLAY, SPICE_MSGC_DISPLAY_STREAM_REPORT, 32, 32,
       "STREAM_REPORT"},
-  {GST_SPICE_CHANNEL_INPUTS, GST_SPICE_MSGC_INPUTS_KEY_DOWN, 4, 4,
+  {SPICE_CHANNEL_INPUTS, SPICE_MSGC_INPUTS_KEY_DOWN, 4, 4,
       "KEY_DOWN"},
-  {GST_SPICE_CHANNEL_INPUTS, GST_SPICE_MSGC_INPUTS_KEY_UP, 4, 4, "KEY_UP"},
-  {GST_SPICE_CHANNEL_INPUTS, GST_SPICE_MSGC_INPUTS_KEY_MODIFIERS, 2, 2,
+  {SPICE_CHANNEL_INPUTS, SPICE_MSGC_INPUTS_KEY_UP, 4, 4, "KEY_UP"},
+  {SPICE_CHANNEL_INPUTS, SPICE_MSGC_INPUTS_KEY_MODIFIERS, 2, 2,
       "KEY_MODIFIERS"},
-  {GST_SPICE_CHANNEL_INPUTS, GST_SPICE_MSGC_INPUTS_KEY_SCANCODE, 1, 16,
+  {SPICE_CHANNEL_INPUTS, SPICE_MSGC_INPUTS_KEY_SCANCODE, 1, 16,
       "KEY_SCANCODE"},
-  {GST_SPICE_CHANNEL_INPUTS, GST_SPICE_MSGC_INPUTS_MOUSE_MOTION, 10, 10,
+  {SPICE_CHANNEL_INPUTS, SPICE_MSGC_INPUTS_MOUSE_MOTION, 10, 10,
       "MOUSE_MOTION"},
-  {GST_SPICE_CHANNEL_INPUTS, GST_SPICE_MSGC_INPUTS_MOUSE_POSITION, 11, 11,
+  {SPICE_CHANNEL_INPUTS, SPICE_MSGC_INPUTS_MOUSE_POSITION, 11, 11,
       "MOUSE_POSITION"},
-  {GST_SPICE_CHANNEL_INPUTS, GST_SPICE_MSGC_INPUTS_MOUSE_PRESS, 3, 3,
+  {SPICE_CHANNEL_INPUTS, SPICE_MSGC_INPUTS_MOUSE_PRESS, 3, 3,
       "MOUSE_PRESS"},
-  {GST_SPICE_CHANNEL_INPUTS, GST_SPICE_MSGC_INPUTS_MOUSE_RELEASE, 3, 3,
+  {SPICE_CHANNEL_INPUTS, SPICE_MSGC_INPUTS_MOUSE_RELEASE, 3, 3,
       "MOUSE_RELEASE"},
 };
 

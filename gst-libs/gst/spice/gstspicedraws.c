@@ -366,7 +366,7 @@ gst_spice_lz4_payload_write_header (guint8 * payload, gsize payload_size)
 {
   gst_spice_binary_payload_set_size (payload, payload_size);
   payload[4] = 1;               /* top_down */
-  payload[5] = GST_SPICE_BITMAP_FMT_32BIT;
+  payload[5] = SPICE_BITMAP_FMT_32BIT;
 }
 
 void

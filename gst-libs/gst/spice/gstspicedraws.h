@@ -5,6 +5,7 @@
 
 #include <gst/gst.h>
 #include <gst/video/video.h>
+#include <spice/enums.h>
 
 G_BEGIN_DECLS
 
@@ -23,9 +24,9 @@ G_BEGIN_DECLS
  * the client already has (spicesink sends it as COPY_BITS). Its payload is
  * the top-left corner of the source on the surface, i32 LE x then y. */
 typedef enum {
-  GST_SPICE_IMAGE_BITMAP = 0,
-  GST_SPICE_IMAGE_JPEG = 105,
-  GST_SPICE_IMAGE_LZ4 = 109,
+  GST_SPICE_IMAGE_BITMAP = SPICE_IMAGE_TYPE_BITMAP,
+  GST_SPICE_IMAGE_JPEG = SPICE_IMAGE_TYPE_JPEG,
+  GST_SPICE_IMAGE_LZ4 = SPICE_IMAGE_TYPE_LZ4,
   GST_SPICE_IMAGE_COPY_BITS = 255,
 } GstSpiceImageType;
 
@@ -137,7 +138,7 @@ void     gst_spice_copy_bits_apply (guint8 * bgrx, gint stride,
 #define GST_SPICE_BINARY_HEADER_SIZE 4
 #define GST_SPICE_LZ4_HEADER_SIZE 6     /* data_size, top_down, format */
 #define GST_SPICE_LZ4_BLOCK_HEADER_SIZE 4
-#define GST_SPICE_BITMAP_FMT_32BIT 8
+#define SPICE_BITMAP_FMT_32BIT 8
 
 /* writes the u32 LE data_size of a BinaryData payload of @payload_size
  * bytes (header included) */
