@@ -69,7 +69,8 @@ GST_DEBUG_CATEGORY (gst_spice_sink_debug);
 #define FKU_MIN_INTERVAL_US (200 * G_TIME_SPAN_MILLISECOND)
 #define REFRESH_RETRY_US (1000 * G_TIME_SPAN_MILLISECOND)
 
-enum {
+enum
+{
   PROP_0,
   PROP_ADDRESS,
   PROP_PORT,
@@ -98,7 +99,7 @@ static GstStaticPadTemplate draw_template = GST_STATIC_PAD_TEMPLATE ("draw",
     GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS (GST_SPICE_DRAWS_CAPS));
 
 static GstStaticPadTemplate stream_template =
-GST_STATIC_PAD_TEMPLATE ("stream_%u", GST_PAD_SINK, GST_PAD_REQUEST,
+    GST_STATIC_PAD_TEMPLATE ("stream_%u", GST_PAD_SINK, GST_PAD_REQUEST,
     GST_STATIC_CAPS ("image/jpeg; video/x-vp8; video/x-vp9; "
         "video/x-h264, stream-format = (string) byte-stream, "
         "alignment = (string) au"));
@@ -112,10 +113,10 @@ GST_ELEMENT_REGISTER_DEFINE_WITH_CODE (spicesink, "spicesink", GST_RANK_NONE,
 
 /* ------------------------------------------------------- upstream events */
 
-typedef void (*SinkJobFunc) (GstSpiceSink * sink, GstPad * pad,
-    gpointer data);
+typedef void (*SinkJobFunc) (GstSpiceSink * sink, GstPad * pad, gpointer data);
 
-typedef struct {
+typedef struct
+{
   GstSpiceSink *sink;
   GstPad *pad;
   GstEvent *event;              /* pushed upstream from pad, or NULL */
@@ -214,8 +215,7 @@ real_peer (GstPad * pad)
 
       gst_object_unref (p);
       p = t;
-    } else if (GST_IS_PROXY_PAD (p) && GST_IS_GHOST_PAD (GST_OBJECT_PARENT
-            (p))) {
+    } else if (GST_IS_PROXY_PAD (p) && GST_IS_GHOST_PAD (GST_OBJECT_PARENT (p))) {
       GstPad *ghost = GST_PAD (gst_object_get_parent (GST_OBJECT (p)));
 
       gst_object_unref (p);
@@ -339,7 +339,8 @@ probe_encoder_job (GstSpiceSink * sink, GstPad * pad, gpointer data)
     gst_object_unref (enc);
 }
 
-typedef struct {
+typedef struct
+{
   GstElement *encoder;
   const gchar *property;
   guint value;
@@ -628,7 +629,8 @@ gst_spice_sink_update_stream_control (GstSpiceSink * sink)
 
 /* ----------------------------------------------------------- draw path */
 
-typedef struct {
+typedef struct
+{
   GstVideoRectangle dest;
   guint8 type;
   gboolean lossy;
@@ -1078,8 +1080,7 @@ send_stream_data (SinkConn * d, SinkStream * st, GBytes * frame)
 }
 
 static GstFlowReturn
-gst_spice_sink_stream_chain (GstPad * pad, GstObject * parent,
-    GstBuffer * buf)
+gst_spice_sink_stream_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
 {
   GstSpiceSink *sink = GST_SPICE_SINK (parent);
   SinkStream *st = stream_for_pad (pad);
@@ -1180,8 +1181,7 @@ done:
 }
 
 static gboolean
-gst_spice_sink_stream_event (GstPad * pad, GstObject * parent,
-    GstEvent * event)
+gst_spice_sink_stream_event (GstPad * pad, GstObject * parent, GstEvent * event)
 {
   GstSpiceSink *sink = GST_SPICE_SINK (parent);
   SinkStream *st = stream_for_pad (pad);
@@ -1243,8 +1243,7 @@ gst_spice_sink_request_new_pad (GstElement * element, GstPadTemplate * templ,
     guint i;
 
     for (i = 0; i < sink->streams->len; i++)
-      if (((SinkStream *) g_ptr_array_index (sink->streams, i))->index ==
-          index) {
+      if (((SinkStream *) g_ptr_array_index (sink->streams, i))->index == index) {
         g_mutex_unlock (&sink->lock);
         GST_WARNING_OBJECT (sink, "pad %s already exists", name);
         return NULL;
@@ -1316,7 +1315,7 @@ gst_spice_sink_change_state (GstElement * element, GstStateChange transition)
           return GST_STATE_CHANGE_FAILURE;
         }
         g_free (sink->password);
-  g_free (sink->password_file);
+        g_free (sink->password_file);
         sink->password = secret;
       }
       sink->event_pool = g_thread_pool_new (event_thread_func, sink, 1, TRUE,
@@ -1360,8 +1359,7 @@ gst_spice_sink_change_state (GstElement * element, GstStateChange transition)
       {
         guint i;
         for (i = 0; i < sink->streams->len; i++)
-          ((SinkStream *) g_ptr_array_index (sink->streams, i))->active =
-              FALSE;
+          ((SinkStream *) g_ptr_array_index (sink->streams, i))->active = FALSE;
       }
       sink->refresh_outstanding = FALSE;
       g_mutex_unlock (&sink->lock);
@@ -1624,8 +1622,7 @@ gst_spice_sink_class_init (GstSpiceSinkClass * klass)
           "PEM private key of tls-cert-file", NULL, rw));
   g_object_class_install_property (gobject_class, PROP_PASSWORD,
       g_param_spec_string ("password", "Password",
-          "SPICE ticket clients must present (NULL or empty: none)", NULL,
-          rw));
+          "SPICE ticket clients must present (NULL or empty: none)", NULL, rw));
   /**
    * GstSpiceSink:password-file:
    *
@@ -1714,8 +1711,7 @@ gst_spice_sink_class_init (GstSpiceSinkClass * klass)
       "Sink/Network", "Serves draws and encoded video streams to SPICE "
       "clients", "gst-spice developers");
 
-  element_class->change_state =
-      GST_DEBUG_FUNCPTR (gst_spice_sink_change_state);
+  element_class->change_state = GST_DEBUG_FUNCPTR (gst_spice_sink_change_state);
   element_class->request_new_pad =
       GST_DEBUG_FUNCPTR (gst_spice_sink_request_new_pad);
   element_class->release_pad = GST_DEBUG_FUNCPTR (gst_spice_sink_release_pad);

@@ -93,8 +93,7 @@ gst_spice_sink_send_draw (SinkConn * conn, const GstVideoRectangle * dest,
     return;
   }
   gst_spice_wire_write_draw_copy_head (a, 0, dest, type, 0);
-  gst_spice_sink_conn_send (conn, SPICE_MSG_DISPLAY_DRAW_COPY, a,
-      payload);
+  gst_spice_sink_conn_send (conn, SPICE_MSG_DISPLAY_DRAW_COPY, a, payload);
   g_byte_array_unref (a);
   if (conn->session) {
     conn->session->draws++;
@@ -404,8 +403,7 @@ gst_spice_sink_session_resync (GstSpiceSink * sink, SinkSession * s)
 }
 
 void
-gst_spice_sink_stream_destroy_all_clients (GstSpiceSink * sink,
-    SinkStream * st)
+gst_spice_sink_stream_destroy_all_clients (GstSpiceSink * sink, SinkStream * st)
 {
   GList *l;
   GByteArray *a;
@@ -474,8 +472,7 @@ handle_stream_report (SinkConn * conn, const guint8 * body, gsize size)
   s->report_drops += r.num_drops;
   s->have_margin = TRUE;
   GST_LOG_OBJECT (sink, "%s stream %u: %u frames, %u drops, margin %d ms",
-      s->peer_host, r.stream_id, r.num_frames, r.num_drops,
-      r.last_frame_delay);
+      s->peer_host, r.stream_id, r.num_frames, r.num_drops, r.last_frame_delay);
   return TRUE;
 }
 
@@ -632,8 +629,7 @@ handle_inputs (SinkConn * conn, guint16 type, const guint8 * body, gsize size)
       guint16 b;
       guint8 disp;
 
-      if (!gst_spice_wire_parse_mouse_position (body, size, &x, &y, &b,
-              &disp)) {
+      if (!gst_spice_wire_parse_mouse_position (body, size, &x, &y, &b, &disp)) {
         gst_spice_sink_conn_close (conn, "malformed MOUSE_POSITION");
         return FALSE;
       }
@@ -688,8 +684,7 @@ handle_inputs (SinkConn * conn, guint16 type, const guint8 * body, gsize size)
 /* -------------------------------------------------------------- cursor */
 
 void
-gst_spice_sink_send_cursor (GstSpiceSink * sink, SinkSession * s,
-    gboolean init)
+gst_spice_sink_send_cursor (GstSpiceSink * sink, SinkSession * s, gboolean init)
 {
   SinkConn *c = s->cursor;
   GByteArray *a;
@@ -743,8 +738,7 @@ handle_main (SinkConn * conn, guint16 type, const guint8 * body, gsize size)
       conn->attached = TRUE;
       a = g_byte_array_new ();
       gst_spice_wire_write_channels_list (a, 3, types, ids);
-      gst_spice_sink_conn_send (conn, SPICE_MSG_MAIN_CHANNELS_LIST, a,
-          NULL);
+      gst_spice_sink_conn_send (conn, SPICE_MSG_MAIN_CHANNELS_LIST, a, NULL);
       g_byte_array_unref (a);
       return TRUE;
     }

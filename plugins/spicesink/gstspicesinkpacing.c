@@ -53,8 +53,7 @@ display_set_lowat (SinkConn * conn)
   if (getsockopt (fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &cur, &len) == 0 &&
       cur == want)
     return;
-  if (setsockopt (fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &want,
-          sizeof (want)) < 0)
+  if (setsockopt (fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &want, sizeof (want)) < 0)
     GST_DEBUG_OBJECT (sink, "TCP_NOTSENT_LOWAT: %s", g_strerror (errno));
   else
     GST_DEBUG_OBJECT (sink, "%s: notsent-lowat %d (link %" G_GUINT64_FORMAT
@@ -444,14 +443,15 @@ gst_spice_sink_conn_update_tcp_info (SinkConn * conn)
   conn->tcpi_rtt_us = ti.tcpi_rtt;
   conn->tcpi_retrans = ti.tcpi_total_retrans;
   conn->tcpi_cwnd = ti.tcpi_snd_cwnd;
-  if (len >= offsetof (struct tcp_info, tcpi_min_rtt) + sizeof (ti.tcpi_min_rtt))
-    conn->tcpi_min_rtt_us = ti.tcpi_min_rtt;
+  if (len >= offsetof (struct tcp_info,
+          tcpi_min_rtt) + sizeof (ti.tcpi_min_rtt))
+      conn->tcpi_min_rtt_us = ti.tcpi_min_rtt;
   if (len >= offsetof (struct tcp_info, tcpi_notsent_bytes) +
       sizeof (ti.tcpi_notsent_bytes))
-    conn->tcpi_notsent = ti.tcpi_notsent_bytes;
+      conn->tcpi_notsent = ti.tcpi_notsent_bytes;
   if (len >= offsetof (struct tcp_info, tcpi_delivery_rate) +
       sizeof (ti.tcpi_delivery_rate))
-    conn->tcpi_delivery_rate = ti.tcpi_delivery_rate;
+      conn->tcpi_delivery_rate = ti.tcpi_delivery_rate;
   conn->tcpi_unacked = ti.tcpi_unacked;
   if (conn->session && conn->session->display == conn) {
     SinkLinkEstimate *e = &conn->session->link;
@@ -459,11 +459,11 @@ gst_spice_sink_conn_update_tcp_info (SinkConn * conn)
     e->inflight_bytes = (guint64) ti.tcpi_unacked * ti.tcpi_snd_mss;
     if (len >= offsetof (struct tcp_info, tcpi_delivery_rate) +
         sizeof (ti.tcpi_delivery_rate))
-      sink_link_btl_update (e, ti.tcpi_delivery_rate * 8,
+        sink_link_btl_update (e, ti.tcpi_delivery_rate * 8,
           g_get_monotonic_time ());
   }
   conn->tcpi_app_limited = ti.tcpi_delivery_rate_app_limited;
   if (len >= offsetof (struct tcp_info, tcpi_bytes_acked) +
       sizeof (ti.tcpi_bytes_acked))
-    conn->tcpi_bytes_acked = ti.tcpi_bytes_acked;
+      conn->tcpi_bytes_acked = ti.tcpi_bytes_acked;
 }

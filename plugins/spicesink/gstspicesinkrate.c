@@ -117,11 +117,9 @@ sink_pace_should_hold (guint32 rtt_us, guint32 min_rtt_us, guint32 unacked,
 }
 
 guint64
-sink_link_btl_update (SinkLinkEstimate * e, guint64 delivery_bps,
-    gint64 now_us)
+sink_link_btl_update (SinkLinkEstimate * e, guint64 delivery_bps, gint64 now_us)
 {
-  if (e->btl_window_us == 0 || now_us - e->btl_window_us >=
-      SINK_BTL_WINDOW_US) {
+  if (e->btl_window_us == 0 || now_us - e->btl_window_us >= SINK_BTL_WINDOW_US) {
     /* a new window: the last one is remembered, older ones forgotten */
     e->btl_prev_bps = e->btl_window_us && now_us - e->btl_window_us <
         2 * SINK_BTL_WINDOW_US ? e->btl_bps : 0;

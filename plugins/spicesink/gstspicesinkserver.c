@@ -18,7 +18,8 @@
 #define MAX_RATE_BUCKETS 4096
 
 /* token bucket of one source address (max-connections-per-second) */
-typedef struct {
+typedef struct
+{
   gdouble tokens;
   gint64 last_us;
   gint64 last_warn_us;
@@ -321,8 +322,7 @@ handle_ticket (SinkConn * conn)
       !gst_spice_ticket_key_check (sink->ticket_key, conn->rbuf, conn->rlen,
           sink->password)) {
     sink->auth_failures++;
-    conn_link_result (conn, SPICE_LINK_ERR_PERMISSION_DENIED,
-        "wrong password");
+    conn_link_result (conn, SPICE_LINK_ERR_PERMISSION_DENIED, "wrong password");
     return;
   }
   if (m->channel_type == SPICE_CHANNEL_MAIN) {
@@ -413,8 +413,7 @@ conn_process (SinkConn * conn)
           gst_spice_sink_conn_close (conn, "malformed message header");
           return;
         }
-        if (!gst_spice_wire_client_msg_limits (conn->type, h->type, &min,
-                &max)) {
+        if (!gst_spice_wire_client_msg_limits (conn->type, h->type, &min, &max)) {
           gchar *r = g_strdup_printf ("unexpected message type %u",
               h->type);
           sink->closed_bad_message++;
@@ -526,8 +525,7 @@ tls_handshake_done (GObject * source, GAsyncResult * res, gpointer user_data)
   GError *err = NULL;
   gboolean ok;
 
-  ok = g_tls_connection_handshake_finish (G_TLS_CONNECTION (source), res,
-      &err);
+  ok = g_tls_connection_handshake_finish (G_TLS_CONNECTION (source), res, &err);
   g_mutex_lock (&sink->lock);
   conn->handshake_pending = FALSE;
   if (conn->state == CONN_TLS_HANDSHAKE) {
@@ -903,8 +901,7 @@ listen_on (GstSpiceSink * sink, GInetAddress * addr, gint port, gint * bound,
     return NULL;
   g_socket_set_blocking (sock, FALSE);
   sa = g_inet_socket_address_new (addr, (guint16) port);
-  if (!g_socket_bind (sock, sa, TRUE, error) ||
-      !g_socket_listen (sock, error)) {
+  if (!g_socket_bind (sock, sa, TRUE, error) || !g_socket_listen (sock, error)) {
     g_object_unref (sa);
     g_object_unref (sock);
     return NULL;

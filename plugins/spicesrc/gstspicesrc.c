@@ -463,7 +463,7 @@ on_primary_create (SpiceChannel * channel, gint format, gint width,
   g_mutex_lock (&self->lock);
   if (width != self->width || height != self->height || !self->mirror) {
     g_free (self->mirror);
-    self->mirror_stride = (gsize) width * 4;
+    self->mirror_stride = (gsize) width *4;
     self->mirror = g_malloc (self->mirror_stride * height);
     self->width = width;
     self->height = height;
@@ -546,8 +546,7 @@ cursor_changed_locked (GstSpiceSrc * self)
 }
 
 static void
-on_cursor_shape (SpiceChannel * channel, GParamSpec * pspec,
-    GstSpiceSrc * self)
+on_cursor_shape (SpiceChannel * channel, GParamSpec * pspec, GstSpiceSrc * self)
 {
   SpiceCursorShape *shape = NULL;
   GstBuffer *buf = NULL;
@@ -678,8 +677,7 @@ ctx_handle_failure (GstSpiceSrc * self, SpiceChannel * channel,
 
   switch (event) {
     case SPICE_CHANNEL_ERROR_AUTH:
-      msg = g_strdup_printf ("SPICE authentication failed for %s",
-          self->c_uri);
+      msg = g_strdup_printf ("SPICE authentication failed for %s", self->c_uri);
       break;
     case SPICE_CHANNEL_ERROR_TLS:
       msg = g_strdup_printf ("TLS connection to SPICE server %s failed",
@@ -693,8 +691,7 @@ ctx_handle_failure (GstSpiceSrc * self, SpiceChannel * channel,
       msg = g_strdup_printf ("SPICE link with %s failed", self->c_uri);
       break;
     default:
-      msg = g_strdup_printf ("Connection to SPICE server %s lost",
-          self->c_uri);
+      msg = g_strdup_printf ("Connection to SPICE server %s lost", self->c_uri);
       break;
   }
   GST_WARNING_OBJECT (self, "%s (%s)%s", msg, detail,
@@ -737,8 +734,7 @@ static void
 on_channel_event (SpiceChannel * channel, SpiceChannelEvent event,
     GstSpiceSrc * self)
 {
-  GST_DEBUG_OBJECT (self, "%s: event %d", G_OBJECT_TYPE_NAME (channel),
-      event);
+  GST_DEBUG_OBJECT (self, "%s: event %d", G_OBJECT_TYPE_NAME (channel), event);
   switch (event) {
     case SPICE_CHANNEL_OPENED:
       if (SPICE_IS_MAIN_CHANNEL (channel)) {
@@ -902,8 +898,7 @@ ctx_connect (gpointer data)
       "enable-smartcard", FALSE,
       "preferred-compression", (gint) self->c_compression, NULL);
   self->session = session;
-  g_signal_connect (session, "channel-new", G_CALLBACK (on_channel_new),
-      self);
+  g_signal_connect (session, "channel-new", G_CALLBACK (on_channel_new), self);
   g_signal_connect (session, "channel-destroy",
       G_CALLBACK (on_channel_destroy), self);
 
@@ -1156,8 +1151,7 @@ gst_spice_src_start (GstBaseSrc * bsrc)
   uri = g_strdup (self->uri);
   GST_OBJECT_UNLOCK (self);
 
-  if (!gst_spice_src_parse_uri (uri, &host, &port, &tls_port, &password,
-          &err)) {
+  if (!gst_spice_src_parse_uri (uri, &host, &port, &tls_port, &password, &err)) {
     if (uri)
       GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
           ("Invalid SPICE URI '%s'", uri), ("%s", err->message));
@@ -1699,7 +1693,7 @@ gst_spice_src_set_property (GObject * object, guint prop_id,
     case PROP_PASSWORD:
       GST_OBJECT_LOCK (self);
       g_free (self->password);
-  g_free (self->password_file);
+      g_free (self->password_file);
       self->password = g_value_dup_string (value);
       GST_OBJECT_UNLOCK (self);
       break;

@@ -144,7 +144,8 @@ gst_spice_src_context_unref (void)
 gboolean
 gst_spice_src_context_is_driver_thread (void)
 {
-  return g_atomic_pointer_get (&driver_thread_id) == (gpointer) g_thread_self ();
+  return g_atomic_pointer_get (&driver_thread_id) ==
+      (gpointer) g_thread_self ();
 }
 
 void

@@ -119,7 +119,7 @@ gst_spice_tiler_streaming_get_type (void)
     {GST_SPICE_TILER_STREAMING_OFF, "Never stream: everything as draws",
         "off"},
     {GST_SPICE_TILER_STREAMING_AUTO,
-        "Stream areas that keep changing with photographic content or noise",
+          "Stream areas that keep changing with photographic content or noise",
         "auto"},
     {GST_SPICE_TILER_STREAMING_ALL,
         "Stream any area that keeps changing", "all"},

@@ -55,11 +55,13 @@ tiler_diff_begin (TilerDiff * d)
 
   for (i = 0; i < d->n_touched; i++) {
     d->flags[d->touched[i]] = 0;
-    d->box[d->touched[i]] = (TilerCellBox) { 0, 0, 0, 0 };
+    d->box[d->touched[i]] = (TilerCellBox) {
+    0, 0, 0, 0};
   }
   d->n_touched = 0;
   for (i = 0; i < d->n_marked; i++)
-    d->tile_clip[d->marked[i]] = (GstVideoRectangle) { 0, 0, 0, 0 };
+    d->tile_clip[d->marked[i]] = (GstVideoRectangle) {
+    0, 0, 0, 0};
   d->n_marked = 0;
 }
 
@@ -164,9 +166,8 @@ diff_cell (TilerDiff * d, const guint8 * frame, gint fstride,
   ci = cy * d->ncx + cx;
   touch (d, ci);
   d->flags[ci] |= TILER_CELL_CHANGED;
-  d->box[ci] = (TilerCellBox) { bx0 - base, top - cy * TILER_CELL,
-    bx1 - base, bottom + 1 - cy * TILER_CELL
-  };
+  d->box[ci] = (TilerCellBox) {
+  bx0 - base, top - cy * TILER_CELL, bx1 - base, bottom + 1 - cy * TILER_CELL};
   return TRUE;
 }
 
@@ -234,8 +235,7 @@ tiler_diff_run (TilerDiff * d, const guint8 * frame, gint fstride,
         gint y0 = MAX (top, cy * TILER_CELL);
         gint y1 = MIN (bottom + 1, (cy + 1) * TILER_CELL);
 
-        for (cx = c->x / TILER_CELL; cx <= (c->x + c->w - 1) / TILER_CELL;
-            cx++) {
+        for (cx = c->x / TILER_CELL; cx <= (c->x + c->w - 1) / TILER_CELL; cx++) {
           gint x0 = MAX (c->x, cx * TILER_CELL);
           gint x1 = MIN (c->x + c->w, (cx + 1) * TILER_CELL);
 
@@ -251,9 +251,8 @@ tiler_diff_run (TilerDiff * d, const guint8 * frame, gint fstride,
 void
 tiler_diff_cell_rect (TilerDiff * d, gint cx, gint cy, GstVideoRectangle * r)
 {
-  *r = (GstVideoRectangle) { cx * TILER_CELL, cy * TILER_CELL, TILER_CELL,
-    TILER_CELL
-  };
+  *r = (GstVideoRectangle) {
+  cx *TILER_CELL, cy * TILER_CELL, TILER_CELL, TILER_CELL};
   gst_spice_rect_clip (r, d->width, d->height);
 }
 
@@ -266,7 +265,8 @@ tiler_diff_force_cell (TilerDiff * d, gint cx, gint cy)
   tiler_diff_cell_rect (d, cx, cy, &r);
   touch (d, ci);
   d->flags[ci] |= TILER_CELL_FORCED | TILER_CELL_CHANGED;
-  d->box[ci] = (TilerCellBox) { 0, 0, r.w, r.h };
+  d->box[ci] = (TilerCellBox) {
+  0, 0, r.w, r.h};
 }
 
 gboolean
@@ -276,9 +276,9 @@ tiler_diff_cell_box (TilerDiff * d, gint cx, gint cy, GstVideoRectangle * r)
 
   if (b->x1 == 0)
     return FALSE;
-  *r = (GstVideoRectangle) { cx * TILER_CELL + b->x0, cy * TILER_CELL + b->y0,
-    b->x1 - b->x0, b->y1 - b->y0
-  };
+  *r = (GstVideoRectangle) {
+  cx *TILER_CELL + b->x0, cy * TILER_CELL + b->y0,
+        b->x1 - b->x0, b->y1 - b->y0};
   return TRUE;
 }
 
@@ -327,7 +327,8 @@ tiler_diff_collect (TilerDiff * d, const GstVideoRectangle * exclude,
       if (gst_spice_rect_is_empty (&t)) {
         if (!gst_spice_rect_is_empty (&run))
           g_array_append_val (rects, run);
-        run = (GstVideoRectangle) { 0, 0, 0, 0 };
+        run = (GstVideoRectangle) {
+        0, 0, 0, 0};
         continue;
       }
       /* join with the run if both touch the tile border between them */

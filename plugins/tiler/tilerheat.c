@@ -54,9 +54,8 @@ tiler_heat_reset (TilerHeat * h)
   gint i;
 
   for (i = 0; i < h->ntx * h->nty; i++)
-    h->tiles[i] = (TilerHeatTile) { GST_CLOCK_TIME_NONE, GST_CLOCK_TIME_NONE,
-      0, 0, GST_CLOCK_TIME_NONE
-    };
+    h->tiles[i] = (TilerHeatTile) {
+    GST_CLOCK_TIME_NONE, GST_CLOCK_TIME_NONE, 0, 0, GST_CLOCK_TIME_NONE};
 }
 
 void

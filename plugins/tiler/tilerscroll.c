@@ -214,8 +214,7 @@ tiler_scroll_next (TilerScroll * s, GstVideoRectangle * dest, gint * src_y)
 
 /* the shadow's rows of @dest now hold what its source rows held */
 void
-tiler_scroll_moved (TilerScroll * s, const GstVideoRectangle * dest,
-    gint src_y)
+tiler_scroll_moved (TilerScroll * s, const GstVideoRectangle * dest, gint src_y)
 {
   memmove (s->sh + (dest->y - s->area.y), s->sh + (src_y - s->area.y),
       (gsize) dest->h * sizeof (guint64));

@@ -348,8 +348,7 @@ compute_next_refine (GstSpiceTiler * self, const TilerParams * p)
     if (t == TILER_RT_UNKNOWN) {
       urgent = TRUE;
       t = 0;
-    }
-    else
+    } else
       t += p->refine_delay;
     if (!GST_CLOCK_TIME_IS_VALID (next) || t < next)
       next = t;
@@ -785,8 +784,7 @@ done:
   if (new_frame)
     self->stats.frames_processed++;
   self->stats.diff_us_avg = self->stats.diff_us_avg * 0.9 + (t1 - t0) * 0.1;
-  self->stats.encode_us_avg =
-      self->stats.encode_us_avg * 0.9 + (t2 - t1) * 0.1;
+  self->stats.encode_us_avg = self->stats.encode_us_avg * 0.9 + (t2 - t1) * 0.1;
   self->worker_pending = !gst_spice_region_is_empty (&self->carry) || urgent;
   g_mutex_unlock (&self->lock);
 }

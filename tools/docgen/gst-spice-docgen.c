@@ -99,8 +99,7 @@ document_element (GString * out, const gchar * name)
   }
   g_string_append_printf (out, "## %s\n\n%s — %s\n\n",
       name, gst_element_factory_get_metadata (f, GST_ELEMENT_METADATA_LONGNAME),
-      gst_element_factory_get_metadata (f,
-          GST_ELEMENT_METADATA_DESCRIPTION));
+      gst_element_factory_get_metadata (f, GST_ELEMENT_METADATA_DESCRIPTION));
   g_string_append_printf (out, "- Class: `%s`\n- Rank: %u\n- Plugin: `%s`\n\n",
       gst_element_factory_get_metadata (f, GST_ELEMENT_METADATA_KLASS),
       gst_plugin_feature_get_rank (GST_PLUGIN_FEATURE (f)),
@@ -138,7 +137,8 @@ document_element (GString * out, const gchar * name)
     gchar *blurb;
 
     if (p->owner_type != G_OBJECT_TYPE (e)) {
-      if (p->owner_type != GST_TYPE_OBJECT && !g_strv_contains ((const gchar * const *) inherited->pdata,
+      if (p->owner_type != GST_TYPE_OBJECT
+          && !g_strv_contains ((const gchar * const *) inherited->pdata,
               g_type_name (p->owner_type)))
         g_ptr_array_insert (inherited, inherited->len - 1,
             (gpointer) g_type_name (p->owner_type));

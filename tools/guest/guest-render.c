@@ -268,8 +268,7 @@ guest_render_background_rect (guint8 * bgrx, gint stride, guint32 seed,
     }
     for (x = rect->x; x < rect->x + rect->width; x++) {
       gint g = glyph_of_cell[x / GUEST_CELL_WIDTH - cx0];
-      gboolean on = g >= 0 &&
-          (glyph_rows[g][gy] >> (x % GUEST_CELL_WIDTH)) & 1;
+      gboolean on = g >= 0 && (glyph_rows[g][gy] >> (x % GUEST_CELL_WIDTH)) & 1;
       row[x] = on ? fg : bg;
     }
   }
@@ -344,8 +343,7 @@ static const guint32 text_palette[4] = {
 #define TEXT_PAPER 0xf4f4ec
 
 static void
-render_text (guint32 seed, guint t, guint8 * dst, gint aw, gint ah,
-    gint stride)
+render_text (guint32 seed, guint t, guint8 * dst, gint aw, gint ah, gint stride)
 {
   guint32 paper = guest_pixel (TEXT_PAPER);
   guint32 lseed = mix32 (seed ^ 0x7e47U);
@@ -385,8 +383,7 @@ render_text (guint32 seed, guint t, guint8 * dst, gint aw, gint ah,
     }
     for (x = 0; x < aw; x++) {
       gint g = glyph_of_cell[x / GUEST_CELL_WIDTH];
-      gboolean on = g >= 0 &&
-          (glyph_rows[g][gy] >> (x % GUEST_CELL_WIDTH)) & 1;
+      gboolean on = g >= 0 && (glyph_rows[g][gy] >> (x % GUEST_CELL_WIDTH)) & 1;
       row[x] = on ? ink : paper;
     }
   }

@@ -163,10 +163,11 @@ typedef struct
 static Guest guest;
 static GMutex log_lock;
 
-static void guest_log (const gchar * fmt, ...) G_GNUC_PRINTF (1, 2);
-
 static void
 guest_log (const gchar * fmt, ...)
+G_GNUC_PRINTF (1, 2);
+
+     static void guest_log (const gchar * fmt, ...)
 {
   va_list ap;
 
@@ -251,7 +252,7 @@ push_draw (Guest * g, const GuestRect * r)
         (gsize) r->width * 4);
 
   img = &c->image;
-  img->descriptor.id = ((guint64) ++g->image_unique << 32) |
+  img->descriptor.id = ((guint64)++ g->image_unique << 32) |
       QXL_IMAGE_GROUP_DEVICE;
   img->descriptor.type = SPICE_IMAGE_TYPE_BITMAP;
   img->descriptor.flags = 0;
@@ -1213,10 +1214,10 @@ main (int argc, char *argv[])
     {"streaming-video", 0, 0, G_OPTION_ARG_STRING, &g->streaming_video,
         "off, filter or all (default off, like qemu)", "MODE"},
     {"video-codecs", 0, 0, G_OPTION_ARG_STRING, &g->video_codecs,
-        "spice-server video codecs, e.g. \"spice:mjpeg;gstreamer:vp8;\"",
+          "spice-server video codecs, e.g. \"spice:mjpeg;gstreamer:vp8;\"",
         "STR"},
     {"image-compression", 0, 0, G_OPTION_ARG_STRING, &g->image_compression,
-          "off, auto_glz, auto_lz, quic, glz, lz or lz4 "
+        "off, auto_glz, auto_lz, quic, glz, lz or lz4 "
           "(default: spice-server's, auto_glz)", "MODE"},
     {"jpeg-wan-compression", 0, 0, G_OPTION_ARG_STRING, &g->jpeg_wan,
         "auto, never or always (default: spice-server's, auto)", "MODE"},

@@ -40,17 +40,19 @@
 #define COLOR_OFF 0xc03030
 #define COLOR_ON  0x30c030
 
-typedef enum {
+typedef enum
+{
   ST_CONNECTING,
   ST_WARMUP,
   ST_GAP,
   ST_WAITING,
-  ST_LATE,          /* timed out, waiting for the box to settle */
+  ST_LATE,                      /* timed out, waiting for the box to settle */
   ST_EXACT,
   ST_DONE
 } State;
 
-typedef struct {
+typedef struct
+{
   /* options */
   gchar *uri, *host, *password, *json_path, *guest_control, *reference;
   gint port, samples, warmup_presses, tolerance, inset, scancode, release_ms;
@@ -69,11 +71,11 @@ typedef struct {
   GRand *rand;
   State state;
   guint timer;
-  gint presses;             /* presses done (warm-up included) */
-  guint32 expect;           /* colour expected after the current press */
+  gint presses;                 /* presses done (warm-up included) */
+  guint32 expect;               /* colour expected after the current press */
   gint64 t_press, t_start, t_connect;
   gint64 t_first_box;
-  GArray *lat_ms;           /* measured presses */
+  GArray *lat_ms;               /* measured presses */
   gint timeouts, late_settled;
   guint64 bytes0, bytes1, display_bytes0, display_bytes1;
   gint64 t_bytes0, t_bytes1;
@@ -82,11 +84,11 @@ typedef struct {
 
   /* exact picture */
   gint64 t_stop;
-  guint8 *ref;              /* RGB */
+  guint8 *ref;                  /* RGB */
   gint ref_w, ref_h;
-  gint64 exact_ms;          /* -1 not reached */
+  gint64 exact_ms;              /* -1 not reached */
   gint64 last_diff;
-  gint64 t_last_inval;      /* last display-invalidate of any region */
+  gint64 t_last_inval;          /* last display-invalidate of any region */
   gboolean ref_checked;
 } Ctx;
 
@@ -95,9 +97,9 @@ static Ctx ctx;
 static void next_step (void);
 
 static void
-logv (const gchar * fmt, ...) G_GNUC_PRINTF (1, 2);
-static void
 logv (const gchar * fmt, ...)
+G_GNUC_PRINTF (1, 2);
+     static void logv (const gchar * fmt, ...)
 {
   va_list ap;
   if (!ctx.verbose)
@@ -110,9 +112,9 @@ logv (const gchar * fmt, ...)
 }
 
 static void
-fail (const gchar * fmt, ...) G_GNUC_PRINTF (1, 2);
-static void
 fail (const gchar * fmt, ...)
+G_GNUC_PRINTF (1, 2);
+     static void fail (const gchar * fmt, ...)
 {
   va_list ap;
   va_start (ap, fmt);
@@ -633,7 +635,7 @@ connect_timeout (gpointer data)
   fail ("no usable session within %.0f s of connecting (display channel %s, "
       "inputs channel %s, key box %s)", ctx.connect_timeout_s,
       ctx.display ? "up" : "missing", ctx.inputs_open ? "open" : "not open",
-      box_colour () ? "visible" : "not visible");
+      box_colour ()? "visible" : "not visible");
   return G_SOURCE_REMOVE;
 }
 

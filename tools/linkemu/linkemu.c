@@ -58,23 +58,25 @@
 #define REC_HDR 16u
 #define ALIGN16(x) (((x) + 15u) & ~(size_t) 15u)
 #define REC_MAX (REC_HDR + LINKEMU_MAX_FRAME)
-#define HIST_BUCKET_NS 10000ull        /* 10 us */
-#define HIST_N 2000                     /* up to 20 ms, then overflow */
+#define HIST_BUCKET_NS 10000ull /* 10 us */
+#define HIST_N 2000             /* up to 20 ms, then overflow */
 
-struct rec {
+struct rec
+{
   uint64_t due_ns;
-  uint32_t len;                         /* 0 = padding up to the ring end */
-  uint32_t span;                        /* bytes this record occupies */
+  uint32_t len;                 /* 0 = padding up to the ring end */
+  uint32_t span;                /* bytes this record occupies */
 };
 
-struct dir {
+struct dir
+{
   const char *name;
   int rx_fd, tx_fd;
   uint64_t delay_ns;
-  size_t limit;                         /* max queued frame bytes */
+  size_t limit;                 /* max queued frame bytes */
   uint8_t *ring;
-  size_t cap, r, w, used;               /* ring bytes */
-  size_t queued;                        /* frame bytes queued */
+  size_t cap, r, w, used;       /* ring bytes */
+  size_t queued;                /* frame bytes queued */
   uint64_t rx_packets, rx_bytes, tx_packets, tx_bytes;
   uint64_t drops_queue, drops_tx, drops_sndbuf, oversize, tx_errors;
   size_t max_queued;
@@ -159,7 +161,7 @@ dir_init (struct dir *d, const char *name, int rx_fd, int tx_fd,
   d->ring = malloc (d->cap);
   if (!d->ring)
     die ("out of memory (%zu bytes)", d->cap);
-  memset (d->ring, 0, d->cap);        /* fault the pages in before mlockall */
+  memset (d->ring, 0, d->cap);  /* fault the pages in before mlockall */
 }
 
 /* Reads every pending frame of one direction into its ring. */
@@ -264,7 +266,8 @@ dir_transmit (struct dir *d)
     late = now - rec->due_ns;
     if (wake_first) {
       wake_first = 0;
-      wake_hist[late / HIST_BUCKET_NS < HIST_N ? late / HIST_BUCKET_NS : HIST_N]++;
+      wake_hist[late / HIST_BUCKET_NS <
+          HIST_N ? late / HIST_BUCKET_NS : HIST_N]++;
       if (late > wake_max_ns)
         wake_max_ns = late;
     }
@@ -306,8 +309,7 @@ quantile_us (const uint64_t * hist, uint64_t max_ns, double q)
   for (i = 0; i <= HIST_N; i++) {
     acc += hist[i];
     if (acc > target)
-      return i == HIST_N ? (double) max_ns / 1000.0
-          : (double) ((i + 1) * HIST_BUCKET_NS) / 1000.0;   /* upper edge */
+      return i == HIST_N ? (double) max_ns / 1000.0 : (double) ((i + 1) * HIST_BUCKET_NS) / 1000.0;     /* upper edge */
   }
   return (double) max_ns / 1000.0;
 }
@@ -355,7 +357,8 @@ write_stats (const char *path, const struct dir *ab, const struct dir *ba,
       "\"wake_us_p99\":%.0f,\"wake_us_p999\":%.0f,\"wake_us_max\":%.1f,", dev_a,
       dev_b, quantile_us (wake_hist, wake_max_ns, 0.5),
       quantile_us (wake_hist, wake_max_ns, 0.99),
-      quantile_us (wake_hist, wake_max_ns, 0.999), (double) wake_max_ns / 1000.0);
+      quantile_us (wake_hist, wake_max_ns, 0.999),
+      (double) wake_max_ns / 1000.0);
   dir_json (f, ab);
   fputc (',', f);
   dir_json (f, ba);
@@ -405,16 +408,36 @@ main (int argc, char **argv)
 
   while ((c = getopt_long (argc, argv, "h", opts, NULL)) != -1) {
     switch (c) {
-      case 'a': dev_a = optarg; break;
-      case 'b': dev_b = optarg; break;
-      case 'x': delay_ab = atof (optarg); break;
-      case 'y': delay_ba = atof (optarg); break;
-      case 'l': limit_ab = (size_t) strtoull (optarg, NULL, 0); break;
-      case 'm': limit_ba = (size_t) strtoull (optarg, NULL, 0); break;
-      case 's': stats = optarg; break;
-      case 'n': rt = 0; break;
-      case 'h': usage (stdout); return 0;
-      default: usage (stderr); return 2;
+      case 'a':
+        dev_a = optarg;
+        break;
+      case 'b':
+        dev_b = optarg;
+        break;
+      case 'x':
+        delay_ab = atof (optarg);
+        break;
+      case 'y':
+        delay_ba = atof (optarg);
+        break;
+      case 'l':
+        limit_ab = (size_t) strtoull (optarg, NULL, 0);
+        break;
+      case 'm':
+        limit_ba = (size_t) strtoull (optarg, NULL, 0);
+        break;
+      case 's':
+        stats = optarg;
+        break;
+      case 'n':
+        rt = 0;
+        break;
+      case 'h':
+        usage (stdout);
+        return 0;
+      default:
+        usage (stderr);
+        return 2;
     }
   }
   if (!dev_a || !dev_b || delay_ab < 0 || delay_ba < 0 || delay_ab > 10000

@@ -38,14 +38,16 @@
 #include "runner-metrics.h"
 #include "runner-stats.h"
 
-typedef enum {
+typedef enum
+{
   STATE_RUNNING,
   STATE_STOPPING,               /* EOS sent, exiting when it arrives */
   STATE_RELOADING,              /* EOS sent, swapping when it arrives */
   STATE_WAITING,                /* no pipeline, restart scheduled */
 } RunnerState;
 
-typedef struct {
+typedef struct
+{
   /* options */
   gchar *path;
   gchar **defines;
@@ -80,11 +82,11 @@ notify (Runner * r, const gchar * what)
 #endif
 }
 
-static void notify_status (Runner * r, const gchar * fmt, ...)
-    G_GNUC_PRINTF (2, 3);
-
 static void
 notify_status (Runner * r, const gchar * fmt, ...)
+G_GNUC_PRINTF (2, 3);
+
+     static void notify_status (Runner * r, const gchar * fmt, ...)
 {
   va_list args;
   gchar *msg, *status;
@@ -502,7 +504,7 @@ main (int argc, char **argv)
   gchar **files = NULL;
   GOptionEntry entries[] = {
     {"define", 'D', 0, G_OPTION_ARG_STRING_ARRAY, &r.defines,
-        "Set variable NAME to VALUE (overrides env files and the environment)",
+          "Set variable NAME to VALUE (overrides env files and the environment)",
         "NAME=VALUE"},
     {"env-file", 'e', 0, G_OPTION_ARG_FILENAME_ARRAY, &r.env_files,
           "Read NAME=VALUE lines from FILE (systemd EnvironmentFile syntax)",
@@ -510,13 +512,13 @@ main (int argc, char **argv)
     {"check", 'c', 0, G_OPTION_ARG_NONE, &check,
         "Only check that the file parses and every element exists", NULL},
     {"max-restarts", 'r', 0, G_OPTION_ARG_INT, &r.max_restarts,
-        "Restarts after errors before giving up with exit code 75 (default 5)",
+          "Restarts after errors before giving up with exit code 75 (default 5)",
         "N"},
     {"healthy-after", 0, 0, G_OPTION_ARG_DOUBLE, &r.healthy_after,
           "Seconds of PLAYING after which the failure count resets (default 60)",
         "S"},
     {"backoff-max", 0, 0, G_OPTION_ARG_DOUBLE, &r.backoff_max,
-        "Longest restart delay in seconds; delays double from 1 s (default 30)",
+          "Longest restart delay in seconds; delays double from 1 s (default 30)",
         "S"},
     {"eos-timeout", 0, 0, G_OPTION_ARG_DOUBLE, &r.eos_timeout,
         "Seconds to wait for EOS when stopping or reloading (default 5)", "S"},

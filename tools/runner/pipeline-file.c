@@ -8,7 +8,7 @@
 
 #include "pipeline-file.h"
 
-G_DEFINE_QUARK (pipeline-file-error-quark, pipeline_file_error);
+G_DEFINE_QUARK (pipeline - file - error - quark, pipeline_file_error);
 
 GHashTable *
 pipeline_vars_new (void)
@@ -152,8 +152,7 @@ expand_line (GString * out, const gchar * line, const gchar * origin,
       g_string_append (out, value);
     else if (sep)
       g_string_append_len (out, sep + 2, end - (sep + 2));
-    else if (value)
-      ;                         /* set but empty: expands to nothing */
+    else if (value);            /* set but empty: expands to nothing */
     else {
       g_set_error (error, PIPELINE_FILE_ERROR, PIPELINE_FILE_ERROR_UNSET,
           "%s:%u: variable '%s' is not set and has no default "

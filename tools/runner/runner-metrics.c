@@ -11,7 +11,8 @@
 #ifdef HAVE_LIBSOUP
 #include <libsoup/soup.h>
 
-struct _RunnerMetrics {
+struct _RunnerMetrics
+{
   SoupServer *server;
   RunnerMetricsGetPipeline get_pipeline;
   gpointer user_data;
@@ -42,8 +43,7 @@ metrics_handler (SoupServer * server, SoupServerMessage * msg,
 
 RunnerMetrics *
 runner_metrics_start (const gchar * address,
-    RunnerMetricsGetPipeline get_pipeline, gpointer user_data,
-    GError ** error)
+    RunnerMetricsGetPipeline get_pipeline, gpointer user_data, GError ** error)
 {
   RunnerMetrics *m;
   GSocketConnectable *conn;
@@ -94,8 +94,7 @@ runner_metrics_stop (RunnerMetrics * m)
 
 RunnerMetrics *
 runner_metrics_start (const gchar * address,
-    RunnerMetricsGetPipeline get_pipeline, gpointer user_data,
-    GError ** error)
+    RunnerMetricsGetPipeline get_pipeline, gpointer user_data, GError ** error)
 {
   g_set_error (error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
       "this build has no metrics endpoint (libsoup 3 was not found)");

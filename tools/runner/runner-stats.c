@@ -141,7 +141,8 @@ runner_stats_line (GstElement * pipeline)
 
 /* ---- Prometheus text format ---- */
 
-typedef struct {
+typedef struct
+{
   GHashTable *samples;          /* metric name -> GString of its samples */
   GPtrArray *order;             /* metric names in first-seen order */
 } PromContext;
@@ -223,7 +224,8 @@ prom_value (PromContext * ctx, const gchar * name, const gchar * labels,
   }
 }
 
-typedef struct {
+typedef struct
+{
   PromContext *ctx;
   const gchar *prefix;
   const gchar *labels;

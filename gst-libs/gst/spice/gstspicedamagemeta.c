@@ -108,8 +108,7 @@ gst_spice_damage_meta_get_info (void)
   static const GstMetaInfo *info = NULL;
 
   if (g_once_init_enter ((GstMetaInfo **) & info)) {
-    const GstMetaInfo *mi =
-        gst_meta_register (GST_SPICE_DAMAGE_META_API_TYPE,
+    const GstMetaInfo *mi = gst_meta_register (GST_SPICE_DAMAGE_META_API_TYPE,
         "GstSpiceDamageMeta", sizeof (GstSpiceDamageMeta),
         gst_spice_damage_meta_init, gst_spice_damage_meta_free,
         gst_spice_damage_meta_transform);

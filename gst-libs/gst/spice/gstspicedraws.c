@@ -26,7 +26,8 @@
 #define SPICE_BITMAP_FMT_32BIT_ 8
 #define SPICE_BITMAP_FLAG_TOP_DOWN_ 4
 
-struct _GstSpiceDrawsWriter {
+struct _GstSpiceDrawsWriter
+{
   GByteArray *data;
   guint n_regions;
   gsize open_region;            /* offset of the open region header, or 0 */
@@ -269,7 +270,7 @@ gst_spice_draws_reader_clear (GstSpiceDrawsReader * r)
 gsize
 gst_spice_bitmap_payload_size (gint width, gint height)
 {
-  return GST_SPICE_BITMAP_HEADER_SIZE + (gsize) width * 4 * (gsize) height;
+  return GST_SPICE_BITMAP_HEADER_SIZE + (gsize) width *4 * (gsize) height;
 }
 
 /* BITMAP payload: u8 format (32BIT), u8 flags (TOP_DOWN), u32 width,
@@ -307,14 +308,13 @@ gst_spice_payload_validate (GstSpiceImageType type, gint width, gint height,
       return payload[0] == SPICE_BITMAP_FMT_32BIT_ &&
           GST_READ_UINT32_LE (payload + 2) == (guint32) width &&
           GST_READ_UINT32_LE (payload + 6) == (guint32) height &&
-          stride >= (guint32) width * 4 &&
+          stride >= (guint32) width *4 &&
           GST_READ_UINT32_LE (payload + 14) == 0 &&
-          size - GST_SPICE_BITMAP_HEADER_SIZE >= (gsize) stride * height;
+          size - GST_SPICE_BITMAP_HEADER_SIZE >= (gsize) stride *height;
     }
     case GST_SPICE_IMAGE_LZ4:
     case GST_SPICE_IMAGE_JPEG:
-      return size >= 4 && GST_READ_UINT32_LE (payload) == size - 4 &&
-          size > 4;
+      return size >= 4 && GST_READ_UINT32_LE (payload) == size - 4 && size > 4;
     case GST_SPICE_IMAGE_COPY_BITS:
       /* the source's corner; the reader of the region checks that the
        * source lies on its surface */

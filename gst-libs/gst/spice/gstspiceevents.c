@@ -31,8 +31,7 @@ gst_spice_event_is_refresh (GstEvent * event)
 }
 
 GstEvent *
-gst_spice_event_new_rate (guint bitrate, gint fps_n, gint fps_d,
-    guint scale)
+gst_spice_event_new_rate (guint bitrate, gint fps_n, gint fps_d, guint scale)
 {
   return gst_event_new_custom (GST_EVENT_CUSTOM_UPSTREAM,
       gst_structure_new (GST_SPICE_EVENT_RATE,
@@ -143,7 +142,8 @@ gst_spice_event_parse_cursor (GstEvent * event, GstSpiceCursor * c)
 
   if (!s)
     return FALSE;
-  *c = (GstSpiceCursor) { 0, };
+  *c = (GstSpiceCursor) {
+  0,};
   gst_structure_get_boolean (s, "visible", &c->visible);
   gst_structure_get_int (s, "x", &c->x);
   gst_structure_get_int (s, "y", &c->y);

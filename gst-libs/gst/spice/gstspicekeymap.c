@@ -12,7 +12,8 @@
 
 #define E(sc) (GST_SPICE_SCANCODE_EXTENDED | (sc))
 
-typedef struct {
+typedef struct
+{
   const gchar *name;
   guint16 scancode;
   gboolean shifted;             /* the name means Shift + this key */

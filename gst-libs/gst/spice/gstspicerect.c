@@ -18,11 +18,13 @@ gst_spice_rect_intersect (const GstVideoRectangle * a,
 
   if (x1 <= x0 || y1 <= y0) {
     if (out)
-      *out = (GstVideoRectangle) { 0, 0, 0, 0 };
+      *out = (GstVideoRectangle) {
+      0, 0, 0, 0};
     return FALSE;
   }
   if (out)
-    *out = (GstVideoRectangle) { x0, y0, x1 - x0, y1 - y0 };
+    *out = (GstVideoRectangle) {
+    x0, y0, x1 - x0, y1 - y0};
   return TRUE;
 }
 
@@ -44,7 +46,8 @@ gst_spice_rect_union (const GstVideoRectangle * a, const GstVideoRectangle * b,
   y0 = MIN (a->y, b->y);
   x1 = MAX (a->x + a->w, b->x + b->w);
   y1 = MAX (a->y + a->h, b->y + b->h);
-  *out = (GstVideoRectangle) { x0, y0, x1 - x0, y1 - y0 };
+  *out = (GstVideoRectangle) {
+  x0, y0, x1 - x0, y1 - y0};
 }
 
 gboolean
@@ -239,7 +242,8 @@ gst_spice_region_bounds (const GstSpiceRegion * region,
 {
   guint i;
 
-  *bounds = (GstVideoRectangle) { 0, 0, 0, 0 };
+  *bounds = (GstVideoRectangle) {
+  0, 0, 0, 0};
   for (i = 0; i < region->rects->len; i++)
     gst_spice_rect_union (bounds, &g_array_index (region->rects,
             GstVideoRectangle, i), bounds);

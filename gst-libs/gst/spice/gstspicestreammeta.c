@@ -8,7 +8,8 @@ gst_spice_stream_meta_init (GstMeta * meta, gpointer params, GstBuffer * buffer)
 {
   GstSpiceStreamMeta *smeta = (GstSpiceStreamMeta *) meta;
 
-  smeta->dest = (GstVideoRectangle) { 0, 0, 0, 0 };
+  smeta->dest = (GstVideoRectangle) {
+  0, 0, 0, 0};
   smeta->stream_id = 0;
   smeta->keyframe = FALSE;
   return TRUE;
@@ -51,8 +52,7 @@ gst_spice_stream_meta_get_info (void)
   static const GstMetaInfo *info = NULL;
 
   if (g_once_init_enter ((GstMetaInfo **) & info)) {
-    const GstMetaInfo *mi =
-        gst_meta_register (GST_SPICE_STREAM_META_API_TYPE,
+    const GstMetaInfo *mi = gst_meta_register (GST_SPICE_STREAM_META_API_TYPE,
         "GstSpiceStreamMeta", sizeof (GstSpiceStreamMeta),
         gst_spice_stream_meta_init, NULL, gst_spice_stream_meta_transform);
     g_once_init_leave ((GstMetaInfo **) & info, (GstMetaInfo *) mi);

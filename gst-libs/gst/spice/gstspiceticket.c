@@ -12,7 +12,8 @@
 #include "gstspiceticket.h"
 #include "gstspicewire.h"
 
-struct _GstSpiceTicketKey {
+struct _GstSpiceTicketKey
+{
   EVP_PKEY *pkey;
   guint8 *pub;
   gsize pub_size;

@@ -82,7 +82,8 @@ gst_spice_put_bytes (GByteArray * a, const guint8 * data, gsize size)
 
 /* -------------------------------------------------------- byte readers */
 
-typedef struct {
+typedef struct
+{
   const guint8 *p;
   gsize left;
   gboolean ok;
@@ -278,8 +279,7 @@ gst_spice_wire_write_link_reply (GByteArray * a, guint32 error,
   gst_spice_wire_write_link_header (a,
       GST_SPICE_WIRE_LINK_REPLY_SIZE + 4 * (n_common + n_channel));
   gst_spice_put_u32 (a, error);
-  gst_spice_put_bytes (a, pub_key ? pub_key : zeros,
-      SPICE_TICKET_PUBKEY_BYTES);
+  gst_spice_put_bytes (a, pub_key ? pub_key : zeros, SPICE_TICKET_PUBKEY_BYTES);
   gst_spice_put_u32 (a, n_common);
   gst_spice_put_u32 (a, n_channel);
   gst_spice_put_u32 (a, GST_SPICE_WIRE_LINK_REPLY_SIZE);
@@ -353,7 +353,8 @@ gst_spice_wire_parse_header (const guint8 * data, gsize size, gboolean mini,
 
 /* --------------------------------------------- client message limits */
 
-typedef struct {
+typedef struct
+{
   guint8 channel;               /* 0 = any channel */
   guint16 type;
   guint32 min, max;
@@ -442,8 +443,7 @@ gst_spice_wire_write_ping (GByteArray * a, guint32 id, guint64 timestamp)
 
 void
 gst_spice_wire_write_main_init (GByteArray * a, guint32 session_id,
-    guint32 supported_mouse_modes, guint32 current_mouse_mode,
-    guint32 mm_time)
+    guint32 supported_mouse_modes, guint32 current_mouse_mode, guint32 mm_time)
 {
   gst_spice_put_u32 (a, session_id);
   gst_spice_put_u32 (a, 1);     /* display_channels_hint */
@@ -792,8 +792,7 @@ gst_spice_wire_decode_key_bytes (const guint8 * bytes, gsize n,
 }
 
 gint
-gst_spice_wire_decode_key_code (guint32 code, GstSpiceKeyEvent * out,
-    guint max)
+gst_spice_wire_decode_key_code (guint32 code, GstSpiceKeyEvent * out, guint max)
 {
   guint8 b[4];
 
@@ -938,8 +937,7 @@ gst_spice_wire_parse_stream_create (const guint8 * data, gsize size,
 
 gboolean
 gst_spice_wire_parse_stream_data (const guint8 * data, gsize size,
-    guint32 * id, guint32 * mm_time, const guint8 ** frame,
-    gsize * frame_size)
+    guint32 * id, guint32 * mm_time, const guint8 ** frame, gsize * frame_size)
 {
   guint32 n;
 
