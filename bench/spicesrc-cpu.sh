@@ -16,8 +16,8 @@ WARMUP=3
 BUILD=$(cd "$BUILD" && pwd)
 GUEST="$BUILD/tools/spice-test-guest"
 [ -x "$GUEST" ] || { echo "no $GUEST: build first" >&2; exit 2; }
-[ -e "$BUILD/plugins/libgstspicesrc.so" ] || [ -e "$BUILD/plugins/spicesrc/libgstspicesrc.so" ] || {
-  echo "no libgstspicesrc.so under $BUILD/plugins" >&2; exit 2; }
+[ -e "$BUILD/plugins/libgstspice.so" ] || {
+  echo "no libgstspice.so under $BUILD/plugins" >&2; exit 2; }
 
 TMP=$(mktemp -d)
 GPID=""; PPID_GST=""
@@ -38,7 +38,7 @@ until grep -q '^listening' "$TMP/guest.log"; do
   sleep 0.1
 done
 
-export GST_PLUGIN_PATH="$BUILD/plugins:$BUILD/plugins/spicesrc"
+export GST_PLUGIN_PATH="$BUILD/plugins"
 export GST_REGISTRY="$TMP/registry.bin"
 export LD_LIBRARY_PATH="$BUILD/gst-libs/gst/spice${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 gst-launch-1.0 -q spicesrc uri="spice://127.0.0.1:$PORT" ! fakesink sync=false \

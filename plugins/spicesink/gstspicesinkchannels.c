@@ -478,29 +478,6 @@ handle_stream_report (SinkConn * conn, const guint8 * body, gsize size)
 
 /* -------------------------------------------------------------- inputs */
 
-static guint32
-key_modifier_mask (guint sc)
-{
-  switch (sc) {
-    case 0x2a:
-    case 0x36:
-      return GST_NAVIGATION_MODIFIER_SHIFT_MASK;
-    case 0x1d:
-    case 0x11d:
-      return GST_NAVIGATION_MODIFIER_CONTROL_MASK;
-    case 0x38:
-      return GST_NAVIGATION_MODIFIER_MOD1_MASK;
-    case 0x138:
-      return GST_NAVIGATION_MODIFIER_MOD5_MASK;
-    case 0x15b:
-    case 0x15c:
-      return GST_NAVIGATION_MODIFIER_SUPER_MASK |
-          GST_NAVIGATION_MODIFIER_MOD4_MASK;
-    default:
-      return 0;
-  }
-}
-
 static GstNavigationModifierType
 nav_state (SinkSession * s)
 {
@@ -537,9 +514,9 @@ emit_key (GstSpiceSink * sink, SinkSession * s, const GstSpiceKeyEvent * k)
   gst_structure_set (gst_event_writable_structure (ev), "scancode",
       G_TYPE_UINT, k->scancode, NULL);
   if (k->release)
-    s->mods &= ~key_modifier_mask (k->scancode);
+    s->mods &= ~gst_spice_keymap_modifier_mask (k->scancode);
   else
-    s->mods |= key_modifier_mask (k->scancode);
+    s->mods |= gst_spice_keymap_modifier_mask (k->scancode);
   s->key_events++;
   GST_LOG_OBJECT (sink, "key %s 0x%x (%s)", k->release ? "up" : "down",
       k->scancode, name);

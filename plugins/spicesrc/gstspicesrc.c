@@ -1009,10 +1009,12 @@ ctx_key (GstSpiceSrc * self, GstEvent * event, gboolean press)
     gboolean synth = shifted && !(state & GST_NAVIGATION_MODIFIER_SHIFT_MASK);
 
     if (synth)
-      spice_inputs_channel_key_press (self->inputs_ch, 0x2a);
+      spice_inputs_channel_key_press (self->inputs_ch,
+          GST_SPICE_SCANCODE_SHIFT_L);
     spice_inputs_channel_key_press (self->inputs_ch, scancode);
     if (synth)
-      spice_inputs_channel_key_release (self->inputs_ch, 0x2a);
+      spice_inputs_channel_key_release (self->inputs_ch,
+          GST_SPICE_SCANCODE_SHIFT_L);
   } else {
     spice_inputs_channel_key_release (self->inputs_ch, scancode);
   }

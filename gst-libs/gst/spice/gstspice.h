@@ -4,6 +4,7 @@
 #pragma once
 
 #include "gstspicerect.h"
+#include "gstspiceblit.h"
 #include "gstspicedamagemeta.h"
 #include "gstspicestreammeta.h"
 #include "gstspicedraws.h"

@@ -144,20 +144,31 @@ gst_spice_keymap_name_from_scancode (guint scancode)
   return by_code[scancode];
 }
 
+GstNavigationModifierType
+gst_spice_keymap_modifier_mask (guint scancode)
+{
+  switch (scancode) {
+    case 0x2a:
+    case 0x36:
+      return GST_NAVIGATION_MODIFIER_SHIFT_MASK;
+    case 0x1d:
+    case E (0x1d):
+      return GST_NAVIGATION_MODIFIER_CONTROL_MASK;
+    case 0x38:
+      return GST_NAVIGATION_MODIFIER_MOD1_MASK;
+    case E (0x38):
+      return GST_NAVIGATION_MODIFIER_MOD5_MASK;
+    case E (0x5b):
+    case E (0x5c):
+      return GST_NAVIGATION_MODIFIER_SUPER_MASK |
+          GST_NAVIGATION_MODIFIER_MOD4_MASK;
+    default:
+      return 0;
+  }
+}
+
 gboolean
 gst_spice_keymap_is_modifier (guint scancode)
 {
-  switch (scancode) {
-    case 0x1d:
-    case 0x2a:
-    case 0x36:
-    case 0x38:
-    case E (0x1d):
-    case E (0x38):
-    case E (0x5b):
-    case E (0x5c):
-      return TRUE;
-    default:
-      return FALSE;
-  }
+  return gst_spice_keymap_modifier_mask (scancode) != 0;
 }

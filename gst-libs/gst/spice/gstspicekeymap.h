@@ -4,16 +4,21 @@
 #pragma once
 
 #include <glib.h>
+#include <gst/video/navigation.h>
 
 G_BEGIN_DECLS
 
 /* Scancodes use spice-gtk's convention: XT set 1 make codes, with extended
  * (E0-prefixed) keys as 0x100 | code. Release codes are not used here. */
 #define GST_SPICE_SCANCODE_EXTENDED 0x100
+#define GST_SPICE_SCANCODE_SHIFT_L 0x2a
 
 guint        gst_spice_keymap_scancode_from_name (const gchar * key,
     gboolean * shifted);
 const gchar *gst_spice_keymap_name_from_scancode (guint scancode);
 gboolean     gst_spice_keymap_is_modifier (guint scancode);
+/* the GstNavigation modifier that a held key sets (Shift, Control, Alt =
+ * MOD1, AltGr = MOD5, Super = SUPER|MOD4), 0 for any other key */
+GstNavigationModifierType gst_spice_keymap_modifier_mask (guint scancode);
 
 G_END_DECLS
