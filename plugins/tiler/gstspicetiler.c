@@ -53,9 +53,98 @@
  * enabled=FALSE the stream area goes out as draws), force-key-unit and
  * QoS are handled; navigation events travel upstream from both pads.
  */
-#include "gstspicetilerpriv.h"
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <gst/base/gstflowcombiner.h>
+#include <gst/video/video.h>
+
+#include "gstspicetiler.h"
+#include "tilerengine.h"
+#include "tilerstream.h"
 
 GST_DEBUG_CATEGORY (gst_spice_tiler_debug);
+#define GST_CAT_DEFAULT gst_spice_tiler_debug
+
+/* the largest divisor of a stream's picture size spice-rate may ask for */
+#define GST_SPICE_TILER_MAX_STREAM_SCALE 4
+
+/* one entry of the worker's mailbox: a frame (coalescing) or an event */
+typedef struct
+{
+  GstBuffer *buf;
+  GstEvent *event;
+  GstSpiceRegion damage;
+  gboolean full;
+  gboolean has_seq;
+  guint64 first_seq, last_seq;
+} TilerItem;
+
+/* the element's own counters (the engine's are TilerEngineStats) */
+typedef struct
+{
+  guint64 frames_in, frames_coalesced, updates;
+} TilerStats;
+
+/*
+ * Threads: the sink pad's streaming thread (chain, events) fills the
+ * mailbox; the worker (its own GstTask, gst_spice_tiler_loop()) takes
+ * items, runs the engine and pushes stream frames and GAPs itself; the
+ * draw thread (the draw pad's task) pushes the updates the worker queued,
+ * in order. Calls go element -> engine (a result back) and element ->
+ * stream helper; neither calls the element.
+ */
+struct _GstSpiceTiler
+{
+  GstElement parent;
+
+  GstPad *sinkpad, *drawpad, *streampad;
+  GstFlowCombiner *combiner;
+
+  /* lock guards everything up to the worker-only part; worker_cond wakes
+   * the worker (wake_worker()), cond the draw thread and whoever waits
+   * for the worker to be done (drain) */
+  GMutex lock;
+  GCond cond;
+  GCond worker_cond;
+  TilerParams params;
+  GQueue items;
+  GQueue free_items;
+  gboolean flushing;
+  gboolean worker_stopping;     /* the task is being joined: it must not
+                                 * pause itself */
+  gboolean busy;
+  gboolean worker_pending;      /* the engine has deferred work */
+  gboolean refresh_pending;
+  gboolean keyframe_pending;
+  gint rate_fps_n, rate_fps_d;
+  guint rate_scale;             /* stream picture divisor (spice-rate) */
+  guint draw_budget;            /* from spice-draw-budget, 0 = none */
+  guint64 draw_link_bps;        /* ditto: the slowest client's link */
+  gint64 draw_ready_us;         /* monotonic: no new update before this
+                                 * (tiler_draw_pace_us()) */
+  gboolean stream_enabled;
+  GstClockTime draw_qos_earliest, stream_qos_earliest;
+  GstClockID clock_id;
+  GQueue draw_out;              /* to the draw thread: events, updates */
+  gboolean draw_busy;           /* an update is queued or being pushed */
+  GstFlowReturn last_flow;
+  TilerStats stats;
+  TilerEngineStats engine_stats;        /* as of the engine's last update */
+
+  /* the worker's task; worker_lock is its task lock (held while an
+   * iteration runs: FLUSH_STOP takes it to wait for the worker) */
+  GstTask *worker;
+  GRecMutex worker_lock;
+
+  /* ---- worker only ---- */
+  TilerEngine *engine;
+  TilerStream stream;
+  GstSegment segment;
+  GstClockTime next_refine;     /* the engine's, as of its last update */
+  GstClockTime last_deadline;   /* last refinement deadline waited for */
+};
 
 #define DEFAULT_MAX_RECTS 16
 #define DEFAULT_TILE_SIZE 64
@@ -72,7 +161,6 @@ GST_DEBUG_CATEGORY (gst_spice_tiler_debug);
 #define DEFAULT_SCROLL_DETECTION TRUE
 
 #define MAX_DAMAGE_RECTS 256
-#define FALLBACK_FRAME_DURATION (GST_SECOND / 30)
 
 enum
 {
@@ -173,7 +261,7 @@ item_free (gpointer data)
 static void
 wake_worker (GstSpiceTiler * self)
 {
-  g_cond_broadcast (&self->cond);
+  g_cond_broadcast (&self->worker_cond);
   if (self->clock_id)
     gst_clock_id_unschedule (self->clock_id);
 }
@@ -191,9 +279,9 @@ clear_items (GstSpiceTiler * self)
 /* ------------------------------------------------------------------ */
 /* worker helpers */
 
-void
-gst_spice_tiler_update_flow (GstSpiceTiler * self, GstPad * pad,
-    GstFlowReturn ret)
+/* worker or draw thread, after a push on @pad */
+static void
+update_flow (GstSpiceTiler * self, GstPad * pad, GstFlowReturn ret)
 {
   GstFlowReturn combined;
 
@@ -207,124 +295,21 @@ gst_spice_tiler_update_flow (GstSpiceTiler * self, GstPad * pad,
         gst_flow_get_name (ret), gst_flow_get_name (combined));
 }
 
-static void
-release_cur (GstSpiceTiler * self)
-{
-  if (self->cur) {
-    gst_video_frame_unmap (&self->cur_frame);
-    gst_buffer_unref (self->cur);
-    self->cur = NULL;
-  }
-}
-
+/* worker stopped (state changes, init, finalize) */
 static void
 worker_reset (GstSpiceTiler * self)
 {
-  release_cur (self);
-  g_free (self->shadow);
-  self->shadow = NULL;
-  tiler_diff_clear (&self->diff);
-  tiler_heat_clear (&self->heat);
-  tiler_scroll_clear (&self->scroll);
-  gst_spice_region_reset (&self->carry);
-  gst_spice_tiler_stream_free_resources (self);
-  self->have_info = FALSE;
-  self->have_seq = FALSE;
-  self->stream.active = FALSE;
-  self->stream_caps_w = self->stream_caps_h = 0;
-  self->cur_now = GST_CLOCK_TIME_NONE;
+  tiler_engine_reset (self->engine);
+  tiler_stream_reset (&self->stream);
   self->next_refine = GST_CLOCK_TIME_NONE;
   self->last_deadline = GST_CLOCK_TIME_NONE;
-  self->last_stream_rt = GST_CLOCK_TIME_NONE;
-  self->scroll_zone_rt = GST_CLOCK_TIME_NONE;
-  self->fps_window_start = GST_CLOCK_TIME_NONE;
-  self->fps_window_frames = 0;
-  self->pressure = FALSE;
   gst_segment_init (&self->segment, GST_FORMAT_TIME);
 }
 
-/* every cell: client content unknown, send it lossless */
+/* Hands an update or an event to the draw thread (in order); worker
+ * thread. */
 static void
-invalidate_client (GstSpiceTiler * self)
-{
-  guint i, n = self->diff.ncx * self->diff.ncy;
-
-  for (i = 0; i < n; i++)
-    self->diff.lossy_rt[i] = TILER_RT_UNKNOWN;
-}
-
-static void
-setup_geometry (GstSpiceTiler * self, const TilerParams * p)
-{
-  gint w = GST_VIDEO_INFO_WIDTH (&self->info);
-  gint h = GST_VIDEO_INFO_HEIGHT (&self->info);
-
-  g_free (self->shadow);
-  self->shadow_stride = w * 4;
-  self->shadow = g_malloc0 ((gsize) self->shadow_stride * h);
-  tiler_diff_clear (&self->diff);
-  tiler_diff_init (&self->diff, w, h, p->tile_size);
-  self->tile_applied = self->diff.tile;
-  tiler_heat_init (&self->heat, w, h, self->diff.tile);
-  gst_spice_region_reset (&self->carry);
-  /* an update begun for the old surface (a copy) goes nowhere */
-  gst_spice_draws_writer_free (self->writer);
-  self->writer = NULL;
-  self->stream.active = FALSE;
-  gst_spice_tiler_stream_free_resources (self);
-  invalidate_client (self);
-}
-
-/* ---- items ---- */
-
-static void
-handle_frame (GstSpiceTiler * self, const TilerParams * p, TilerItem * it)
-{
-  GstClockTime pts = GST_BUFFER_PTS (it->buf), rt;
-  gboolean full;
-
-  if (!self->have_info) {
-    g_mutex_lock (&self->lock);
-    self->last_flow = GST_FLOW_NOT_NEGOTIATED;
-    g_mutex_unlock (&self->lock);
-    return;
-  }
-  if ((gint) MAX (TILER_CELL, p->tile_size - p->tile_size % TILER_CELL) !=
-      self->tile_applied)
-    setup_geometry (self, p);
-  release_cur (self);
-  if (!gst_video_frame_map (&self->cur_frame, &self->info, it->buf,
-          GST_MAP_READ)) {
-    GST_ELEMENT_WARNING (self, STREAM, DECODE, (NULL), ("cannot map frame"));
-    return;
-  }
-  self->cur = gst_buffer_ref (it->buf);
-  rt = gst_segment_to_running_time (&self->segment, GST_FORMAT_TIME, pts);
-  if (!GST_CLOCK_TIME_IS_VALID (rt))
-    rt = GST_CLOCK_TIME_IS_VALID (self->cur_now) ?
-        self->cur_now + FALLBACK_FRAME_DURATION : 0;
-  if (GST_CLOCK_TIME_IS_VALID (self->cur_now) && rt < self->cur_now)
-    rt = self->cur_now;
-  self->cur_now = rt;
-  self->last_deadline = GST_CLOCK_TIME_NONE;
-  self->cur_pts = pts;
-  self->cur_duration = GST_BUFFER_DURATION (it->buf);
-
-  full = it->full || !it->has_seq || !self->have_seq ||
-      it->first_seq != self->seq + 1;
-  self->have_seq = it->has_seq;
-  self->seq = it->last_seq;
-  if (!full) {
-    gst_spice_region_add_region (&it->damage, &self->carry);
-    if (self->stream.active && self->stream_dirty)
-      gst_spice_region_add (&it->damage, &self->stream.rect);
-  }
-  gst_spice_tiler_update (self, p, rt, &it->damage, full, TRUE, FALSE);
-}
-
-/* Hands an update or an event to the draw thread (in order). */
-void
-gst_spice_tiler_draw_enqueue (GstSpiceTiler * self, GstMiniObject * obj)
+draw_enqueue (GstSpiceTiler * self, GstMiniObject * obj)
 {
   g_mutex_lock (&self->lock);
   if (self->flushing) {
@@ -339,57 +324,148 @@ gst_spice_tiler_draw_enqueue (GstSpiceTiler * self, GstMiniObject * obj)
   g_mutex_unlock (&self->lock);
 }
 
+/* worker thread: the stream frame the engine asked for */
+static void
+push_stream_frame (GstSpiceTiler * self, const TilerParams * p,
+    const TilerEngineResult * res)
+{
+  GstFlowReturn ret;
+  gboolean keyframe;
+
+  g_mutex_lock (&self->lock);
+  keyframe = res->stream_keyframe || self->keyframe_pending;
+  self->keyframe_pending = FALSE;
+  g_mutex_unlock (&self->lock);
+  if (tiler_stream_push_frame (&self->stream, self->streampad, res,
+          p->stream_format, keyframe, &ret)) {
+    update_flow (self, self->streampad, ret);
+    return;
+  }
+  /* no frame could be made: the area waits for the next one */
+  tiler_engine_stream_frame_lost (self->engine);
+  g_mutex_lock (&self->lock);
+  self->keyframe_pending |= keyframe;
+  g_mutex_unlock (&self->lock);
+}
+
+/* Worker thread: one engine update of @kind with the element's state as
+ * its input, then the pushes it asks for: the updates made before the
+ * stream decision, the stream frame or a GAP (a new frame), the rest. */
+static GstFlowReturn
+run_update (GstSpiceTiler * self, TilerUpdateKind kind, TilerEngineInput * in)
+{
+  TilerEngineResult res;
+  TilerParams p;
+  GstFlowReturn ret;
+  guint i;
+
+  g_mutex_lock (&self->lock);
+  p = self->params;
+  in->params = &p;
+  in->sink_budget = self->draw_budget;
+  /* while downstream has not taken the last update (or the link has not
+   * carried it yet, tiler_draw_pace_us()), no new one is made */
+  in->draw_busy = kind != TILER_UPDATE_FINAL && (self->draw_busy ||
+      g_get_monotonic_time () < self->draw_ready_us);
+  in->refresh = self->refresh_pending && !in->draw_busy;
+  self->refresh_pending &= !in->refresh;
+  in->stream_allowed = self->stream_enabled &&
+      gst_pad_is_linked (self->streampad);
+  in->draw_qos_earliest = self->draw_qos_earliest;
+  in->stream_qos_earliest = self->stream_qos_earliest;
+  in->rate_fps_n = self->rate_fps_n;
+  in->rate_fps_d = self->rate_fps_d;
+  in->rate_scale = self->rate_scale;
+  g_mutex_unlock (&self->lock);
+
+  ret = tiler_engine_update (self->engine, kind, in, &res);
+  if (ret != GST_FLOW_OK || !tiler_engine_has_frame (self->engine)) {
+    /* nothing was done: a refresh still waits */
+    g_mutex_lock (&self->lock);
+    self->refresh_pending |= in->refresh;
+    if (ret == GST_FLOW_NOT_NEGOTIATED)
+      self->last_flow = ret;
+    g_mutex_unlock (&self->lock);
+    if (ret == GST_FLOW_ERROR)
+      GST_ELEMENT_WARNING (self, STREAM, DECODE, (NULL), ("cannot map frame"));
+    tiler_engine_result_clear (&res);
+    return ret;
+  }
+
+  for (i = 0; i < res.n_before_stream; i++)
+    draw_enqueue (self, GST_MINI_OBJECT_CAST (res.updates[i]));
+  if (kind == TILER_UPDATE_FRAME) {
+    if (res.stream_frame)
+      push_stream_frame (self, &p, &res);
+    else
+      tiler_stream_push_gap (self->streampad, &res);
+  }
+  for (; i < res.n_updates; i++)
+    draw_enqueue (self, GST_MINI_OBJECT_CAST (res.updates[i]));
+  self->next_refine = res.next_refine;
+
+  /* the engine's counters, once per update */
+  g_mutex_lock (&self->lock);
+  self->engine_stats = *tiler_engine_stats (self->engine);
+  self->worker_pending = res.pending;
+  g_mutex_unlock (&self->lock);
+  return GST_FLOW_OK;
+}
+
+/* ---- items ---- */
+
+static void
+handle_frame (GstSpiceTiler * self, TilerItem * it)
+{
+  TilerEngineInput in = { 0, };
+
+  in.buffer = it->buf;
+  in.running_time = gst_segment_to_running_time (&self->segment,
+      GST_FORMAT_TIME, GST_BUFFER_PTS (it->buf));
+  in.damage = &it->damage;
+  in.full = it->full;
+  in.has_seq = it->has_seq;
+  in.first_seq = it->first_seq;
+  in.last_seq = it->last_seq;
+  if (run_update (self, TILER_UPDATE_FRAME, &in) == GST_FLOW_OK)
+    self->last_deadline = GST_CLOCK_TIME_NONE;
+}
+
 static void
 push_both (GstSpiceTiler * self, GstEvent * event)
 {
-  gst_spice_tiler_draw_enqueue (self,
-      GST_MINI_OBJECT_CAST (gst_event_ref (event)));
+  draw_enqueue (self, GST_MINI_OBJECT_CAST (gst_event_ref (event)));
   gst_pad_push_event (self->streampad, event);
 }
 
 static gboolean
-handle_caps (GstSpiceTiler * self, const TilerParams * p, GstCaps * caps)
+handle_caps (GstSpiceTiler * self, GstCaps * caps)
 {
   GstVideoInfo info;
   GstCaps *dcaps;
+  TilerParams p;
   gboolean resized;
 
   if (!gst_video_info_from_caps (&info, caps))
     return FALSE;
-  resized = !self->have_info ||
-      info.width != self->info.width || info.height != self->info.height ||
-      GST_VIDEO_INFO_FORMAT (&info) != GST_VIDEO_INFO_FORMAT (&self->info);
-  self->info = info;
-  self->have_info = TRUE;
-  if (!resized)
-    return TRUE;
-  GST_DEBUG_OBJECT (self, "new surface %dx%d", info.width, info.height);
-  release_cur (self);
-  setup_geometry (self, p);
-  dcaps = gst_caps_new_simple (GST_SPICE_DRAWS_MEDIA_TYPE,
-      "width", G_TYPE_INT, info.width, "height", G_TYPE_INT, info.height, NULL);
-  gst_spice_tiler_draw_enqueue (self,
-      GST_MINI_OBJECT_CAST (gst_event_new_caps (dcaps)));
-  gst_caps_unref (dcaps);
-  self->stream_caps_w = self->stream_caps_h = 0;
-  gst_spice_tiler_push_stream_caps (self, MAX (2, info.width & ~1),
-      MAX (2, info.height & ~1), p->stream_format);
+  g_mutex_lock (&self->lock);
+  p = self->params;
+  g_mutex_unlock (&self->lock);
+  resized = tiler_engine_set_format (self->engine, &info, p.tile_size);
+  if (resized) {
+    dcaps = gst_caps_new_simple (GST_SPICE_DRAWS_MEDIA_TYPE,
+        "width", G_TYPE_INT, info.width, "height", G_TYPE_INT, info.height,
+        NULL);
+    draw_enqueue (self, GST_MINI_OBJECT_CAST (gst_event_new_caps (dcaps)));
+    gst_caps_unref (dcaps);
+  }
+  tiler_stream_set_input (&self->stream, self->streampad, &info, resized,
+      p.stream_format);
   return TRUE;
 }
 
-/* the last update before EOS: everything lossless, stream ended */
 static void
-final_update (GstSpiceTiler * self, const TilerParams * p)
-{
-  if (!self->cur)
-    return;
-  gst_spice_region_copy (&self->idle_damage, &self->carry);
-  gst_spice_tiler_update (self, p, self->cur_now, &self->idle_damage, FALSE,
-      FALSE, TRUE);
-}
-
-static void
-handle_event (GstSpiceTiler * self, const TilerParams * p, GstEvent * event)
+handle_event (GstSpiceTiler * self, GstEvent * event)
 {
   switch (GST_EVENT_TYPE (event)) {
     case GST_EVENT_STREAM_START:{
@@ -409,7 +485,7 @@ handle_event (GstSpiceTiler * self, const TilerParams * p, GstEvent * event)
         if (have_group)
           gst_event_set_group_id (ev, group);
         if (pads[i] == self->drawpad)
-          gst_spice_tiler_draw_enqueue (self, GST_MINI_OBJECT_CAST (ev));
+          draw_enqueue (self, GST_MINI_OBJECT_CAST (ev));
         else
           gst_pad_push_event (pads[i], ev);
         g_free (sid);
@@ -421,7 +497,7 @@ handle_event (GstSpiceTiler * self, const TilerParams * p, GstEvent * event)
       GstCaps *caps;
 
       gst_event_parse_caps (event, &caps);
-      if (!handle_caps (self, p, caps)) {
+      if (!handle_caps (self, caps)) {
         g_mutex_lock (&self->lock);
         self->last_flow = GST_FLOW_NOT_NEGOTIATED;
         g_mutex_unlock (&self->lock);
@@ -433,18 +509,21 @@ handle_event (GstSpiceTiler * self, const TilerParams * p, GstEvent * event)
       gst_event_copy_segment (event, &self->segment);
       push_both (self, event);
       return;
-    case GST_EVENT_EOS:
+    case GST_EVENT_EOS:{
+      TilerEngineInput in = { 0, };
+
       /* the last update must not be skipped as "draw busy" */
       g_mutex_lock (&self->lock);
       while (self->draw_busy && !self->flushing)
-        g_cond_wait (&self->cond, &self->lock);
+        g_cond_wait (&self->worker_cond, &self->lock);
       g_mutex_unlock (&self->lock);
-      final_update (self, p);
+      run_update (self, TILER_UPDATE_FINAL, &in);
       push_both (self, event);
       return;
+    }
     case GST_EVENT_CUSTOM_DOWNSTREAM_STICKY:
       if (gst_event_has_name (event, GST_SPICE_EVENT_CURSOR)) {
-        gst_spice_tiler_draw_enqueue (self, GST_MINI_OBJECT_CAST (event));
+        draw_enqueue (self, GST_MINI_OBJECT_CAST (event));
         return;
       }
       push_both (self, event);
@@ -453,21 +532,6 @@ handle_event (GstSpiceTiler * self, const TilerParams * p, GstEvent * event)
       push_both (self, event);
       return;
   }
-}
-
-static void
-snapshot_params (GstSpiceTiler * self, TilerParams * p)
-{
-  guint budget;
-
-  g_mutex_lock (&self->lock);
-  *p = self->params;
-  budget = self->draw_budget;
-  g_mutex_unlock (&self->lock);
-  /* worker thread: self->pressure is its own */
-  tiler_draw_budget_apply (budget, &p->update_budget, &p->band_size);
-  p->jpeg_quality = tiler_jpeg_quality_for (p->jpeg_quality,
-      budget > 0 && self->pressure);
 }
 
 static GstClockTime
@@ -485,12 +549,30 @@ clock_deadline (GstSpiceTiler * self, GstClock ** clock)
   return base;
 }
 
+/* worker thread, lock held (dropped while the engine runs): one update of
+ * @kind without a new frame */
+static void
+run_idle_update (GstSpiceTiler * self, TilerUpdateKind kind)
+{
+  TilerEngineInput in = { 0, };
+
+  self->busy = TRUE;
+  g_mutex_unlock (&self->lock);
+  run_update (self, kind, &in);
+  g_mutex_lock (&self->lock);
+  self->busy = FALSE;
+  g_cond_broadcast (&self->cond);
+}
+
+/* The worker (its own task, worker_lock held): takes the mailbox's items
+ * in order; without any, updates again while the engine has work left,
+ * or waits for the next refinement deadline on the clock. */
 static void
 gst_spice_tiler_loop (gpointer data)
 {
   GstSpiceTiler *self = data;
-  TilerParams p;
   TilerItem *it;
+  gboolean have_frame;
 
   g_mutex_lock (&self->lock);
   while (!self->flushing) {
@@ -498,11 +580,10 @@ gst_spice_tiler_loop (gpointer data)
     if (it) {
       self->busy = TRUE;
       g_mutex_unlock (&self->lock);
-      snapshot_params (self, &p);
       if (it->buf)
-        handle_frame (self, &p, it);
+        handle_frame (self, it);
       else {
-        handle_event (self, &p, it->event);
+        handle_event (self, it->event);
         it->event = NULL;
       }
       g_mutex_lock (&self->lock);
@@ -511,26 +592,20 @@ gst_spice_tiler_loop (gpointer data)
       g_cond_broadcast (&self->cond);
       continue;
     }
-    if (self->cur && !self->draw_busy && (self->refresh_pending ||
+    have_frame = tiler_engine_has_frame (self->engine);
+    if (have_frame && !self->draw_busy && (self->refresh_pending ||
             self->worker_pending)) {
       /* paced to the link: the damage merges until then */
       if (g_get_monotonic_time () < self->draw_ready_us) {
-        g_cond_wait_until (&self->cond, &self->lock, self->draw_ready_us);
+        g_cond_wait_until (&self->worker_cond, &self->lock,
+            self->draw_ready_us);
         continue;
       }
-      self->busy = TRUE;
-      g_mutex_unlock (&self->lock);
-      snapshot_params (self, &p);
-      gst_spice_region_copy (&self->idle_damage, &self->carry);
-      gst_spice_tiler_update (self, &p, self->cur_now, &self->idle_damage,
-          FALSE, FALSE, FALSE);
-      g_mutex_lock (&self->lock);
-      self->busy = FALSE;
-      g_cond_broadcast (&self->cond);
+      run_idle_update (self, TILER_UPDATE_CARRY);
       continue;
     }
     g_cond_broadcast (&self->cond);
-    if (self->cur && !self->draw_busy &&
+    if (have_frame && !self->draw_busy &&
         GST_CLOCK_TIME_IS_VALID (self->next_refine) &&
         (!GST_CLOCK_TIME_IS_VALID (self->last_deadline) ||
             self->next_refine > self->last_deadline)) {
@@ -552,19 +627,8 @@ gst_spice_tiler_loop (gpointer data)
         /* EARLY: the deadline has passed already, refine now */
         if ((cret == GST_CLOCK_OK || cret == GST_CLOCK_EARLY) &&
             !self->flushing && g_queue_is_empty (&self->items)) {
-          self->busy = TRUE;
-          g_mutex_unlock (&self->lock);
-          snapshot_params (self, &p);
-          gst_spice_region_reset (&self->idle_damage);
-          self->cur_now = MAX (self->cur_now, self->next_refine);
           self->last_deadline = self->next_refine;
-          GST_LOG_OBJECT (self, "refinement deadline %" GST_TIME_FORMAT,
-              GST_TIME_ARGS (self->cur_now));
-          gst_spice_tiler_update (self, &p, self->cur_now,
-              &self->idle_damage, FALSE, FALSE, FALSE);
-          g_mutex_lock (&self->lock);
-          self->busy = FALSE;
-          g_cond_broadcast (&self->cond);
+          run_idle_update (self, TILER_UPDATE_REFINE);
         } else if (cret != GST_CLOCK_UNSCHEDULED && cret != GST_CLOCK_OK &&
             cret != GST_CLOCK_EARLY) {
           /* a clock error: do not wait for this deadline again */
@@ -573,11 +637,13 @@ gst_spice_tiler_loop (gpointer data)
         continue;
       }
     }
-    g_cond_wait (&self->cond, &self->lock);
+    g_cond_wait (&self->worker_cond, &self->lock);
   }
-  g_mutex_unlock (&self->lock);
   GST_DEBUG_OBJECT (self, "pausing worker");
-  gst_pad_pause_task (self->streampad);
+  /* joined (state change): pausing now would keep the task alive */
+  if (!self->worker_stopping)
+    gst_task_pause (self->worker);
+  g_mutex_unlock (&self->lock);
 }
 
 /* The draw thread: pushes what the worker queued, in order. While it is
@@ -601,7 +667,7 @@ gst_spice_tiler_draw_loop (gpointer data)
       gsize size = gst_buffer_get_size (GST_BUFFER_CAST (obj));
       GstFlowReturn ret = gst_pad_push (self->drawpad, GST_BUFFER_CAST (obj));
 
-      gst_spice_tiler_update_flow (self, self->drawpad, ret);
+      update_flow (self, self->drawpad, ret);
       g_mutex_lock (&self->lock);
       self->stats.updates++;
       self->draw_busy = FALSE;
@@ -612,6 +678,7 @@ gst_spice_tiler_draw_loop (gpointer data)
       g_mutex_lock (&self->lock);
     }
     wake_worker (self);
+    g_cond_broadcast (&self->cond);
   }
   g_mutex_unlock (&self->lock);
   GST_DEBUG_OBJECT (self, "pausing draw thread");
@@ -690,22 +757,31 @@ enqueue_event (GstSpiceTiler * self, GstEvent * event)
   return TRUE;
 }
 
+/* streaming or state-change thread */
 static void
 start_worker (GstSpiceTiler * self)
 {
-  gst_pad_start_task (self->streampad, gst_spice_tiler_loop, self, NULL);
+  g_mutex_lock (&self->lock);
+  self->worker_stopping = FALSE;
+  g_mutex_unlock (&self->lock);
+  gst_task_start (self->worker);
   gst_pad_start_task (self->drawpad, gst_spice_tiler_draw_loop, self, NULL);
 }
 
+/* Streaming or state-change thread: the worker and the draw thread leave
+ * their loops; @join: and the worker's task ends (the caller then joins
+ * it), else it pauses. */
 static void
-stop_worker (GstSpiceTiler * self)
+stop_worker (GstSpiceTiler * self, gboolean join)
 {
   g_mutex_lock (&self->lock);
   self->flushing = TRUE;
+  self->worker_stopping |= join;
   clear_items (self);
   g_queue_clear_full (&self->draw_out, (GDestroyNotify) gst_mini_object_unref);
   self->draw_busy = FALSE;
   wake_worker (self);
+  g_cond_broadcast (&self->cond);
   g_mutex_unlock (&self->lock);
 }
 
@@ -713,33 +789,34 @@ static gboolean
 gst_spice_tiler_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
 {
   GstSpiceTiler *self = GST_SPICE_TILER (parent);
+  guint tile_size;
 
   switch (GST_EVENT_TYPE (event)) {
     case GST_EVENT_FLUSH_START:
       gst_pad_push_event (self->drawpad, gst_event_ref (event));
       gst_pad_push_event (self->streampad, event);
-      stop_worker (self);
-      gst_pad_pause_task (self->streampad);
+      stop_worker (self, FALSE);
+      gst_task_pause (self->worker);
       gst_pad_pause_task (self->drawpad);
       return TRUE;
     case GST_EVENT_FLUSH_STOP:
       gst_pad_push_event (self->drawpad, gst_event_ref (event));
       gst_pad_push_event (self->streampad, event);
-      GST_PAD_STREAM_LOCK (self->streampad);
+      /* the worker's iteration under way ends first */
+      g_rec_mutex_lock (&self->worker_lock);
       g_mutex_lock (&self->lock);
       self->flushing = FALSE;
       self->last_flow = GST_FLOW_OK;
       self->worker_pending = FALSE;
       self->draw_ready_us = 0;
       gst_flow_combiner_reset (self->combiner);
+      tile_size = self->params.tile_size;
       g_mutex_unlock (&self->lock);
       /* downstream may have lost anything: redraw it all, losslessly */
-      if (self->have_info)
-        setup_geometry (self, &self->params);
-      release_cur (self);
-      self->have_seq = FALSE;
+      tiler_engine_flush (self->engine, tile_size);
+      tiler_stream_free_resources (&self->stream);
       gst_segment_init (&self->segment, GST_FORMAT_TIME);
-      GST_PAD_STREAM_UNLOCK (self->streampad);
+      g_rec_mutex_unlock (&self->worker_lock);
       start_worker (self);
       return TRUE;
     default:
@@ -912,8 +989,8 @@ gst_spice_tiler_change_state (GstElement * element, GstStateChange transition)
       worker_reset (self);
       break;
     case GST_STATE_CHANGE_PAUSED_TO_READY:
-      stop_worker (self);
-      gst_pad_stop_task (self->streampad);
+      stop_worker (self, TRUE);
+      gst_task_join (self->worker);
       gst_pad_stop_task (self->drawpad);
       break;
     case GST_STATE_CHANGE_PLAYING_TO_PAUSED:
@@ -947,40 +1024,41 @@ static GstStructure *
 build_stats (GstSpiceTiler * self)
 {
   TilerStats *s = &self->stats;
+  TilerEngineStats *e = &self->engine_stats;
   GstStructure *st;
 
   g_mutex_lock (&self->lock);
   st = gst_structure_new ("application/x-spicetiler-stats",
       "frames-in", G_TYPE_UINT64, s->frames_in,
-      "frames-processed", G_TYPE_UINT64, s->frames_processed,
+      "frames-processed", G_TYPE_UINT64, e->frames_processed,
       "frames-coalesced", G_TYPE_UINT64, s->frames_coalesced,
       "updates", G_TYPE_UINT64, s->updates,
-      "regions", G_TYPE_UINT64, s->regions,
-      "regions-bitmap", G_TYPE_UINT64, s->regions_bitmap,
-      "regions-lz4", G_TYPE_UINT64, s->regions_lz4,
-      "regions-jpeg", G_TYPE_UINT64, s->regions_jpeg,
-      "regions-copy", G_TYPE_UINT64, s->regions_copy,
-      "copied-rows", G_TYPE_UINT64, s->copied_rows,
-      "bytes-bitmap", G_TYPE_UINT64, s->bytes_bitmap,
-      "bytes-lz4", G_TYPE_UINT64, s->bytes_lz4,
-      "bytes-jpeg", G_TYPE_UINT64, s->bytes_jpeg,
+      "regions", G_TYPE_UINT64, e->regions,
+      "regions-bitmap", G_TYPE_UINT64, e->regions_bitmap,
+      "regions-lz4", G_TYPE_UINT64, e->regions_lz4,
+      "regions-jpeg", G_TYPE_UINT64, e->regions_jpeg,
+      "regions-copy", G_TYPE_UINT64, e->regions_copy,
+      "copied-rows", G_TYPE_UINT64, e->copied_rows,
+      "bytes-bitmap", G_TYPE_UINT64, e->bytes_bitmap,
+      "bytes-lz4", G_TYPE_UINT64, e->bytes_lz4,
+      "bytes-jpeg", G_TYPE_UINT64, e->bytes_jpeg,
       "lossy-area-pending", G_TYPE_UINT64,
-      s->lossy_cells * TILER_CELL * TILER_CELL,
-      "refined-cells", G_TYPE_UINT64, s->refined_cells,
-      "refreshes", G_TYPE_UINT64, s->refreshes,
-      "deferred", G_TYPE_UINT64, s->deferred,
-      "stream-active", G_TYPE_BOOLEAN, s->stream_active,
-      "stream-id", G_TYPE_UINT, s->stream_id,
-      "stream-x", G_TYPE_INT, s->stream_rect.x,
-      "stream-y", G_TYPE_INT, s->stream_rect.y,
-      "stream-width", G_TYPE_INT, s->stream_rect.w,
-      "stream-height", G_TYPE_INT, s->stream_rect.h,
-      "stream-starts", G_TYPE_UINT64, s->stream_starts,
-      "stream-frames", G_TYPE_UINT64, s->stream_frames,
-      "stream-frames-dropped", G_TYPE_UINT64, s->stream_dropped,
-      "stream-fps", G_TYPE_DOUBLE, s->stream_fps,
-      "diff-us", G_TYPE_DOUBLE, s->diff_us_avg,
-      "encode-us", G_TYPE_DOUBLE, s->encode_us_avg, NULL);
+      e->lossy_cells * TILER_CELL * TILER_CELL,
+      "refined-cells", G_TYPE_UINT64, e->refined_cells,
+      "refreshes", G_TYPE_UINT64, e->refreshes,
+      "deferred", G_TYPE_UINT64, e->deferred,
+      "stream-active", G_TYPE_BOOLEAN, e->stream_active,
+      "stream-id", G_TYPE_UINT, e->stream_id,
+      "stream-x", G_TYPE_INT, e->stream_rect.x,
+      "stream-y", G_TYPE_INT, e->stream_rect.y,
+      "stream-width", G_TYPE_INT, e->stream_rect.w,
+      "stream-height", G_TYPE_INT, e->stream_rect.h,
+      "stream-starts", G_TYPE_UINT64, e->stream_starts,
+      "stream-frames", G_TYPE_UINT64, e->stream_frames,
+      "stream-frames-dropped", G_TYPE_UINT64, e->stream_dropped,
+      "stream-fps", G_TYPE_DOUBLE, e->stream_fps,
+      "diff-us", G_TYPE_DOUBLE, e->diff_us_avg,
+      "encode-us", G_TYPE_DOUBLE, e->encode_us_avg, NULL);
   g_mutex_unlock (&self->lock);
   return st;
 }
@@ -1113,19 +1191,16 @@ gst_spice_tiler_finalize (GObject * object)
   GstSpiceTiler *self = GST_SPICE_TILER (object);
 
   worker_reset (self);
+  tiler_engine_free (self->engine);
+  gst_object_unref (self->worker);
+  g_rec_mutex_clear (&self->worker_lock);
   g_queue_clear_full (&self->items, item_free);
   g_queue_clear_full (&self->free_items, item_free);
   g_queue_clear_full (&self->draw_out, (GDestroyNotify) gst_mini_object_unref);
-  gst_spice_region_clear (&self->carry);
-  gst_spice_region_clear (&self->idle_damage);
-  gst_spice_region_clear (&self->regions);
-  g_array_free (self->runs, TRUE);
-  tiler_encoder_clear (&self->enc);
-  if (self->writer)
-    gst_spice_draws_writer_free (self->writer);
   gst_flow_combiner_free (self->combiner);
   g_mutex_clear (&self->lock);
   g_cond_clear (&self->cond);
+  g_cond_clear (&self->worker_cond);
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
 
@@ -1159,14 +1234,16 @@ gst_spice_tiler_init (GstSpiceTiler * self)
 
   g_mutex_init (&self->lock);
   g_cond_init (&self->cond);
+  g_cond_init (&self->worker_cond);
   g_queue_init (&self->items);
   g_queue_init (&self->free_items);
   g_queue_init (&self->draw_out);
-  gst_spice_region_init (&self->carry);
-  gst_spice_region_init (&self->idle_damage);
-  gst_spice_region_init (&self->regions);
-  self->runs = g_array_new (FALSE, FALSE, sizeof (TilerRun));
-  tiler_encoder_init (&self->enc);
+  g_rec_mutex_init (&self->worker_lock);
+  self->worker = gst_task_new (gst_spice_tiler_loop, self, NULL);
+  gst_task_set_lock (self->worker, &self->worker_lock);
+  gst_object_set_name (GST_OBJECT (self->worker), "spicetiler-worker");
+  self->engine = tiler_engine_new ();
+  tiler_stream_init (&self->stream);
   self->stream_enabled = TRUE;
   self->flushing = TRUE;
   self->draw_qos_earliest = self->stream_qos_earliest = GST_CLOCK_TIME_NONE;

@@ -36,7 +36,7 @@ tiler_encode_lossless (TilerEncoder * enc, GstSpiceDrawsWriter * w,
 {
   gsize row = (gsize) dest->w * 4, raw = row * dest->h, bound, size;
   guint8 *p;
-  gint y, n;
+  gint n;
 
   if (raw > TILER_BITMAP_MAX_BYTES && raw < G_MAXINT / 2) {
     if (enc->scratch_size < raw) {
@@ -44,8 +44,8 @@ tiler_encode_lossless (TilerEncoder * enc, GstSpiceDrawsWriter * w,
       enc->scratch = g_malloc (raw);
       enc->scratch_size = raw;
     }
-    for (y = 0; y < dest->h; y++)
-      memcpy (enc->scratch + row * y, px + (gsize) y * stride, row);
+    gst_spice_blit_bgrx (enc->scratch, row, 0, 0, px, stride, 0, 0, dest->w,
+        dest->h);
     bound = LZ4_compressBound ((int) raw);
     p = gst_spice_draws_writer_begin (w, dest, GST_SPICE_IMAGE_LZ4, 0,
         GST_SPICE_LZ4_HEADER_SIZE + GST_SPICE_LZ4_BLOCK_HEADER_SIZE + bound);

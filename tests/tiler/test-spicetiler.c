@@ -1217,15 +1217,14 @@ GST_START_TEST (test_padded_stride_input)
   gint strides[4] = { stride, };
   GstMapInfo in, out;
   Tiler t;
-  gint y;
 
   tiler_setup (&t, w, h, NULL);
   padded = gst_buffer_new_allocate (NULL, (gsize) stride * h, NULL);
   gst_buffer_map (frame, &in, GST_MAP_READ);
   gst_buffer_map (padded, &out, GST_MAP_WRITE);
   memset (out.data, 0xab, out.size);
-  for (y = 0; y < h; y++)
-    memcpy (out.data + y * stride, in.data + y * w * 4, w * 4);
+  gst_spice_blit_bgrx (out.data, stride, 0, 0, in.data, (gsize) w * 4, 0, 0,
+      w, h);
   gst_buffer_unmap (padded, &out);
   gst_buffer_unmap (frame, &in);
   gst_buffer_add_video_meta_full (padded, GST_VIDEO_FRAME_FLAG_NONE,

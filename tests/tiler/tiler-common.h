@@ -79,11 +79,8 @@ static inline void
 show_rows (guint8 * img, gint w, const guint32 * doc,
     const GstVideoRectangle * win, gint off)
 {
-  gint y;
-
-  for (y = 0; y < win->h; y++)
-    memcpy (img + ((gsize) (win->y + y) * w + win->x) * 4,
-        doc + (gsize) (off + y) * win->w, (gsize) win->w * 4);
+  gst_spice_blit_bgrx (img, (gsize) w * 4, win->x, win->y,
+      (const guint8 *) doc, (gsize) win->w * 4, 0, off, win->w, win->h);
 }
 
 /* smooth moving plasma plus a few noise bits: photographic content */
