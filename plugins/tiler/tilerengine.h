@@ -46,8 +46,9 @@ typedef enum
   /* the refinement deadline (result.next_refine) has passed: the time
    * becomes that deadline, lossy cells that are due go lossless */
   TILER_UPDATE_REFINE,
-  /* the last update before EOS: everything lossless, the stream ends,
-   * no update budget, never skipped because the draw pad is busy */
+  /* the last update before EOS: what was carried goes out, every lossy
+   * cell goes lossless, the stream ends; no update budget, never skipped
+   * because the draw pad is busy */
   TILER_UPDATE_FINAL,
 } TilerUpdateKind;
 

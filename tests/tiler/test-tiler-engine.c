@@ -1,0 +1,586 @@
+/* gst-spice tests: spicetiler's engine, without the element
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Synthetic frames go through tiler_engine_update() of each kind; the
+ * updates it returns (and the stream frames it asks for, as exact pixels)
+ * are applied with the reference draws decoder and compared with the
+ * frames. The last test feeds the same frames to the spicetiler element
+ * and checks that it sends the very same updates.
+ */
+#include "tilerengine.h"
+#include "tiler-common.h"
+
+#define W 320
+#define H 240
+
+typedef struct
+{
+  TilerEngine *e;
+  TilerParams p;
+  GstVideoInfo info;
+  DrawsDecoder *dec;
+  TilerEngineResult res;
+  guint64 seq;
+  GList *updates;               /* copies of every update, if kept */
+  gboolean keep;
+  guint stream_frames, keyframes;
+} Eng;
+
+static Eng t0;
+
+static void
+eng_setup (Eng * t, GstSpiceTilerStreaming streaming)
+{
+  TilerParams *p = &t->p;
+
+  memset (t, 0, sizeof (*t));
+  /* the element's defaults */
+  p->max_rects = 16;
+  p->tile_size = 64;
+  p->jpeg_quality = 85;
+  p->refine_delay = 250 * GST_MSECOND;
+  p->streaming = streaming;
+  p->stream_min_frames = 20;
+  p->stream_max_gap = 200 * GST_MSECOND;
+  p->stream_timeout = GST_SECOND;
+  p->stream_min_area = 96 * 96;
+  p->stream_format = GST_VIDEO_FORMAT_I420;
+  p->update_budget = 256 * 1024;
+  p->band_size = 128 * 1024;
+  p->scroll = TRUE;
+  t->e = tiler_engine_new ();
+  gst_video_info_set_format (&t->info, GST_VIDEO_FORMAT_BGRx, W, H);
+  fail_unless (tiler_engine_set_format (t->e, &t->info, p->tile_size));
+  /* the same format again is no new surface */
+  fail_if (tiler_engine_set_format (t->e, &t->info, p->tile_size));
+  t->dec = draws_decoder_new (W, H);
+}
+
+static void
+eng_teardown (Eng * t)
+{
+  tiler_engine_free (t->e);
+  draws_decoder_free (t->dec);
+  g_list_free_full (t->updates, (GDestroyNotify) gst_buffer_unref);
+}
+
+static void
+input_init (Eng * t, TilerEngineInput * in)
+{
+  memset (in, 0, sizeof (*in));
+  in->params = &t->p;
+  in->stream_allowed = TRUE;
+  in->draw_qos_earliest = in->stream_qos_earliest = GST_CLOCK_TIME_NONE;
+  in->rate_scale = 1;
+}
+
+/* applies the result: the updates before the stream frame, the stream
+ * frame's pixels (as a lossless codec would show them), the rest; while a
+ * stream is active no draw may cover its area */
+static guint
+eng_apply (Eng * t)
+{
+  TilerEngineResult *res = &t->res;
+  guint i, n = res->n_updates;
+
+  fail_unless (res->n_before_stream <= n);
+  for (i = 0; i <= n; i++) {
+    GError *err = NULL;
+    GstBuffer *b;
+    guint k;
+
+    if (i == res->n_before_stream && res->stream_frame) {
+      draws_decoder_apply_pixels (t->dec, &res->stream_rect,
+          (const guint8 *) GST_VIDEO_FRAME_PLANE_DATA (res->frame, 0) +
+          (gsize) res->stream_rect.y * GST_VIDEO_FRAME_PLANE_STRIDE
+          (res->frame, 0) + (gsize) res->stream_rect.x * 4,
+          GST_VIDEO_FRAME_PLANE_STRIDE (res->frame, 0));
+      t->stream_frames++;
+      t->keyframes += res->stream_keyframe;
+    }
+    if (i == n)
+      break;
+    b = res->updates[i];
+    fail_unless (draws_decoder_apply (t->dec, b, &err), "bad update: %s",
+        err ? err->message : "");
+    if (res->stream_frame && i >= res->n_before_stream)
+      for (k = 0; k < draws_decoder_last_n_regions (t->dec); k++) {
+        const GstVideoRectangle *r = draws_decoder_last_region (t->dec, k,
+            NULL, NULL);
+
+        fail_if (gst_spice_rect_intersect (r, &res->stream_rect, NULL),
+            "a draw at %d,%d %dx%d over the stream", r->x, r->y, r->w, r->h);
+      }
+    if (t->keep)
+      t->updates = g_list_append (t->updates, gst_buffer_ref (b));
+  }
+  tiler_engine_result_clear (res);
+  return n;
+}
+
+/* one TILER_UPDATE_FRAME of frame @i (pts i/30 s) with @damage (NULL: the
+ * whole frame, no damage sequence); returns the updates applied */
+static guint
+eng_frame_full (Eng * t, GstBuffer * frame, gint i,
+    const GstVideoRectangle * damage, guint n_damage, TilerEngineInput * in)
+{
+  TilerEngineInput def;
+  GstSpiceRegion region;
+  GstBuffer *b = gst_buffer_copy (frame);
+  guint k;
+
+  if (!in) {
+    input_init (t, &def);
+    in = &def;
+  }
+  GST_BUFFER_PTS (b) = i * FRAME_DURATION;
+  GST_BUFFER_DURATION (b) = FRAME_DURATION;
+  gst_spice_region_init (&region);
+  for (k = 0; damage && k < n_damage; k++)
+    gst_spice_region_add (&region, &damage[k]);
+  in->buffer = b;
+  in->running_time = GST_BUFFER_PTS (b);
+  in->damage = &region;
+  in->full = damage == NULL;
+  in->has_seq = damage != NULL;
+  in->first_seq = in->last_seq = ++t->seq;
+  fail_unless_equals_int (tiler_engine_update (t->e, TILER_UPDATE_FRAME, in,
+          &t->res), GST_FLOW_OK);
+  fail_unless (t->res.frame != NULL);
+  fail_unless_equals_uint64 (t->res.pts, GST_BUFFER_PTS (b));
+  gst_spice_region_clear (&region);
+  gst_buffer_unref (b);
+  return eng_apply (t);
+}
+
+static guint
+eng_frame (Eng * t, GstBuffer * frame, gint i, const GstVideoRectangle * dmg)
+{
+  return eng_frame_full (t, frame, i, dmg, dmg ? 1 : 0, NULL);
+}
+
+/* an update without a frame */
+static guint
+eng_idle (Eng * t, TilerUpdateKind kind, TilerEngineInput * in)
+{
+  TilerEngineInput def;
+
+  if (!in) {
+    input_init (t, &def);
+    in = &def;
+  }
+  fail_unless_equals_int (tiler_engine_update (t->e, kind, in, &t->res),
+      GST_FLOW_OK);
+  fail_if (t->res.stream_frame);
+  return eng_apply (t);
+}
+
+static guint64
+eng_diff (Eng * t, GstBuffer * frame, const GstVideoRectangle * area)
+{
+  GstMapInfo map;
+  guint64 n;
+
+  gst_buffer_map (frame, &map, GST_MAP_READ);
+  n = draws_decoder_compare (t->dec, map.data, W * 4, area);
+  gst_buffer_unmap (frame, &map);
+  return n;
+}
+
+static void
+paint (GstBuffer * frame, const GstVideoRectangle * r, guint32 seed,
+    gint photo_t)
+{
+  GstMapInfo map;
+
+  gst_buffer_map (frame, &map, GST_MAP_WRITE);
+  if (photo_t >= 0)
+    fill_photo (map.data, W * 4, r, photo_t, 3);
+  else
+    fill_text (map.data, W * 4, r, seed);
+  gst_buffer_unmap (frame, &map);
+}
+
+static GstBuffer *
+desktop (void)
+{
+  GstBuffer *frame = frame_new (W, H);
+  GstVideoRectangle all = { 0, 0, W, H };
+
+  paint (frame, &all, 99, -1);
+  return frame;
+}
+
+/* text changing in random rectangles, each frame's damage exactly that:
+ * the client has every frame exactly, and the counters match what the
+ * decoder saw */
+GST_START_TEST (test_engine_frames_exact)
+{
+  GstBuffer *frame = desktop ();
+  const TilerEngineStats *st;
+  guint32 seed = 4242;
+  gint i;
+
+  eng_setup (&t0, GST_SPICE_TILER_STREAMING_OFF);
+  fail_unless (eng_frame (&t0, frame, 0, NULL) > 0);
+  fail_unless_equals_uint64 (eng_diff (&t0, frame, NULL), 0);
+  for (i = 1; i < 40; i++) {
+    GstVideoRectangle r;
+
+    r.w = 1 + rnd (&seed) % 120;
+    r.h = 1 + rnd (&seed) % 90;
+    r.x = rnd (&seed) % (W - r.w + 1);
+    r.y = rnd (&seed) % (H - r.h + 1);
+    paint (frame, &r, rnd (&seed), -1);
+    eng_frame (&t0, frame, i, &r);
+    fail_unless_equals_uint64 (eng_diff (&t0, frame, NULL), 0);
+    fail_if (t0.res.pending);
+  }
+  /* an unchanged frame: no update */
+  fail_unless_equals_int (eng_frame (&t0, frame, i, NULL), 0);
+  st = tiler_engine_stats (t0.e);
+  fail_unless_equals_uint64 (st->frames_processed, 41);
+  fail_unless_equals_uint64 (st->regions,
+      draws_decoder_stats (t0.dec)->regions);
+  fail_unless_equals_uint64 (st->bytes_lz4,
+      draws_decoder_stats (t0.dec)->bytes_lz4);
+  fail_unless_equals_uint64 (st->regions_jpeg, 0);
+  eng_teardown (&t0);
+  gst_buffer_unref (frame);
+}
+
+GST_END_TEST;
+
+/* a frame before any format is not negotiated; without a frame only
+ * TILER_UPDATE_FRAME does anything */
+GST_START_TEST (test_engine_kinds_without_frame)
+{
+  TilerEngine *e = tiler_engine_new ();
+  TilerEngineInput in;
+  TilerEngineResult res;
+  GstBuffer *frame = desktop ();
+  GstSpiceRegion none;
+  TilerUpdateKind kinds[] = { TILER_UPDATE_CARRY, TILER_UPDATE_REFINE,
+    TILER_UPDATE_FINAL
+  };
+  guint i;
+
+  eng_setup (&t0, GST_SPICE_TILER_STREAMING_OFF);
+  input_init (&t0, &in);
+  gst_spice_region_init (&none);
+  in.buffer = frame;
+  in.damage = &none;
+  in.full = TRUE;
+  fail_unless_equals_int (tiler_engine_update (e, TILER_UPDATE_FRAME, &in,
+          &res), GST_FLOW_NOT_NEGOTIATED);
+  fail_unless_equals_int (res.n_updates, 0);
+  fail_if (tiler_engine_has_frame (e));
+  for (i = 0; i < G_N_ELEMENTS (kinds); i++) {
+    fail_unless_equals_int (tiler_engine_update (t0.e, kinds[i], &in,
+            &res), GST_FLOW_OK);
+    fail_unless_equals_int (res.n_updates, 0);
+  }
+  fail_if (tiler_engine_has_frame (t0.e));
+  gst_spice_region_clear (&none);
+  tiler_engine_free (e);
+  eng_teardown (&t0);
+  gst_buffer_unref (frame);
+}
+
+GST_END_TEST;
+
+/* while the draw pad is busy the damage is carried, not sent: the next
+ * update without a frame (TILER_UPDATE_CARRY) sends it */
+GST_START_TEST (test_engine_draw_busy_carries)
+{
+  GstBuffer *frame = desktop ();
+  GstVideoRectangle r = { 40, 30, 100, 60 }, r2 = { 200, 150, 50, 40 };
+  TilerEngineInput in;
+
+  eng_setup (&t0, GST_SPICE_TILER_STREAMING_OFF);
+  eng_frame (&t0, frame, 0, NULL);
+  paint (frame, &r, 7, -1);
+  input_init (&t0, &in);
+  in.draw_busy = TRUE;
+  fail_unless_equals_int (eng_frame_full (&t0, frame, 1, &r, 1, &in), 0);
+  fail_unless (t0.res.pending);
+  fail_unless (eng_diff (&t0, frame, &r) > 0);
+  /* a second frame while still busy: both areas wait */
+  paint (frame, &r2, 8, -1);
+  input_init (&t0, &in);
+  in.draw_busy = TRUE;
+  fail_unless_equals_int (eng_frame_full (&t0, frame, 2, &r2, 1, &in), 0);
+  fail_unless (eng_diff (&t0, frame, NULL) > 0);
+  fail_unless_equals_int (eng_idle (&t0, TILER_UPDATE_CARRY, NULL), 1);
+  fail_unless_equals_uint64 (eng_diff (&t0, frame, NULL), 0);
+  fail_if (t0.res.pending);
+  eng_teardown (&t0);
+  gst_buffer_unref (frame);
+}
+
+GST_END_TEST;
+
+/* a refresh is one lossless region over the whole surface, in an update
+ * of its own flagged REFRESH */
+GST_START_TEST (test_engine_refresh)
+{
+  GstBuffer *frame = desktop ();
+  const GstVideoRectangle *reg;
+  GstVideoRectangle r = { 10, 10, 50, 50 };
+  TilerEngineInput in;
+  gboolean lossy;
+
+  eng_setup (&t0, GST_SPICE_TILER_STREAMING_OFF);
+  eng_frame (&t0, frame, 0, NULL);
+  input_init (&t0, &in);
+  in.refresh = TRUE;
+  fail_unless_equals_int (eng_idle (&t0, TILER_UPDATE_CARRY, &in), 1);
+  fail_unless_equals_uint64 (draws_decoder_stats (t0.dec)->refreshes, 1);
+  fail_unless_equals_int (draws_decoder_last_n_regions (t0.dec), 1);
+  reg = draws_decoder_last_region (t0.dec, 0, NULL, &lossy);
+  fail_unless (reg->x == 0 && reg->y == 0 && reg->w == W && reg->h == H);
+  fail_if (lossy);
+  fail_unless_equals_uint64 (tiler_engine_stats (t0.e)->refreshes, 1);
+  /* with a new frame: the refresh first, then the frame's draws */
+  paint (frame, &r, 3, -1);
+  input_init (&t0, &in);
+  in.refresh = TRUE;
+  fail_unless_equals_int (eng_frame_full (&t0, frame, 1, &r, 1, &in), 2);
+  fail_unless_equals_uint64 (draws_decoder_stats (t0.dec)->refreshes, 2);
+  fail_unless_equals_uint64 (eng_diff (&t0, frame, NULL), 0);
+  eng_teardown (&t0);
+  gst_buffer_unref (frame);
+}
+
+GST_END_TEST;
+
+/* photographic content goes lossy; TILER_UPDATE_REFINE at the deadline
+ * the result names makes it exact */
+GST_START_TEST (test_engine_refine_deadline)
+{
+  GstBuffer *frame = desktop ();
+  GstVideoRectangle r = { 64, 48, 160, 128 };
+  const TilerEngineStats *st;
+
+  eng_setup (&t0, GST_SPICE_TILER_STREAMING_OFF);
+  eng_frame (&t0, frame, 0, NULL);
+  fail_unless_equals_uint64 (t0.res.next_refine, GST_CLOCK_TIME_NONE);
+  paint (frame, &r, 0, 5);
+  eng_frame (&t0, frame, 1, &r);
+  fail_unless (draws_decoder_stats (t0.dec)->lossy_regions > 0);
+  fail_unless (eng_diff (&t0, frame, &r) > 0);
+  fail_unless (eng_diff (&t0, frame, NULL) == eng_diff (&t0, frame, &r));
+  fail_unless_equals_uint64 (t0.res.next_refine,
+      FRAME_DURATION + t0.p.refine_delay);
+  fail_if (t0.res.pending);
+  st = tiler_engine_stats (t0.e);
+  fail_unless (st->lossy_cells > 0);
+  /* an idle update before the deadline changes nothing */
+  fail_unless_equals_int (eng_idle (&t0, TILER_UPDATE_CARRY, NULL), 0);
+  fail_unless (eng_idle (&t0, TILER_UPDATE_REFINE, NULL) > 0);
+  fail_unless_equals_uint64 (t0.res.running_time,
+      FRAME_DURATION + t0.p.refine_delay);
+  fail_unless_equals_uint64 (eng_diff (&t0, frame, NULL), 0);
+  fail_unless_equals_uint64 (t0.res.next_refine, GST_CLOCK_TIME_NONE);
+  fail_unless (st->refined_cells > 0);
+  fail_unless_equals_uint64 (st->lossy_cells, 0);
+  eng_teardown (&t0);
+  gst_buffer_unref (frame);
+}
+
+GST_END_TEST;
+
+/* a small update budget spreads a large change over updates (the rest
+ * pending); the final update has no budget and is lossless */
+GST_START_TEST (test_engine_budget_and_final)
+{
+  GstBuffer *frame = desktop ();
+  GstVideoRectangle all = { 0, 0, W, H }, r = { 0, 0, W, 160 }, below;
+  GstMapInfo map;
+  guint n;
+
+  eng_setup (&t0, GST_SPICE_TILER_STREAMING_OFF);
+  t0.p.update_budget = 8 * 1024;
+  t0.p.band_size = 8 * 1024;
+  eng_frame (&t0, frame, 0, NULL);
+  for (n = 0; t0.res.pending && n < 100; n++)
+    eng_idle (&t0, TILER_UPDATE_CARRY, NULL);
+  fail_unless (n > 1, "%u updates", n);
+  fail_unless_equals_uint64 (eng_diff (&t0, frame, NULL), 0);
+  fail_unless (tiler_engine_stats (t0.e)->deferred >= n);
+
+  paint (frame, &all, 5, -1);
+  paint (frame, &r, 0, 9);
+  eng_frame (&t0, frame, 1, &all);
+  fail_unless (t0.res.pending);
+  fail_unless (eng_diff (&t0, frame, NULL) > 0);
+  /* all the rest in one update; what was carried is new to the client
+   * and may go lossy (photographic), the text below it is exact */
+  fail_unless_equals_int (eng_idle (&t0, TILER_UPDATE_FINAL, NULL), 1);
+  fail_if (t0.res.pending);
+  below = (GstVideoRectangle) { 0, 176, W, H - 176 };
+  fail_unless_equals_uint64 (eng_diff (&t0, frame, &below), 0);
+  gst_buffer_map (frame, &map, GST_MAP_READ);
+  fail_unless (draws_decoder_psnr (t0.dec, map.data, W * 4, NULL) > 25.0);
+  gst_buffer_unmap (frame, &map);
+  /* and a second one makes it exact */
+  eng_idle (&t0, TILER_UPDATE_FINAL, NULL);
+  fail_unless_equals_uint64 (eng_diff (&t0, frame, NULL), 0);
+  fail_unless_equals_uint64 (t0.res.next_refine, GST_CLOCK_TIME_NONE);
+  eng_teardown (&t0);
+  gst_buffer_unref (frame);
+}
+
+GST_END_TEST;
+
+/* an area that keeps changing becomes the stream: a frame wanted for each
+ * change, the first a keyframe, no draw over it; its end (FINAL) sends
+ * the area lossless */
+GST_START_TEST (test_engine_stream)
+{
+  GstBuffer *frame = desktop ();
+  GstVideoRectangle act = { 64, 64, 192, 128 };
+  const TilerEngineStats *st;
+  gboolean started = FALSE;
+  gint i;
+
+  eng_setup (&t0, GST_SPICE_TILER_STREAMING_ALL);
+  eng_frame (&t0, frame, 0, NULL);
+  for (i = 1; i < 40; i++) {
+    paint (frame, &act, 0, i);
+    eng_frame (&t0, frame, i, &act);
+    if (t0.stream_frames > 0 && !started) {
+      started = TRUE;
+      fail_unless_equals_int (t0.keyframes, 1);
+    }
+  }
+  fail_unless (started);
+  st = tiler_engine_stats (t0.e);
+  fail_unless (st->stream_active);
+  fail_unless (gst_spice_rect_contains (&st->stream_rect, &act));
+  fail_unless_equals_uint64 (st->stream_starts, 1);
+  fail_unless_equals_uint64 (st->stream_frames, t0.stream_frames);
+  fail_unless_equals_int (t0.keyframes, 1);
+  fail_unless_equals_uint64 (eng_diff (&t0, frame, NULL), 0);
+
+  /* not allowed (spice-stream-control): the stream ends on the next
+   * frame, and the area goes out as draws */
+  {
+    TilerEngineInput in;
+
+    input_init (&t0, &in);
+    in.stream_allowed = FALSE;
+    paint (frame, &act, 0, i);
+    eng_frame_full (&t0, frame, i, &act, 1, &in);
+    fail_if (st->stream_active);
+    fail_unless_equals_int (t0.stream_frames, st->stream_frames);
+  }
+  eng_idle (&t0, TILER_UPDATE_FINAL, NULL);
+  fail_unless_equals_uint64 (eng_diff (&t0, frame, NULL), 0);
+  eng_teardown (&t0);
+  gst_buffer_unref (frame);
+}
+
+GST_END_TEST;
+
+/* rows that moved up go out as a copy of what the client has */
+GST_START_TEST (test_engine_scroll_copy)
+{
+  GstVideoRectangle win = { 20, 20, 240, 200 };
+  guint32 *doc = g_new (guint32, (gsize) win.w * 600);
+  GstBuffer *frame = desktop ();
+  GstMapInfo map;
+
+  eng_setup (&t0, GST_SPICE_TILER_STREAMING_OFF);
+  document_rows (doc, win.w, 600, 0x5eed);
+  gst_buffer_map (frame, &map, GST_MAP_WRITE);
+  show_rows (map.data, W, doc, &win, 100);
+  gst_buffer_unmap (frame, &map);
+  eng_frame (&t0, frame, 0, NULL);
+  gst_buffer_map (frame, &map, GST_MAP_WRITE);
+  show_rows (map.data, W, doc, &win, 130);
+  gst_buffer_unmap (frame, &map);
+  fail_unless_equals_int (eng_frame (&t0, frame, 1, &win), 1);
+  fail_unless_equals_uint64 (draws_decoder_stats (t0.dec)->regions_copy, 1);
+  fail_unless_equals_uint64 (tiler_engine_stats (t0.e)->regions_copy, 1);
+  fail_unless_equals_uint64 (tiler_engine_stats (t0.e)->copied_rows,
+      win.h - 30);
+  fail_unless_equals_uint64 (eng_diff (&t0, frame, NULL), 0);
+  eng_teardown (&t0);
+  gst_buffer_unref (frame);
+  g_free (doc);
+}
+
+GST_END_TEST;
+
+/* the element makes the same updates as the engine alone, byte for byte */
+GST_START_TEST (test_engine_same_as_element)
+{
+  GstBuffer *frame = desktop ();
+  GstVideoRectangle dmg[12];
+  GList *l, *mine;
+  guint32 seed = 777;
+  Tiler el;
+  gint i;
+
+  eng_setup (&t0, GST_SPICE_TILER_STREAMING_OFF);
+  t0.keep = TRUE;
+  tiler_setup (&el, W, H, "streaming=off");
+  for (i = 0; i < 12; i++) {
+    GstVideoRectangle *r = &dmg[i];
+
+    r->w = 8 + rnd (&seed) % 150;
+    r->h = 8 + rnd (&seed) % 110;
+    r->x = rnd (&seed) % (W - r->w + 1);
+    r->y = rnd (&seed) % (H - r->h + 1);
+    if (i == 0)
+      *r = (GstVideoRectangle) { 0, 0, W, H };
+    paint (frame, r, rnd (&seed), i % 3 == 1 ? i : -1);
+    eng_frame (&t0, frame, i, r);
+    tiler_push_sync (&el, frame, i, r, 1);
+  }
+  mine = t0.updates;
+  for (i = 0, l = mine; l; l = l->next, i++) {
+    GstBuffer *b = gst_harness_try_pull (el.h);
+    GstMapInfo a, c;
+
+    fail_unless (b != NULL, "the element sent %d updates, the engine %u", i,
+        g_list_length (mine));
+    gst_buffer_map (l->data, &a, GST_MAP_READ);
+    gst_buffer_map (b, &c, GST_MAP_READ);
+    fail_unless_equals_uint64 (a.size, c.size);
+    fail_unless (memcmp (a.data, c.data, a.size) == 0, "update %d differs", i);
+    fail_unless_equals_uint64 (GST_BUFFER_PTS (l->data), GST_BUFFER_PTS (b));
+    gst_buffer_unmap (b, &c);
+    gst_buffer_unmap (l->data, &a);
+    gst_buffer_unref (b);
+  }
+  fail_unless (gst_harness_try_pull (el.h) == NULL);
+  fail_unless (i > 0);
+  tiler_teardown (&el);
+  eng_teardown (&t0);
+  gst_buffer_unref (frame);
+}
+
+GST_END_TEST;
+
+static Suite *
+tiler_engine_suite (void)
+{
+  Suite *s = suite_create ("tiler-engine");
+  TCase *tc = tcase_create ("engine");
+
+  suite_add_tcase (s, tc);
+  tcase_add_test (tc, test_engine_frames_exact);
+  tcase_add_test (tc, test_engine_kinds_without_frame);
+  tcase_add_test (tc, test_engine_draw_busy_carries);
+  tcase_add_test (tc, test_engine_refresh);
+  tcase_add_test (tc, test_engine_refine_deadline);
+  tcase_add_test (tc, test_engine_budget_and_final);
+  tcase_add_test (tc, test_engine_stream);
+  tcase_add_test (tc, test_engine_scroll_copy);
+  tcase_add_test (tc, test_engine_same_as_element);
+  return s;
+}
+
+GST_CHECK_MAIN (tiler_engine);
