@@ -796,7 +796,9 @@ gst_spice_tiler_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
       gst_pad_push_event (self->drawpad, gst_event_ref (event));
       gst_pad_push_event (self->streampad, event);
       stop_worker (self, FALSE);
-      gst_task_pause (self->worker);
+      /* (a stopped task would be started, paused) */
+      if (gst_task_get_state (self->worker) != GST_TASK_STOPPED)
+        gst_task_pause (self->worker);
       gst_pad_pause_task (self->drawpad);
       return TRUE;
     case GST_EVENT_FLUSH_STOP:
