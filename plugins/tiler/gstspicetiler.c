@@ -828,6 +828,24 @@ gst_spice_tiler_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
   }
 }
 
+/* State-change thread: the worker is started once the pads are active
+ * (READY_TO_PAUSED) and ends with the sink pad, here or in PAUSED_TO_READY,
+ * whichever comes first. */
+static gboolean
+gst_spice_tiler_sink_activate_mode (GstPad * pad, GstObject * parent,
+    GstPadMode mode, gboolean active)
+{
+  GstSpiceTiler *self = GST_SPICE_TILER (parent);
+
+  if (mode != GST_PAD_MODE_PUSH)
+    return FALSE;
+  if (!active) {
+    stop_worker (self, TRUE);
+    gst_task_join (self->worker);
+  }
+  return TRUE;
+}
+
 static gboolean
 gst_spice_tiler_sink_query (GstPad * pad, GstObject * parent, GstQuery * query)
 {
@@ -1215,6 +1233,8 @@ gst_spice_tiler_init (GstSpiceTiler * self)
   gst_pad_set_chain_function (self->sinkpad, gst_spice_tiler_chain);
   gst_pad_set_event_function (self->sinkpad, gst_spice_tiler_sink_event);
   gst_pad_set_query_function (self->sinkpad, gst_spice_tiler_sink_query);
+  gst_pad_set_activatemode_function (self->sinkpad,
+      gst_spice_tiler_sink_activate_mode);
   gst_element_add_pad (GST_ELEMENT (self), self->sinkpad);
 
   self->drawpad = gst_pad_new_from_static_template (&draw_template, "draw");
