@@ -50,7 +50,7 @@ guint64
 streamenc_value_to_bps (StreamEncKind kind, guint value)
 {
   if (kind == STREAMENC_KIND_X264)
-    return (guint64) value *1000;
+    return 1000 * (guint64) value;
   if (kind == STREAMENC_KIND_VPX || kind == STREAMENC_KIND_OPENH264)
     return value;
   return 0;
