@@ -128,8 +128,8 @@ void     gst_spice_copy_bits_apply (guint8 * bgrx, gint stride,
  *
  * Both are a SPICE BinaryData: u32 LE data_size, then data_size bytes.
  * JPEG: the data is a complete baseline JFIF stream whose size equals the
- * region's. LZ4: the data is u8 top_down (1), u8 SpiceBitmapFmt (8 =
- * 32BIT, B,G,R,x), then one or more (u32 **big-endian** length, raw LZ4
+ * region's. LZ4: the data is u8 top_down (1), u8 SpiceBitmapFmt
+ * (SPICE_BITMAP_FMT_32BIT: B,G,R,x), then one or more (u32 **big-endian** length, raw LZ4
  * block) pairs; the blocks decompress, as one stream
  * (LZ4_decompress_safe_continue), to the rows packed without padding.
  * These helpers only frame; the codecs live with their users (spicetiler
@@ -138,7 +138,6 @@ void     gst_spice_copy_bits_apply (guint8 * bgrx, gint stride,
 #define GST_SPICE_BINARY_HEADER_SIZE 4
 #define GST_SPICE_LZ4_HEADER_SIZE 6     /* data_size, top_down, format */
 #define GST_SPICE_LZ4_BLOCK_HEADER_SIZE 4
-#define SPICE_BITMAP_FMT_32BIT 8
 
 /* writes the u32 LE data_size of a BinaryData payload of @payload_size
  * bytes (header included) */

@@ -5,8 +5,10 @@
  *
  * Every parser takes (data, size), checks every length and offset, and
  * returns FALSE on anything malformed; it never reads outside [data, data +
- * size). Writers append little-endian bytes to a GByteArray. Message
- * "bodies" exclude the 6-byte mini header / 18-byte full header.
+ * size), reading it with a GstByteReader. Writers append little-endian
+ * bytes to a GByteArray, written with a GstByteWriter. Message "bodies"
+ * exclude the mini header (SpiceMiniDataHeader) / full header
+ * (SpiceDataHeader).
  */
 #pragma once
 
@@ -20,25 +22,20 @@ G_BEGIN_DECLS
 
 /* Wire constants (channel types, message types, capabilities, link errors,
  * codecs, surface formats) are spice-protocol's, from <spice/protocol.h> and
- * <spice/enums.h>. What follows are sizes of packed wire structs and this
- * implementation's own limits. */
-#define GST_SPICE_WIRE_LINK_HEADER_SIZE 16      /* SpiceLinkHeader */
-#define GST_SPICE_WIRE_LINK_MESS_SIZE 18        /* SpiceLinkMess */
-#define GST_SPICE_WIRE_LINK_REPLY_SIZE 178      /* SpiceLinkReply */
-#define GST_SPICE_WIRE_TICKET_SIZE (SPICE_TICKET_KEY_PAIR_LENGTH / 8)
+ * <spice/enums.h>; so are the packed structs of the link stage and the data
+ * headers, whose sizes follow. Then the sizes of message parts that
+ * spice-protocol has no struct for, and this implementation's own limits. */
+#define GST_SPICE_WIRE_LINK_HEADER_SIZE ((gint) sizeof (SpiceLinkHeader))
+#define GST_SPICE_WIRE_LINK_MESS_SIZE ((gint) sizeof (SpiceLinkMess))
+#define GST_SPICE_WIRE_LINK_REPLY_SIZE ((gint) sizeof (SpiceLinkReply))
+#define GST_SPICE_WIRE_TICKET_SIZE ((gint) sizeof (SpiceLinkEncryptedTicket))
+#define GST_SPICE_WIRE_MINI_HEADER_SIZE ((gint) sizeof (SpiceMiniDataHeader))
+#define GST_SPICE_WIRE_FULL_HEADER_SIZE ((gint) sizeof (SpiceDataHeader))
+/* DisplayBase (clip NONE), Copy (no mask) and the image descriptor */
+#define GST_SPICE_WIRE_DRAW_COPY_HEAD_SIZE 75
 #define GST_SPICE_WIRE_MAX_LINK_SIZE 4096
 #define GST_SPICE_WIRE_MAX_CAPS_WORDS 16
-#define GST_SPICE_WIRE_MINI_HEADER_SIZE 6       /* SpiceMiniDataHeader */
-#define GST_SPICE_WIRE_FULL_HEADER_SIZE 18      /* SpiceDataHeader */
-#define GST_SPICE_WIRE_DRAW_COPY_HEAD_SIZE 75   /* fixed part + image descriptor */
-#define GST_SPICE_WIRE_MAX_STREAMS 64
-
-G_STATIC_ASSERT (sizeof (SpiceLinkHeader) == GST_SPICE_WIRE_LINK_HEADER_SIZE);
-G_STATIC_ASSERT (sizeof (SpiceLinkMess) == GST_SPICE_WIRE_LINK_MESS_SIZE);
-G_STATIC_ASSERT (sizeof (SpiceLinkReply) == GST_SPICE_WIRE_LINK_REPLY_SIZE);
-G_STATIC_ASSERT (sizeof (SpiceMiniDataHeader) ==
-    GST_SPICE_WIRE_MINI_HEADER_SIZE);
-G_STATIC_ASSERT (sizeof (SpiceDataHeader) == GST_SPICE_WIRE_FULL_HEADER_SIZE);
+#define GST_SPICE_WIRE_MAX_STREAMS SPICE_MAX_NUM_STREAMS
 
 /* ---- capabilities ---- */
 gboolean gst_spice_caps_test (const guint32 * words, guint n_words, guint cap);
