@@ -3,6 +3,8 @@
  */
 #pragma once
 
+#include "gstspice-prelude.h"
+
 #include "gstspicerect.h"
 #include "gstspiceblit.h"
 #include "gstspicedamagemeta.h"
