@@ -2,7 +2,6 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
 #include <string.h>
-#include <lz4.h>
 #include "spice-raw-client.h"
 
 GSocket *
@@ -258,6 +257,7 @@ spice_raw_session_free (SpiceRawSession * s)
   spice_raw_close (s->main);
   spice_raw_close (s->display);
   g_free (s->canvas);
+  gst_spice_image_decoder_free (s->images);
   g_free (s->error);
   g_free (s);
 }
@@ -271,69 +271,16 @@ proto_error (SpiceRawSession * s, const gchar * what)
   return FALSE;
 }
 
-/* BITMAP (32BIT, top-down) and LZ4 (32BIT) into the canvas */
+/* a DRAW_COPY's image into the canvas, as a SPICE client paints it */
 static gboolean
 paint (SpiceRawSession * s, const GstVideoRectangle * d, guint8 type,
     const guint8 * p, gsize size)
 {
-  gsize row = (gsize) d->w * 4;
-  guint8 *pix = NULL;
-  const guint8 *src;
-  gint y;
-
-  if (!gst_spice_payload_validate (type, d->w, d->h, p, size))
-    return FALSE;
-  if (type == GST_SPICE_IMAGE_BITMAP) {
-    guint32 stride = GST_READ_UINT32_LE (p + 10);
-
-    if (!(p[1] & 4))
-      return FALSE;
-    for (y = 0; y < d->h; y++)
-      memcpy (s->canvas + ((gsize) (d->y + y) * s->width + d->x) * 4,
-          p + 18 + (gsize) y * stride, row);
-    return TRUE;
-  }
-  if (type == GST_SPICE_IMAGE_LZ4) {
-    gsize n = GST_READ_UINT32_LE (p), off = 6, out = 0;
-    LZ4_streamDecode_t *st;
-
-    if (n < 6 || p[4] != 1 || p[5] != 8)
-      return FALSE;
-    pix = g_malloc (row * d->h);
-    st = LZ4_createStreamDecode ();
-    (void) n;
-    while (off + 4 <= size && out < row * d->h) {
-      guint32 len;
-      gint r;
-
-      len = GST_READ_UINT32_BE (p + off);
-      off += 4;
-      if (len > size - off)
-        break;
-      r = LZ4_decompress_safe_continue (st, (const char *) p + off,
-          (char *) pix + out, (int) len, (int) (row * d->h - out));
-      if (r <= 0)
-        break;
-      out += r;
-      off += len;
-    }
-    LZ4_freeStreamDecode (st);
-    if (out != row * d->h) {
-      g_free (pix);
-      return FALSE;
-    }
-    src = pix;
-    for (y = 0; y < d->h; y++)
-      memcpy (s->canvas + ((gsize) (d->y + y) * s->width + d->x) * 4,
-          src + (gsize) y * row, row);
-    g_free (pix);
-    return TRUE;
-  }
-  /* JPEG: lossy, not decoded here; mark the area */
-  for (y = 0; y < d->h; y++)
-    memset (s->canvas + ((gsize) (d->y + y) * s->width + d->x) * 4, 0x55,
-        row);
-  return TRUE;
+  if (!s->images)
+    s->images = gst_spice_image_decoder_new ();
+  return gst_spice_image_decoder_decode (s->images, type, d->w, d->h, p, size,
+      s->canvas + ((gsize) d->y * s->width + d->x) * 4, (gsize) s->width * 4,
+      NULL);
 }
 
 guint64

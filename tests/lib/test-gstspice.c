@@ -2,13 +2,16 @@
  * elements that must keep them, regions cover what was added, the draws
  * format round-trips and rejects malformed input, events and the keymap;
  * every SPICE wire writer writes the bytes it should, its parser reads them
- * back, and the parsers refuse short and long bodies.
+ * back, and the parsers refuse short and long bodies; the BGRx blit and
+ * the image decoder (BITMAP, LZ4, JPEG).
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
 #include <gst/check/gstcheck.h>
 #include <gst/app/gstappsink.h>
 #include <gst/app/gstappsrc.h>
 #include <string.h>
+#include <lz4.h>
+#include <turbojpeg.h>
 
 #include <gst/spice/gstspice.h>
 
@@ -900,6 +903,258 @@ GST_START_TEST (test_wire_parsers_strict)
 
 GST_END_TEST;
 
+/* ---- blit ---- */
+
+/* a pattern no two pixels share */
+static void
+fill_pattern (guint8 * p, gsize size, guint seed)
+{
+  gsize i;
+
+  for (i = 0; i < size; i++)
+    p[i] = (guint8) (i * 7 + seed + i / 251);
+}
+
+/* Copies the rectangle the slow way, as the reference. */
+static void
+blit_reference (guint8 * dst, gsize dst_stride, gint dx, gint dy,
+    const guint8 * src, gsize src_stride, gint sx, gint sy, gint w, gint h)
+{
+  gint x, y, k;
+
+  for (y = 0; y < h; y++)
+    for (x = 0; x < w; x++)
+      for (k = 0; k < 4; k++)
+        dst[(dy + y) * dst_stride + (dx + x) * 4 + k] =
+            src[(sy + y) * src_stride + (sx + x) * 4 + k];
+}
+
+GST_START_TEST (test_blit_bgrx)
+{
+  const struct
+  {
+    gsize dst_stride, src_stride;
+    gint dx, dy, sx, sy, w, h;
+  } cases[] = {
+    /* odd strides (not multiples of 4), offsets on both sides */
+    {4 * 13 + 3, 4 * 11 + 1, 2, 3, 1, 2, 7, 5},
+    {4 * 9, 4 * 17 + 2, 0, 1, 9, 0, 9, 4},
+    /* whole rows in both: the one-memcpy path */
+    {4 * 8, 4 * 8, 0, 2, 0, 1, 8, 6},
+    /* same width but other strides: row by row */
+    {4 * 8, 4 * 8 + 4, 0, 0, 0, 0, 8, 3},
+    /* one pixel, one row, one column, nothing */
+    {4 * 5, 4 * 5, 4, 4, 0, 0, 1, 1},
+    {4 * 20, 4 * 6, 3, 0, 0, 5, 6, 1},
+    {4 * 3, 4 * 7, 2, 0, 6, 0, 1, 9},
+    {4 * 3, 4 * 7, 0, 0, 0, 0, 0, 5},
+    {4 * 3, 4 * 7, 0, 0, 0, 0, 3, -1},
+  };
+  guint i;
+
+  for (i = 0; i < G_N_ELEMENTS (cases); i++) {
+    gsize dsize = cases[i].dst_stride * 16, ssize = cases[i].src_stride * 16;
+    guint8 *src = g_malloc (ssize), *dst = g_malloc (dsize);
+    guint8 *want = g_malloc (dsize);
+
+    fill_pattern (src, ssize, i);
+    fill_pattern (dst, dsize, 100 + i);
+    memcpy (want, dst, dsize);
+    if (cases[i].w > 0 && cases[i].h > 0)
+      blit_reference (want, cases[i].dst_stride, cases[i].dx, cases[i].dy,
+          src, cases[i].src_stride, cases[i].sx, cases[i].sy, cases[i].w,
+          cases[i].h);
+    gst_spice_blit_bgrx (dst, cases[i].dst_stride, cases[i].dx, cases[i].dy,
+        src, cases[i].src_stride, cases[i].sx, cases[i].sy, cases[i].w,
+        cases[i].h);
+    /* the rectangle is copied and not one byte around it is touched */
+    fail_unless (memcmp (dst, want, dsize) == 0, "case %u", i);
+    g_free (src);
+    g_free (dst);
+    g_free (want);
+  }
+}
+
+GST_END_TEST;
+
+/* ---- image decoder ---- */
+
+#define IMG_W 37
+#define IMG_H 23
+
+/* @dst_stride apart, IMG_W x IMG_H at (3, 2) of a 48 x 30 canvas */
+static guint8 *
+decode_into_canvas (GstSpiceImageDecoder * dec, GstSpiceImageType type,
+    const guint8 * payload, gsize size, gsize stride, GError ** error)
+{
+  guint8 *canvas = g_malloc0 (stride * 30);
+
+  if (!gst_spice_image_decoder_decode (dec, type, IMG_W, IMG_H, payload, size,
+          canvas + 2 * stride + 3 * 4, stride, error)) {
+    g_free (canvas);
+    return NULL;
+  }
+  return canvas;
+}
+
+/* TRUE if @canvas holds @px (IMG_W x IMG_H, packed) at (3, 2) on B,G,R,
+ * within @tolerance per channel, and zeros elsewhere */
+static gboolean
+canvas_holds (const guint8 * canvas, gsize stride, const guint8 * px,
+    gint tolerance)
+{
+  gint x, y, k;
+
+  for (y = 0; y < 30; y++)
+    for (x = 0; x < (gint) stride / 4; x++) {
+      const guint8 *c = canvas + y * stride + x * 4;
+      gboolean inside = x >= 3 && x < 3 + IMG_W && y >= 2 && y < 2 + IMG_H;
+
+      for (k = 0; k < 3; k++) {
+        gint want = inside ? px[((y - 2) * IMG_W + x - 3) * 4 + k] : 0;
+
+        if (ABS (c[k] - want) > tolerance)
+          return FALSE;
+      }
+    }
+  return TRUE;
+}
+
+/* an LZ4 payload of @px in two blocks of one stream, rows in @top_down
+ * order */
+static GByteArray *
+lz4_payload (const guint8 * px, gboolean top_down)
+{
+  gsize row = IMG_W * 4, half = row * (IMG_H / 2), all = row * IMG_H;
+  guint8 *rows = g_malloc (all);
+  GByteArray *a = g_byte_array_new ();
+  LZ4_stream_t *st = LZ4_createStream ();
+  gsize pos, done = 0;
+  gint y;
+
+  for (y = 0; y < IMG_H; y++)
+    memcpy (rows + y * row, px + (top_down ? y : IMG_H - 1 - y) * row, row);
+  g_byte_array_set_size (a, GST_SPICE_LZ4_HEADER_SIZE);
+  while (done < all) {
+    gsize n = done == 0 ? half : all - done;
+    gint bound = LZ4_compressBound (n), out;
+
+    pos = a->len;
+    g_byte_array_set_size (a, pos + GST_SPICE_LZ4_BLOCK_HEADER_SIZE + bound);
+    out = LZ4_compress_fast_continue (st, (const char *) rows + done,
+        (char *) a->data + pos + GST_SPICE_LZ4_BLOCK_HEADER_SIZE, n, bound, 1);
+    fail_unless (out > 0);
+    gst_spice_lz4_block_write_header (a->data + pos, out);
+    g_byte_array_set_size (a, pos + GST_SPICE_LZ4_BLOCK_HEADER_SIZE + out);
+    done += n;
+  }
+  gst_spice_lz4_payload_write_header (a->data, a->len);
+  a->data[4] = top_down ? 1 : 0;
+  LZ4_freeStream (st);
+  g_free (rows);
+  return a;
+}
+
+GST_START_TEST (test_image_decoder)
+{
+  GstSpiceImageDecoder *dec = gst_spice_image_decoder_new ();
+  gsize packed = IMG_W * 4, strided = 48 * 4 + 8;
+  guint8 px[IMG_W * IMG_H * 4], *canvas, *bitmap;
+  gsize bitmap_size = gst_spice_bitmap_payload_size (IMG_W, IMG_H);
+  GByteArray *lz4;
+  GError *err = NULL;
+  tjhandle tj = tjInitCompress ();
+  guint8 *jpeg = NULL, *framed;
+  unsigned long jpeg_size = 0;
+  gint y;
+
+  fill_pattern (px, sizeof (px), 5);
+
+  /* BITMAP, top-down (as spicetiler writes it) and bottom-up */
+  bitmap = g_malloc (bitmap_size);
+  gst_spice_bitmap_payload_write (bitmap, px, packed, IMG_W, IMG_H);
+  canvas = decode_into_canvas (dec, GST_SPICE_IMAGE_BITMAP, bitmap,
+      bitmap_size, strided, &err);
+  fail_unless (canvas != NULL, "%s", err ? err->message : "");
+  fail_unless (canvas_holds (canvas, strided, px, 0));
+  g_free (canvas);
+  bitmap[1] &= ~SPICE_BITMAP_FLAGS_TOP_DOWN;
+  for (y = 0; y < IMG_H; y++)
+    memcpy (bitmap + GST_SPICE_BITMAP_HEADER_SIZE + y * packed,
+        px + (IMG_H - 1 - y) * packed, packed);
+  canvas = decode_into_canvas (dec, GST_SPICE_IMAGE_BITMAP, bitmap,
+      bitmap_size, strided, NULL);
+  fail_unless (canvas && canvas_holds (canvas, strided, px, 0));
+  g_free (canvas);
+  fail_if (gst_spice_image_decoder_decode (dec, GST_SPICE_IMAGE_BITMAP,
+          IMG_W + 1, IMG_H, bitmap, bitmap_size, px, sizeof (px), NULL));
+  g_free (bitmap);
+
+  /* LZ4, two blocks: into rows with padding and, top-down, into packed
+   * rows (decompressed in place) */
+  lz4 = lz4_payload (px, TRUE);
+  canvas = decode_into_canvas (dec, GST_SPICE_IMAGE_LZ4, lz4->data, lz4->len,
+      strided, &err);
+  fail_unless (canvas != NULL, "%s", err ? err->message : "");
+  fail_unless (canvas_holds (canvas, strided, px, 0));
+  g_free (canvas);
+  canvas = g_malloc0 (sizeof (px));
+  fail_unless (gst_spice_image_decoder_decode (dec, GST_SPICE_IMAGE_LZ4,
+          IMG_W, IMG_H, lz4->data, lz4->len, canvas, packed, NULL));
+  fail_unless (memcmp (canvas, px, sizeof (px)) == 0);
+  /* a block cut short, a wrong format, a smaller image */
+  fail_if (gst_spice_image_decoder_decode (dec, GST_SPICE_IMAGE_LZ4, IMG_W,
+          IMG_H, lz4->data, lz4->len - 1, canvas, packed, NULL));
+  fail_if (gst_spice_image_decoder_decode (dec, GST_SPICE_IMAGE_LZ4, IMG_W,
+          IMG_H - 1, lz4->data, lz4->len, canvas, packed, NULL));
+  lz4->data[5] = SPICE_BITMAP_FMT_RGBA;
+  fail_if (gst_spice_image_decoder_decode (dec, GST_SPICE_IMAGE_LZ4, IMG_W,
+          IMG_H, lz4->data, lz4->len, canvas, packed, &err));
+  fail_unless (err && err->domain == GST_STREAM_ERROR);
+  g_clear_error (&err);
+  g_free (canvas);
+  g_byte_array_unref (lz4);
+  lz4 = lz4_payload (px, FALSE);
+  canvas = decode_into_canvas (dec, GST_SPICE_IMAGE_LZ4, lz4->data, lz4->len,
+      strided, NULL);
+  fail_unless (canvas && canvas_holds (canvas, strided, px, 0));
+  g_free (canvas);
+  g_byte_array_unref (lz4);
+
+  /* JPEG (lossy: near the source), and one of another size */
+  fail_unless (tjCompress2 (tj, px, IMG_W, packed, IMG_H, TJPF_BGRX, &jpeg,
+          &jpeg_size, TJSAMP_444, 100, 0) == 0);
+  framed = g_malloc (GST_SPICE_BINARY_HEADER_SIZE + jpeg_size);
+  memcpy (framed + GST_SPICE_BINARY_HEADER_SIZE, jpeg, jpeg_size);
+  gst_spice_binary_payload_set_size (framed,
+      GST_SPICE_BINARY_HEADER_SIZE + jpeg_size);
+  canvas = decode_into_canvas (dec, GST_SPICE_IMAGE_JPEG, framed,
+      GST_SPICE_BINARY_HEADER_SIZE + jpeg_size, strided, &err);
+  fail_unless (canvas != NULL, "%s", err ? err->message : "");
+  fail_unless (canvas_holds (canvas, strided, px, 48));
+  g_free (canvas);
+  canvas = g_malloc0 (sizeof (px));
+  fail_if (gst_spice_image_decoder_decode (dec, GST_SPICE_IMAGE_JPEG, IMG_W,
+          IMG_H + 1, framed, GST_SPICE_BINARY_HEADER_SIZE + jpeg_size, canvas,
+          packed, NULL));
+  fail_if (gst_spice_image_decoder_decode (dec, GST_SPICE_IMAGE_JPEG, IMG_W,
+          IMG_H, framed, GST_SPICE_BINARY_HEADER_SIZE + jpeg_size - 1, canvas,
+          packed, NULL));
+  /* no other type, no row shorter than the image */
+  fail_if (gst_spice_image_decoder_decode (dec, GST_SPICE_IMAGE_COPY_BITS,
+          IMG_W, IMG_H, framed, 8, canvas, packed, NULL));
+  fail_if (gst_spice_image_decoder_decode (dec, GST_SPICE_IMAGE_JPEG, IMG_W,
+          IMG_H, framed, GST_SPICE_BINARY_HEADER_SIZE + jpeg_size, canvas,
+          packed - 4, NULL));
+  g_free (canvas);
+  g_free (framed);
+  tjFree (jpeg);
+  tjDestroy (tj);
+  gst_spice_image_decoder_free (dec);
+}
+
+GST_END_TEST;
+
 static Suite *
 gstspice_suite (void)
 {
@@ -919,6 +1174,8 @@ gstspice_suite (void)
   tcase_add_test (tc, test_wire_writers_bytes);
   tcase_add_test (tc, test_wire_roundtrip);
   tcase_add_test (tc, test_wire_parsers_strict);
+  tcase_add_test (tc, test_blit_bgrx);
+  tcase_add_test (tc, test_image_decoder);
   return s;
 }
 

@@ -10,6 +10,7 @@
 #include "gstspicedamagemeta.h"
 #include "gstspicestreammeta.h"
 #include "gstspicedraws.h"
+#include "gstspiceimage.h"
 #include "gstspiceevents.h"
 #include "gstspicekeymap.h"
 #include "gstspicesecret.h"
