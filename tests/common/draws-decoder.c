@@ -7,6 +7,7 @@
 #include <gst/spice/gstspice.h>
 
 #include "draws-decoder.h"
+#include "ppm.h"
 
 typedef struct {
   GstVideoRectangle dest;
@@ -54,21 +55,9 @@ draws_decoder_resize (DrawsDecoder * dec, gint width, gint height)
   dec->canvas = g_malloc0 ((gsize) dec->stride * height);
 }
 
-static gboolean
-fail (GError ** error, const gchar * fmt, ...) G_GNUC_PRINTF (2, 3);
-
-static gboolean
-fail (GError ** error, const gchar * fmt, ...)
-{
-  va_list ap;
-
-  va_start (ap, fmt);
-  if (error && !*error)
-    *error = g_error_new_valist (GST_STREAM_ERROR, GST_STREAM_ERROR_DECODE,
-        fmt, ap);
-  va_end (ap);
-  return FALSE;
-}
+/* sets *error (a GST_STREAM_ERROR_DECODE) and is FALSE */
+#define FAIL(...) (g_set_error (error, GST_STREAM_ERROR, \
+        GST_STREAM_ERROR_DECODE, __VA_ARGS__), FALSE)
 
 static guint8 *
 canvas_at (DrawsDecoder * dec, gint x, gint y)
@@ -92,10 +81,10 @@ apply_copy_bits (DrawsDecoder * dec, const GstSpiceDraw * d, GError ** error)
 
   if (!gst_spice_payload_validate (d->type, d->dest.w, d->dest.h, d->payload,
           d->payload_size))
-    return fail (error, "bad COPY_BITS payload");
+    return FAIL ("bad COPY_BITS payload");
   if (!gst_spice_copy_bits_payload_parse (d->payload, &d->dest, dec->width,
           dec->height, &sx, &sy))
-    return fail (error, "COPY_BITS source %d,%d %dx%d outside %dx%d", sx, sy,
+    return FAIL ("COPY_BITS source %d,%d %dx%d outside %dx%d", sx, sy,
         d->dest.w, d->dest.h, dec->width, dec->height);
   gst_spice_copy_bits_apply (dec->canvas, dec->stride, &d->dest, sx,
       sy);
@@ -111,7 +100,7 @@ draws_decoder_apply (DrawsDecoder * dec, GstBuffer * update, GError ** error)
 
   g_array_set_size (dec->last, 0);
   if (!gst_spice_draws_reader_init (&r, update))
-    return fail (error, "not a draws buffer");
+    return FAIL ("not a draws buffer");
   dec->stats.updates++;
   if (r.flags & GST_SPICE_DRAWS_FLAG_REFRESH)
     dec->stats.refreshes++;
@@ -119,7 +108,7 @@ draws_decoder_apply (DrawsDecoder * dec, GstBuffer * update, GError ** error)
     LastRegion lr = { d.dest, d.type, (d.flags & GST_SPICE_DRAW_FLAG_LOSSY) };
 
     if (d.dest.x + d.dest.w > dec->width || d.dest.y + d.dest.h > dec->height) {
-      ok = fail (error, "region %d,%d %dx%d outside %dx%d", d.dest.x, d.dest.y,
+      ok = FAIL ("region %d,%d %dx%d outside %dx%d", d.dest.x, d.dest.y,
           d.dest.w, d.dest.h, dec->width, dec->height);
       break;
     }
@@ -141,27 +130,27 @@ draws_decoder_apply (DrawsDecoder * dec, GstBuffer * update, GError ** error)
         dec->stats.regions_jpeg++;
         dec->stats.bytes_jpeg += d.payload_size;
         if (!lr.lossy)
-          ok = fail (error, "JPEG region not flagged lossy");
+          ok = FAIL ("JPEG region not flagged lossy");
         else
           ok = apply_image (dec, &d, error);
         break;
       case GST_SPICE_IMAGE_COPY_BITS:
         dec->stats.regions_copy++;
         if (lr.lossy)
-          ok = fail (error, "COPY_BITS region flagged lossy");
+          ok = FAIL ("COPY_BITS region flagged lossy");
         else
           ok = apply_copy_bits (dec, &d, error);
         break;
       default:
-        ok = fail (error, "unknown image type %d", d.type);
+        ok = FAIL ("unknown image type %d", d.type);
         break;
     }
     g_array_append_val (dec->last, lr);
   }
   if (ok && r.error)
-    ok = fail (error, "malformed update");
+    ok = FAIL ("malformed update");
   if (ok && r.index != r.n_regions)
-    ok = fail (error, "update ended after %u of %u regions", r.index,
+    ok = FAIL ("update ended after %u of %u regions", r.index,
         r.n_regions);
   gst_spice_draws_reader_clear (&r);
   return ok;
@@ -240,18 +229,13 @@ draws_decoder_compare (DrawsDecoder * dec, const guint8 * bgrx, gint stride,
     const GstVideoRectangle * area)
 {
   GstVideoRectangle a;
-  guint64 n = 0;
-  gint x, y;
 
   area_or_all (dec, area, &a);
-  for (y = a.y; y < a.y + a.h; y++) {
-    const guint8 *c = canvas_at (dec, a.x, y);
-    const guint8 *s = bgrx + (gsize) y * stride + (gsize) a.x * 4;
-
-    for (x = 0; x < a.w; x++, c += 4, s += 4)
-      n += (c[0] != s[0] || c[1] != s[1] || c[2] != s[2]);
-  }
-  return n;
+  if (a.w <= 0 || a.h <= 0)
+    return 0;
+  return test_bgrx_count_diff (canvas_at (dec, a.x, a.y), dec->stride,
+      bgrx + (gsize) a.y * stride + (gsize) a.x * 4, stride, a.w, a.h, NULL,
+      NULL);
 }
 
 gdouble

@@ -3,6 +3,7 @@
  */
 #include <string.h>
 #include "spice-raw-client.h"
+#include "ppm.h"
 
 GSocket *
 spice_raw_tcp_connect (guint16 port, guint timeout_s)
@@ -59,6 +60,16 @@ spice_raw_send (SpiceRawConn * c, const guint8 * data, gsize size)
   return TRUE;
 }
 
+/* TRUE when @c can be read (bytes or EOF) before @deadline (monotonic) */
+static gboolean
+wait_readable (SpiceRawConn * c, gint64 deadline)
+{
+  gint64 left = deadline - g_get_monotonic_time ();
+
+  return left > 0 &&
+      g_socket_condition_timed_wait (c->sock, G_IO_IN, left, NULL, NULL);
+}
+
 gboolean
 spice_raw_recv_exact (SpiceRawConn * c, guint8 * buf, gsize size,
     guint timeout_ms)
@@ -66,12 +77,9 @@ spice_raw_recv_exact (SpiceRawConn * c, guint8 * buf, gsize size,
   gint64 deadline = g_get_monotonic_time () + timeout_ms * (gint64) 1000;
 
   while (size > 0) {
-    gint64 left = deadline - g_get_monotonic_time ();
     gssize n;
 
-    if (left <= 0)
-      return FALSE;
-    if (!g_socket_condition_timed_wait (c->sock, G_IO_IN, left, NULL, NULL))
+    if (!wait_readable (c, deadline))
       return FALSE;
     n = g_socket_receive (c->sock, (gchar *) buf, size, NULL, NULL);
     if (n <= 0)
@@ -89,12 +97,9 @@ spice_raw_wait_closed (SpiceRawConn * c, guint timeout_ms)
   guint8 buf[4096];
 
   for (;;) {
-    gint64 left = deadline - g_get_monotonic_time ();
     gssize n;
 
-    if (left <= 0)
-      return FALSE;
-    if (!g_socket_condition_timed_wait (c->sock, G_IO_IN, left, NULL, NULL))
+    if (!wait_readable (c, deadline))
       return FALSE;
     n = g_socket_receive (c->sock, (gchar *) buf, sizeof (buf), NULL, NULL);
     if (n <= 0)
@@ -287,19 +292,10 @@ guint64
 spice_raw_session_compare (SpiceRawSession * s, const guint8 * bgrx,
     gint stride)
 {
-  guint64 n = 0;
-  gint x, y;
-
   if (!s->canvas)
     return G_MAXUINT64;
-  for (y = 0; y < s->height; y++)
-    for (x = 0; x < s->width; x++) {
-      const guint8 *a = s->canvas + ((gsize) y * s->width + x) * 4;
-      const guint8 *b = bgrx + (gsize) y * stride + x * 4;
-      if (a[0] != b[0] || a[1] != b[1] || a[2] != b[2])
-        n++;
-    }
-  return n;
+  return test_bgrx_count_diff (s->canvas, s->width * 4, bgrx, stride,
+      s->width, s->height, NULL, NULL);
 }
 
 static gboolean

@@ -36,10 +36,10 @@ gst_spice_image_decoder_free (GstSpiceImageDecoder * dec)
 }
 
 static gboolean
-fail (GError ** error, const gchar * fmt, ...) G_GNUC_PRINTF (2, 3);
-
-static gboolean
 fail (GError ** error, const gchar * fmt, ...)
+G_GNUC_PRINTF (2, 3);
+
+     static gboolean fail (GError ** error, const gchar * fmt, ...)
 {
   va_list ap;
 

@@ -70,45 +70,22 @@ write_rect (GstByteWriter * w, const GstVideoRectangle * r)
   gst_byte_writer_put_int32_le (w, r->x + r->w);
 }
 
-void
-gst_spice_put_u8 (GByteArray * a, guint8 v)
-{
-  GstByteWriter w;
-
-  wire_open (&w, a, 1);
-  gst_byte_writer_put_uint8 (&w, v);
-  wire_close (&w);
+/* gst_spice_put_u8 () ... gst_spice_put_u64 (): one integer each */
+#define DEFINE_PUT_INT(name, type, bytes, writer_put) \
+void \
+gst_spice_put_##name (GByteArray * a, type v) \
+{ \
+  GstByteWriter w; \
+  \
+  wire_open (&w, a, bytes); \
+  writer_put (&w, v); \
+  wire_close (&w); \
 }
 
-void
-gst_spice_put_u16 (GByteArray * a, guint16 v)
-{
-  GstByteWriter w;
-
-  wire_open (&w, a, 2);
-  gst_byte_writer_put_uint16_le (&w, v);
-  wire_close (&w);
-}
-
-void
-gst_spice_put_u32 (GByteArray * a, guint32 v)
-{
-  GstByteWriter w;
-
-  wire_open (&w, a, 4);
-  gst_byte_writer_put_uint32_le (&w, v);
-  wire_close (&w);
-}
-
-void
-gst_spice_put_u64 (GByteArray * a, guint64 v)
-{
-  GstByteWriter w;
-
-  wire_open (&w, a, 8);
-  gst_byte_writer_put_uint64_le (&w, v);
-  wire_close (&w);
-}
+DEFINE_PUT_INT (u8, guint8, 1, gst_byte_writer_put_uint8);
+DEFINE_PUT_INT (u16, guint16, 2, gst_byte_writer_put_uint16_le);
+DEFINE_PUT_INT (u32, guint32, 4, gst_byte_writer_put_uint32_le);
+DEFINE_PUT_INT (u64, guint64, 8, gst_byte_writer_put_uint64_le);
 
 void
 gst_spice_put_rect (GByteArray * a, const GstVideoRectangle * r)
