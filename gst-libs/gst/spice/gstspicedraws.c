@@ -214,8 +214,6 @@ gboolean
 gst_spice_draws_reader_init (GstSpiceDrawsReader * r, GstBuffer * buffer)
 {
   GstByteReader br;
-  guint32 magic = 0;
-  guint16 version = 0, n_regions = 0;
 
   memset (r, 0, sizeof (*r));
   if (!gst_buffer_map (buffer, &r->map, GST_MAP_READ))
@@ -223,15 +221,13 @@ gst_spice_draws_reader_init (GstSpiceDrawsReader * r, GstBuffer * buffer)
   r->buffer = gst_buffer_ref (buffer);
   if (!reader_over_map (r, &br) ||
       gst_byte_reader_get_remaining (&br) < HEADER_SIZE ||
-      (magic = gst_byte_reader_get_uint32_le_unchecked (&br)) != DRAWS_MAGIC ||
-      (version = gst_byte_reader_get_uint16_le_unchecked (&br)) !=
-      DRAWS_VERSION) {
+      gst_byte_reader_get_uint32_le_unchecked (&br) != DRAWS_MAGIC ||
+      gst_byte_reader_get_uint16_le_unchecked (&br) != DRAWS_VERSION) {
     gst_spice_draws_reader_clear (r);
     r->error = TRUE;
     return FALSE;
   }
-  n_regions = gst_byte_reader_get_uint16_le_unchecked (&br);
-  r->n_regions = n_regions;
+  r->n_regions = gst_byte_reader_get_uint16_le_unchecked (&br);
   r->flags = gst_byte_reader_get_uint32_le_unchecked (&br);
   r->offset = HEADER_SIZE;
   return TRUE;

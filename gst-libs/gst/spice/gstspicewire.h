@@ -8,7 +8,8 @@
  * size), reading it with a GstByteReader. Writers append little-endian
  * bytes to a GByteArray, written with a GstByteWriter. Message "bodies"
  * exclude the mini header (SpiceMiniDataHeader) / full header
- * (SpiceDataHeader).
+ * (SpiceDataHeader). Every function touches only its arguments: any
+ * thread.
  */
 #pragma once
 
