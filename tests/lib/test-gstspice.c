@@ -1155,6 +1155,35 @@ GST_START_TEST (test_image_decoder)
 
 GST_END_TEST;
 
+/* the draws layout, byte for byte: header, a region header, its payload
+ * padded to 4 bytes */
+GST_START_TEST (test_draws_bytes)
+{
+  GstVideoRectangle dest = { 1, 2, 3, 4 };
+  const guint8 jpeg_like[] = { 1, 0, 0, 0, 0xaa };
+  GstSpiceDrawsWriter *w = gst_spice_draws_writer_new (7, 0);
+  GByteArray *a = g_byte_array_new ();
+  GstBuffer *buf;
+  GstMapInfo map;
+
+  gst_spice_draws_writer_add_copy_bits (w, &dest, 5, 6);
+  gst_spice_draws_writer_add (w, &dest, GST_SPICE_IMAGE_JPEG,
+      GST_SPICE_DRAW_FLAG_LOSSY, jpeg_like, sizeof (jpeg_like));
+  buf = gst_spice_draws_writer_finish (w);
+  gst_buffer_map (buf, &map, GST_MAP_READ);
+  g_byte_array_append (a, map.data, map.size);
+  assert_bytes (a, "53504457 0100 0200 07000000 00000000"
+      "01000000 02000000 03000000 04000000 ff 00 0000 08000000"
+      "05000000 06000000"
+      "01000000 02000000 03000000 04000000 69 01 0000 05000000"
+      "01000000 aa000000", "draws");
+  gst_buffer_unmap (buf, &map);
+  gst_buffer_unref (buf);
+  g_byte_array_unref (a);
+}
+
+GST_END_TEST;
+
 static Suite *
 gstspice_suite (void)
 {
@@ -1172,6 +1201,7 @@ gstspice_suite (void)
   tcase_add_test (tc, test_events_roundtrip);
   tcase_add_test (tc, test_keymap);
   tcase_add_test (tc, test_wire_writers_bytes);
+  tcase_add_test (tc, test_draws_bytes);
   tcase_add_test (tc, test_wire_roundtrip);
   tcase_add_test (tc, test_wire_parsers_strict);
   tcase_add_test (tc, test_blit_bgrx);

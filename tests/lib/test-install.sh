@@ -4,11 +4,12 @@
 # and gstreamer-spice-1.0.pc (relocated to the DESTDIR), then runs it. Also
 # checks that every public header is installed and that the library exports
 # only its API (gst_spice_*, gst_buffer_*_spice_*).
-#   test-install.sh BUILD_DIR SOURCE_HEADER_DIR CC [CFLAG...]
+#   test-install.sh BUILD_DIR SOURCE_HEADER_DIR MESON CC [CFLAG...]
 set -eu
 build=$1
 headers=$2
-shift 2
+meson=$3
+shift 3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() {
@@ -16,7 +17,7 @@ fail() {
   exit 1
 }
 
-meson install -C "$build" --no-rebuild --destdir "$tmp/root" \
+"$meson" install -C "$build" --no-rebuild --destdir "$tmp/root" \
   --tags devel,runtime >"$tmp/install.log" 2>&1 ||
   { cat "$tmp/install.log"; fail "meson install failed"; }
 pc=$(find "$tmp/root" -name gstreamer-spice-1.0.pc)
