@@ -63,7 +63,7 @@
 #include "gstspicesrc.h"
 #include "gstspicesrccontext.h"
 
-GST_DEBUG_CATEGORY (gst_spice_src_debug);
+GST_DEBUG_CATEGORY_STATIC (gst_spice_src_debug);
 #define GST_CAT_DEFAULT gst_spice_src_debug
 
 #define DEFAULT_URI NULL
@@ -438,7 +438,6 @@ on_primary_create (SpiceChannel * channel, gint format, gint width,
     gint height, gint stride, gint shmid, gpointer imgdata, GstSpiceSrc * self)
 {
   GstVideoRectangle full = { 0, 0, width, height };
-  gint y;
 
   GST_INFO_OBJECT (self, "primary surface %dx%d format %d stride %d",
       width, height, format, stride);
@@ -468,9 +467,8 @@ on_primary_create (SpiceChannel * channel, gint format, gint width,
     self->width = width;
     self->height = height;
   }
-  for (y = 0; y < height; y++)
-    memcpy (self->mirror + y * self->mirror_stride,
-        self->canvas + (gsize) y * stride, (gsize) width * 4);
+  gst_spice_blit_bgrx (self->mirror, self->mirror_stride, 0, 0, self->canvas,
+      stride, 0, 0, width, height);
   gst_spice_region_reset (&self->damage);
   gst_spice_region_add (&self->damage, &full);
   self->damage_us = g_get_monotonic_time ();
@@ -498,7 +496,6 @@ on_invalidate (SpiceChannel * channel, gint x, gint y, gint w, gint h,
     GstSpiceSrc * self)
 {
   GstVideoRectangle r = { x, y, w, h };
-  gint row;
 
   if (!self->canvas)
     return;
@@ -513,10 +510,8 @@ on_invalidate (SpiceChannel * channel, gint x, gint y, gint w, gint h,
   }
   /* the canvas holds what spice-gtk has reported so far: copy it into
    * the mirror together with its damage, atomically for create() */
-  for (row = r.y; row < r.y + r.h; row++)
-    memcpy (self->mirror + row * self->mirror_stride + (gsize) r.x * 4,
-        self->canvas + (gsize) row * self->canvas_stride + (gsize) r.x * 4,
-        (gsize) r.w * 4);
+  gst_spice_blit_bgrx (self->mirror, self->mirror_stride, r.x, r.y,
+      self->canvas, self->canvas_stride, r.x, r.y, r.w, r.h);
   gst_spice_region_add (&self->damage, &r);
   if (gst_spice_region_n_rects (&self->damage) > MAX_DAMAGE_RECTS)
     gst_spice_region_limit (&self->damage, MAX_DAMAGE_RECTS / 2);
@@ -1492,7 +1487,7 @@ gst_spice_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
   GstFlowReturn ret;
   GstSpiceRegion damage;
   gint64 arrival_us, min_interval_us;
-  gint y, fn, fd;
+  gint fn, fd;
   guint8 *dst;
   gint dstride;
   GstClockTime pts;
@@ -1602,12 +1597,8 @@ again:
   }
   dst = GST_VIDEO_FRAME_PLANE_DATA (&frame, 0);
   dstride = GST_VIDEO_FRAME_PLANE_STRIDE (&frame, 0);
-  if ((gsize) dstride == self->mirror_stride)
-    memcpy (dst, self->mirror, self->mirror_stride * self->height);
-  else
-    for (y = 0; y < self->height; y++)
-      memcpy (dst + (gsize) y * dstride, self->mirror + y *
-          self->mirror_stride, (gsize) self->width * 4);
+  gst_spice_blit_bgrx (dst, dstride, 0, 0, self->mirror, self->mirror_stride,
+      0, 0, self->width, self->height);
   damage = self->damage;
   gst_spice_region_init (&self->damage);
   arrival_us = self->damage_us;

@@ -39,8 +39,9 @@
 
 #include "gstspicesrccontext.h"
 
-GST_DEBUG_CATEGORY_EXTERN (gst_spice_src_debug);
-#define GST_CAT_DEFAULT gst_spice_src_debug
+/* the helper thread's own category: `GST_DEBUG=spicesrccontext:6` */
+GST_DEBUG_CATEGORY_STATIC (gst_spice_src_context_debug);
+#define GST_CAT_DEFAULT gst_spice_src_context_debug
 
 #define SLICE_MS 20
 #define YIELD_US 1000
@@ -120,9 +121,17 @@ driver_func (gpointer data)
   return NULL;
 }
 
+/* any thread (spicesrc's start) */
 void
 gst_spice_src_context_ref (void)
 {
+  static gsize debug_done = 0;
+
+  if (g_once_init_enter (&debug_done)) {
+    GST_DEBUG_CATEGORY_INIT (gst_spice_src_context_debug, "spicesrccontext",
+        0, "spicesrc: the helper thread that iterates spice-gtk's context");
+    g_once_init_leave (&debug_done, 1);
+  }
   g_mutex_lock (&driver_lock);
   driver_users++;
   if (!driver_thread)

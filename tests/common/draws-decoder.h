@@ -3,7 +3,8 @@
  *
  * Applies draw updates to a BGRx canvas the way a SPICE client applies
  * DRAW_COPY messages (BITMAP, LZ4 and JPEG images) and COPY_BITS, using
- * only the shared library plus liblz4 and turbojpeg. Any malformed region
+ * only the shared library (its image decoder paints the images). Any
+ * malformed region
  * makes draws_decoder_apply() fail, so tests catch encoder bugs.
  */
 #pragma once

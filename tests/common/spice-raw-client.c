@@ -2,8 +2,8 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
 #include <string.h>
-#include <lz4.h>
 #include "spice-raw-client.h"
+#include "ppm.h"
 
 GSocket *
 spice_raw_tcp_connect (guint16 port, guint timeout_s)
@@ -60,6 +60,16 @@ spice_raw_send (SpiceRawConn * c, const guint8 * data, gsize size)
   return TRUE;
 }
 
+/* TRUE when @c can be read (bytes or EOF) before @deadline (monotonic) */
+static gboolean
+wait_readable (SpiceRawConn * c, gint64 deadline)
+{
+  gint64 left = deadline - g_get_monotonic_time ();
+
+  return left > 0 &&
+      g_socket_condition_timed_wait (c->sock, G_IO_IN, left, NULL, NULL);
+}
+
 gboolean
 spice_raw_recv_exact (SpiceRawConn * c, guint8 * buf, gsize size,
     guint timeout_ms)
@@ -67,12 +77,9 @@ spice_raw_recv_exact (SpiceRawConn * c, guint8 * buf, gsize size,
   gint64 deadline = g_get_monotonic_time () + timeout_ms * (gint64) 1000;
 
   while (size > 0) {
-    gint64 left = deadline - g_get_monotonic_time ();
     gssize n;
 
-    if (left <= 0)
-      return FALSE;
-    if (!g_socket_condition_timed_wait (c->sock, G_IO_IN, left, NULL, NULL))
+    if (!wait_readable (c, deadline))
       return FALSE;
     n = g_socket_receive (c->sock, (gchar *) buf, size, NULL, NULL);
     if (n <= 0)
@@ -90,12 +97,9 @@ spice_raw_wait_closed (SpiceRawConn * c, guint timeout_ms)
   guint8 buf[4096];
 
   for (;;) {
-    gint64 left = deadline - g_get_monotonic_time ();
     gssize n;
 
-    if (left <= 0)
-      return FALSE;
-    if (!g_socket_condition_timed_wait (c->sock, G_IO_IN, left, NULL, NULL))
+    if (!wait_readable (c, deadline))
       return FALSE;
     n = g_socket_receive (c->sock, (gchar *) buf, sizeof (buf), NULL, NULL);
     if (n <= 0)
@@ -258,6 +262,7 @@ spice_raw_session_free (SpiceRawSession * s)
   spice_raw_close (s->main);
   spice_raw_close (s->display);
   g_free (s->canvas);
+  gst_spice_image_decoder_free (s->images);
   g_free (s->error);
   g_free (s);
 }
@@ -271,88 +276,26 @@ proto_error (SpiceRawSession * s, const gchar * what)
   return FALSE;
 }
 
-/* BITMAP (32BIT, top-down) and LZ4 (32BIT) into the canvas */
+/* a DRAW_COPY's image into the canvas, as a SPICE client paints it */
 static gboolean
 paint (SpiceRawSession * s, const GstVideoRectangle * d, guint8 type,
     const guint8 * p, gsize size)
 {
-  gsize row = (gsize) d->w * 4;
-  guint8 *pix = NULL;
-  const guint8 *src;
-  gint y;
-
-  if (!gst_spice_payload_validate (type, d->w, d->h, p, size))
-    return FALSE;
-  if (type == GST_SPICE_IMAGE_BITMAP) {
-    guint32 stride = GST_READ_UINT32_LE (p + 10);
-
-    if (!(p[1] & 4))
-      return FALSE;
-    for (y = 0; y < d->h; y++)
-      memcpy (s->canvas + ((gsize) (d->y + y) * s->width + d->x) * 4,
-          p + 18 + (gsize) y * stride, row);
-    return TRUE;
-  }
-  if (type == GST_SPICE_IMAGE_LZ4) {
-    gsize n = GST_READ_UINT32_LE (p), off = 6, out = 0;
-    LZ4_streamDecode_t *st;
-
-    if (n < 6 || p[4] != 1 || p[5] != 8)
-      return FALSE;
-    pix = g_malloc (row * d->h);
-    st = LZ4_createStreamDecode ();
-    (void) n;
-    while (off + 4 <= size && out < row * d->h) {
-      guint32 len;
-      gint r;
-
-      len = GST_READ_UINT32_BE (p + off);
-      off += 4;
-      if (len > size - off)
-        break;
-      r = LZ4_decompress_safe_continue (st, (const char *) p + off,
-          (char *) pix + out, (int) len, (int) (row * d->h - out));
-      if (r <= 0)
-        break;
-      out += r;
-      off += len;
-    }
-    LZ4_freeStreamDecode (st);
-    if (out != row * d->h) {
-      g_free (pix);
-      return FALSE;
-    }
-    src = pix;
-    for (y = 0; y < d->h; y++)
-      memcpy (s->canvas + ((gsize) (d->y + y) * s->width + d->x) * 4,
-          src + (gsize) y * row, row);
-    g_free (pix);
-    return TRUE;
-  }
-  /* JPEG: lossy, not decoded here; mark the area */
-  for (y = 0; y < d->h; y++)
-    memset (s->canvas + ((gsize) (d->y + y) * s->width + d->x) * 4, 0x55,
-        row);
-  return TRUE;
+  if (!s->images)
+    s->images = gst_spice_image_decoder_new ();
+  return gst_spice_image_decoder_decode (s->images, type, d->w, d->h, p, size,
+      s->canvas + ((gsize) d->y * s->width + d->x) * 4, (gsize) s->width * 4,
+      NULL);
 }
 
 guint64
 spice_raw_session_compare (SpiceRawSession * s, const guint8 * bgrx,
     gint stride)
 {
-  guint64 n = 0;
-  gint x, y;
-
   if (!s->canvas)
     return G_MAXUINT64;
-  for (y = 0; y < s->height; y++)
-    for (x = 0; x < s->width; x++) {
-      const guint8 *a = s->canvas + ((gsize) y * s->width + x) * 4;
-      const guint8 *b = bgrx + (gsize) y * stride + x * 4;
-      if (a[0] != b[0] || a[1] != b[1] || a[2] != b[2])
-        n++;
-    }
-  return n;
+  return test_bgrx_count_diff (s->canvas, s->width * 4, bgrx, stride,
+      s->width, s->height, NULL, NULL);
 }
 
 static gboolean

@@ -49,7 +49,8 @@ typedef struct {
   guint32 session_id;
   guint32 mm_time;
   guint8 *canvas;               /* BGRx, width*4 stride; NULL until
-                                 * SURFACE_CREATE */
+                                 * SURFACE_CREATE; BITMAP, LZ4 and JPEG
+                                 * images painted as a client paints them */
   gint width, height;
   guint64 draws, marks;
   guint64 draws_at_first_mark;  /* draws received before the first MARK */
@@ -62,6 +63,7 @@ typedef struct {
   gchar *error;
   guint8 last_codec;
   guint32 last_stream_mm;
+  GstSpiceImageDecoder *images; /* paints DRAW_COPY images */
 } SpiceRawSession;
 
 #define SPICE_RAW_DISPLAY_CAPS_ALL 0x6f3d       /* spice-gtk 0.42 minus MONITORS_CONFIG, GL */

@@ -22,49 +22,49 @@ dispatch (guint8 channel, guint16 type, const guint8 * body, gsize size)
   guint8 u8;
 
   switch (type) {
-    case 1:                    /* ACK_SYNC */
+    case SPICE_MSGC_ACK_SYNC:
       gst_spice_wire_parse_ack_sync (body, size, &u32a);
       return;
-    case 3:                    /* PONG */
+    case SPICE_MSGC_PONG:
       gst_spice_wire_parse_pong (body, size, &u32a, &u64);
       return;
     default:
       break;
   }
   switch (channel) {
-    case 1:                    /* main */
-      if (type == 105)
+    case SPICE_CHANNEL_MAIN:
+      if (type == SPICE_MSGC_MAIN_MOUSE_MODE_REQUEST)
         gst_spice_wire_parse_mouse_mode_request (body, size, &u16);
       break;
-    case 2:                    /* display */
-      if (type == 101)
+    case SPICE_CHANNEL_DISPLAY:
+      if (type == SPICE_MSGC_DISPLAY_INIT)
         gst_spice_wire_parse_display_init (body, size);
-      else if (type == 102)
+      else if (type == SPICE_MSGC_DISPLAY_STREAM_REPORT)
         gst_spice_wire_parse_stream_report (body, size, &report);
       break;
-    case 3:                    /* inputs */
+    case SPICE_CHANNEL_INPUTS:
       switch (type) {
-        case 101:
-        case 102:
+        case SPICE_MSGC_INPUTS_KEY_DOWN:
+        case SPICE_MSGC_INPUTS_KEY_UP:
           if (gst_spice_wire_parse_key (body, size, &u32a))
             gst_spice_wire_decode_key_code (u32a, keys, G_N_ELEMENTS (keys));
           break;
-        case 103:
+        case SPICE_MSGC_INPUTS_KEY_MODIFIERS:
           gst_spice_wire_parse_key_modifiers (body, size, &u16);
           break;
-        case 104:
+        case SPICE_MSGC_INPUTS_KEY_SCANCODE:
           gst_spice_wire_decode_key_bytes (body, size, keys,
               G_N_ELEMENTS (keys));
           break;
-        case 111:
+        case SPICE_MSGC_INPUTS_MOUSE_MOTION:
           gst_spice_wire_parse_mouse_motion (body, size, &i32a, &i32b, &u16);
           break;
-        case 112:
+        case SPICE_MSGC_INPUTS_MOUSE_POSITION:
           gst_spice_wire_parse_mouse_position (body, size, &u32a, &u32b, &u16,
               &u8);
           break;
-        case 113:
-        case 114:
+        case SPICE_MSGC_INPUTS_MOUSE_PRESS:
+        case SPICE_MSGC_INPUTS_MOUSE_RELEASE:
           gst_spice_wire_parse_mouse_button (body, size, &u8, &u16);
           break;
         default:
@@ -83,7 +83,7 @@ LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
 
   if (size < 1)
     return 0;
-  channel = 1 + data[0] % 4;
+  channel = SPICE_CHANNEL_MAIN + data[0] % 4;     /* main .. cursor */
   data++;
   size--;
   while (size >= GST_SPICE_WIRE_MINI_HEADER_SIZE) {

@@ -5,6 +5,7 @@
 #include "guest-test-util.h"
 
 #include <spice-client.h>
+#include <gst/spice/gstspiceblit.h>
 
 typedef struct
 {
@@ -247,7 +248,6 @@ assert_client_view (Client * c, const guint8 * expected, gint w, gint h,
   gint64 end = g_get_monotonic_time () + GUEST_LINE_TIMEOUT_MS * 1000LL;
   gboolean never = FALSE;
   guint8 *copy;
-  gint y;
 
   while (g_get_monotonic_time () < end) {
     if (c->surface && c->surface_w == w && c->surface_h == h &&
@@ -259,9 +259,8 @@ assert_client_view (Client * c, const guint8 * expected, gint w, gint h,
   fail_unless (c->surface != NULL, "%s: client has no surface", what);
   fail_unless_equals_int (c->surface_format, SPICE_SURFACE_FMT_32_xRGB);
   copy = g_malloc ((gsize) c->surface_w * c->surface_h * 4);
-  for (y = 0; y < c->surface_h; y++)
-    memcpy (copy + (gsize) y * c->surface_w * 4,
-        c->surface + (gsize) y * c->surface_stride, c->surface_w * 4);
+  gst_spice_blit_bgrx (copy, (gsize) c->surface_w * 4, 0, 0, c->surface,
+      c->surface_stride, 0, 0, c->surface_w, c->surface_h);
   assert_frames_equal (copy, c->surface_w, c->surface_h, expected, w, h,
       what);
   g_free (copy);

@@ -1,12 +1,17 @@
 /* Unit tests for the shared library libgstspice-1.0: metas survive the
  * elements that must keep them, regions cover what was added, the draws
- * format round-trips and rejects malformed input, events and the keymap.
+ * format round-trips and rejects malformed input, events and the keymap;
+ * every SPICE wire writer writes the bytes it should, its parser reads them
+ * back, and the parsers refuse short and long bodies; the BGRx blit and
+ * the image decoder (BITMAP, LZ4, JPEG).
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
 #include <gst/check/gstcheck.h>
 #include <gst/app/gstappsink.h>
 #include <gst/app/gstappsrc.h>
 #include <string.h>
+#include <lz4.h>
+#include <turbojpeg.h>
 
 #include <gst/spice/gstspice.h>
 
@@ -443,6 +448,742 @@ GST_START_TEST (test_keymap)
 
 GST_END_TEST;
 
+/* ---- SPICE wire code ---- */
+
+/* Compares @a with @hex (two digits a byte, spaces ignored) and prints
+ * what was written when they differ. */
+static void
+assert_bytes (GByteArray * a, const gchar * hex, const gchar * what)
+{
+  GString *want = g_string_new (NULL), *got = g_string_new (NULL);
+  const gchar *p;
+  guint i;
+
+  for (p = hex; *p; p++)
+    if (g_ascii_isxdigit (*p))
+      g_string_append_c (want, g_ascii_tolower (*p));
+  for (i = 0; i < a->len; i++)
+    g_string_append_printf (got, "%02x", a->data[i]);
+  fail_unless (g_str_equal (want->str, got->str),
+      "%s: wrote\n  %s\nwanted\n  %s", what, got->str, want->str);
+  g_string_free (want, TRUE);
+  g_string_free (got, TRUE);
+  g_byte_array_set_size (a, 0);
+}
+
+GST_START_TEST (test_wire_writers_bytes)
+{
+  GByteArray *a = g_byte_array_new ();
+  GstVideoRectangle dest = { 0x10, 0x20, 0x30, 0x40 };
+  const guint8 types[] = { SPICE_CHANNEL_MAIN, SPICE_CHANNEL_DISPLAY };
+  const guint8 ids[] = { 0, 1 };
+  const guint8 bytes[] = { 0xde, 0xad };
+  guint8 header[sizeof (SpiceDataHeader)];
+
+  gst_spice_put_u8 (a, 0x01);
+  gst_spice_put_u16 (a, 0x0302);
+  gst_spice_put_u32 (a, 0x07060504);
+  gst_spice_put_u64 (a, G_GUINT64_CONSTANT (0x0f0e0d0c0b0a0908));
+  gst_spice_put_bytes (a, bytes, 2);
+  gst_spice_put_bytes (a, NULL, 0);
+  assert_bytes (a, "01 0203 04050607 08090a0b0c0d0e0f dead", "put_*");
+  gst_spice_put_rect (a, &dest);
+  assert_bytes (a, "20000000 10000000 60000000 40000000", "put_rect");
+
+  gst_spice_wire_write_ping (a, 7, G_GUINT64_CONSTANT (0x1122334455667788));
+  assert_bytes (a, "07000000 8877665544332211", "ping");
+  gst_spice_wire_write_main_init (a, 0xabcd, 3, 2, 1000);
+  assert_bytes (a, "cdab0000 01000000 03000000 02000000 00000000 00000000"
+      "e8030000 00000000", "main_init");
+  gst_spice_wire_write_channels_list (a, 2, types, ids);
+  assert_bytes (a, "02000000 0100 0201", "channels_list");
+  gst_spice_wire_write_mouse_mode (a, 3, 2);
+  assert_bytes (a, "0300 0200", "mouse_mode");
+  gst_spice_wire_write_mm_time (a, 0x01020304);
+  assert_bytes (a, "04030201", "mm_time");
+  gst_spice_wire_write_surface_create (a, 0, 1280, 800,
+      SPICE_SURFACE_FMT_32_xRGB, SPICE_SURFACE_FLAGS_PRIMARY);
+  assert_bytes (a, "00000000 00050000 20030000 20000000 01000000",
+      "surface_create");
+  gst_spice_wire_write_surface_destroy (a, 5);
+  assert_bytes (a, "05000000", "surface_destroy");
+  gst_spice_wire_write_draw_copy_head (a, 0, &dest, SPICE_IMAGE_TYPE_LZ4, 0);
+  assert_bytes (a, "00000000 20000000 10000000 60000000 40000000 00"
+      "39000000 00000000 00000000 40000000 30000000 0800 01 00"
+      "00000000 00000000 00000000"
+      "0000000000000000 6d 00 30000000 40000000", "draw_copy_head");
+  gst_spice_wire_write_copy_bits (a, 0, &dest, 3, -1);
+  assert_bytes (a, "00000000 20000000 10000000 60000000 40000000 00"
+      "03000000 ffffffff", "copy_bits");
+  gst_spice_wire_write_stream_create (a, 0, 2, SPICE_VIDEO_CODEC_TYPE_VP8,
+      SPICE_STREAM_FLAGS_TOP_DOWN, 0x30, 0x40, &dest);
+  assert_bytes (a, "00000000 02000000 01 02 0000000000000000"
+      "30000000 40000000 30000000 40000000"
+      "20000000 10000000 60000000 40000000 00", "stream_create");
+  gst_spice_wire_write_stream_data_head (a, 2, 0x1000, 0x55);
+  assert_bytes (a, "02000000 00100000 55000000", "stream_data_head");
+  gst_spice_wire_write_stream_destroy (a, 2);
+  assert_bytes (a, "02000000", "stream_destroy");
+  gst_spice_wire_write_stream_activate_report (a, 2, 9, 30, 1000);
+  assert_bytes (a, "02000000 09000000 1e000000 e8030000",
+      "stream_activate_report");
+  gst_spice_wire_write_inputs_init (a, 5);
+  assert_bytes (a, "0500", "inputs_init");
+  gst_spice_wire_write_key_modifiers (a, 6);
+  assert_bytes (a, "0600", "key_modifiers");
+  gst_spice_wire_write_cursor_init_head (a, -1, 2, TRUE, FALSE, 0, 0, 0, 0,
+      0);
+  assert_bytes (a, "ffff 0200 0000 0000 01 0100", "cursor_init no shape");
+  /* the hot spot is clamped into the shape */
+  gst_spice_wire_write_cursor_init_head (a, 1, 2, FALSE, TRUE, 77, 32, 16,
+      40, 3);
+  assert_bytes (a, "0100 0200 0000 0000 00 0000 4d00000000000000 00"
+      "2000 1000 1f00 0300", "cursor_init shape");
+  gst_spice_wire_write_cursor_set_head (a, 1, 2, TRUE, TRUE, 77, 32, 16, 4,
+      3);
+  assert_bytes (a, "0100 0200 01 0000 4d00000000000000 00"
+      "2000 1000 0400 0300", "cursor_set");
+  gst_spice_wire_write_cursor_set_head (a, 1, 2, FALSE, FALSE, 0, 0, 0, 0,
+      0);
+  assert_bytes (a, "0100 0200 00 0100", "cursor_set no shape");
+  gst_spice_wire_write_cursor_move (a, -2, 3);
+  assert_bytes (a, "feff 0300", "cursor_move");
+  gst_spice_wire_write_mouse_position (a, 100, 200, 1, 0);
+  assert_bytes (a, "64000000 c8000000 0100 00", "mouse_position");
+  gst_spice_wire_write_u32_body (a, 0x2a);
+  assert_bytes (a, "2a000000", "u32_body");
+
+  gst_spice_wire_write_link_header (a, 18);
+  assert_bytes (a, "52454451 02000000 02000000 12000000", "link_header");
+
+  gst_spice_wire_put_header (header, TRUE, 99, SPICE_MSG_PING, 12);
+  g_byte_array_append (a, header, sizeof (SpiceMiniDataHeader));
+  assert_bytes (a, "0400 0c000000", "mini header");
+  gst_spice_wire_put_header (header, FALSE, 99, SPICE_MSG_PING, 12);
+  g_byte_array_append (a, header, sizeof (SpiceDataHeader));
+  assert_bytes (a, "6300000000000000 0400 0c000000 00000000", "full header");
+  g_byte_array_unref (a);
+}
+
+GST_END_TEST;
+
+/* round trips: what a writer writes, its parser reads back */
+GST_START_TEST (test_wire_roundtrip)
+{
+  GByteArray *a = g_byte_array_new ();
+  GstVideoRectangle dest = { 3, 4, 5, 6 };
+  GstSpiceLinkMess m = { 0, }, mo;
+  GstSpiceLinkHeader lh;
+  GstSpiceLinkReply lr;
+  GstSpiceMsgHeader mh;
+  GstSpiceMainInit init;
+  GstSpiceDrawCopy dc;
+  GstSpiceStreamCreate sc;
+  guint8 key[SPICE_TICKET_PUBKEY_BYTES], types[4], ids[4];
+  const guint8 t2[] = { SPICE_CHANNEL_MAIN, SPICE_CHANNEL_INPUTS };
+  const guint8 i2[] = { 0, 3 };
+  guint32 common[2] = { 0x0d, 0x1 }, channel[1] = { 0x6f3d };
+  guint8 hdr[sizeof (SpiceDataHeader)];
+  guint32 u1, u2, u3, u4, u5;
+  guint16 u16;
+  guint8 u8;
+  const guint8 *frame;
+  gsize frame_size;
+  guint i;
+
+  /* link message: header, then the message with its caps */
+  m.connection_id = 0x12345678;
+  m.channel_type = SPICE_CHANNEL_DISPLAY;
+  m.channel_id = 1;
+  m.n_common = 2;
+  m.n_channel = 1;
+  m.common_caps[0] = 0x0d;
+  m.common_caps[1] = 0x80000000;
+  m.channel_caps[0] = 0x6f3d;
+  gst_spice_wire_write_link_mess (a, &m);
+  fail_unless_equals_int (a->len, sizeof (SpiceLinkHeader) +
+      sizeof (SpiceLinkMess) + 3 * 4);
+  fail_unless (gst_spice_wire_parse_link_header (a->data,
+          sizeof (SpiceLinkHeader), sizeof (SpiceLinkMess), &lh, NULL));
+  fail_unless_equals_int (lh.magic, SPICE_MAGIC);
+  fail_unless_equals_int (lh.major, SPICE_VERSION_MAJOR);
+  fail_unless_equals_int (lh.minor, SPICE_VERSION_MINOR);
+  fail_unless_equals_int (lh.size, a->len - sizeof (SpiceLinkHeader));
+  fail_unless (gst_spice_wire_parse_link_mess (a->data +
+          sizeof (SpiceLinkHeader), lh.size, &mo));
+  fail_unless (memcmp (&m, &mo, sizeof (m)) == 0);
+  /* every shorter message is refused */
+  for (i = 0; i < lh.size; i++)
+    fail_if (gst_spice_wire_parse_link_mess (a->data +
+            sizeof (SpiceLinkHeader), i, &mo), "link mess cut at %u", i);
+  g_byte_array_set_size (a, 0);
+
+  /* link reply, with and without a key */
+  for (i = 0; i < sizeof (key); i++)
+    key[i] = i;
+  gst_spice_wire_write_link_reply (a, SPICE_LINK_ERR_OK, key, common, 2,
+      channel, 1);
+  fail_unless (gst_spice_wire_parse_link_header (a->data,
+          sizeof (SpiceLinkHeader), sizeof (SpiceLinkReply), &lh, NULL));
+  fail_unless_equals_int (lh.size, sizeof (SpiceLinkReply) + 3 * 4);
+  fail_unless (gst_spice_wire_parse_link_reply (a->data +
+          sizeof (SpiceLinkHeader), lh.size, &lr));
+  fail_unless_equals_int (lr.error, SPICE_LINK_ERR_OK);
+  fail_unless (memcmp (lr.pub_key, key, sizeof (key)) == 0);
+  fail_unless_equals_int (lr.n_common, 2);
+  fail_unless_equals_int (lr.n_channel, 1);
+  fail_unless_equals_int (lr.common_caps[1], 1);
+  fail_unless_equals_int (lr.channel_caps[0], 0x6f3d);
+  for (i = 0; i < lh.size; i++)
+    fail_if (gst_spice_wire_parse_link_reply (a->data +
+            sizeof (SpiceLinkHeader), i, &lr), "link reply cut at %u", i);
+  g_byte_array_set_size (a, 0);
+  gst_spice_wire_write_link_reply (a, SPICE_LINK_ERR_PERMISSION_DENIED, NULL,
+      NULL, 0, NULL, 0);
+  fail_unless_equals_int (a->len, sizeof (SpiceLinkHeader) +
+      sizeof (SpiceLinkReply));
+  fail_unless (gst_spice_wire_parse_link_reply (a->data +
+          sizeof (SpiceLinkHeader), a->len - sizeof (SpiceLinkHeader), &lr));
+  fail_unless_equals_int (lr.error, SPICE_LINK_ERR_PERMISSION_DENIED);
+  fail_unless_equals_int (lr.pub_key[0], 0);
+  g_byte_array_set_size (a, 0);
+
+  /* link header: magic, version and size bounds, with the error to send */
+  gst_spice_wire_write_link_header (a, 17);
+  fail_if (gst_spice_wire_parse_link_header (a->data, a->len, 18, &lh, &u1));
+  fail_unless_equals_int (u1, SPICE_LINK_ERR_INVALID_DATA);
+  fail_if (gst_spice_wire_parse_link_header (a->data, a->len - 1, 0, &lh,
+          &u1));
+  a->data[0] ^= 1;
+  fail_if (gst_spice_wire_parse_link_header (a->data, a->len, 0, &lh, &u1));
+  fail_unless_equals_int (u1, SPICE_LINK_ERR_INVALID_MAGIC);
+  a->data[0] ^= 1;
+  a->data[4] = 1;
+  fail_if (gst_spice_wire_parse_link_header (a->data, a->len, 0, &lh, &u1));
+  fail_unless_equals_int (u1, SPICE_LINK_ERR_VERSION_MISMATCH);
+  g_byte_array_set_size (a, 0);
+  gst_spice_wire_write_link_header (a, GST_SPICE_WIRE_MAX_LINK_SIZE + 1);
+  fail_if (gst_spice_wire_parse_link_header (a->data, a->len, 0, &lh, NULL));
+  g_byte_array_set_size (a, 0);
+
+  /* data headers */
+  gst_spice_wire_put_header (hdr, TRUE, 5, SPICE_MSG_DISPLAY_MARK, 0x10203);
+  fail_unless (gst_spice_wire_parse_header (hdr, gst_spice_wire_header_size
+          (TRUE), TRUE, &mh));
+  fail_unless (mh.serial == 0 && mh.type == SPICE_MSG_DISPLAY_MARK &&
+      mh.size == 0x10203);
+  fail_if (gst_spice_wire_parse_header (hdr, 5, TRUE, &mh));
+  gst_spice_wire_put_header (hdr, FALSE, 5, SPICE_MSG_DISPLAY_MARK, 7);
+  fail_unless (gst_spice_wire_parse_header (hdr, sizeof (hdr), FALSE, &mh));
+  fail_unless (mh.serial == 5 && mh.type == SPICE_MSG_DISPLAY_MARK &&
+      mh.size == 7);
+  fail_if (gst_spice_wire_parse_header (hdr, sizeof (hdr) - 1, FALSE, &mh));
+  hdr[sizeof (hdr) - 1] = 1;    /* a sub-message list */
+  fail_if (gst_spice_wire_parse_header (hdr, sizeof (hdr), FALSE, &mh));
+
+  /* main */
+  gst_spice_wire_write_main_init (a, 42, 3, 2, 1234);
+  fail_unless (gst_spice_wire_parse_main_init (a->data, a->len, &init));
+  fail_unless (init.session_id == 42 && init.display_channels_hint == 1 &&
+      init.supported_mouse_modes == 3 && init.current_mouse_mode == 2 &&
+      init.multi_media_time == 1234);
+  g_byte_array_append (a, (const guint8 *) "", 1);
+  fail_if (gst_spice_wire_parse_main_init (a->data, a->len, &init));
+  g_byte_array_set_size (a, 0);
+  gst_spice_wire_write_channels_list (a, 2, t2, i2);
+  fail_unless_equals_int (gst_spice_wire_parse_channels_list (a->data, a->len,
+          types, ids, 4), 2);
+  fail_unless (types[1] == SPICE_CHANNEL_INPUTS && ids[1] == 3);
+  fail_unless_equals_int (gst_spice_wire_parse_channels_list (a->data, a->len,
+          types, ids, 1), -1);
+  fail_unless_equals_int (gst_spice_wire_parse_channels_list (a->data,
+          a->len - 1, types, ids, 4), -1);
+  g_byte_array_set_size (a, 0);
+
+  /* display */
+  gst_spice_wire_write_surface_create (a, 0, 640, 480,
+      SPICE_SURFACE_FMT_32_xRGB, SPICE_SURFACE_FLAGS_PRIMARY);
+  fail_unless (gst_spice_wire_parse_surface_create (a->data, a->len, &u1, &u2,
+          &u3, &u4, &u5));
+  fail_unless (u1 == 0 && u2 == 640 && u3 == 480 &&
+      u4 == SPICE_SURFACE_FMT_32_xRGB && u5 == SPICE_SURFACE_FLAGS_PRIMARY);
+  g_byte_array_set_size (a, 0);
+  gst_spice_wire_write_draw_copy_head (a, 0, &dest, SPICE_IMAGE_TYPE_JPEG, 0);
+  fail_unless_equals_int (a->len, GST_SPICE_WIRE_DRAW_COPY_HEAD_SIZE);
+  g_byte_array_append (a, (const guint8 *) "abc", 3);
+  fail_unless (gst_spice_wire_parse_draw_copy (a->data, a->len, &dc));
+  fail_unless (memcmp (&dc.box, &dest, sizeof (dest)) == 0);
+  fail_unless (dc.src_area.x == 0 && dc.src_area.y == 0 &&
+      dc.src_area.w == dest.w && dc.src_area.h == dest.h);
+  fail_unless (dc.rop == SPICE_ROPD_OP_PUT &&
+      dc.image_type == SPICE_IMAGE_TYPE_JPEG &&
+      dc.image_width == (guint) dest.w && dc.image_height == (guint) dest.h);
+  fail_unless (dc.payload == a->data + GST_SPICE_WIRE_DRAW_COPY_HEAD_SIZE &&
+      dc.payload_size == 3);
+  for (i = 0; i < GST_SPICE_WIRE_DRAW_COPY_HEAD_SIZE; i++)
+    fail_if (gst_spice_wire_parse_draw_copy (a->data, i, &dc),
+        "draw copy cut at %u", i);
+  g_byte_array_set_size (a, 0);
+  gst_spice_wire_write_stream_create (a, 0, 7, SPICE_VIDEO_CODEC_TYPE_VP8,
+      SPICE_STREAM_FLAGS_TOP_DOWN, 64, 32, &dest);
+  fail_unless (gst_spice_wire_parse_stream_create (a->data, a->len, &sc));
+  fail_unless (sc.id == 7 && sc.codec == SPICE_VIDEO_CODEC_TYPE_VP8 &&
+      sc.flags == SPICE_STREAM_FLAGS_TOP_DOWN && sc.width == 64 &&
+      sc.height == 32 && memcmp (&sc.dest, &dest, sizeof (dest)) == 0);
+  g_byte_array_append (a, (const guint8 *) "", 1);
+  fail_if (gst_spice_wire_parse_stream_create (a->data, a->len, &sc));
+  for (i = 0; i + 1 < a->len; i++)
+    fail_if (gst_spice_wire_parse_stream_create (a->data, i, &sc));
+  g_byte_array_set_size (a, 0);
+  gst_spice_wire_write_stream_create (a, 0, GST_SPICE_WIRE_MAX_STREAMS,
+      SPICE_VIDEO_CODEC_TYPE_VP8, 0, 64, 32, &dest);
+  fail_if (gst_spice_wire_parse_stream_create (a->data, a->len, &sc));
+  g_byte_array_set_size (a, 0);
+  gst_spice_wire_write_stream_data_head (a, 3, 99, 4);
+  g_byte_array_append (a, (const guint8 *) "vp8!", 4);
+  fail_unless (gst_spice_wire_parse_stream_data (a->data, a->len, &u1, &u2,
+          &frame, &frame_size));
+  fail_unless (u1 == 3 && u2 == 99 && frame_size == 4 &&
+      memcmp (frame, "vp8!", 4) == 0);
+  fail_if (gst_spice_wire_parse_stream_data (a->data, a->len - 1, &u1, &u2,
+          &frame, &frame_size));
+  g_byte_array_set_size (a, 0);
+
+  /* inputs, client side */
+  gst_spice_wire_write_mouse_position (a, 100, 200, 5, 1);
+  fail_unless (gst_spice_wire_parse_mouse_position (a->data, a->len, &u1, &u2,
+          &u16, &u8));
+  fail_unless (u1 == 100 && u2 == 200 && u16 == 5 && u8 == 1);
+  g_byte_array_set_size (a, 0);
+  gst_spice_wire_write_u32_body (a, gst_spice_wire_encode_key_code (0x11d,
+          TRUE));
+  fail_unless (gst_spice_wire_parse_key (a->data, a->len, &u1));
+  fail_unless_equals_int (u1, 0x9de0);
+  g_byte_array_unref (a);
+}
+
+GST_END_TEST;
+
+typedef gboolean (*BodyParser) (const guint8 * data, gsize size);
+
+static gboolean
+parse_pong (const guint8 * d, gsize n)
+{
+  guint32 id;
+  guint64 ts;
+
+  return gst_spice_wire_parse_pong (d, n, &id, &ts);
+}
+
+static gboolean
+parse_ack_sync (const guint8 * d, gsize n)
+{
+  guint32 g;
+
+  return gst_spice_wire_parse_ack_sync (d, n, &g);
+}
+
+static gboolean
+parse_mouse_mode_request (const guint8 * d, gsize n)
+{
+  guint16 m;
+
+  return gst_spice_wire_parse_mouse_mode_request (d, n, &m);
+}
+
+static gboolean
+parse_stream_report (const guint8 * d, gsize n)
+{
+  GstSpiceStreamReport r;
+
+  return gst_spice_wire_parse_stream_report (d, n, &r);
+}
+
+static gboolean
+parse_key_modifiers (const guint8 * d, gsize n)
+{
+  guint16 m;
+
+  return gst_spice_wire_parse_key_modifiers (d, n, &m);
+}
+
+static gboolean
+parse_mouse_motion (const guint8 * d, gsize n)
+{
+  gint32 dx, dy;
+  guint16 b;
+
+  return gst_spice_wire_parse_mouse_motion (d, n, &dx, &dy, &b);
+}
+
+static gboolean
+parse_mouse_button (const guint8 * d, gsize n)
+{
+  guint16 b;
+  guint8 button;
+
+  return gst_spice_wire_parse_mouse_button (d, n, &button, &b);
+}
+
+static gboolean
+parse_mouse_position (const guint8 * d, gsize n)
+{
+  guint32 x, y;
+  guint16 b;
+  guint8 id;
+
+  return gst_spice_wire_parse_mouse_position (d, n, &x, &y, &b, &id);
+}
+
+static gboolean
+parse_surface_create (const guint8 * d, gsize n)
+{
+  guint32 a, b, c, e, f;
+
+  return gst_spice_wire_parse_surface_create (d, n, &a, &b, &c, &e, &f);
+}
+
+/* The client -> server parsers read exactly their body: each refuses every
+ * shorter body and (but PONG, which may carry padding) a longer one. */
+GST_START_TEST (test_wire_parsers_strict)
+{
+  static const guint8 pong[12] = { 1, 0, 0, 0, 2 };
+  static const guint8 report[32] = { 63 };
+  static const guint8 button[3] = { 7, 1, 0 };
+  static const guint8 any[40] = { 1 };
+  const struct
+  {
+    const gchar *name;
+    BodyParser parse;
+    const guint8 *body;
+    gsize size;
+    gboolean longer_ok;
+  } cases[] = {
+    {"PONG", parse_pong, pong, 12, TRUE},
+    {"ACK_SYNC", parse_ack_sync, any, 4, FALSE},
+    {"MOUSE_MODE_REQUEST", parse_mouse_mode_request, any, 2, FALSE},
+    {"DISPLAY_INIT", gst_spice_wire_parse_display_init, any, 14, FALSE},
+    {"STREAM_REPORT", parse_stream_report, report, 32, FALSE},
+    {"KEY_MODIFIERS", parse_key_modifiers, any, 2, FALSE},
+    {"MOUSE_MOTION", parse_mouse_motion, any, 10, FALSE},
+    {"MOUSE_POSITION", parse_mouse_position, any, 11, FALSE},
+    {"MOUSE_PRESS", parse_mouse_button, button, 3, FALSE},
+    {"SURFACE_CREATE", parse_surface_create, any, 20, FALSE},
+  };
+  guint8 longer[64] = { 0 };
+  GstSpiceStreamReport r;
+  guint8 b;
+  guint16 bs;
+  guint i;
+  gsize n;
+
+  for (i = 0; i < G_N_ELEMENTS (cases); i++) {
+    fail_unless (cases[i].parse (cases[i].body, cases[i].size), "%s",
+        cases[i].name);
+    fail_if (cases[i].parse (NULL, cases[i].size), "%s NULL", cases[i].name);
+    for (n = 0; n < cases[i].size; n++)
+      fail_if (cases[i].parse (cases[i].body, n), "%s cut at %"
+          G_GSIZE_FORMAT, cases[i].name, n);
+    memcpy (longer, cases[i].body, cases[i].size);
+    fail_unless (cases[i].parse (longer, cases[i].size + 1) ==
+        cases[i].longer_ok, "%s one byte longer", cases[i].name);
+  }
+  /* values that are refused */
+  fail_unless (gst_spice_wire_parse_stream_report (report, 32, &r));
+  fail_unless_equals_int (r.stream_id, 63);
+  memcpy (longer, report, 32);
+  longer[0] = GST_SPICE_WIRE_MAX_STREAMS;
+  fail_if (gst_spice_wire_parse_stream_report (longer, 32, &r));
+  memcpy (longer, button, 3);
+  longer[0] = 0;
+  fail_if (gst_spice_wire_parse_mouse_button (longer, 3, &b, &bs));
+  longer[0] = 8;
+  fail_if (gst_spice_wire_parse_mouse_button (longer, 3, &b, &bs));
+}
+
+GST_END_TEST;
+
+/* ---- blit ---- */
+
+/* a pattern no two pixels share */
+static void
+fill_pattern (guint8 * p, gsize size, guint seed)
+{
+  gsize i;
+
+  for (i = 0; i < size; i++)
+    p[i] = (guint8) (i * 7 + seed + i / 251);
+}
+
+/* Copies the rectangle the slow way, as the reference. */
+static void
+blit_reference (guint8 * dst, gsize dst_stride, gint dx, gint dy,
+    const guint8 * src, gsize src_stride, gint sx, gint sy, gint w, gint h)
+{
+  gint x, y, k;
+
+  for (y = 0; y < h; y++)
+    for (x = 0; x < w; x++)
+      for (k = 0; k < 4; k++)
+        dst[(dy + y) * dst_stride + (dx + x) * 4 + k] =
+            src[(sy + y) * src_stride + (sx + x) * 4 + k];
+}
+
+GST_START_TEST (test_blit_bgrx)
+{
+  const struct
+  {
+    gsize dst_stride, src_stride;
+    gint dx, dy, sx, sy, w, h;
+  } cases[] = {
+    /* odd strides (not multiples of 4), offsets on both sides */
+    {4 * 13 + 3, 4 * 11 + 1, 2, 3, 1, 2, 7, 5},
+    {4 * 9, 4 * 17 + 2, 0, 1, 9, 0, 9, 4},
+    /* whole rows in both: the one-memcpy path */
+    {4 * 8, 4 * 8, 0, 2, 0, 1, 8, 6},
+    /* same width but other strides: row by row */
+    {4 * 8, 4 * 8 + 4, 0, 0, 0, 0, 8, 3},
+    /* one pixel, one row, one column, nothing */
+    {4 * 5, 4 * 5, 4, 4, 0, 0, 1, 1},
+    {4 * 20, 4 * 6, 3, 0, 0, 5, 6, 1},
+    {4 * 3, 4 * 7, 2, 0, 6, 0, 1, 9},
+    {4 * 3, 4 * 7, 0, 0, 0, 0, 0, 5},
+    {4 * 3, 4 * 7, 0, 0, 0, 0, 3, -1},
+  };
+  guint i;
+
+  for (i = 0; i < G_N_ELEMENTS (cases); i++) {
+    gsize dsize = cases[i].dst_stride * 16, ssize = cases[i].src_stride * 16;
+    guint8 *src = g_malloc (ssize), *dst = g_malloc (dsize);
+    guint8 *want = g_malloc (dsize);
+
+    fill_pattern (src, ssize, i);
+    fill_pattern (dst, dsize, 100 + i);
+    memcpy (want, dst, dsize);
+    if (cases[i].w > 0 && cases[i].h > 0)
+      blit_reference (want, cases[i].dst_stride, cases[i].dx, cases[i].dy,
+          src, cases[i].src_stride, cases[i].sx, cases[i].sy, cases[i].w,
+          cases[i].h);
+    gst_spice_blit_bgrx (dst, cases[i].dst_stride, cases[i].dx, cases[i].dy,
+        src, cases[i].src_stride, cases[i].sx, cases[i].sy, cases[i].w,
+        cases[i].h);
+    /* the rectangle is copied and not one byte around it is touched */
+    fail_unless (memcmp (dst, want, dsize) == 0, "case %u", i);
+    g_free (src);
+    g_free (dst);
+    g_free (want);
+  }
+}
+
+GST_END_TEST;
+
+/* ---- image decoder ---- */
+
+#define IMG_W 37
+#define IMG_H 23
+
+/* @dst_stride apart, IMG_W x IMG_H at (3, 2) of a 48 x 30 canvas */
+static guint8 *
+decode_into_canvas (GstSpiceImageDecoder * dec, GstSpiceImageType type,
+    const guint8 * payload, gsize size, gsize stride, GError ** error)
+{
+  guint8 *canvas = g_malloc0 (stride * 30);
+
+  if (!gst_spice_image_decoder_decode (dec, type, IMG_W, IMG_H, payload, size,
+          canvas + 2 * stride + 3 * 4, stride, error)) {
+    g_free (canvas);
+    return NULL;
+  }
+  return canvas;
+}
+
+/* TRUE if @canvas holds @px (IMG_W x IMG_H, packed) at (3, 2) on B,G,R,
+ * within @tolerance per channel, and zeros elsewhere */
+static gboolean
+canvas_holds (const guint8 * canvas, gsize stride, const guint8 * px,
+    gint tolerance)
+{
+  gint x, y, k;
+
+  for (y = 0; y < 30; y++)
+    for (x = 0; x < (gint) stride / 4; x++) {
+      const guint8 *c = canvas + y * stride + x * 4;
+      gboolean inside = x >= 3 && x < 3 + IMG_W && y >= 2 && y < 2 + IMG_H;
+
+      for (k = 0; k < 3; k++) {
+        gint want = inside ? px[((y - 2) * IMG_W + x - 3) * 4 + k] : 0;
+
+        if (ABS (c[k] - want) > tolerance)
+          return FALSE;
+      }
+    }
+  return TRUE;
+}
+
+/* an LZ4 payload of @px in two blocks of one stream, rows in @top_down
+ * order */
+static GByteArray *
+lz4_payload (const guint8 * px, gboolean top_down)
+{
+  gsize row = IMG_W * 4, half = row * (IMG_H / 2), all = row * IMG_H;
+  guint8 *rows = g_malloc (all);
+  GByteArray *a = g_byte_array_new ();
+  LZ4_stream_t *st = LZ4_createStream ();
+  gsize pos, done = 0;
+  gint y;
+
+  for (y = 0; y < IMG_H; y++)
+    memcpy (rows + y * row, px + (top_down ? y : IMG_H - 1 - y) * row, row);
+  g_byte_array_set_size (a, GST_SPICE_LZ4_HEADER_SIZE);
+  while (done < all) {
+    gsize n = done == 0 ? half : all - done;
+    gint bound = LZ4_compressBound (n), out;
+
+    pos = a->len;
+    g_byte_array_set_size (a, pos + GST_SPICE_LZ4_BLOCK_HEADER_SIZE + bound);
+    out = LZ4_compress_fast_continue (st, (const char *) rows + done,
+        (char *) a->data + pos + GST_SPICE_LZ4_BLOCK_HEADER_SIZE, n, bound, 1);
+    fail_unless (out > 0);
+    gst_spice_lz4_block_write_header (a->data + pos, out);
+    g_byte_array_set_size (a, pos + GST_SPICE_LZ4_BLOCK_HEADER_SIZE + out);
+    done += n;
+  }
+  gst_spice_lz4_payload_write_header (a->data, a->len);
+  a->data[4] = top_down ? 1 : 0;
+  LZ4_freeStream (st);
+  g_free (rows);
+  return a;
+}
+
+GST_START_TEST (test_image_decoder)
+{
+  GstSpiceImageDecoder *dec = gst_spice_image_decoder_new ();
+  gsize packed = IMG_W * 4, strided = 48 * 4 + 8;
+  guint8 px[IMG_W * IMG_H * 4], *canvas, *bitmap;
+  gsize bitmap_size = gst_spice_bitmap_payload_size (IMG_W, IMG_H);
+  GByteArray *lz4;
+  GError *err = NULL;
+  tjhandle tj = tjInitCompress ();
+  guint8 *jpeg = NULL, *framed;
+  unsigned long jpeg_size = 0;
+  gint y;
+
+  fill_pattern (px, sizeof (px), 5);
+
+  /* BITMAP, top-down (as spicetiler writes it) and bottom-up */
+  bitmap = g_malloc (bitmap_size);
+  gst_spice_bitmap_payload_write (bitmap, px, packed, IMG_W, IMG_H);
+  canvas = decode_into_canvas (dec, GST_SPICE_IMAGE_BITMAP, bitmap,
+      bitmap_size, strided, &err);
+  fail_unless (canvas != NULL, "%s", err ? err->message : "");
+  fail_unless (canvas_holds (canvas, strided, px, 0));
+  g_free (canvas);
+  bitmap[1] &= ~SPICE_BITMAP_FLAGS_TOP_DOWN;
+  for (y = 0; y < IMG_H; y++)
+    memcpy (bitmap + GST_SPICE_BITMAP_HEADER_SIZE + y * packed,
+        px + (IMG_H - 1 - y) * packed, packed);
+  canvas = decode_into_canvas (dec, GST_SPICE_IMAGE_BITMAP, bitmap,
+      bitmap_size, strided, NULL);
+  fail_unless (canvas && canvas_holds (canvas, strided, px, 0));
+  g_free (canvas);
+  fail_if (gst_spice_image_decoder_decode (dec, GST_SPICE_IMAGE_BITMAP,
+          IMG_W + 1, IMG_H, bitmap, bitmap_size, px, sizeof (px), NULL));
+  g_free (bitmap);
+
+  /* LZ4, two blocks: into rows with padding and, top-down, into packed
+   * rows (decompressed in place) */
+  lz4 = lz4_payload (px, TRUE);
+  canvas = decode_into_canvas (dec, GST_SPICE_IMAGE_LZ4, lz4->data, lz4->len,
+      strided, &err);
+  fail_unless (canvas != NULL, "%s", err ? err->message : "");
+  fail_unless (canvas_holds (canvas, strided, px, 0));
+  g_free (canvas);
+  canvas = g_malloc0 (sizeof (px));
+  fail_unless (gst_spice_image_decoder_decode (dec, GST_SPICE_IMAGE_LZ4,
+          IMG_W, IMG_H, lz4->data, lz4->len, canvas, packed, NULL));
+  fail_unless (memcmp (canvas, px, sizeof (px)) == 0);
+  /* a block cut short, a wrong format, a smaller image */
+  fail_if (gst_spice_image_decoder_decode (dec, GST_SPICE_IMAGE_LZ4, IMG_W,
+          IMG_H, lz4->data, lz4->len - 1, canvas, packed, NULL));
+  fail_if (gst_spice_image_decoder_decode (dec, GST_SPICE_IMAGE_LZ4, IMG_W,
+          IMG_H - 1, lz4->data, lz4->len, canvas, packed, NULL));
+  lz4->data[5] = SPICE_BITMAP_FMT_RGBA;
+  fail_if (gst_spice_image_decoder_decode (dec, GST_SPICE_IMAGE_LZ4, IMG_W,
+          IMG_H, lz4->data, lz4->len, canvas, packed, &err));
+  fail_unless (err && err->domain == GST_STREAM_ERROR);
+  g_clear_error (&err);
+  g_free (canvas);
+  g_byte_array_unref (lz4);
+  lz4 = lz4_payload (px, FALSE);
+  canvas = decode_into_canvas (dec, GST_SPICE_IMAGE_LZ4, lz4->data, lz4->len,
+      strided, NULL);
+  fail_unless (canvas && canvas_holds (canvas, strided, px, 0));
+  g_free (canvas);
+  g_byte_array_unref (lz4);
+
+  /* JPEG (lossy: near the source), and one of another size */
+  fail_unless (tjCompress2 (tj, px, IMG_W, packed, IMG_H, TJPF_BGRX, &jpeg,
+          &jpeg_size, TJSAMP_444, 100, 0) == 0);
+  framed = g_malloc (GST_SPICE_BINARY_HEADER_SIZE + jpeg_size);
+  memcpy (framed + GST_SPICE_BINARY_HEADER_SIZE, jpeg, jpeg_size);
+  gst_spice_binary_payload_set_size (framed,
+      GST_SPICE_BINARY_HEADER_SIZE + jpeg_size);
+  canvas = decode_into_canvas (dec, GST_SPICE_IMAGE_JPEG, framed,
+      GST_SPICE_BINARY_HEADER_SIZE + jpeg_size, strided, &err);
+  fail_unless (canvas != NULL, "%s", err ? err->message : "");
+  fail_unless (canvas_holds (canvas, strided, px, 48));
+  g_free (canvas);
+  canvas = g_malloc0 (sizeof (px));
+  fail_if (gst_spice_image_decoder_decode (dec, GST_SPICE_IMAGE_JPEG, IMG_W,
+          IMG_H + 1, framed, GST_SPICE_BINARY_HEADER_SIZE + jpeg_size, canvas,
+          packed, NULL));
+  fail_if (gst_spice_image_decoder_decode (dec, GST_SPICE_IMAGE_JPEG, IMG_W,
+          IMG_H, framed, GST_SPICE_BINARY_HEADER_SIZE + jpeg_size - 1, canvas,
+          packed, NULL));
+  /* no other type, no row shorter than the image */
+  fail_if (gst_spice_image_decoder_decode (dec, GST_SPICE_IMAGE_COPY_BITS,
+          IMG_W, IMG_H, framed, 8, canvas, packed, NULL));
+  fail_if (gst_spice_image_decoder_decode (dec, GST_SPICE_IMAGE_JPEG, IMG_W,
+          IMG_H, framed, GST_SPICE_BINARY_HEADER_SIZE + jpeg_size, canvas,
+          packed - 4, NULL));
+  g_free (canvas);
+  g_free (framed);
+  tjFree (jpeg);
+  tjDestroy (tj);
+  gst_spice_image_decoder_free (dec);
+}
+
+GST_END_TEST;
+
+/* the draws layout, byte for byte: header, a region header, its payload
+ * padded to 4 bytes */
+GST_START_TEST (test_draws_bytes)
+{
+  GstVideoRectangle dest = { 1, 2, 3, 4 };
+  const guint8 jpeg_like[] = { 1, 0, 0, 0, 0xaa };
+  GstSpiceDrawsWriter *w = gst_spice_draws_writer_new (7, 0);
+  GByteArray *a = g_byte_array_new ();
+  GstBuffer *buf;
+  GstMapInfo map;
+
+  gst_spice_draws_writer_add_copy_bits (w, &dest, 5, 6);
+  gst_spice_draws_writer_add (w, &dest, GST_SPICE_IMAGE_JPEG,
+      GST_SPICE_DRAW_FLAG_LOSSY, jpeg_like, sizeof (jpeg_like));
+  buf = gst_spice_draws_writer_finish (w);
+  gst_buffer_map (buf, &map, GST_MAP_READ);
+  g_byte_array_append (a, map.data, map.size);
+  assert_bytes (a, "53504457 0100 0200 07000000 00000000"
+      "01000000 02000000 03000000 04000000 ff 00 0000 08000000"
+      "05000000 06000000"
+      "01000000 02000000 03000000 04000000 69 01 0000 05000000"
+      "01000000 aa000000", "draws");
+  gst_buffer_unmap (buf, &map);
+  gst_buffer_unref (buf);
+  g_byte_array_unref (a);
+}
+
+GST_END_TEST;
+
 static Suite *
 gstspice_suite (void)
 {
@@ -459,6 +1200,12 @@ gstspice_suite (void)
   tcase_add_test (tc, test_draws_reader_rejects_malformed);
   tcase_add_test (tc, test_events_roundtrip);
   tcase_add_test (tc, test_keymap);
+  tcase_add_test (tc, test_wire_writers_bytes);
+  tcase_add_test (tc, test_draws_bytes);
+  tcase_add_test (tc, test_wire_roundtrip);
+  tcase_add_test (tc, test_wire_parsers_strict);
+  tcase_add_test (tc, test_blit_bgrx);
+  tcase_add_test (tc, test_image_decoder);
   return s;
 }
 

@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include <gst/spice/gstspiceevents.h>
+#include <gst/spice/gstspicekeymap.h>
 
 static guint8 *
 expected_idle (gint w, gint h, guint presses)
@@ -263,7 +264,7 @@ GST_START_TEST (test_key_press)
   guint8 *expected;
   gint w, ht;
   guint mark;
-  gchar *line;
+  gchar *line, *shift;
   guint64 diff;
 
   buf = pull_within (h, PULL_TIMEOUT_MS);
@@ -316,9 +317,11 @@ GST_START_TEST (test_key_press)
   line = guest_process_wait_line_from (gp, mark, "key down 0x1e", 20000, NULL);
   fail_unless (line != NULL, "no 'a' key for \"A\"");
   g_free (line);
-  line = guest_process_find_line (gp, mark, "key down 0x2a", NULL);
+  shift = g_strdup_printf ("key down 0x%x", GST_SPICE_SCANCODE_SHIFT_L);
+  line = guest_process_find_line (gp, mark, shift, NULL);
   fail_unless (line != NULL, "no Shift for \"A\"");
   g_free (line);
+  g_free (shift);
 
   fail_unless (stat_u64 (h->element, "input-events") >= 6);
 

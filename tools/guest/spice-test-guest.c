@@ -62,6 +62,7 @@
 
 #include <errno.h>
 #include <glib-unix.h>
+#include <gst/spice/gstspiceblit.h>
 #include <glib/gstdio.h>
 #include <signal.h>
 #include <spice.h>
@@ -238,7 +239,6 @@ push_draw (Guest * g, const GuestRect * r)
   GuestDrawCmd *c;
   QXLDrawable *d;
   QXLImage *img;
-  gint y;
 
   if (!g->primary_created || r->width <= 0 || r->height <= 0)
     return;
@@ -246,10 +246,8 @@ push_draw (Guest * g, const GuestRect * r)
   c = g_new0 (GuestDrawCmd, 1);
   c->kind = GUEST_CMD_DRAW;
   c->pixels = g_malloc ((gsize) r->width * r->height * 4);
-  for (y = 0; y < r->height; y++)
-    memcpy (c->pixels + (gsize) y * r->width * 4,
-        g->fb + (gsize) (r->y + y) * g->stride + (gsize) r->x * 4,
-        (gsize) r->width * 4);
+  gst_spice_blit_bgrx (c->pixels, (gsize) r->width * 4, 0, 0, g->fb,
+      g->stride, r->x, r->y, r->width, r->height);
 
   img = &c->image;
   img->descriptor.id = ((guint64)++ g->image_unique << 32) |

@@ -3,11 +3,14 @@
  */
 #pragma once
 
+#include "gstspice-prelude.h"
+
 #include "gstspicerect.h"
 #include "gstspiceblit.h"
 #include "gstspicedamagemeta.h"
 #include "gstspicestreammeta.h"
 #include "gstspicedraws.h"
+#include "gstspiceimage.h"
 #include "gstspiceevents.h"
 #include "gstspicekeymap.h"
 #include "gstspicesecret.h"

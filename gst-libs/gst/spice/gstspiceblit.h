@@ -4,6 +4,8 @@
  */
 #pragma once
 
+#include "gstspice-prelude.h"
+
 #include <glib.h>
 
 G_BEGIN_DECLS
@@ -20,6 +22,7 @@ G_BEGIN_DECLS
  * must not overlap (COPY_BITS on one surface is gst_spice_copy_bits_apply()).
  * A rectangle that is one whole run of rows in both buffers is one memcpy.
  */
+GST_SPICE_API
 void gst_spice_blit_bgrx (guint8 * dst, gsize dst_stride, gint dst_x,
     gint dst_y, const guint8 * src, gsize src_stride, gint src_x, gint src_y,
     gint width, gint height);

@@ -3,6 +3,8 @@
  */
 #pragma once
 
+#include "gstspice-prelude.h"
+
 #include <gst/video/video.h>
 
 G_BEGIN_DECLS
@@ -32,9 +34,12 @@ typedef struct {
   GstVideoRectangle *rects;
 } GstSpiceDamageMeta;
 
+GST_SPICE_API
 GType gst_spice_damage_meta_api_get_type (void);
+GST_SPICE_API
 const GstMetaInfo *gst_spice_damage_meta_get_info (void);
 
+GST_SPICE_API
 GstSpiceDamageMeta *gst_buffer_add_spice_damage_meta (GstBuffer * buffer,
     guint64 seq, const GstVideoRectangle * rects, guint n_rects);
 

@@ -13,18 +13,17 @@
  * Regions apply in order: a copy reads what the regions before it drew.
  */
 #include <string.h>
+#include <gst/base/gstbytereader.h>
+#include <gst/base/gstbytewriter.h>
 
 #include "gstspicedraws.h"
+#include "gstspiceblit.h"
 
 #define DRAWS_MAGIC 0x57445053u /* "SPDW" */
 #define DRAWS_VERSION 1
 #define HEADER_SIZE 16
 #define REGION_HEADER_SIZE 24
 #define MAX_REGIONS G_MAXUINT16
-
-/* SpiceBitmapFmt 32BIT, SpiceBitmapFlags TOP_DOWN */
-#define SPICE_BITMAP_FMT_32BIT_ 8
-#define SPICE_BITMAP_FLAG_TOP_DOWN_ 4
 
 struct _GstSpiceDrawsWriter
 {
@@ -33,32 +32,29 @@ struct _GstSpiceDrawsWriter
   gsize open_region;            /* offset of the open region header, or 0 */
 };
 
-static inline void
-put_u16 (guint8 * p, guint16 v)
+/* The buffer grows in a GByteArray (a region's payload is reserved before
+ * it is written in place); a fixed GstByteWriter writes each header into
+ * the bytes reserved for it. */
+static void
+writer_at (GstByteWriter * bw, guint8 * data, gsize size)
 {
-  GST_WRITE_UINT16_LE (p, v);
-}
-
-static inline void
-put_u32 (guint8 * p, guint32 v)
-{
-  GST_WRITE_UINT32_LE (p, v);
+  gst_byte_writer_init_with_data (bw, data, size, FALSE);
 }
 
 GstSpiceDrawsWriter *
 gst_spice_draws_writer_new (guint32 update_flags, gsize size_hint)
 {
   GstSpiceDrawsWriter *w = g_new0 (GstSpiceDrawsWriter, 1);
-  guint8 *h;
+  GstByteWriter bw;
 
   w->data = g_byte_array_sized_new (HEADER_SIZE + MAX (size_hint, 256));
   g_byte_array_set_size (w->data, HEADER_SIZE);
-  h = w->data->data;
-  put_u32 (h, DRAWS_MAGIC);
-  put_u16 (h + 4, DRAWS_VERSION);
-  put_u16 (h + 6, 0);
-  put_u32 (h + 8, update_flags);
-  put_u32 (h + 12, 0);
+  writer_at (&bw, w->data->data, HEADER_SIZE);
+  gst_byte_writer_put_uint32_le (&bw, DRAWS_MAGIC);
+  gst_byte_writer_put_uint16_le (&bw, DRAWS_VERSION);
+  gst_byte_writer_put_uint16_le (&bw, 0);       /* n_regions */
+  gst_byte_writer_put_uint32_le (&bw, update_flags);
+  gst_byte_writer_put_uint32_le (&bw, 0);
   return w;
 }
 
@@ -75,38 +71,41 @@ gst_spice_draws_writer_begin (GstSpiceDrawsWriter * w,
     gsize max_payload_size)
 {
   gsize off = w->data->len;
-  guint8 *r;
+  GstByteWriter bw;
 
   g_return_val_if_fail (w->open_region == 0, NULL);
   g_return_val_if_fail (w->n_regions < MAX_REGIONS, NULL);
   g_byte_array_set_size (w->data, off + REGION_HEADER_SIZE + max_payload_size);
-  r = w->data->data + off;
-  put_u32 (r, (guint32) dest->x);
-  put_u32 (r + 4, (guint32) dest->y);
-  put_u32 (r + 8, (guint32) dest->w);
-  put_u32 (r + 12, (guint32) dest->h);
-  r[16] = (guint8) type;
-  r[17] = (guint8) flags;
-  put_u16 (r + 18, 0);
-  put_u32 (r + 20, 0);
+  writer_at (&bw, w->data->data + off, REGION_HEADER_SIZE);
+  gst_byte_writer_put_int32_le (&bw, dest->x);
+  gst_byte_writer_put_int32_le (&bw, dest->y);
+  gst_byte_writer_put_int32_le (&bw, dest->w);
+  gst_byte_writer_put_int32_le (&bw, dest->h);
+  gst_byte_writer_put_uint8 (&bw, type);
+  gst_byte_writer_put_uint8 (&bw, flags);
+  gst_byte_writer_put_uint16_le (&bw, 0);
+  gst_byte_writer_put_uint32_le (&bw, 0);       /* payload size, at _end */
   w->open_region = off;
-  return r + REGION_HEADER_SIZE;
+  return w->data->data + off + REGION_HEADER_SIZE;
 }
 
 void
 gst_spice_draws_writer_end (GstSpiceDrawsWriter * w, gsize payload_size)
 {
   gsize off = w->open_region, end;
+  GstByteWriter bw;
 
   g_return_if_fail (off != 0);
   end = off + REGION_HEADER_SIZE + payload_size;
   g_return_if_fail (end <= w->data->len);
-  put_u32 (w->data->data + off + 20, (guint32) payload_size);
-  g_byte_array_set_size (w->data, (end + 3) & ~(gsize) 3);
+  writer_at (&bw, w->data->data + off + 20, 4);
+  gst_byte_writer_put_uint32_le (&bw, payload_size);
+  g_byte_array_set_size (w->data, GST_ROUND_UP_4 (end));
   memset (w->data->data + end, 0, w->data->len - end);
   w->open_region = 0;
   w->n_regions++;
-  put_u16 (w->data->data + 6, (guint16) w->n_regions);
+  writer_at (&bw, w->data->data + 6, 2);
+  gst_byte_writer_put_uint16_le (&bw, w->n_regions);
 }
 
 /* Drops the region opened by gst_spice_draws_writer_begin() (e.g. when an
@@ -157,11 +156,13 @@ gst_spice_draws_writer_add_copy_bits (GstSpiceDrawsWriter * w,
 {
   guint8 *p = gst_spice_draws_writer_begin (w, dest, GST_SPICE_IMAGE_COPY_BITS,
       GST_SPICE_DRAW_FLAG_NONE, GST_SPICE_COPY_BITS_PAYLOAD_SIZE);
+  GstByteWriter bw;
 
   if (!p)
     return;
-  put_u32 (p, (guint32) src_x);
-  put_u32 (p + 4, (guint32) src_y);
+  writer_at (&bw, p, GST_SPICE_COPY_BITS_PAYLOAD_SIZE);
+  gst_byte_writer_put_int32_le (&bw, src_x);
+  gst_byte_writer_put_int32_le (&bw, src_y);
   gst_spice_draws_writer_end (w, GST_SPICE_COPY_BITS_PAYLOAD_SIZE);
 }
 
@@ -198,23 +199,36 @@ gst_spice_draws_writer_free (GstSpiceDrawsWriter * w)
   g_free (w);
 }
 
+/* a GstByteReader over the mapped buffer (FALSE when it is too large for
+ * one, which no update is) */
+static gboolean
+reader_over_map (GstSpiceDrawsReader * r, GstByteReader * br)
+{
+  if (r->map.size > G_MAXUINT)
+    return FALSE;
+  gst_byte_reader_init (br, r->map.data, r->map.size);
+  return TRUE;
+}
+
 gboolean
 gst_spice_draws_reader_init (GstSpiceDrawsReader * r, GstBuffer * buffer)
 {
+  GstByteReader br;
+
   memset (r, 0, sizeof (*r));
   if (!gst_buffer_map (buffer, &r->map, GST_MAP_READ))
     return FALSE;
   r->buffer = gst_buffer_ref (buffer);
-  if (r->map.size < HEADER_SIZE ||
-      GST_READ_UINT32_LE (r->map.data) != DRAWS_MAGIC ||
-      GST_READ_UINT16_LE (r->map.data + 4) != DRAWS_VERSION) {
-    r->error = TRUE;
+  if (!reader_over_map (r, &br) ||
+      gst_byte_reader_get_remaining (&br) < HEADER_SIZE ||
+      gst_byte_reader_get_uint32_le_unchecked (&br) != DRAWS_MAGIC ||
+      gst_byte_reader_get_uint16_le_unchecked (&br) != DRAWS_VERSION) {
     gst_spice_draws_reader_clear (r);
     r->error = TRUE;
     return FALSE;
   }
-  r->n_regions = GST_READ_UINT16_LE (r->map.data + 6);
-  r->flags = GST_READ_UINT32_LE (r->map.data + 8);
+  r->n_regions = gst_byte_reader_get_uint16_le_unchecked (&br);
+  r->flags = gst_byte_reader_get_uint32_le_unchecked (&br);
   r->offset = HEADER_SIZE;
   return TRUE;
 }
@@ -226,28 +240,28 @@ gst_spice_draws_reader_init (GstSpiceDrawsReader * r, GstBuffer * buffer)
 gboolean
 gst_spice_draws_reader_next (GstSpiceDrawsReader * r, GstSpiceDraw * d)
 {
-  const guint8 *p;
-  gsize size;
+  GstByteReader br;
+  guint32 size;
 
   if (!r->buffer || r->error || r->index >= r->n_regions)
     return FALSE;
-  if (r->map.size - r->offset < REGION_HEADER_SIZE)
+  if (!reader_over_map (r, &br) || !gst_byte_reader_set_pos (&br, r->offset)
+      || gst_byte_reader_get_remaining (&br) < REGION_HEADER_SIZE)
     goto malformed;
-  p = r->map.data + r->offset;
-  d->dest.x = (gint32) GST_READ_UINT32_LE (p);
-  d->dest.y = (gint32) GST_READ_UINT32_LE (p + 4);
-  d->dest.w = (gint32) GST_READ_UINT32_LE (p + 8);
-  d->dest.h = (gint32) GST_READ_UINT32_LE (p + 12);
-  d->type = p[16];
-  d->flags = p[17];
-  size = GST_READ_UINT32_LE (p + 20);
+  d->dest.x = gst_byte_reader_get_int32_le_unchecked (&br);
+  d->dest.y = gst_byte_reader_get_int32_le_unchecked (&br);
+  d->dest.w = gst_byte_reader_get_int32_le_unchecked (&br);
+  d->dest.h = gst_byte_reader_get_int32_le_unchecked (&br);
+  d->type = gst_byte_reader_get_uint8_unchecked (&br);
+  d->flags = gst_byte_reader_get_uint8_unchecked (&br);
+  gst_byte_reader_skip_unchecked (&br, 2);
+  size = gst_byte_reader_get_uint32_le_unchecked (&br);
   if (d->dest.w <= 0 || d->dest.h <= 0 || d->dest.x < 0 || d->dest.y < 0 ||
       d->dest.w > 16384 || d->dest.h > 16384 ||
-      size > r->map.size - r->offset - REGION_HEADER_SIZE)
+      !gst_byte_reader_get_data (&br, size, &d->payload))
     goto malformed;
-  d->payload = p + REGION_HEADER_SIZE;
   d->payload_size = size;
-  r->offset += (REGION_HEADER_SIZE + size + 3) & ~(gsize) 3;
+  r->offset += GST_ROUND_UP_4 (REGION_HEADER_SIZE + (gsize) size);
   r->offset = MIN (r->offset, r->map.size);
   r->index++;
   return TRUE;
@@ -280,17 +294,34 @@ gst_spice_bitmap_payload_write (guint8 * out, const guint8 * bgrx, gint stride,
     gint width, gint height)
 {
   gsize row = (gsize) width * 4;
-  gint y;
+  GstByteWriter bw;
 
-  out[0] = SPICE_BITMAP_FMT_32BIT_;
-  out[1] = SPICE_BITMAP_FLAG_TOP_DOWN_;
-  put_u32 (out + 2, width);
-  put_u32 (out + 6, height);
-  put_u32 (out + 10, (guint32) row);
-  put_u32 (out + 14, 0);
-  out += GST_SPICE_BITMAP_HEADER_SIZE;
-  for (y = 0; y < height; y++)
-    memcpy (out + y * row, bgrx + (gsize) y * stride, row);
+  writer_at (&bw, out, GST_SPICE_BITMAP_HEADER_SIZE);
+  gst_byte_writer_put_uint8 (&bw, SPICE_BITMAP_FMT_32BIT);
+  gst_byte_writer_put_uint8 (&bw, SPICE_BITMAP_FLAGS_TOP_DOWN);
+  gst_byte_writer_put_uint32_le (&bw, width);
+  gst_byte_writer_put_uint32_le (&bw, height);
+  gst_byte_writer_put_uint32_le (&bw, row);
+  gst_byte_writer_put_uint32_le (&bw, 0);
+  gst_spice_blit_bgrx (out + GST_SPICE_BITMAP_HEADER_SIZE, row, 0, 0, bgrx,
+      stride, 0, 0, width, height);
+}
+
+/* a reader over a payload (whose size the draws reader bounded) */
+static void
+payload_reader (GstByteReader * br, const guint8 * payload, gsize size)
+{
+  gst_byte_reader_init (br, payload, MIN (size, G_MAXUINT));
+}
+
+/* a BinaryData: u32 LE data size, then exactly that many bytes */
+static gboolean
+binary_payload_check (GstByteReader * br, gsize size)
+{
+  guint32 n;
+
+  return gst_byte_reader_get_uint32_le (br, &n) &&
+      n == size - GST_SPICE_BINARY_HEADER_SIZE;
 }
 
 /* Checks the framing of a payload (not the compressed bytes themselves). */
@@ -298,29 +329,42 @@ gboolean
 gst_spice_payload_validate (GstSpiceImageType type, gint width, gint height,
     const guint8 * payload, gsize size)
 {
+  GstByteReader br;
+
+  payload_reader (&br, payload, size);
   switch (type) {
     case GST_SPICE_IMAGE_BITMAP:{
-      guint32 stride;
+      guint8 format;
+      guint32 w, h, stride, palette;
 
-      if (size < GST_SPICE_BITMAP_HEADER_SIZE)
+      if (gst_byte_reader_get_remaining (&br) < GST_SPICE_BITMAP_HEADER_SIZE)
         return FALSE;
-      stride = GST_READ_UINT32_LE (payload + 10);
-      return payload[0] == SPICE_BITMAP_FMT_32BIT_ &&
-          GST_READ_UINT32_LE (payload + 2) == (guint32) width &&
-          GST_READ_UINT32_LE (payload + 6) == (guint32) height &&
-          stride >= (guint32) width *4 &&
-          GST_READ_UINT32_LE (payload + 14) == 0 &&
-          size - GST_SPICE_BITMAP_HEADER_SIZE >= (gsize) stride *height;
+      format = gst_byte_reader_get_uint8_unchecked (&br);
+      gst_byte_reader_skip_unchecked (&br, 1);  /* flags */
+      w = gst_byte_reader_get_uint32_le_unchecked (&br);
+      h = gst_byte_reader_get_uint32_le_unchecked (&br);
+      stride = gst_byte_reader_get_uint32_le_unchecked (&br);
+      palette = gst_byte_reader_get_uint32_le_unchecked (&br);
+      return format == SPICE_BITMAP_FMT_32BIT && w == (guint32) width &&
+          h == (guint32) height && stride >= (guint32) width *4 &&
+          palette == 0 &&
+          gst_byte_reader_get_remaining (&br) >= (gsize) stride * height;
     }
     case GST_SPICE_IMAGE_LZ4:
     case GST_SPICE_IMAGE_JPEG:
-      return size >= 4 && GST_READ_UINT32_LE (payload) == size - 4 && size > 4;
-    case GST_SPICE_IMAGE_COPY_BITS:
+      return size > GST_SPICE_BINARY_HEADER_SIZE &&
+          binary_payload_check (&br, size);
+    case GST_SPICE_IMAGE_COPY_BITS:{
       /* the source's corner; the reader of the region checks that the
        * source lies on its surface */
-      return size == GST_SPICE_COPY_BITS_PAYLOAD_SIZE &&
-          (gint32) GST_READ_UINT32_LE (payload) >= 0 &&
-          (gint32) GST_READ_UINT32_LE (payload + 4) >= 0;
+      gint32 x, y;
+
+      if (size != GST_SPICE_COPY_BITS_PAYLOAD_SIZE)
+        return FALSE;
+      x = gst_byte_reader_get_int32_le_unchecked (&br);
+      y = gst_byte_reader_get_int32_le_unchecked (&br);
+      return x >= 0 && y >= 0;
+    }
     default:
       return FALSE;
   }
@@ -331,8 +375,11 @@ gst_spice_copy_bits_payload_parse (const guint8 * payload,
     const GstVideoRectangle * dest, gint surface_width, gint surface_height,
     gint * src_x, gint * src_y)
 {
-  *src_x = (gint32) GST_READ_UINT32_LE (payload);
-  *src_y = (gint32) GST_READ_UINT32_LE (payload + 4);
+  GstByteReader br;
+
+  payload_reader (&br, payload, GST_SPICE_COPY_BITS_PAYLOAD_SIZE);
+  *src_x = gst_byte_reader_get_int32_le_unchecked (&br);
+  *src_y = gst_byte_reader_get_int32_le_unchecked (&br);
   return *src_x >= 0 && *src_y >= 0 && *src_x <= surface_width - dest->w &&
       *src_y <= surface_height - dest->h;
 }
@@ -357,22 +404,42 @@ gst_spice_copy_bits_apply (guint8 * bgrx, gint stride,
 void
 gst_spice_binary_payload_set_size (guint8 * payload, gsize payload_size)
 {
+  GstByteWriter bw;
+
   g_return_if_fail (payload_size >= GST_SPICE_BINARY_HEADER_SIZE);
-  put_u32 (payload, (guint32) (payload_size - GST_SPICE_BINARY_HEADER_SIZE));
+  writer_at (&bw, payload, GST_SPICE_BINARY_HEADER_SIZE);
+  gst_byte_writer_put_uint32_le (&bw,
+      payload_size - GST_SPICE_BINARY_HEADER_SIZE);
 }
 
 void
 gst_spice_lz4_payload_write_header (guint8 * payload, gsize payload_size)
 {
+  GstByteWriter bw;
+
   gst_spice_binary_payload_set_size (payload, payload_size);
-  payload[4] = 1;               /* top_down */
-  payload[5] = SPICE_BITMAP_FMT_32BIT;
+  writer_at (&bw, payload + GST_SPICE_BINARY_HEADER_SIZE,
+      GST_SPICE_LZ4_HEADER_SIZE - GST_SPICE_BINARY_HEADER_SIZE);
+  gst_byte_writer_put_uint8 (&bw, 1);   /* top_down */
+  gst_byte_writer_put_uint8 (&bw, SPICE_BITMAP_FMT_32BIT);
 }
 
 void
 gst_spice_lz4_block_write_header (guint8 * out, guint32 block_size)
 {
-  GST_WRITE_UINT32_BE (out, block_size);
+  GstByteWriter bw;
+
+  writer_at (&bw, out, GST_SPICE_LZ4_BLOCK_HEADER_SIZE);
+  gst_byte_writer_put_uint32_be (&bw, block_size);
+}
+
+/* the next (u32 BE length, block) pair of @br; FALSE at the end or when the
+ * pair is malformed */
+static gboolean
+lz4_block_read (GstByteReader * br, const guint8 ** block, guint32 * len)
+{
+  return gst_byte_reader_get_uint32_be (br, len) && *len > 0 &&
+      gst_byte_reader_get_data (br, *len, block);
 }
 
 /* Checks the BinaryData size, the format byte and that the (length, block)
@@ -382,34 +449,28 @@ gboolean
 gst_spice_lz4_payload_parse (const guint8 * payload, gsize size,
     GstSpiceLz4Blocks * blocks)
 {
-  const guint8 *p;
-  gsize left;
-  guint fmt;
+  GstByteReader br;
+  const guint8 *block;
+  guint32 len;
+  guint8 top_down, fmt;
 
   memset (blocks, 0, sizeof (*blocks));
+  payload_reader (&br, payload, size);
   if (size < GST_SPICE_LZ4_HEADER_SIZE + GST_SPICE_LZ4_BLOCK_HEADER_SIZE + 1 ||
-      GST_READ_UINT32_LE (payload) != size - GST_SPICE_BINARY_HEADER_SIZE)
+      !binary_payload_check (&br, size))
     return FALSE;
-  fmt = payload[5];
-  if (payload[4] > 1 || fmt < 6 || fmt > 9)
+  top_down = gst_byte_reader_get_uint8_unchecked (&br);
+  fmt = gst_byte_reader_get_uint8_unchecked (&br);
+  if (top_down > 1 || fmt < SPICE_BITMAP_FMT_16BIT ||
+      fmt > SPICE_BITMAP_FMT_RGBA)
     return FALSE;
-  p = payload + GST_SPICE_LZ4_HEADER_SIZE;
-  left = size - GST_SPICE_LZ4_HEADER_SIZE;
-  blocks->top_down = payload[4] == 1;
+  blocks->top_down = top_down == 1;
   blocks->format = fmt;
-  blocks->pos = p;
-  blocks->remaining = left;
-  while (left > 0) {
-    guint32 len;
-
-    if (left < GST_SPICE_LZ4_BLOCK_HEADER_SIZE)
+  blocks->pos = payload + GST_SPICE_LZ4_HEADER_SIZE;
+  blocks->remaining = size - GST_SPICE_LZ4_HEADER_SIZE;
+  while (gst_byte_reader_get_remaining (&br) > 0)
+    if (!lz4_block_read (&br, &block, &len))
       return FALSE;
-    len = GST_READ_UINT32_BE (p);
-    if (len == 0 || len > left - GST_SPICE_LZ4_BLOCK_HEADER_SIZE)
-      return FALSE;
-    p += GST_SPICE_LZ4_BLOCK_HEADER_SIZE + len;
-    left -= GST_SPICE_LZ4_BLOCK_HEADER_SIZE + len;
-  }
   return TRUE;
 }
 
@@ -417,17 +478,15 @@ gboolean
 gst_spice_lz4_blocks_next (GstSpiceLz4Blocks * blocks, const guint8 ** block,
     gsize * block_size)
 {
+  GstByteReader br;
   guint32 len;
 
-  if (blocks->remaining < GST_SPICE_LZ4_BLOCK_HEADER_SIZE)
+  payload_reader (&br, blocks->pos, blocks->remaining);
+  if (!lz4_block_read (&br, block, &len))
     return FALSE;
-  len = GST_READ_UINT32_BE (blocks->pos);
-  if (len == 0 || len > blocks->remaining - GST_SPICE_LZ4_BLOCK_HEADER_SIZE)
-    return FALSE;
-  *block = blocks->pos + GST_SPICE_LZ4_BLOCK_HEADER_SIZE;
   *block_size = len;
-  blocks->pos += GST_SPICE_LZ4_BLOCK_HEADER_SIZE + len;
-  blocks->remaining -= GST_SPICE_LZ4_BLOCK_HEADER_SIZE + len;
+  blocks->pos += gst_byte_reader_get_pos (&br);
+  blocks->remaining -= gst_byte_reader_get_pos (&br);
   return TRUE;
 }
 
@@ -436,17 +495,19 @@ gboolean
 gst_spice_jpeg_payload_parse (const guint8 * payload, gsize size,
     const guint8 ** jpeg, gsize * jpeg_size)
 {
+  GstByteReader br;
+  const guint8 *p;
   gsize n;
 
+  payload_reader (&br, payload, size);
   if (size < GST_SPICE_BINARY_HEADER_SIZE + 4 ||
-      GST_READ_UINT32_LE (payload) != size - GST_SPICE_BINARY_HEADER_SIZE)
+      !binary_payload_check (&br, size))
     return FALSE;
   n = size - GST_SPICE_BINARY_HEADER_SIZE;
-  payload += GST_SPICE_BINARY_HEADER_SIZE;
-  if (payload[0] != 0xff || payload[1] != 0xd8 ||
-      payload[n - 2] != 0xff || payload[n - 1] != 0xd9)
+  p = gst_byte_reader_get_data_unchecked (&br, n);
+  if (p[0] != 0xff || p[1] != 0xd8 || p[n - 2] != 0xff || p[n - 1] != 0xd9)
     return FALSE;
-  *jpeg = payload;
+  *jpeg = p;
   *jpeg_size = n;
   return TRUE;
 }

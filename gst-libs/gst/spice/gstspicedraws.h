@@ -3,6 +3,8 @@
  */
 #pragma once
 
+#include "gstspice-prelude.h"
+
 #include <gst/gst.h>
 #include <gst/video/video.h>
 #include <spice/enums.h>
@@ -67,24 +69,35 @@ typedef struct {
 /* ---- writer ---- */
 typedef struct _GstSpiceDrawsWriter GstSpiceDrawsWriter;
 
+GST_SPICE_API
 GstSpiceDrawsWriter *gst_spice_draws_writer_new (guint32 update_flags,
     gsize size_hint);
+GST_SPICE_API
 guint8  *gst_spice_draws_writer_begin (GstSpiceDrawsWriter * writer,
     const GstVideoRectangle * dest, GstSpiceImageType type, guint flags,
     gsize max_payload_size);
+GST_SPICE_API
 void     gst_spice_draws_writer_end (GstSpiceDrawsWriter * writer,
     gsize payload_size);
+GST_SPICE_API
 void     gst_spice_draws_writer_cancel (GstSpiceDrawsWriter * writer);
+GST_SPICE_API
 void     gst_spice_draws_writer_add (GstSpiceDrawsWriter * writer,
     const GstVideoRectangle * dest, GstSpiceImageType type, guint flags,
     const guint8 * payload, gsize payload_size);
+GST_SPICE_API
 void     gst_spice_draws_writer_add_bitmap (GstSpiceDrawsWriter * writer,
     const GstVideoRectangle * dest, const guint8 * bgrx, gint stride);
+GST_SPICE_API
 void     gst_spice_draws_writer_add_copy_bits (GstSpiceDrawsWriter * writer,
     const GstVideoRectangle * dest, gint src_x, gint src_y);
+GST_SPICE_API
 guint    gst_spice_draws_writer_n_regions (GstSpiceDrawsWriter * writer);
+GST_SPICE_API
 gsize    gst_spice_draws_writer_size (GstSpiceDrawsWriter * writer);
+GST_SPICE_API
 GstBuffer *gst_spice_draws_writer_finish (GstSpiceDrawsWriter * writer);
+GST_SPICE_API
 void     gst_spice_draws_writer_free (GstSpiceDrawsWriter * writer);
 
 /* ---- reader ---- */
@@ -100,27 +113,35 @@ typedef struct {
   gboolean error;               /* set when a malformed region stopped _next */
 } GstSpiceDrawsReader;
 
+GST_SPICE_API
 gboolean gst_spice_draws_reader_init (GstSpiceDrawsReader * reader,
     GstBuffer * buffer);
+GST_SPICE_API
 gboolean gst_spice_draws_reader_next (GstSpiceDrawsReader * reader,
     GstSpiceDraw * draw);
+GST_SPICE_API
 void     gst_spice_draws_reader_clear (GstSpiceDrawsReader * reader);
 
 /* ---- payload layouts (SPICE wire format) ---- */
 #define GST_SPICE_BITMAP_HEADER_SIZE 18
+GST_SPICE_API
 gsize    gst_spice_bitmap_payload_size (gint width, gint height);
+GST_SPICE_API
 void     gst_spice_bitmap_payload_write (guint8 * out, const guint8 * bgrx,
     gint stride, gint width, gint height);
+GST_SPICE_API
 gboolean gst_spice_payload_validate (GstSpiceImageType type, gint width,
     gint height, const guint8 * payload, gsize payload_size);
 /* The source corner of a COPY_BITS region whose payload is validated;
  * FALSE when the @dest-sized source does not lie on a @surface_width x
  * @surface_height surface. */
+GST_SPICE_API
 gboolean gst_spice_copy_bits_payload_parse (const guint8 * payload,
     const GstVideoRectangle * dest, gint surface_width, gint surface_height,
     gint * src_x, gint * src_y);
 /* Applies a COPY_BITS to BGRx pixels as a client does: each source row is
  * read before a destination row overwrites it. */
+GST_SPICE_API
 void     gst_spice_copy_bits_apply (guint8 * bgrx, gint stride,
     const GstVideoRectangle * dest, gint src_x, gint src_y);
 
@@ -128,8 +149,8 @@ void     gst_spice_copy_bits_apply (guint8 * bgrx, gint stride,
  *
  * Both are a SPICE BinaryData: u32 LE data_size, then data_size bytes.
  * JPEG: the data is a complete baseline JFIF stream whose size equals the
- * region's. LZ4: the data is u8 top_down (1), u8 SpiceBitmapFmt (8 =
- * 32BIT, B,G,R,x), then one or more (u32 **big-endian** length, raw LZ4
+ * region's. LZ4: the data is u8 top_down (1), u8 SpiceBitmapFmt
+ * (SPICE_BITMAP_FMT_32BIT: B,G,R,x), then one or more (u32 **big-endian** length, raw LZ4
  * block) pairs; the blocks decompress, as one stream
  * (LZ4_decompress_safe_continue), to the rows packed without padding.
  * These helpers only frame; the codecs live with their users (spicetiler
@@ -138,16 +159,18 @@ void     gst_spice_copy_bits_apply (guint8 * bgrx, gint stride,
 #define GST_SPICE_BINARY_HEADER_SIZE 4
 #define GST_SPICE_LZ4_HEADER_SIZE 6     /* data_size, top_down, format */
 #define GST_SPICE_LZ4_BLOCK_HEADER_SIZE 4
-#define SPICE_BITMAP_FMT_32BIT 8
 
 /* writes the u32 LE data_size of a BinaryData payload of @payload_size
  * bytes (header included) */
+GST_SPICE_API
 void     gst_spice_binary_payload_set_size (guint8 * payload,
     gsize payload_size);
 /* writes data_size, top_down = 1 and format = 32BIT */
+GST_SPICE_API
 void     gst_spice_lz4_payload_write_header (guint8 * payload,
     gsize payload_size);
 /* writes the big-endian length before a block */
+GST_SPICE_API
 void     gst_spice_lz4_block_write_header (guint8 * out, guint32 block_size);
 
 /**
@@ -164,10 +187,13 @@ typedef struct {
   gsize remaining;
 } GstSpiceLz4Blocks;
 
+GST_SPICE_API
 gboolean gst_spice_lz4_payload_parse (const guint8 * payload, gsize size,
     GstSpiceLz4Blocks * blocks);
+GST_SPICE_API
 gboolean gst_spice_lz4_blocks_next (GstSpiceLz4Blocks * blocks,
     const guint8 ** block, gsize * block_size);
+GST_SPICE_API
 gboolean gst_spice_jpeg_payload_parse (const guint8 * payload, gsize size,
     const guint8 ** jpeg, gsize * jpeg_size);
 

@@ -3,6 +3,8 @@
  */
 #pragma once
 
+#include "gstspice-prelude.h"
+
 #include <gst/gst.h>
 
 G_BEGIN_DECLS
@@ -11,7 +13,9 @@ G_BEGIN_DECLS
  * answers with a full lossless redraw from its shadow (an update flagged
  * GST_SPICE_DRAWS_FLAG_REFRESH) and a force-key-unit on every stream. */
 #define GST_SPICE_EVENT_REFRESH "spice-refresh"
+GST_SPICE_API
 GstEvent *gst_spice_event_new_refresh (void);
+GST_SPICE_API
 gboolean  gst_spice_event_is_refresh (GstEvent * event);
 
 /* Upstream on a stream pad, from spicesink: the link estimate changed.
@@ -21,8 +25,10 @@ gboolean  gst_spice_event_is_refresh (GstEvent * event);
  * client scales the frames up to the stream's rectangle), so that one
  * frame stays a small part of a second of the link. */
 #define GST_SPICE_EVENT_RATE "spice-rate"
+GST_SPICE_API
 GstEvent *gst_spice_event_new_rate (guint bitrate, gint fps_n, gint fps_d,
     guint scale);
+GST_SPICE_API
 gboolean  gst_spice_event_parse_rate (GstEvent * event, guint * bitrate,
     gint * fps_n, gint * fps_d, guint * scale);
 
@@ -31,15 +37,19 @@ gboolean  gst_spice_event_parse_rate (GstEvent * event, guint * bitrate,
  * update should not exceed (0 = no limit from the sink), so that a keypress
  * draw never waits behind much more than that. */
 #define GST_SPICE_EVENT_DRAW_BUDGET "spice-draw-budget"
+GST_SPICE_API
 GstEvent *gst_spice_event_new_draw_budget (guint64 bitrate,
     guint update_bytes);
+GST_SPICE_API
 gboolean  gst_spice_event_parse_draw_budget (GstEvent * event,
     guint64 * bitrate, guint * update_bytes);
 
 /* Upstream on a stream pad, from spicesink: whether every client can take
  * the stream. With enabled=FALSE the tiler sends that area as draws. */
 #define GST_SPICE_EVENT_STREAM_CONTROL "spice-stream-control"
+GST_SPICE_API
 GstEvent *gst_spice_event_new_stream_control (gboolean enabled);
+GST_SPICE_API
 gboolean  gst_spice_event_parse_stream_control (GstEvent * event,
     gboolean * enabled);
 
@@ -67,8 +77,10 @@ typedef struct {
 } GstSpiceCursor;
 
 #define GST_SPICE_EVENT_CURSOR "spice-cursor"
+GST_SPICE_API
 GstEvent *gst_spice_event_new_cursor (const GstSpiceCursor * cursor);
 /* fills @cursor; cursor->shape is a new reference (unref it) or NULL */
+GST_SPICE_API
 gboolean  gst_spice_event_parse_cursor (GstEvent * event,
     GstSpiceCursor * cursor);
 

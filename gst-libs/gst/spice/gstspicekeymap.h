@@ -3,6 +3,8 @@
  */
 #pragma once
 
+#include "gstspice-prelude.h"
+
 #include <glib.h>
 #include <gst/video/navigation.h>
 
@@ -13,12 +15,16 @@ G_BEGIN_DECLS
 #define GST_SPICE_SCANCODE_EXTENDED 0x100
 #define GST_SPICE_SCANCODE_SHIFT_L 0x2a
 
+GST_SPICE_API
 guint        gst_spice_keymap_scancode_from_name (const gchar * key,
     gboolean * shifted);
+GST_SPICE_API
 const gchar *gst_spice_keymap_name_from_scancode (guint scancode);
+GST_SPICE_API
 gboolean     gst_spice_keymap_is_modifier (guint scancode);
 /* the GstNavigation modifier that a held key sets (Shift, Control, Alt =
  * MOD1, AltGr = MOD5, Super = SUPER|MOD4), 0 for any other key */
+GST_SPICE_API
 GstNavigationModifierType gst_spice_keymap_modifier_mask (guint scancode);
 
 G_END_DECLS

@@ -3,6 +3,8 @@
  */
 #pragma once
 
+#include "gstspice-prelude.h"
+
 #include <glib.h>
 
 G_BEGIN_DECLS
@@ -14,6 +16,7 @@ G_BEGIN_DECLS
  * so that a secret never has to appear in a pipeline description (which
  * GStreamer's parser logs at GST_PIPELINE:4). Fails, naming the file, if it
  * cannot be read, is empty or is longer than GST_SPICE_MAX_PASSWORD. */
+GST_SPICE_API
 gchar *gst_spice_read_password_file (const gchar * path, GError ** error);
 
 G_END_DECLS

@@ -3,6 +3,8 @@
  */
 #pragma once
 
+#include "gstspice-prelude.h"
+
 #include <gst/video/video.h>
 
 G_BEGIN_DECLS
@@ -31,9 +33,12 @@ typedef struct {
   gboolean keyframe;
 } GstSpiceStreamMeta;
 
+GST_SPICE_API
 GType gst_spice_stream_meta_api_get_type (void);
+GST_SPICE_API
 const GstMetaInfo *gst_spice_stream_meta_get_info (void);
 
+GST_SPICE_API
 GstSpiceStreamMeta *gst_buffer_add_spice_stream_meta (GstBuffer * buffer,
     const GstVideoRectangle * dest, guint stream_id, gboolean keyframe);
 

@@ -3,6 +3,8 @@
  */
 #pragma once
 
+#include "gstspice-prelude.h"
+
 #include <glib.h>
 
 G_BEGIN_DECLS
@@ -10,22 +12,28 @@ G_BEGIN_DECLS
 typedef struct _GstSpiceTicketKey GstSpiceTicketKey;
 
 /* A fresh 1024-bit RSA key (exponent 65537). */
+GST_SPICE_API
 GstSpiceTicketKey *gst_spice_ticket_key_new (GError ** error);
+GST_SPICE_API
 void     gst_spice_ticket_key_free (GstSpiceTicketKey * key);
 /* DER SubjectPublicKeyInfo, SPICE_TICKET_PUBKEY_BYTES (162) bytes */
+GST_SPICE_API
 const guint8 *gst_spice_ticket_key_get_public (GstSpiceTicketKey * key,
     gsize * size);
 /* Decrypts a 128-byte ticket. Returns the password (up to the first NUL,
  * newly allocated) or NULL if the ticket does not decrypt. */
+GST_SPICE_API
 gchar   *gst_spice_ticket_key_decrypt (GstSpiceTicketKey * key,
     const guint8 * ticket, gsize size);
 /* TRUE if @ticket decrypts to exactly @password (compared in constant
  * time). */
+GST_SPICE_API
 gboolean gst_spice_ticket_key_check (GstSpiceTicketKey * key,
     const guint8 * ticket, gsize size, const gchar * password);
 
 /* Client side: encrypts @password plus its NUL with the DER public key.
  * @out must hold 128 bytes. */
+GST_SPICE_API
 gboolean gst_spice_ticket_encrypt (const guint8 * pub_der, gsize pub_size,
     const gchar * password, guint8 * out, gsize out_size);
 

@@ -3,10 +3,19 @@
  *
  * Layouts follow the project's protocol note (shared/design/spice-protocol.md):
  * all integers little-endian, structures packed, Rect = top, left, bottom,
- * right, pointers are u32 offsets from the start of the message body.
+ * right, pointers are u32 offsets from the start of the message body. The
+ * link stage and the data headers are spice-protocol's packed structs
+ * (<spice/protocol.h>): their sizes are sizeof and G_STRUCT_OFFSET of those.
+ *
+ * Writers: every body has a size known before it is written; the
+ * GByteArray grows once and a fixed GstByteWriter fills the new bytes,
+ * which wire_close() checks were filled exactly. Parsers: a GstByteReader
+ * over (data, size), so no read can leave it.
  */
 #include <string.h>
 #include <gst/gst.h>
+#include <gst/base/gstbytereader.h>
+#include <gst/base/gstbytewriter.h>
 
 #include "gstspicewire.h"
 
@@ -29,48 +38,63 @@ gst_spice_caps_set (guint32 * words, guint n_words, guint cap)
     words[w] |= 1u << (cap % 32);
 }
 
-/* -------------------------------------------------------- byte writers */
+/* ------------------------------------------------------------- writers */
 
-void
-gst_spice_put_u8 (GByteArray * a, guint8 v)
+#define RECT_SIZE 16            /* SpiceRect: i32 top, left, bottom, right */
+#define CLIP_NONE_SIZE 1        /* SpiceClip type NONE */
+#define IMAGE_DESCRIPTOR_SIZE 18        /* u64 id, u8 type, u8 flags, u32 w, h */
+
+/* Appends @size bytes to @a and points @w at them. */
+static void
+wire_open (GstByteWriter * w, GByteArray * a, gsize size)
 {
-  g_byte_array_append (a, &v, 1);
+  guint start = a->len;
+
+  g_byte_array_set_size (a, start + size);
+  gst_byte_writer_init_with_data (w, a->data + start, size, FALSE);
 }
 
-void
-gst_spice_put_u16 (GByteArray * a, guint16 v)
+/* The layout written must fill what wire_open() reserved. */
+static void
+wire_close (GstByteWriter * w)
 {
-  guint8 b[2];
-
-  GST_WRITE_UINT16_LE (b, v);
-  g_byte_array_append (a, b, 2);
+  g_assert (gst_byte_writer_get_remaining (w) == 0);
 }
 
-void
-gst_spice_put_u32 (GByteArray * a, guint32 v)
+static void
+write_rect (GstByteWriter * w, const GstVideoRectangle * r)
 {
-  guint8 b[4];
-
-  GST_WRITE_UINT32_LE (b, v);
-  g_byte_array_append (a, b, 4);
+  gst_byte_writer_put_int32_le (w, r->y);
+  gst_byte_writer_put_int32_le (w, r->x);
+  gst_byte_writer_put_int32_le (w, r->y + r->h);
+  gst_byte_writer_put_int32_le (w, r->x + r->w);
 }
 
-void
-gst_spice_put_u64 (GByteArray * a, guint64 v)
-{
-  guint8 b[8];
-
-  GST_WRITE_UINT64_LE (b, v);
-  g_byte_array_append (a, b, 8);
+/* gst_spice_put_u8 () ... gst_spice_put_u64 (): one integer each */
+#define DEFINE_PUT_INT(name, type, bytes, writer_put) \
+void \
+gst_spice_put_##name (GByteArray * a, type v) \
+{ \
+  GstByteWriter w; \
+  \
+  wire_open (&w, a, bytes); \
+  writer_put (&w, v); \
+  wire_close (&w); \
 }
+
+DEFINE_PUT_INT (u8, guint8, 1, gst_byte_writer_put_uint8);
+DEFINE_PUT_INT (u16, guint16, 2, gst_byte_writer_put_uint16_le);
+DEFINE_PUT_INT (u32, guint32, 4, gst_byte_writer_put_uint32_le);
+DEFINE_PUT_INT (u64, guint64, 8, gst_byte_writer_put_uint64_le);
 
 void
 gst_spice_put_rect (GByteArray * a, const GstVideoRectangle * r)
 {
-  gst_spice_put_u32 (a, (guint32) r->y);
-  gst_spice_put_u32 (a, (guint32) r->x);
-  gst_spice_put_u32 (a, (guint32) (r->y + r->h));
-  gst_spice_put_u32 (a, (guint32) (r->x + r->w));
+  GstByteWriter w;
+
+  wire_open (&w, a, RECT_SIZE);
+  write_rect (&w, r);
+  wire_close (&w);
 }
 
 void
@@ -80,79 +104,48 @@ gst_spice_put_bytes (GByteArray * a, const guint8 * data, gsize size)
     g_byte_array_append (a, data, size);
 }
 
-/* -------------------------------------------------------- byte readers */
+/* ------------------------------------------------------------- readers */
 
-typedef struct
-{
-  const guint8 *p;
-  gsize left;
-  gboolean ok;
-} Rd;
-
-static inline void
-rd_init (Rd * r, const guint8 * data, gsize size)
-{
-  r->p = data;
-  r->left = data ? size : 0;
-  r->ok = data != NULL || size == 0;
-}
-
-static inline const guint8 *
-rd_take (Rd * r, gsize n)
-{
-  const guint8 *p;
-
-  if (!r->ok || r->left < n) {
-    r->ok = FALSE;
-    return NULL;
-  }
-  p = r->p;
-  r->p += n;
-  r->left -= n;
-  return p;
-}
-
-static inline guint8
-rd_u8 (Rd * r)
-{
-  const guint8 *p = rd_take (r, 1);
-  return p ? p[0] : 0;
-}
-
-static inline guint16
-rd_u16 (Rd * r)
-{
-  const guint8 *p = rd_take (r, 2);
-  return p ? GST_READ_UINT16_LE (p) : 0;
-}
-
-static inline guint32
-rd_u32 (Rd * r)
-{
-  const guint8 *p = rd_take (r, 4);
-  return p ? GST_READ_UINT32_LE (p) : 0;
-}
-
-static inline guint64
-rd_u64 (Rd * r)
-{
-  const guint8 *p = rd_take (r, 8);
-  return p ? GST_READ_UINT64_LE (p) : 0;
-}
-
-/* Reads a SPICE Rect; FALSE if it is inverted or out of int range. */
+/* FALSE for (NULL, size > 0) and for sizes a GstByteReader cannot hold;
+ * the reader is then empty. */
 static gboolean
-rd_rect (Rd * r, GstVideoRectangle * out)
+wire_reader_init (GstByteReader * r, const guint8 * data, gsize size)
 {
-  gint64 top = (gint32) rd_u32 (r), left = (gint32) rd_u32 (r);
-  gint64 bottom = (gint32) rd_u32 (r), right = (gint32) rd_u32 (r);
+  gboolean ok = (data != NULL || size == 0) && size <= G_MAXUINT;
 
-  if (!r->ok || bottom < top || right < left)
+  gst_byte_reader_init (r, data, ok ? (guint) size : 0);
+  return ok;
+}
+
+/* Reads a SPICE Rect; FALSE if it is short, inverted or out of int range. */
+static gboolean
+read_rect (GstByteReader * r, GstVideoRectangle * out)
+{
+  gint32 top, left, bottom, right;
+
+  if (!gst_byte_reader_get_int32_le (r, &top) ||
+      !gst_byte_reader_get_int32_le (r, &left) ||
+      !gst_byte_reader_get_int32_le (r, &bottom) ||
+      !gst_byte_reader_get_int32_le (r, &right))
     return FALSE;
-  out->x = (gint) left;
-  out->y = (gint) top;
-  out->w = (gint) (right - left);
-  out->h = (gint) (bottom - top);
+  if (bottom < top || right < left)
+    return FALSE;
+  out->x = left;
+  out->y = top;
+  out->w = (gint) ((gint64) right - left);
+  out->h = (gint) ((gint64) bottom - top);
+  return TRUE;
+}
+
+/* Reads @n u32 words into @out. */
+static gboolean
+read_words (GstByteReader * r, guint32 * out, guint n)
+{
+  guint i;
+
+  for (i = 0; i < n; i++)
+    if (!gst_byte_reader_get_uint32_le (r, &out[i]))
+      return FALSE;
   return TRUE;
 }
 
@@ -162,16 +155,17 @@ gboolean
 gst_spice_wire_parse_link_header (const guint8 * data, gsize size,
     guint32 min_size, GstSpiceLinkHeader * out, guint32 * error)
 {
-  Rd r;
+  GstByteReader r;
   guint32 err = SPICE_LINK_ERR_INVALID_DATA;
 
-  rd_init (&r, data, size);
-  out->magic = rd_u32 (&r);
-  out->major = rd_u32 (&r);
-  out->minor = rd_u32 (&r);
-  out->size = rd_u32 (&r);
-  if (!r.ok)
+  memset (out, 0, sizeof (*out));
+  if (!wire_reader_init (&r, data, size) ||
+      gst_byte_reader_get_remaining (&r) < sizeof (SpiceLinkHeader))
     goto fail;
+  out->magic = gst_byte_reader_get_uint32_le_unchecked (&r);
+  out->major = gst_byte_reader_get_uint32_le_unchecked (&r);
+  out->minor = gst_byte_reader_get_uint32_le_unchecked (&r);
+  out->size = gst_byte_reader_get_uint32_le_unchecked (&r);
   if (out->magic != SPICE_MAGIC) {
     err = SPICE_LINK_ERR_INVALID_MAGIC;
     goto fail;
@@ -190,57 +184,58 @@ fail:
   return FALSE;
 }
 
+static void
+write_link_header (GstByteWriter * w, guint32 size)
+{
+  gst_byte_writer_put_uint32_le (w, SPICE_MAGIC);
+  gst_byte_writer_put_uint32_le (w, SPICE_VERSION_MAJOR);
+  gst_byte_writer_put_uint32_le (w, SPICE_VERSION_MINOR);
+  gst_byte_writer_put_uint32_le (w, size);
+}
+
 void
 gst_spice_wire_write_link_header (GByteArray * a, guint32 size)
 {
-  gst_spice_put_u32 (a, SPICE_MAGIC);
-  gst_spice_put_u32 (a, SPICE_VERSION_MAJOR);
-  gst_spice_put_u32 (a, SPICE_VERSION_MINOR);
-  gst_spice_put_u32 (a, size);
+  GstByteWriter w;
+
+  wire_open (&w, a, sizeof (SpiceLinkHeader));
+  write_link_header (&w, size);
+  wire_close (&w);
 }
 
-/* caps arrays shared by link message and reply: @base is the start of the
- * structure that caps_offset is relative to */
+/* caps arrays shared by link message and reply: @r reads the structure
+ * that caps_offset is relative to */
 static gboolean
-read_caps (const guint8 * base, gsize size, guint32 caps_offset,
-    guint32 n_common, guint32 n_channel, guint32 * common, guint32 * channel)
+read_caps (GstByteReader * r, guint32 caps_offset, guint32 n_common,
+    guint32 n_channel, guint32 * common, guint32 * channel)
 {
-  guint i;
-  Rd r;
-
   if (n_common > GST_SPICE_WIRE_MAX_CAPS_WORDS ||
       n_channel > GST_SPICE_WIRE_MAX_CAPS_WORDS)
     return FALSE;
-  if (caps_offset > size ||
-      (size - caps_offset) / 4 < (gsize) n_common + n_channel)
-    return FALSE;
-  rd_init (&r, base + caps_offset, size - caps_offset);
-  for (i = 0; i < n_common; i++)
-    common[i] = rd_u32 (&r);
-  for (i = 0; i < n_channel; i++)
-    channel[i] = rd_u32 (&r);
-  return r.ok;
+  return gst_byte_reader_set_pos (r, caps_offset) &&
+      read_words (r, common, n_common) && read_words (r, channel, n_channel);
 }
 
 gboolean
 gst_spice_wire_parse_link_mess (const guint8 * data, gsize size,
     GstSpiceLinkMess * out)
 {
-  Rd r;
+  GstByteReader r;
   guint32 n_common, n_channel, caps_offset;
 
   memset (out, 0, sizeof (*out));
-  rd_init (&r, data, size);
-  out->connection_id = rd_u32 (&r);
-  out->channel_type = rd_u8 (&r);
-  out->channel_id = rd_u8 (&r);
-  n_common = rd_u32 (&r);
-  n_channel = rd_u32 (&r);
-  caps_offset = rd_u32 (&r);
-  if (!r.ok || caps_offset < GST_SPICE_WIRE_LINK_MESS_SIZE)
+  if (!wire_reader_init (&r, data, size) ||
+      gst_byte_reader_get_remaining (&r) < sizeof (SpiceLinkMess))
     return FALSE;
-  if (!read_caps (data, size, caps_offset, n_common, n_channel,
-          out->common_caps, out->channel_caps))
+  out->connection_id = gst_byte_reader_get_uint32_le_unchecked (&r);
+  out->channel_type = gst_byte_reader_get_uint8_unchecked (&r);
+  out->channel_id = gst_byte_reader_get_uint8_unchecked (&r);
+  n_common = gst_byte_reader_get_uint32_le_unchecked (&r);
+  n_channel = gst_byte_reader_get_uint32_le_unchecked (&r);
+  caps_offset = gst_byte_reader_get_uint32_le_unchecked (&r);
+  if (caps_offset < sizeof (SpiceLinkMess) ||
+      !read_caps (&r, caps_offset, n_common, n_channel, out->common_caps,
+          out->channel_caps))
     return FALSE;
   out->n_common = n_common;
   out->n_channel = n_channel;
@@ -250,22 +245,25 @@ gst_spice_wire_parse_link_mess (const guint8 * data, gsize size,
 void
 gst_spice_wire_write_link_mess (GByteArray * a, const GstSpiceLinkMess * m)
 {
-  guint i;
+  GstByteWriter w;
   guint n_common = MIN (m->n_common, GST_SPICE_WIRE_MAX_CAPS_WORDS);
   guint n_channel = MIN (m->n_channel, GST_SPICE_WIRE_MAX_CAPS_WORDS);
+  gsize size = sizeof (SpiceLinkMess) + 4 * (n_common + n_channel);
+  guint i;
 
-  gst_spice_wire_write_link_header (a,
-      GST_SPICE_WIRE_LINK_MESS_SIZE + 4 * (n_common + n_channel));
-  gst_spice_put_u32 (a, m->connection_id);
-  gst_spice_put_u8 (a, m->channel_type);
-  gst_spice_put_u8 (a, m->channel_id);
-  gst_spice_put_u32 (a, n_common);
-  gst_spice_put_u32 (a, n_channel);
-  gst_spice_put_u32 (a, GST_SPICE_WIRE_LINK_MESS_SIZE);
+  wire_open (&w, a, sizeof (SpiceLinkHeader) + size);
+  write_link_header (&w, size);
+  gst_byte_writer_put_uint32_le (&w, m->connection_id);
+  gst_byte_writer_put_uint8 (&w, m->channel_type);
+  gst_byte_writer_put_uint8 (&w, m->channel_id);
+  gst_byte_writer_put_uint32_le (&w, n_common);
+  gst_byte_writer_put_uint32_le (&w, n_channel);
+  gst_byte_writer_put_uint32_le (&w, sizeof (SpiceLinkMess));
   for (i = 0; i < n_common; i++)
-    gst_spice_put_u32 (a, m->common_caps[i]);
+    gst_byte_writer_put_uint32_le (&w, m->common_caps[i]);
   for (i = 0; i < n_channel; i++)
-    gst_spice_put_u32 (a, m->channel_caps[i]);
+    gst_byte_writer_put_uint32_le (&w, m->channel_caps[i]);
+  wire_close (&w);
 }
 
 void
@@ -273,46 +271,49 @@ gst_spice_wire_write_link_reply (GByteArray * a, guint32 error,
     const guint8 * pub_key, const guint32 * common, guint n_common,
     const guint32 * channel, guint n_channel)
 {
-  static const guint8 zeros[SPICE_TICKET_PUBKEY_BYTES];
+  GstByteWriter w;
+  gsize size = sizeof (SpiceLinkReply) + 4 * (n_common + n_channel);
   guint i;
 
-  gst_spice_wire_write_link_header (a,
-      GST_SPICE_WIRE_LINK_REPLY_SIZE + 4 * (n_common + n_channel));
-  gst_spice_put_u32 (a, error);
-  gst_spice_put_bytes (a, pub_key ? pub_key : zeros, SPICE_TICKET_PUBKEY_BYTES);
-  gst_spice_put_u32 (a, n_common);
-  gst_spice_put_u32 (a, n_channel);
-  gst_spice_put_u32 (a, GST_SPICE_WIRE_LINK_REPLY_SIZE);
+  wire_open (&w, a, sizeof (SpiceLinkHeader) + size);
+  write_link_header (&w, size);
+  gst_byte_writer_put_uint32_le (&w, error);
+  if (pub_key)
+    gst_byte_writer_put_data (&w, pub_key, SPICE_TICKET_PUBKEY_BYTES);
+  else
+    gst_byte_writer_fill (&w, 0, SPICE_TICKET_PUBKEY_BYTES);
+  gst_byte_writer_put_uint32_le (&w, n_common);
+  gst_byte_writer_put_uint32_le (&w, n_channel);
+  gst_byte_writer_put_uint32_le (&w, sizeof (SpiceLinkReply));
   for (i = 0; i < n_common; i++)
-    gst_spice_put_u32 (a, common[i]);
+    gst_byte_writer_put_uint32_le (&w, common[i]);
   for (i = 0; i < n_channel; i++)
-    gst_spice_put_u32 (a, channel[i]);
+    gst_byte_writer_put_uint32_le (&w, channel[i]);
+  wire_close (&w);
 }
 
 gboolean
 gst_spice_wire_parse_link_reply (const guint8 * data, gsize size,
     GstSpiceLinkReply * out)
 {
-  Rd r;
-  const guint8 *key;
+  GstByteReader r;
   guint32 n_common, n_channel, caps_offset;
 
   memset (out, 0, sizeof (*out));
-  rd_init (&r, data, size);
-  out->error = rd_u32 (&r);
-  key = rd_take (&r, SPICE_TICKET_PUBKEY_BYTES);
-  n_common = rd_u32 (&r);
-  n_channel = rd_u32 (&r);
-  caps_offset = rd_u32 (&r);
-  if (!r.ok)
+  if (!wire_reader_init (&r, data, size) ||
+      gst_byte_reader_get_remaining (&r) < sizeof (SpiceLinkReply))
     return FALSE;
-  memcpy (out->pub_key, key, SPICE_TICKET_PUBKEY_BYTES);
+  out->error = gst_byte_reader_get_uint32_le_unchecked (&r);
+  memcpy (out->pub_key, gst_byte_reader_get_data_unchecked (&r,
+          SPICE_TICKET_PUBKEY_BYTES), SPICE_TICKET_PUBKEY_BYTES);
+  n_common = gst_byte_reader_get_uint32_le_unchecked (&r);
+  n_channel = gst_byte_reader_get_uint32_le_unchecked (&r);
+  caps_offset = gst_byte_reader_get_uint32_le_unchecked (&r);
   if (out->error != SPICE_LINK_ERR_OK)
     return TRUE;                /* error replies carry nothing else */
-  if (caps_offset < GST_SPICE_WIRE_LINK_REPLY_SIZE)
-    return FALSE;
-  if (!read_caps (data, size, caps_offset, n_common, n_channel,
-          out->common_caps, out->channel_caps))
+  if (caps_offset < sizeof (SpiceLinkReply) ||
+      !read_caps (&r, caps_offset, n_common, n_channel, out->common_caps,
+          out->channel_caps))
     return FALSE;
   out->n_common = n_common;
   out->n_channel = n_channel;
@@ -325,30 +326,37 @@ void
 gst_spice_wire_put_header (guint8 * out, gboolean mini, guint64 serial,
     guint16 type, guint32 size)
 {
-  if (mini) {
-    GST_WRITE_UINT16_LE (out, type);
-    GST_WRITE_UINT32_LE (out + 2, size);
-  } else {
-    GST_WRITE_UINT64_LE (out, serial);
-    GST_WRITE_UINT16_LE (out + 8, type);
-    GST_WRITE_UINT32_LE (out + 10, size);
-    GST_WRITE_UINT32_LE (out + 14, 0);
-  }
+  GstByteWriter w;
+
+  gst_byte_writer_init_with_data (&w, out, gst_spice_wire_header_size (mini),
+      FALSE);
+  if (!mini)
+    gst_byte_writer_put_uint64_le (&w, serial);
+  gst_byte_writer_put_uint16_le (&w, type);
+  gst_byte_writer_put_uint32_le (&w, size);
+  if (!mini)
+    gst_byte_writer_put_uint32_le (&w, 0);      /* sub_list */
+  wire_close (&w);
 }
 
 gboolean
 gst_spice_wire_parse_header (const guint8 * data, gsize size, gboolean mini,
     GstSpiceMsgHeader * out)
 {
-  Rd r;
+  GstByteReader r;
+  guint32 sub_list = 0;
 
-  rd_init (&r, data, size);
-  out->serial = mini ? 0 : rd_u64 (&r);
-  out->type = rd_u16 (&r);
-  out->size = rd_u32 (&r);
-  if (!mini && rd_u32 (&r) != 0)        /* sub_list: never used by clients */
+  memset (out, 0, sizeof (*out));
+  if (!wire_reader_init (&r, data, size) ||
+      gst_byte_reader_get_remaining (&r) < gst_spice_wire_header_size (mini))
     return FALSE;
-  return r.ok;
+  if (!mini)
+    out->serial = gst_byte_reader_get_uint64_le_unchecked (&r);
+  out->type = gst_byte_reader_get_uint16_le_unchecked (&r);
+  out->size = gst_byte_reader_get_uint32_le_unchecked (&r);
+  if (!mini)
+    sub_list = gst_byte_reader_get_uint32_le_unchecked (&r);
+  return sub_list == 0;         /* sub-message lists: never used by clients */
 }
 
 /* --------------------------------------------- client message limits */
@@ -434,46 +442,80 @@ gst_spice_wire_client_msg_name (guint8 channel_type, guint16 type)
 
 /* ------------------------------------------- server -> client bodies */
 
+/* body sizes (spice.proto's message layouts) */
+#define PING_SIZE 12            /* u32 id, u64 timestamp */
+#define MAIN_INIT_SIZE 32       /* eight u32 */
+#define SURFACE_CREATE_SIZE 20  /* u32 id, width, height, format, flags */
+#define DISPLAY_BASE_SIZE (4 + RECT_SIZE + CLIP_NONE_SIZE)
+/* Copy: u32 src_bitmap, Rect src_area, u16 rop, u8 scale_mode, QMask
+ * (u8 flags, Point pos, u32 bitmap) */
+#define COPY_SIZE (4 + RECT_SIZE + 2 + 1 + 1 + 8 + 4)
+#define STREAM_CREATE_SIZE (4 + 4 + 1 + 1 + 8 + 4 * 4 + RECT_SIZE + \
+    CLIP_NONE_SIZE)
+#define STREAM_DATA_HEAD_SIZE 12        /* u32 id, mm time, data size */
+#define STREAM_REPORT_SIZE 32   /* eight u32 */
+/* CursorHeader: u64 unique, u8 type, u16 width, height, hot x, hot y */
+#define CURSOR_HEADER_SIZE (8 + 1 + 4 * 2)
+
+G_STATIC_ASSERT (DISPLAY_BASE_SIZE + COPY_SIZE + IMAGE_DESCRIPTOR_SIZE ==
+    GST_SPICE_WIRE_DRAW_COPY_HEAD_SIZE);
+G_STATIC_ASSERT (DISPLAY_BASE_SIZE + 8 == GST_SPICE_WIRE_COPY_BITS_SIZE);
+
 void
 gst_spice_wire_write_ping (GByteArray * a, guint32 id, guint64 timestamp)
 {
-  gst_spice_put_u32 (a, id);
-  gst_spice_put_u64 (a, timestamp);
+  GstByteWriter w;
+
+  wire_open (&w, a, PING_SIZE);
+  gst_byte_writer_put_uint32_le (&w, id);
+  gst_byte_writer_put_uint64_le (&w, timestamp);
+  wire_close (&w);
 }
 
 void
 gst_spice_wire_write_main_init (GByteArray * a, guint32 session_id,
     guint32 supported_mouse_modes, guint32 current_mouse_mode, guint32 mm_time)
 {
-  gst_spice_put_u32 (a, session_id);
-  gst_spice_put_u32 (a, 1);     /* display_channels_hint */
-  gst_spice_put_u32 (a, supported_mouse_modes);
-  gst_spice_put_u32 (a, current_mouse_mode);
-  gst_spice_put_u32 (a, 0);     /* agent_connected */
-  gst_spice_put_u32 (a, 0);     /* agent_tokens */
-  gst_spice_put_u32 (a, mm_time);
-  gst_spice_put_u32 (a, 0);     /* ram_hint */
+  GstByteWriter w;
+
+  wire_open (&w, a, MAIN_INIT_SIZE);
+  gst_byte_writer_put_uint32_le (&w, session_id);
+  gst_byte_writer_put_uint32_le (&w, 1);        /* display_channels_hint */
+  gst_byte_writer_put_uint32_le (&w, supported_mouse_modes);
+  gst_byte_writer_put_uint32_le (&w, current_mouse_mode);
+  gst_byte_writer_put_uint32_le (&w, 0);        /* agent_connected */
+  gst_byte_writer_put_uint32_le (&w, 0);        /* agent_tokens */
+  gst_byte_writer_put_uint32_le (&w, mm_time);
+  gst_byte_writer_put_uint32_le (&w, 0);        /* ram_hint */
+  wire_close (&w);
 }
 
 void
 gst_spice_wire_write_channels_list (GByteArray * a, guint n,
     const guint8 * types, const guint8 * ids)
 {
+  GstByteWriter w;
   guint i;
 
-  gst_spice_put_u32 (a, n);
+  wire_open (&w, a, 4 + 2 * (gsize) n);
+  gst_byte_writer_put_uint32_le (&w, n);
   for (i = 0; i < n; i++) {
-    gst_spice_put_u8 (a, types[i]);
-    gst_spice_put_u8 (a, ids[i]);
+    gst_byte_writer_put_uint8 (&w, types[i]);
+    gst_byte_writer_put_uint8 (&w, ids[i]);
   }
+  wire_close (&w);
 }
 
 void
 gst_spice_wire_write_mouse_mode (GByteArray * a, guint16 supported,
     guint16 current)
 {
-  gst_spice_put_u16 (a, supported);
-  gst_spice_put_u16 (a, current);
+  GstByteWriter w;
+
+  wire_open (&w, a, 4);
+  gst_byte_writer_put_uint16_le (&w, supported);
+  gst_byte_writer_put_uint16_le (&w, current);
+  wire_close (&w);
 }
 
 void
@@ -486,11 +528,15 @@ void
 gst_spice_wire_write_surface_create (GByteArray * a, guint32 surface_id,
     guint32 width, guint32 height, guint32 format, guint32 flags)
 {
-  gst_spice_put_u32 (a, surface_id);
-  gst_spice_put_u32 (a, width);
-  gst_spice_put_u32 (a, height);
-  gst_spice_put_u32 (a, format);
-  gst_spice_put_u32 (a, flags);
+  GstByteWriter w;
+
+  wire_open (&w, a, SURFACE_CREATE_SIZE);
+  gst_byte_writer_put_uint32_le (&w, surface_id);
+  gst_byte_writer_put_uint32_le (&w, width);
+  gst_byte_writer_put_uint32_le (&w, height);
+  gst_byte_writer_put_uint32_le (&w, format);
+  gst_byte_writer_put_uint32_le (&w, flags);
+  wire_close (&w);
 }
 
 void
@@ -499,49 +545,52 @@ gst_spice_wire_write_surface_destroy (GByteArray * a, guint32 surface_id)
   gst_spice_put_u32 (a, surface_id);
 }
 
-#define ROPD_OP_PUT 8
+/* DisplayBase: surface, box, clip NONE */
+static void
+write_display_base (GstByteWriter * w, guint32 surface_id,
+    const GstVideoRectangle * box)
+{
+  gst_byte_writer_put_uint32_le (w, surface_id);
+  write_rect (w, box);
+  gst_byte_writer_put_uint8 (w, SPICE_CLIP_TYPE_NONE);
+}
 
 void
 gst_spice_wire_write_draw_copy_head (GByteArray * a, guint32 surface_id,
     const GstVideoRectangle * dest, guint8 image_type, guint8 image_flags)
 {
   GstVideoRectangle src = { 0, 0, dest->w, dest->h };
-  guint start = a->len;
+  GstByteWriter w;
 
-  /* DisplayBase */
-  gst_spice_put_u32 (a, surface_id);
-  gst_spice_put_rect (a, dest);
-  gst_spice_put_u8 (a, 0);      /* clip NONE */
-  /* Copy */
-  gst_spice_put_u32 (a, 57);    /* src_bitmap: offset of the image */
-  gst_spice_put_rect (a, &src);
-  gst_spice_put_u16 (a, ROPD_OP_PUT);
-  gst_spice_put_u8 (a, 1);      /* scale_mode NEAREST (sizes are equal) */
-  gst_spice_put_u8 (a, 0);      /* mask flags */
-  gst_spice_put_u32 (a, 0);     /* mask pos */
-  gst_spice_put_u32 (a, 0);
-  gst_spice_put_u32 (a, 0);     /* mask bitmap: none */
+  wire_open (&w, a, GST_SPICE_WIRE_DRAW_COPY_HEAD_SIZE);
+  write_display_base (&w, surface_id, dest);
+  /* Copy; the image descriptor follows it */
+  gst_byte_writer_put_uint32_le (&w, DISPLAY_BASE_SIZE + COPY_SIZE);
+  write_rect (&w, &src);
+  gst_byte_writer_put_uint16_le (&w, SPICE_ROPD_OP_PUT);
+  /* sizes are equal: no scaling */
+  gst_byte_writer_put_uint8 (&w, SPICE_IMAGE_SCALE_MODE_NEAREST);
+  gst_byte_writer_fill (&w, 0, 1 + 8 + 4);      /* no mask */
   /* SpiceImageDescriptor */
-  gst_spice_put_u64 (a, 0);
-  gst_spice_put_u8 (a, image_type);
-  gst_spice_put_u8 (a, image_flags);
-  gst_spice_put_u32 (a, (guint32) dest->w);
-  gst_spice_put_u32 (a, (guint32) dest->h);
-  g_assert (a->len - start == GST_SPICE_WIRE_DRAW_COPY_HEAD_SIZE);
+  gst_byte_writer_put_uint64_le (&w, 0);
+  gst_byte_writer_put_uint8 (&w, image_type);
+  gst_byte_writer_put_uint8 (&w, image_flags);
+  gst_byte_writer_put_uint32_le (&w, (guint32) dest->w);
+  gst_byte_writer_put_uint32_le (&w, (guint32) dest->h);
+  wire_close (&w);
 }
 
 void
 gst_spice_wire_write_copy_bits (GByteArray * a, guint32 surface_id,
     const GstVideoRectangle * dest, gint32 src_x, gint32 src_y)
 {
-  guint start = a->len;
+  GstByteWriter w;
 
-  gst_spice_put_u32 (a, surface_id);
-  gst_spice_put_rect (a, dest);
-  gst_spice_put_u8 (a, 0);      /* clip NONE */
-  gst_spice_put_u32 (a, (guint32) src_x);
-  gst_spice_put_u32 (a, (guint32) src_y);
-  g_assert (a->len - start == GST_SPICE_WIRE_COPY_BITS_SIZE);
+  wire_open (&w, a, GST_SPICE_WIRE_COPY_BITS_SIZE);
+  write_display_base (&w, surface_id, dest);
+  gst_byte_writer_put_int32_le (&w, src_x);
+  gst_byte_writer_put_int32_le (&w, src_y);
+  wire_close (&w);
 }
 
 void
@@ -549,26 +598,34 @@ gst_spice_wire_write_stream_create (GByteArray * a, guint32 surface_id,
     guint32 id, guint8 codec, guint8 flags, guint32 width, guint32 height,
     const GstVideoRectangle * dest)
 {
-  gst_spice_put_u32 (a, surface_id);
-  gst_spice_put_u32 (a, id);
-  gst_spice_put_u8 (a, flags);
-  gst_spice_put_u8 (a, codec);
-  gst_spice_put_u64 (a, 0);     /* stamp */
-  gst_spice_put_u32 (a, width);
-  gst_spice_put_u32 (a, height);
-  gst_spice_put_u32 (a, width);
-  gst_spice_put_u32 (a, height);
-  gst_spice_put_rect (a, dest);
-  gst_spice_put_u8 (a, 0);      /* clip NONE */
+  GstByteWriter w;
+
+  wire_open (&w, a, STREAM_CREATE_SIZE);
+  gst_byte_writer_put_uint32_le (&w, surface_id);
+  gst_byte_writer_put_uint32_le (&w, id);
+  gst_byte_writer_put_uint8 (&w, flags);
+  gst_byte_writer_put_uint8 (&w, codec);
+  gst_byte_writer_put_uint64_le (&w, 0);        /* stamp */
+  gst_byte_writer_put_uint32_le (&w, width);    /* stream size */
+  gst_byte_writer_put_uint32_le (&w, height);
+  gst_byte_writer_put_uint32_le (&w, width);    /* source size */
+  gst_byte_writer_put_uint32_le (&w, height);
+  write_rect (&w, dest);
+  gst_byte_writer_put_uint8 (&w, SPICE_CLIP_TYPE_NONE);
+  wire_close (&w);
 }
 
 void
 gst_spice_wire_write_stream_data_head (GByteArray * a, guint32 id,
     guint32 mm_time, guint32 data_size)
 {
-  gst_spice_put_u32 (a, id);
-  gst_spice_put_u32 (a, mm_time);
-  gst_spice_put_u32 (a, data_size);
+  GstByteWriter w;
+
+  wire_open (&w, a, STREAM_DATA_HEAD_SIZE);
+  gst_byte_writer_put_uint32_le (&w, id);
+  gst_byte_writer_put_uint32_le (&w, mm_time);
+  gst_byte_writer_put_uint32_le (&w, data_size);
+  wire_close (&w);
 }
 
 void
@@ -582,10 +639,14 @@ gst_spice_wire_write_stream_activate_report (GByteArray * a,
     guint32 stream_id, guint32 unique_id, guint32 max_window,
     guint32 timeout_ms)
 {
-  gst_spice_put_u32 (a, stream_id);
-  gst_spice_put_u32 (a, unique_id);
-  gst_spice_put_u32 (a, max_window);
-  gst_spice_put_u32 (a, timeout_ms);
+  GstByteWriter w;
+
+  wire_open (&w, a, 16);
+  gst_byte_writer_put_uint32_le (&w, stream_id);
+  gst_byte_writer_put_uint32_le (&w, unique_id);
+  gst_byte_writer_put_uint32_le (&w, max_window);
+  gst_byte_writer_put_uint32_le (&w, timeout_ms);
+  wire_close (&w);
 }
 
 void
@@ -600,24 +661,35 @@ gst_spice_wire_write_key_modifiers (GByteArray * a, guint16 modifiers)
   gst_spice_put_u16 (a, modifiers);
 }
 
-#define CURSOR_FLAGS_NONE 1
-#define CURSOR_TYPE_ALPHA 0
-
+/* CURSOR_INIT and CURSOR_SET: @position_size bytes of position (and
+ * trail), u8 visible, then the cursor: u16 flags (NONE alone), or flags 0
+ * and an ALPHA CursorHeader before the pixels the caller appends */
 static void
-write_cursor (GByteArray * a, gboolean has_shape, guint64 unique,
-    guint16 width, guint16 height, guint16 hot_x, guint16 hot_y)
+write_cursor_head (GByteArray * a, gint16 x, gint16 y, gboolean with_trail,
+    gboolean visible, gboolean has_shape, guint64 unique, guint16 width,
+    guint16 height, guint16 hot_x, guint16 hot_y)
 {
-  if (!has_shape) {
-    gst_spice_put_u16 (a, CURSOR_FLAGS_NONE);
-    return;
+  GstByteWriter w;
+
+  wire_open (&w, a, 4 + (with_trail ? 4 : 0) + 1 + 2 +
+      (has_shape ? CURSOR_HEADER_SIZE : 0));
+  gst_byte_writer_put_int16_le (&w, x);
+  gst_byte_writer_put_int16_le (&w, y);
+  if (with_trail) {
+    gst_byte_writer_put_uint16_le (&w, 0);      /* trail length */
+    gst_byte_writer_put_uint16_le (&w, 0);      /* trail frequency */
   }
-  gst_spice_put_u16 (a, 0);
-  gst_spice_put_u64 (a, unique);
-  gst_spice_put_u8 (a, CURSOR_TYPE_ALPHA);
-  gst_spice_put_u16 (a, width);
-  gst_spice_put_u16 (a, height);
-  gst_spice_put_u16 (a, MIN (hot_x, width ? width - 1 : 0));
-  gst_spice_put_u16 (a, MIN (hot_y, height ? height - 1 : 0));
+  gst_byte_writer_put_uint8 (&w, visible ? 1 : 0);
+  gst_byte_writer_put_uint16_le (&w, has_shape ? 0 : SPICE_CURSOR_FLAGS_NONE);
+  if (has_shape) {
+    gst_byte_writer_put_uint64_le (&w, unique);
+    gst_byte_writer_put_uint8 (&w, SPICE_CURSOR_TYPE_ALPHA);
+    gst_byte_writer_put_uint16_le (&w, width);
+    gst_byte_writer_put_uint16_le (&w, height);
+    gst_byte_writer_put_uint16_le (&w, MIN (hot_x, width ? width - 1 : 0));
+    gst_byte_writer_put_uint16_le (&w, MIN (hot_y, height ? height - 1 : 0));
+  }
+  wire_close (&w);
 }
 
 void
@@ -625,12 +697,8 @@ gst_spice_wire_write_cursor_init_head (GByteArray * a, gint16 x, gint16 y,
     gboolean visible, gboolean has_shape, guint64 unique, guint16 width,
     guint16 height, guint16 hot_x, guint16 hot_y)
 {
-  gst_spice_put_u16 (a, (guint16) x);
-  gst_spice_put_u16 (a, (guint16) y);
-  gst_spice_put_u16 (a, 0);     /* trail length */
-  gst_spice_put_u16 (a, 0);     /* trail frequency */
-  gst_spice_put_u8 (a, visible ? 1 : 0);
-  write_cursor (a, has_shape, unique, width, height, hot_x, hot_y);
+  write_cursor_head (a, x, y, TRUE, visible, has_shape, unique, width, height,
+      hot_x, hot_y);
 }
 
 void
@@ -638,31 +706,42 @@ gst_spice_wire_write_cursor_set_head (GByteArray * a, gint16 x, gint16 y,
     gboolean visible, gboolean has_shape, guint64 unique, guint16 width,
     guint16 height, guint16 hot_x, guint16 hot_y)
 {
-  gst_spice_put_u16 (a, (guint16) x);
-  gst_spice_put_u16 (a, (guint16) y);
-  gst_spice_put_u8 (a, visible ? 1 : 0);
-  write_cursor (a, has_shape, unique, width, height, hot_x, hot_y);
+  write_cursor_head (a, x, y, FALSE, visible, has_shape, unique, width,
+      height, hot_x, hot_y);
 }
 
 void
 gst_spice_wire_write_cursor_move (GByteArray * a, gint16 x, gint16 y)
 {
-  gst_spice_put_u16 (a, (guint16) x);
-  gst_spice_put_u16 (a, (guint16) y);
+  GstByteWriter w;
+
+  wire_open (&w, a, 4);
+  gst_byte_writer_put_int16_le (&w, x);
+  gst_byte_writer_put_int16_le (&w, y);
+  wire_close (&w);
 }
 
 /* ------------------------------------------- client -> server parsers */
 
-#define EXACT(n) do { if (!data || size != (n)) return FALSE; } while (0)
+/* A reader over a body that must be exactly @n bytes. */
+static gboolean
+exact_reader_init (GstByteReader * r, const guint8 * data, gsize size, gsize n)
+{
+  return data && size == n && wire_reader_init (r, data, size);
+}
 
 gboolean
 gst_spice_wire_parse_pong (const guint8 * data, gsize size, guint32 * id,
     guint64 * timestamp)
 {
-  if (!data || size < 12)
+  GstByteReader r;
+
+  /* a PONG may carry what the PING carried after its fields */
+  if (!data || !wire_reader_init (&r, data, size) ||
+      gst_byte_reader_get_remaining (&r) < PING_SIZE)
     return FALSE;
-  *id = GST_READ_UINT32_LE (data);
-  *timestamp = GST_READ_UINT64_LE (data + 4);
+  *id = gst_byte_reader_get_uint32_le_unchecked (&r);
+  *timestamp = gst_byte_reader_get_uint64_le_unchecked (&r);
   return TRUE;
 }
 
@@ -670,69 +749,82 @@ gboolean
 gst_spice_wire_parse_ack_sync (const guint8 * data, gsize size,
     guint32 * generation)
 {
-  EXACT (4);
-  *generation = GST_READ_UINT32_LE (data);
-  return TRUE;
+  GstByteReader r;
+
+  return exact_reader_init (&r, data, size, 4) &&
+      gst_byte_reader_get_uint32_le (&r, generation);
 }
 
 gboolean
 gst_spice_wire_parse_mouse_mode_request (const guint8 * data, gsize size,
     guint16 * mode)
 {
-  EXACT (2);
-  *mode = GST_READ_UINT16_LE (data);
-  return TRUE;
+  GstByteReader r;
+
+  return exact_reader_init (&r, data, size, 2) &&
+      gst_byte_reader_get_uint16_le (&r, mode);
 }
 
 gboolean
 gst_spice_wire_parse_display_init (const guint8 * data, gsize size)
 {
-  EXACT (14);
-  return TRUE;
+  GstByteReader r;
+
+  /* u8 cache id, i64 cache size, u8 glz dictionary id, i32 window size:
+   * we keep no caches, so only the size matters */
+  return exact_reader_init (&r, data, size, 1 + 8 + 1 + 4);
 }
 
 gboolean
 gst_spice_wire_parse_stream_report (const guint8 * data, gsize size,
     GstSpiceStreamReport * out)
 {
-  EXACT (32);
-  out->stream_id = GST_READ_UINT32_LE (data);
-  out->unique_id = GST_READ_UINT32_LE (data + 4);
-  out->start_frame_mm_time = GST_READ_UINT32_LE (data + 8);
-  out->end_frame_mm_time = GST_READ_UINT32_LE (data + 12);
-  out->num_frames = GST_READ_UINT32_LE (data + 16);
-  out->num_drops = GST_READ_UINT32_LE (data + 20);
-  out->last_frame_delay = (gint32) GST_READ_UINT32_LE (data + 24);
-  out->audio_delay = GST_READ_UINT32_LE (data + 28);
+  GstByteReader r;
+
+  if (!exact_reader_init (&r, data, size, STREAM_REPORT_SIZE))
+    return FALSE;
+  out->stream_id = gst_byte_reader_get_uint32_le_unchecked (&r);
+  out->unique_id = gst_byte_reader_get_uint32_le_unchecked (&r);
+  out->start_frame_mm_time = gst_byte_reader_get_uint32_le_unchecked (&r);
+  out->end_frame_mm_time = gst_byte_reader_get_uint32_le_unchecked (&r);
+  out->num_frames = gst_byte_reader_get_uint32_le_unchecked (&r);
+  out->num_drops = gst_byte_reader_get_uint32_le_unchecked (&r);
+  out->last_frame_delay = gst_byte_reader_get_int32_le_unchecked (&r);
+  out->audio_delay = gst_byte_reader_get_uint32_le_unchecked (&r);
   return out->stream_id < GST_SPICE_WIRE_MAX_STREAMS;
 }
 
 gboolean
 gst_spice_wire_parse_key (const guint8 * data, gsize size, guint32 * code)
 {
-  EXACT (4);
-  *code = GST_READ_UINT32_LE (data);
-  return TRUE;
+  GstByteReader r;
+
+  return exact_reader_init (&r, data, size, 4) &&
+      gst_byte_reader_get_uint32_le (&r, code);
 }
 
 gboolean
 gst_spice_wire_parse_key_modifiers (const guint8 * data, gsize size,
     guint16 * modifiers)
 {
-  EXACT (2);
-  *modifiers = GST_READ_UINT16_LE (data);
-  return TRUE;
+  GstByteReader r;
+
+  return exact_reader_init (&r, data, size, 2) &&
+      gst_byte_reader_get_uint16_le (&r, modifiers);
 }
 
 gboolean
 gst_spice_wire_parse_mouse_position (const guint8 * data, gsize size,
     guint32 * x, guint32 * y, guint16 * buttons, guint8 * display_id)
 {
-  EXACT (11);
-  *x = GST_READ_UINT32_LE (data);
-  *y = GST_READ_UINT32_LE (data + 4);
-  *buttons = GST_READ_UINT16_LE (data + 8);
-  *display_id = data[10];
+  GstByteReader r;
+
+  if (!exact_reader_init (&r, data, size, 4 + 4 + 2 + 1))
+    return FALSE;
+  *x = gst_byte_reader_get_uint32_le_unchecked (&r);
+  *y = gst_byte_reader_get_uint32_le_unchecked (&r);
+  *buttons = gst_byte_reader_get_uint16_le_unchecked (&r);
+  *display_id = gst_byte_reader_get_uint8_unchecked (&r);
   return TRUE;
 }
 
@@ -740,10 +832,13 @@ gboolean
 gst_spice_wire_parse_mouse_motion (const guint8 * data, gsize size,
     gint32 * dx, gint32 * dy, guint16 * buttons)
 {
-  EXACT (10);
-  *dx = (gint32) GST_READ_UINT32_LE (data);
-  *dy = (gint32) GST_READ_UINT32_LE (data + 4);
-  *buttons = GST_READ_UINT16_LE (data + 8);
+  GstByteReader r;
+
+  if (!exact_reader_init (&r, data, size, 4 + 4 + 2))
+    return FALSE;
+  *dx = gst_byte_reader_get_int32_le_unchecked (&r);
+  *dy = gst_byte_reader_get_int32_le_unchecked (&r);
+  *buttons = gst_byte_reader_get_uint16_le_unchecked (&r);
   return TRUE;
 }
 
@@ -751,10 +846,14 @@ gboolean
 gst_spice_wire_parse_mouse_button (const guint8 * data, gsize size,
     guint8 * button, guint16 * buttons)
 {
-  EXACT (3);
-  *button = data[0];
-  *buttons = GST_READ_UINT16_LE (data + 1);
-  return *button >= 1 && *button <= 7;
+  GstByteReader r;
+
+  if (!exact_reader_init (&r, data, size, 1 + 2))
+    return FALSE;
+  *button = gst_byte_reader_get_uint8_unchecked (&r);
+  *buttons = gst_byte_reader_get_uint16_le_unchecked (&r);
+  return *button >= SPICE_MOUSE_BUTTON_LEFT &&
+      *button < SPICE_MOUSE_BUTTON_ENUM_END;
 }
 
 gint
@@ -816,37 +915,37 @@ gboolean
 gst_spice_wire_parse_main_init (const guint8 * data, gsize size,
     GstSpiceMainInit * out)
 {
-  Rd r;
+  GstByteReader r;
 
-  EXACT (32);
-  rd_init (&r, data, size);
-  out->session_id = rd_u32 (&r);
-  out->display_channels_hint = rd_u32 (&r);
-  out->supported_mouse_modes = rd_u32 (&r);
-  out->current_mouse_mode = rd_u32 (&r);
-  out->agent_connected = rd_u32 (&r);
-  out->agent_tokens = rd_u32 (&r);
-  out->multi_media_time = rd_u32 (&r);
-  out->ram_hint = rd_u32 (&r);
-  return r.ok;
+  if (!exact_reader_init (&r, data, size, MAIN_INIT_SIZE))
+    return FALSE;
+  out->session_id = gst_byte_reader_get_uint32_le_unchecked (&r);
+  out->display_channels_hint = gst_byte_reader_get_uint32_le_unchecked (&r);
+  out->supported_mouse_modes = gst_byte_reader_get_uint32_le_unchecked (&r);
+  out->current_mouse_mode = gst_byte_reader_get_uint32_le_unchecked (&r);
+  out->agent_connected = gst_byte_reader_get_uint32_le_unchecked (&r);
+  out->agent_tokens = gst_byte_reader_get_uint32_le_unchecked (&r);
+  out->multi_media_time = gst_byte_reader_get_uint32_le_unchecked (&r);
+  out->ram_hint = gst_byte_reader_get_uint32_le_unchecked (&r);
+  return TRUE;
 }
 
 gint
 gst_spice_wire_parse_channels_list (const guint8 * data, gsize size,
     guint8 * types, guint8 * ids, guint max)
 {
-  Rd r;
+  GstByteReader r;
   guint32 n, i;
 
-  rd_init (&r, data, size);
-  n = rd_u32 (&r);
-  if (!r.ok || n > max || size != 4 + 2 * (gsize) n)
+  if (!wire_reader_init (&r, data, size) ||
+      !gst_byte_reader_get_uint32_le (&r, &n) || n > max ||
+      gst_byte_reader_get_remaining (&r) != 2 * (gsize) n)
     return -1;
   for (i = 0; i < n; i++) {
-    types[i] = rd_u8 (&r);
-    ids[i] = rd_u8 (&r);
+    types[i] = gst_byte_reader_get_uint8_unchecked (&r);
+    ids[i] = gst_byte_reader_get_uint8_unchecked (&r);
   }
-  return r.ok ? (gint) n : -1;
+  return (gint) n;
 }
 
 gboolean
@@ -854,60 +953,58 @@ gst_spice_wire_parse_surface_create (const guint8 * data, gsize size,
     guint32 * surface_id, guint32 * width, guint32 * height, guint32 * format,
     guint32 * flags)
 {
-  EXACT (20);
-  *surface_id = GST_READ_UINT32_LE (data);
-  *width = GST_READ_UINT32_LE (data + 4);
-  *height = GST_READ_UINT32_LE (data + 8);
-  *format = GST_READ_UINT32_LE (data + 12);
-  *flags = GST_READ_UINT32_LE (data + 16);
+  GstByteReader r;
+
+  if (!exact_reader_init (&r, data, size, SURFACE_CREATE_SIZE))
+    return FALSE;
+  *surface_id = gst_byte_reader_get_uint32_le_unchecked (&r);
+  *width = gst_byte_reader_get_uint32_le_unchecked (&r);
+  *height = gst_byte_reader_get_uint32_le_unchecked (&r);
+  *format = gst_byte_reader_get_uint32_le_unchecked (&r);
+  *flags = gst_byte_reader_get_uint32_le_unchecked (&r);
   return TRUE;
+}
+
+/* a SpiceClip: NONE, or RECTS (u32 n, n Rects) skipped */
+static gboolean
+skip_clip (GstByteReader * r)
+{
+  guint8 type;
+  guint32 n;
+
+  if (!gst_byte_reader_get_uint8 (r, &type))
+    return FALSE;
+  if (type == SPICE_CLIP_TYPE_NONE)
+    return TRUE;
+  if (type != SPICE_CLIP_TYPE_RECTS || !gst_byte_reader_get_uint32_le (r, &n)
+      || n > gst_byte_reader_get_remaining (r) / RECT_SIZE)
+    return FALSE;
+  return gst_byte_reader_skip (r, n * RECT_SIZE);
 }
 
 gboolean
 gst_spice_wire_parse_draw_copy (const guint8 * data, gsize size,
     GstSpiceDrawCopy * out)
 {
-  Rd r;
-  guint8 clip;
+  GstByteReader r;
   guint32 src_bitmap, mask_bitmap;
+  guint8 scale_mode, mask_flags;
 
   memset (out, 0, sizeof (*out));
-  rd_init (&r, data, size);
-  out->surface_id = rd_u32 (&r);
-  if (!rd_rect (&r, &out->box))
+  if (!wire_reader_init (&r, data, size) || !gst_byte_reader_get_uint32_le (&r, &out->surface_id) || !read_rect (&r, &out->box) || !skip_clip (&r) || !gst_byte_reader_get_uint32_le (&r, &src_bitmap) || !read_rect (&r, &out->src_area) || !gst_byte_reader_get_uint16_le (&r, &out->rop) || !gst_byte_reader_get_uint8 (&r, &scale_mode) || !gst_byte_reader_get_uint8 (&r, &mask_flags) || !gst_byte_reader_skip (&r, 8) || /* mask position */
+      !gst_byte_reader_get_uint32_le (&r, &mask_bitmap))
     return FALSE;
-  clip = rd_u8 (&r);
-  if (clip == 1) {
-    guint32 n = rd_u32 (&r);
-
-    if (!r.ok || n > r.left / 16)
-      return FALSE;
-    rd_take (&r, (gsize) n * 16);
-  } else if (clip != 0) {
+  if (mask_bitmap != 0 || src_bitmap == 0 ||
+      !gst_byte_reader_set_pos (&r, src_bitmap) ||
+      gst_byte_reader_get_remaining (&r) < IMAGE_DESCRIPTOR_SIZE)
     return FALSE;
-  }
-  src_bitmap = rd_u32 (&r);
-  if (!rd_rect (&r, &out->src_area))
-    return FALSE;
-  out->rop = rd_u16 (&r);
-  rd_u8 (&r);                   /* scale mode */
-  rd_u8 (&r);                   /* mask flags */
-  rd_u32 (&r);
-  rd_u32 (&r);
-  mask_bitmap = rd_u32 (&r);
-  if (!r.ok || mask_bitmap != 0 || src_bitmap == 0 ||
-      src_bitmap > size || size - src_bitmap < 18)
-    return FALSE;
-  rd_init (&r, data + src_bitmap, size - src_bitmap);
-  rd_u64 (&r);
-  out->image_type = rd_u8 (&r);
-  out->image_flags = rd_u8 (&r);
-  out->image_width = rd_u32 (&r);
-  out->image_height = rd_u32 (&r);
-  if (!r.ok)
-    return FALSE;
-  out->payload = r.p;
-  out->payload_size = r.left;
+  gst_byte_reader_skip_unchecked (&r, 8);       /* image id */
+  out->image_type = gst_byte_reader_get_uint8_unchecked (&r);
+  out->image_flags = gst_byte_reader_get_uint8_unchecked (&r);
+  out->image_width = gst_byte_reader_get_uint32_le_unchecked (&r);
+  out->image_height = gst_byte_reader_get_uint32_le_unchecked (&r);
+  out->payload_size = gst_byte_reader_get_remaining (&r);
+  out->payload = gst_byte_reader_get_data_unchecked (&r, out->payload_size);
   return TRUE;
 }
 
@@ -915,40 +1012,43 @@ gboolean
 gst_spice_wire_parse_stream_create (const guint8 * data, gsize size,
     GstSpiceStreamCreate * out)
 {
-  Rd r;
+  GstByteReader r;
+  guint8 clip;
 
   memset (out, 0, sizeof (*out));
-  rd_init (&r, data, size);
-  out->surface_id = rd_u32 (&r);
-  out->id = rd_u32 (&r);
-  out->flags = rd_u8 (&r);
-  out->codec = rd_u8 (&r);
-  rd_u64 (&r);
-  out->width = rd_u32 (&r);
-  out->height = rd_u32 (&r);
-  rd_u32 (&r);
-  rd_u32 (&r);
-  if (!rd_rect (&r, &out->dest))
+  if (!exact_reader_init (&r, data, size, STREAM_CREATE_SIZE))
     return FALSE;
-  if (rd_u8 (&r) != 0)
-    return FALSE;               /* we only ever send clip NONE */
-  return r.ok && r.left == 0 && out->id < GST_SPICE_WIRE_MAX_STREAMS;
+  out->surface_id = gst_byte_reader_get_uint32_le_unchecked (&r);
+  out->id = gst_byte_reader_get_uint32_le_unchecked (&r);
+  out->flags = gst_byte_reader_get_uint8_unchecked (&r);
+  out->codec = gst_byte_reader_get_uint8_unchecked (&r);
+  gst_byte_reader_skip_unchecked (&r, 8);       /* stamp */
+  out->width = gst_byte_reader_get_uint32_le_unchecked (&r);
+  out->height = gst_byte_reader_get_uint32_le_unchecked (&r);
+  gst_byte_reader_skip_unchecked (&r, 8);       /* source size */
+  if (!read_rect (&r, &out->dest))
+    return FALSE;
+  clip = gst_byte_reader_get_uint8_unchecked (&r);
+  /* we only ever send clip NONE */
+  return clip == SPICE_CLIP_TYPE_NONE && out->id < GST_SPICE_WIRE_MAX_STREAMS;
 }
 
 gboolean
 gst_spice_wire_parse_stream_data (const guint8 * data, gsize size,
     guint32 * id, guint32 * mm_time, const guint8 ** frame, gsize * frame_size)
 {
+  GstByteReader r;
   guint32 n;
 
-  if (!data || size < 12)
+  if (!data || !wire_reader_init (&r, data, size) ||
+      gst_byte_reader_get_remaining (&r) < STREAM_DATA_HEAD_SIZE)
     return FALSE;
-  *id = GST_READ_UINT32_LE (data);
-  *mm_time = GST_READ_UINT32_LE (data + 4);
-  n = GST_READ_UINT32_LE (data + 8);
-  if (n != size - 12)
+  *id = gst_byte_reader_get_uint32_le_unchecked (&r);
+  *mm_time = gst_byte_reader_get_uint32_le_unchecked (&r);
+  n = gst_byte_reader_get_uint32_le_unchecked (&r);
+  if (n != gst_byte_reader_get_remaining (&r))
     return FALSE;
-  *frame = data + 12;
+  *frame = gst_byte_reader_get_data_unchecked (&r, n);
   *frame_size = n;
   return TRUE;
 }
@@ -959,10 +1059,14 @@ void
 gst_spice_wire_write_mouse_position (GByteArray * a, guint32 x, guint32 y,
     guint16 buttons, guint8 display_id)
 {
-  gst_spice_put_u32 (a, x);
-  gst_spice_put_u32 (a, y);
-  gst_spice_put_u16 (a, buttons);
-  gst_spice_put_u8 (a, display_id);
+  GstByteWriter w;
+
+  wire_open (&w, a, 4 + 4 + 2 + 1);
+  gst_byte_writer_put_uint32_le (&w, x);
+  gst_byte_writer_put_uint32_le (&w, y);
+  gst_byte_writer_put_uint16_le (&w, buttons);
+  gst_byte_writer_put_uint8 (&w, display_id);
+  wire_close (&w);
 }
 
 void

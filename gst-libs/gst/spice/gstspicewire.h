@@ -5,10 +5,15 @@
  *
  * Every parser takes (data, size), checks every length and offset, and
  * returns FALSE on anything malformed; it never reads outside [data, data +
- * size). Writers append little-endian bytes to a GByteArray. Message
- * "bodies" exclude the 6-byte mini header / 18-byte full header.
+ * size), reading it with a GstByteReader. Writers append little-endian
+ * bytes to a GByteArray, written with a GstByteWriter. Message "bodies"
+ * exclude the mini header (SpiceMiniDataHeader) / full header
+ * (SpiceDataHeader). Every function touches only its arguments: any
+ * thread.
  */
 #pragma once
+
+#include "gstspice-prelude.h"
 
 #include <glib.h>
 #include <gst/video/video.h>
@@ -20,37 +25,40 @@ G_BEGIN_DECLS
 
 /* Wire constants (channel types, message types, capabilities, link errors,
  * codecs, surface formats) are spice-protocol's, from <spice/protocol.h> and
- * <spice/enums.h>. What follows are sizes of packed wire structs and this
- * implementation's own limits. */
-#define GST_SPICE_WIRE_LINK_HEADER_SIZE 16      /* SpiceLinkHeader */
-#define GST_SPICE_WIRE_LINK_MESS_SIZE 18        /* SpiceLinkMess */
-#define GST_SPICE_WIRE_LINK_REPLY_SIZE 178      /* SpiceLinkReply */
-#define GST_SPICE_WIRE_TICKET_SIZE (SPICE_TICKET_KEY_PAIR_LENGTH / 8)
+ * <spice/enums.h>; so are the packed structs of the link stage and the data
+ * headers, whose sizes follow. Then the sizes of message parts that
+ * spice-protocol has no struct for, and this implementation's own limits. */
+#define GST_SPICE_WIRE_LINK_HEADER_SIZE ((gint) sizeof (SpiceLinkHeader))
+#define GST_SPICE_WIRE_LINK_MESS_SIZE ((gint) sizeof (SpiceLinkMess))
+#define GST_SPICE_WIRE_LINK_REPLY_SIZE ((gint) sizeof (SpiceLinkReply))
+#define GST_SPICE_WIRE_TICKET_SIZE ((gint) sizeof (SpiceLinkEncryptedTicket))
+#define GST_SPICE_WIRE_MINI_HEADER_SIZE ((gint) sizeof (SpiceMiniDataHeader))
+#define GST_SPICE_WIRE_FULL_HEADER_SIZE ((gint) sizeof (SpiceDataHeader))
+/* DisplayBase (clip NONE), Copy (no mask) and the image descriptor */
+#define GST_SPICE_WIRE_DRAW_COPY_HEAD_SIZE 75
 #define GST_SPICE_WIRE_MAX_LINK_SIZE 4096
 #define GST_SPICE_WIRE_MAX_CAPS_WORDS 16
-#define GST_SPICE_WIRE_MINI_HEADER_SIZE 6       /* SpiceMiniDataHeader */
-#define GST_SPICE_WIRE_FULL_HEADER_SIZE 18      /* SpiceDataHeader */
-#define GST_SPICE_WIRE_DRAW_COPY_HEAD_SIZE 75   /* fixed part + image descriptor */
-#define GST_SPICE_WIRE_MAX_STREAMS 64
-
-G_STATIC_ASSERT (sizeof (SpiceLinkHeader) == GST_SPICE_WIRE_LINK_HEADER_SIZE);
-G_STATIC_ASSERT (sizeof (SpiceLinkMess) == GST_SPICE_WIRE_LINK_MESS_SIZE);
-G_STATIC_ASSERT (sizeof (SpiceLinkReply) == GST_SPICE_WIRE_LINK_REPLY_SIZE);
-G_STATIC_ASSERT (sizeof (SpiceMiniDataHeader) ==
-    GST_SPICE_WIRE_MINI_HEADER_SIZE);
-G_STATIC_ASSERT (sizeof (SpiceDataHeader) == GST_SPICE_WIRE_FULL_HEADER_SIZE);
+#define GST_SPICE_WIRE_MAX_STREAMS SPICE_MAX_NUM_STREAMS
 
 /* ---- capabilities ---- */
+GST_SPICE_API
 gboolean gst_spice_caps_test (const guint32 * words, guint n_words, guint cap);
+GST_SPICE_API
 void     gst_spice_caps_set (guint32 * words, guint n_words, guint cap);
 
 /* ---- byte writers ---- */
+GST_SPICE_API
 void gst_spice_put_u8 (GByteArray * a, guint8 v);
+GST_SPICE_API
 void gst_spice_put_u16 (GByteArray * a, guint16 v);
+GST_SPICE_API
 void gst_spice_put_u32 (GByteArray * a, guint32 v);
+GST_SPICE_API
 void gst_spice_put_u64 (GByteArray * a, guint64 v);
 /* SPICE Rect: top, left, bottom, right */
+GST_SPICE_API
 void gst_spice_put_rect (GByteArray * a, const GstVideoRectangle * r);
+GST_SPICE_API
 void gst_spice_put_bytes (GByteArray * a, const guint8 * data, gsize size);
 
 /* ---- link stage ---- */
@@ -64,8 +72,10 @@ typedef struct {
 /* Checks magic, major version and that size is within
  * [min_size, GST_SPICE_WIRE_MAX_LINK_SIZE]. On failure *error (if given) is
  * the SpiceLinkErr to answer with. */
+GST_SPICE_API
 gboolean gst_spice_wire_parse_link_header (const guint8 * data, gsize size,
     guint32 min_size, GstSpiceLinkHeader * out, guint32 * error);
+GST_SPICE_API
 void     gst_spice_wire_write_link_header (GByteArray * a, guint32 size);
 
 typedef struct {
@@ -79,9 +89,11 @@ typedef struct {
 } GstSpiceLinkMess;
 
 /* @data/@size: exactly the link message (header.size bytes) */
+GST_SPICE_API
 gboolean gst_spice_wire_parse_link_mess (const guint8 * data, gsize size,
     GstSpiceLinkMess * out);
 /* client side: link header + message + caps */
+GST_SPICE_API
 void     gst_spice_wire_write_link_mess (GByteArray * a,
     const GstSpiceLinkMess * m);
 
@@ -95,10 +107,12 @@ typedef struct {
 } GstSpiceLinkReply;
 
 /* server side: link header + reply + caps. @pub_key may be NULL (zeros). */
+GST_SPICE_API
 void     gst_spice_wire_write_link_reply (GByteArray * a, guint32 error,
     const guint8 * pub_key, const guint32 * common, guint n_common,
     const guint32 * channel, guint n_channel);
 /* client side: @data/@size = the reply (header.size bytes) */
+GST_SPICE_API
 gboolean gst_spice_wire_parse_link_reply (const guint8 * data, gsize size,
     GstSpiceLinkReply * out);
 
@@ -116,72 +130,98 @@ gst_spice_wire_header_size (gboolean mini)
       GST_SPICE_WIRE_FULL_HEADER_SIZE;
 }
 
+GST_SPICE_API
 void     gst_spice_wire_put_header (guint8 * out, gboolean mini,
     guint64 serial, guint16 type, guint32 size);
+GST_SPICE_API
 gboolean gst_spice_wire_parse_header (const guint8 * data, gsize size,
     gboolean mini, GstSpiceMsgHeader * out);
 
 /* Limits for messages a client may send to a server: returns FALSE for a
  * type that is not valid on @channel_type; otherwise the inclusive body size
  * bounds. */
+GST_SPICE_API
 gboolean gst_spice_wire_client_msg_limits (guint8 channel_type, guint16 type,
     guint32 * min_size, guint32 * max_size);
+GST_SPICE_API
 const gchar *gst_spice_wire_client_msg_name (guint8 channel_type,
     guint16 type);
 
 /* ---- server -> client bodies ---- */
+GST_SPICE_API
 void gst_spice_wire_write_ping (GByteArray * a, guint32 id, guint64 timestamp);
+GST_SPICE_API
 void gst_spice_wire_write_main_init (GByteArray * a, guint32 session_id,
     guint32 supported_mouse_modes, guint32 current_mouse_mode,
     guint32 mm_time);
+GST_SPICE_API
 void gst_spice_wire_write_channels_list (GByteArray * a, guint n,
     const guint8 * types, const guint8 * ids);
+GST_SPICE_API
 void gst_spice_wire_write_mouse_mode (GByteArray * a, guint16 supported,
     guint16 current);
+GST_SPICE_API
 void gst_spice_wire_write_mm_time (GByteArray * a, guint32 mm_time);
+GST_SPICE_API
 void gst_spice_wire_write_surface_create (GByteArray * a, guint32 surface_id,
     guint32 width, guint32 height, guint32 format, guint32 flags);
+GST_SPICE_API
 void gst_spice_wire_write_surface_destroy (GByteArray * a,
     guint32 surface_id);
 /* fixed part of DRAW_COPY (clip NONE, rop PUT, no mask) and the 18-byte
  * image descriptor; the caller appends the image payload */
+GST_SPICE_API
 void gst_spice_wire_write_draw_copy_head (GByteArray * a, guint32 surface_id,
     const GstVideoRectangle * dest, guint8 image_type, guint8 image_flags);
 /* COPY_BITS: DisplayBase (clip NONE) and the source's corner */
 #define GST_SPICE_WIRE_COPY_BITS_SIZE 29
+GST_SPICE_API
 void gst_spice_wire_write_copy_bits (GByteArray * a, guint32 surface_id,
     const GstVideoRectangle * dest, gint32 src_x, gint32 src_y);
+GST_SPICE_API
 void gst_spice_wire_write_stream_create (GByteArray * a, guint32 surface_id,
     guint32 id, guint8 codec, guint8 flags, guint32 width, guint32 height,
     const GstVideoRectangle * dest);
 /* STREAM_DATA head (12 bytes); the mm time is at body offset 4 */
 #define GST_SPICE_WIRE_STREAM_DATA_MM_OFFSET 4
+GST_SPICE_API
 void gst_spice_wire_write_stream_data_head (GByteArray * a, guint32 id,
     guint32 mm_time, guint32 data_size);
+GST_SPICE_API
 void gst_spice_wire_write_stream_destroy (GByteArray * a, guint32 id);
+GST_SPICE_API
 void gst_spice_wire_write_stream_activate_report (GByteArray * a,
     guint32 stream_id, guint32 unique_id, guint32 max_window,
     guint32 timeout_ms);
+GST_SPICE_API
 void gst_spice_wire_write_inputs_init (GByteArray * a, guint16 modifiers);
+GST_SPICE_API
 void gst_spice_wire_write_key_modifiers (GByteArray * a, guint16 modifiers);
 /* CURSOR_INIT / CURSOR_SET up to the shape pixels. With @has_shape FALSE the
  * cursor flags are NONE and nothing follows; otherwise an ALPHA shape of
  * width*height*4 bytes (B,G,R,A) must be appended. */
+GST_SPICE_API
 void gst_spice_wire_write_cursor_init_head (GByteArray * a, gint16 x, gint16 y,
     gboolean visible, gboolean has_shape, guint64 unique, guint16 width,
     guint16 height, guint16 hot_x, guint16 hot_y);
+GST_SPICE_API
 void gst_spice_wire_write_cursor_set_head (GByteArray * a, gint16 x, gint16 y,
     gboolean visible, gboolean has_shape, guint64 unique, guint16 width,
     guint16 height, guint16 hot_x, guint16 hot_y);
+GST_SPICE_API
 void gst_spice_wire_write_cursor_move (GByteArray * a, gint16 x, gint16 y);
 
 /* ---- client -> server bodies: parsers (server side) ---- */
+GST_SPICE_API
 gboolean gst_spice_wire_parse_pong (const guint8 * data, gsize size,
     guint32 * id, guint64 * timestamp);
+GST_SPICE_API
 gboolean gst_spice_wire_parse_ack_sync (const guint8 * data, gsize size,
     guint32 * generation);
+GST_SPICE_API
 gboolean gst_spice_wire_parse_mouse_mode_request (const guint8 * data,
     gsize size, guint16 * mode);
+GST_SPICE_API
 gboolean gst_spice_wire_parse_display_init (const guint8 * data, gsize size);
 
 typedef struct {
@@ -194,17 +234,23 @@ typedef struct {
   gint32 last_frame_delay;
   guint32 audio_delay;
 } GstSpiceStreamReport;
+GST_SPICE_API
 gboolean gst_spice_wire_parse_stream_report (const guint8 * data, gsize size,
     GstSpiceStreamReport * out);
 
+GST_SPICE_API
 gboolean gst_spice_wire_parse_key (const guint8 * data, gsize size,
     guint32 * code);
+GST_SPICE_API
 gboolean gst_spice_wire_parse_key_modifiers (const guint8 * data, gsize size,
     guint16 * modifiers);
+GST_SPICE_API
 gboolean gst_spice_wire_parse_mouse_position (const guint8 * data, gsize size,
     guint32 * x, guint32 * y, guint16 * buttons, guint8 * display_id);
+GST_SPICE_API
 gboolean gst_spice_wire_parse_mouse_motion (const guint8 * data, gsize size,
     gint32 * dx, gint32 * dy, guint16 * buttons);
+GST_SPICE_API
 gboolean gst_spice_wire_parse_mouse_button (const guint8 * data, gsize size,
     guint8 * button, guint16 * buttons);
 
@@ -216,11 +262,14 @@ typedef struct {
   guint scancode;
   gboolean release;
 } GstSpiceKeyEvent;
+GST_SPICE_API
 gint gst_spice_wire_decode_key_bytes (const guint8 * bytes, gsize n,
     GstSpiceKeyEvent * out, guint max);
+GST_SPICE_API
 gint gst_spice_wire_decode_key_code (guint32 code, GstSpiceKeyEvent * out,
     guint max);
 /* client side: the u32 for KEY_DOWN (release FALSE) or KEY_UP */
+GST_SPICE_API
 guint32 gst_spice_wire_encode_key_code (guint scancode, gboolean release);
 
 /* ---- server -> client parsers (client side: tests and fuzzing) ---- */
@@ -234,11 +283,14 @@ typedef struct {
   guint32 multi_media_time;
   guint32 ram_hint;
 } GstSpiceMainInit;
+GST_SPICE_API
 gboolean gst_spice_wire_parse_main_init (const guint8 * data, gsize size,
     GstSpiceMainInit * out);
 /* returns the number of channels (<= max) or -1 */
+GST_SPICE_API
 gint     gst_spice_wire_parse_channels_list (const guint8 * data, gsize size,
     guint8 * types, guint8 * ids, guint max);
+GST_SPICE_API
 gboolean gst_spice_wire_parse_surface_create (const guint8 * data, gsize size,
     guint32 * surface_id, guint32 * width, guint32 * height, guint32 * format,
     guint32 * flags);
@@ -255,6 +307,7 @@ typedef struct {
   const guint8 *payload;        /* after the image descriptor */
   gsize payload_size;           /* to the end of the body */
 } GstSpiceDrawCopy;
+GST_SPICE_API
 gboolean gst_spice_wire_parse_draw_copy (const guint8 * data, gsize size,
     GstSpiceDrawCopy * out);
 
@@ -266,14 +319,18 @@ typedef struct {
   guint32 width, height;
   GstVideoRectangle dest;
 } GstSpiceStreamCreate;
+GST_SPICE_API
 gboolean gst_spice_wire_parse_stream_create (const guint8 * data, gsize size,
     GstSpiceStreamCreate * out);
+GST_SPICE_API
 gboolean gst_spice_wire_parse_stream_data (const guint8 * data, gsize size,
     guint32 * id, guint32 * mm_time, const guint8 ** frame, gsize * frame_size);
 
 /* client -> server writers (tests) */
+GST_SPICE_API
 void gst_spice_wire_write_mouse_position (GByteArray * a, guint32 x,
     guint32 y, guint16 buttons, guint8 display_id);
+GST_SPICE_API
 void gst_spice_wire_write_u32_body (GByteArray * a, guint32 v);
 
 G_END_DECLS
