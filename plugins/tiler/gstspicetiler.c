@@ -412,7 +412,7 @@ run_update (GstSpiceTiler * self, TilerUpdateKind kind, TilerEngineInput * in)
   return GST_FLOW_OK;
 }
 
-/* ---- items ---- */
+/* ---- items: worker thread ---- */
 
 static void
 handle_frame (GstSpiceTiler * self, TilerItem * it)

@@ -462,6 +462,10 @@ GST_START_TEST (test_engine_stream)
   fail_unless_equals_uint64 (st->stream_frames, t0.stream_frames);
   fail_unless_equals_int (t0.keyframes, 1);
   fail_unless_equals_uint64 (eng_diff (&t0, frame, NULL), 0);
+  /* the shadow took the stream frame: the same picture again is no change,
+   * no stream frame and no draw */
+  fail_unless_equals_int (eng_frame (&t0, frame, i++, &act), 0);
+  fail_if (t0.res.stream_frame);
 
   /* not allowed (spice-stream-control): the stream ends on the next
    * frame, and the area goes out as draws */
