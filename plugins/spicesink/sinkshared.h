@@ -1,0 +1,45 @@
+/* spicesink: what the server gives its sessions to read (data only, no
+ * functions): the connection environment, the last-known picture, the
+ * surface size and the cursor. Owned and written by the server with its
+ * lock held; `width`/`height` are also read atomically without it (input).
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#pragma once
+
+#include <gst/spice/gstspice.h>
+
+#include "sinkconn.h"
+#include "sinkpicture.h"
+
+G_BEGIN_DECLS
+
+#define SINK_MAX_STREAMS GST_SPICE_WIRE_MAX_STREAMS
+
+typedef struct _SinkSession SinkSession;
+
+typedef struct
+{
+  SinkConnEnv *env;
+  SinkPicture *picture;
+  gint width, height;           /* surface; atomic */
+  GstSpiceCursor cursor;
+  GBytes *cursor_shape;         /* BGRA pixels of cursor (or default) */
+} SinkShared;
+
+/* what a session asks its owner for (SinkSessionHooks.on_wants) */
+typedef enum
+{
+  SINK_WANT_REFRESH = 1 << 0,   /* a client waits for the whole picture */
+  SINK_WANT_KEY_UNITS = 1 << 1, /* streams start for it at a key unit */
+} SinkWants;
+
+/* One stream as the display channel announces it */
+typedef struct
+{
+  guint spice_id;
+  guint8 codec;                 /* SPICE_VIDEO_CODEC_TYPE_* */
+  gint width, height;           /* of the frames, 0 unknown */
+  GstVideoRectangle dest;
+} SinkStreamInfo;
+
+G_END_DECLS
