@@ -125,23 +125,9 @@ struct _GstSpiceSink
   SinkServer *server;
 
   /* properties (object lock) */
-  gchar *address;
-  gint port, tls_port;
-  gchar *cert_file, *key_file;
-  gchar *password;
+  SinkServerSettings props;     /* what the server uses */
   gchar *password_file;
   gchar *ticket;                /* read from password_file at NULL->READY */
-  gboolean disable_ticketing;
-  guint max_clients;
-  guint stream_latency;
-  guint client_timeout;
-  guint queue_size;
-  guint notsent_lowat;
-  guint handshake_timeout;
-  guint idle_timeout;
-  guint max_conn_rate;
-  guint conn_burst;
-  guint max_pending;
   gint bound_port, bound_tls_port;
   GPtrArray *streams;           /* SinkPadStream* */
   guint next_pad_index;
@@ -300,29 +286,15 @@ configure_server (GstSpiceSink * sink)
   SinkServerSettings set;
 
   GST_OBJECT_LOCK (sink);
-  set.address = g_strdup (sink->address);
-  set.port = sink->port;
-  set.tls_port = sink->tls_port;
-  set.cert_file = g_strdup (sink->cert_file);
-  set.key_file = g_strdup (sink->key_file);
-  set.password = g_strdup (sink->ticket ? sink->ticket : sink->password);
-  set.disable_ticketing = sink->disable_ticketing;
-  set.max_clients = sink->max_clients;
-  set.stream_latency = sink->stream_latency;
-  set.client_timeout = sink->client_timeout;
-  set.queue_size = sink->queue_size;
-  set.notsent_lowat = sink->notsent_lowat;
-  set.handshake_timeout = sink->handshake_timeout;
-  set.idle_timeout = sink->idle_timeout;
-  set.max_conn_rate = sink->max_conn_rate;
-  set.conn_burst = sink->conn_burst;
-  set.max_pending = sink->max_pending;
+  sink_server_settings_copy (&set, &sink->props);
+  if (sink->ticket) {
+    g_free (set.password);
+    set.password = g_strdup (sink->ticket);
+  }
   GST_OBJECT_UNLOCK (sink);
+  /* the server's lock is never taken under the object lock */
   sink_server_configure (sink->server, &set);
-  g_free (set.address);
-  g_free (set.cert_file);
-  g_free (set.key_file);
-  g_free (set.password);
+  sink_server_settings_clear (&set);
 }
 
 static GstStructure *
@@ -802,8 +774,8 @@ gst_spice_sink_change_state (GstElement * element, GstStateChange transition)
       if (!sink_server_start (sink->server, &err)) {
         GST_ELEMENT_ERROR (sink, RESOURCE, OPEN_READ_WRITE,
             ("Could not start the SPICE server: %s", err->message),
-            ("address %s port %d tls-port %d", sink->address, sink->port,
-                sink->tls_port));
+            ("address %s port %d tls-port %d", sink->props.address,
+                sink->props.port, sink->props.tls_port));
         g_clear_error (&err);
         g_thread_pool_free (sink->event_pool, TRUE, TRUE);
         sink->event_pool = NULL;
@@ -859,63 +831,63 @@ gst_spice_sink_set_property (GObject * object, guint prop_id,
   GST_OBJECT_LOCK (sink);
   switch (prop_id) {
     case PROP_ADDRESS:
-      g_free (sink->address);
-      sink->address = g_value_dup_string (value);
+      g_free (sink->props.address);
+      sink->props.address = g_value_dup_string (value);
       break;
     case PROP_PORT:
-      sink->port = g_value_get_int (value);
+      sink->props.port = g_value_get_int (value);
       break;
     case PROP_TLS_PORT:
-      sink->tls_port = g_value_get_int (value);
+      sink->props.tls_port = g_value_get_int (value);
       break;
     case PROP_TLS_CERT_FILE:
-      g_free (sink->cert_file);
-      sink->cert_file = g_value_dup_string (value);
+      g_free (sink->props.cert_file);
+      sink->props.cert_file = g_value_dup_string (value);
       break;
     case PROP_TLS_KEY_FILE:
-      g_free (sink->key_file);
-      sink->key_file = g_value_dup_string (value);
+      g_free (sink->props.key_file);
+      sink->props.key_file = g_value_dup_string (value);
       break;
     case PROP_PASSWORD:
-      g_free (sink->password);
-      sink->password = g_value_dup_string (value);
+      g_free (sink->props.password);
+      sink->props.password = g_value_dup_string (value);
       break;
     case PROP_PASSWORD_FILE:
       g_free (sink->password_file);
       sink->password_file = g_value_dup_string (value);
       break;
     case PROP_DISABLE_TICKETING:
-      sink->disable_ticketing = g_value_get_boolean (value);
+      sink->props.disable_ticketing = g_value_get_boolean (value);
       break;
     case PROP_MAX_CLIENTS:
-      sink->max_clients = g_value_get_uint (value);
+      sink->props.max_clients = g_value_get_uint (value);
       break;
     case PROP_STREAM_LATENCY:
-      sink->stream_latency = g_value_get_uint (value);
+      sink->props.stream_latency = g_value_get_uint (value);
       break;
     case PROP_CLIENT_TIMEOUT:
-      sink->client_timeout = g_value_get_uint (value);
+      sink->props.client_timeout = g_value_get_uint (value);
       break;
     case PROP_QUEUE_SIZE:
-      sink->queue_size = g_value_get_uint (value);
+      sink->props.queue_size = g_value_get_uint (value);
       break;
     case PROP_NOTSENT_LOWAT:
-      sink->notsent_lowat = g_value_get_uint (value);
+      sink->props.notsent_lowat = g_value_get_uint (value);
       break;
     case PROP_HANDSHAKE_TIMEOUT:
-      sink->handshake_timeout = g_value_get_uint (value);
+      sink->props.handshake_timeout = g_value_get_uint (value);
       break;
     case PROP_IDLE_TIMEOUT:
-      sink->idle_timeout = g_value_get_uint (value);
+      sink->props.idle_timeout = g_value_get_uint (value);
       break;
     case PROP_MAX_CONN_RATE:
-      sink->max_conn_rate = g_value_get_uint (value);
+      sink->props.max_conn_rate = g_value_get_uint (value);
       break;
     case PROP_CONN_BURST:
-      sink->conn_burst = g_value_get_uint (value);
+      sink->props.conn_burst = g_value_get_uint (value);
       break;
     case PROP_MAX_PENDING:
-      sink->max_pending = g_value_get_uint (value);
+      sink->props.max_pending = g_value_get_uint (value);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -939,58 +911,58 @@ gst_spice_sink_get_property (GObject * object, guint prop_id, GValue * value,
   GST_OBJECT_LOCK (sink);
   switch (prop_id) {
     case PROP_ADDRESS:
-      g_value_set_string (value, sink->address);
+      g_value_set_string (value, sink->props.address);
       break;
     case PROP_PORT:
-      g_value_set_int (value, sink->port);
+      g_value_set_int (value, sink->props.port);
       break;
     case PROP_TLS_PORT:
-      g_value_set_int (value, sink->tls_port);
+      g_value_set_int (value, sink->props.tls_port);
       break;
     case PROP_TLS_CERT_FILE:
-      g_value_set_string (value, sink->cert_file);
+      g_value_set_string (value, sink->props.cert_file);
       break;
     case PROP_TLS_KEY_FILE:
-      g_value_set_string (value, sink->key_file);
+      g_value_set_string (value, sink->props.key_file);
       break;
     case PROP_PASSWORD:
-      g_value_set_string (value, sink->password);
+      g_value_set_string (value, sink->props.password);
       break;
     case PROP_PASSWORD_FILE:
       g_value_set_string (value, sink->password_file);
       break;
     case PROP_DISABLE_TICKETING:
-      g_value_set_boolean (value, sink->disable_ticketing);
+      g_value_set_boolean (value, sink->props.disable_ticketing);
       break;
     case PROP_MAX_CLIENTS:
-      g_value_set_uint (value, sink->max_clients);
+      g_value_set_uint (value, sink->props.max_clients);
       break;
     case PROP_STREAM_LATENCY:
-      g_value_set_uint (value, sink->stream_latency);
+      g_value_set_uint (value, sink->props.stream_latency);
       break;
     case PROP_CLIENT_TIMEOUT:
-      g_value_set_uint (value, sink->client_timeout);
+      g_value_set_uint (value, sink->props.client_timeout);
       break;
     case PROP_QUEUE_SIZE:
-      g_value_set_uint (value, sink->queue_size);
+      g_value_set_uint (value, sink->props.queue_size);
       break;
     case PROP_NOTSENT_LOWAT:
-      g_value_set_uint (value, sink->notsent_lowat);
+      g_value_set_uint (value, sink->props.notsent_lowat);
       break;
     case PROP_HANDSHAKE_TIMEOUT:
-      g_value_set_uint (value, sink->handshake_timeout);
+      g_value_set_uint (value, sink->props.handshake_timeout);
       break;
     case PROP_IDLE_TIMEOUT:
-      g_value_set_uint (value, sink->idle_timeout);
+      g_value_set_uint (value, sink->props.idle_timeout);
       break;
     case PROP_MAX_CONN_RATE:
-      g_value_set_uint (value, sink->max_conn_rate);
+      g_value_set_uint (value, sink->props.max_conn_rate);
       break;
     case PROP_CONN_BURST:
-      g_value_set_uint (value, sink->conn_burst);
+      g_value_set_uint (value, sink->props.conn_burst);
       break;
     case PROP_MAX_PENDING:
-      g_value_set_uint (value, sink->max_pending);
+      g_value_set_uint (value, sink->props.max_pending);
       break;
     case PROP_BOUND_PORT:
       g_value_set_int (value, sink->bound_port);
@@ -1011,10 +983,7 @@ gst_spice_sink_finalize (GObject * object)
   GstSpiceSink *sink = GST_SPICE_SINK (object);
 
   sink_server_free (sink->server);
-  g_free (sink->address);
-  g_free (sink->cert_file);
-  g_free (sink->key_file);
-  g_free (sink->password);
+  sink_server_settings_clear (&sink->props);
   g_free (sink->password_file);
   g_free (sink->ticket);
   g_ptr_array_unref (sink->streams);
@@ -1026,19 +995,19 @@ gst_spice_sink_finalize (GObject * object)
 static void
 gst_spice_sink_init (GstSpiceSink * sink)
 {
-  sink->address = g_strdup (DEFAULT_ADDRESS);
-  sink->port = DEFAULT_PORT;
-  sink->tls_port = DEFAULT_TLS_PORT;
-  sink->max_clients = DEFAULT_MAX_CLIENTS;
-  sink->stream_latency = DEFAULT_STREAM_LATENCY;
-  sink->client_timeout = DEFAULT_CLIENT_TIMEOUT;
-  sink->queue_size = DEFAULT_QUEUE_SIZE;
-  sink->notsent_lowat = DEFAULT_NOTSENT_LOWAT;
-  sink->handshake_timeout = DEFAULT_HANDSHAKE_TIMEOUT;
-  sink->idle_timeout = DEFAULT_IDLE_TIMEOUT;
-  sink->max_conn_rate = DEFAULT_MAX_CONN_RATE;
-  sink->conn_burst = DEFAULT_CONN_BURST;
-  sink->max_pending = DEFAULT_MAX_PENDING;
+  sink->props.address = g_strdup (DEFAULT_ADDRESS);
+  sink->props.port = DEFAULT_PORT;
+  sink->props.tls_port = DEFAULT_TLS_PORT;
+  sink->props.max_clients = DEFAULT_MAX_CLIENTS;
+  sink->props.stream_latency = DEFAULT_STREAM_LATENCY;
+  sink->props.client_timeout = DEFAULT_CLIENT_TIMEOUT;
+  sink->props.queue_size = DEFAULT_QUEUE_SIZE;
+  sink->props.notsent_lowat = DEFAULT_NOTSENT_LOWAT;
+  sink->props.handshake_timeout = DEFAULT_HANDSHAKE_TIMEOUT;
+  sink->props.idle_timeout = DEFAULT_IDLE_TIMEOUT;
+  sink->props.max_conn_rate = DEFAULT_MAX_CONN_RATE;
+  sink->props.conn_burst = DEFAULT_CONN_BURST;
+  sink->props.max_pending = DEFAULT_MAX_PENDING;
   sink->bound_port = sink->bound_tls_port = -1;
   sink->streams = g_ptr_array_new ();
   sink->server = sink_server_new (GST_OBJECT (sink), &server_callbacks, sink);

@@ -318,27 +318,25 @@ sink_conn_counters (SinkConn * conn, SinkConnCounters * c)
   c->msgs_in = (guint64) g_atomic_pointer_get (&conn->msgs_in);
 }
 
-const gchar *
+SinkConnTimeout
 sink_conn_check_timeouts (SinkConn * conn, gint64 now,
-    guint handshake_timeout_ms, gboolean * handshake)
+    guint handshake_timeout_ms)
 {
   gboolean expired = now - conn->start_us >
       (gint64) handshake_timeout_ms * G_TIME_SPAN_MILLISECOND;
 
-  *handshake = TRUE;
   if (conn->state != CONN_DATA && !conn->close_when_flushed && expired)
-    return "handshake-timeout";
+    return SINK_CONN_LINK_EXPIRED;
   if (conn->close_when_flushed && expired)
-    return "peer does not read the link error";
-  *handshake = FALSE;
+    return SINK_CONN_ERROR_UNREAD;
   if (!g_queue_is_empty (&conn->outq) &&
       now - conn->last_progress_us > STALL_TIMEOUT_US) {
     GST_WARNING ("%s: no write progress for %d s (stall limit), %"
         G_GSIZE_FORMAT " bytes queued", conn->peer,
         (gint) (STALL_TIMEOUT_US / G_TIME_SPAN_SECOND), conn->out_bytes);
-    return "client stopped reading";
+    return SINK_CONN_STALLED;
   }
-  return NULL;
+  return SINK_CONN_IN_TIME;
 }
 
 /* ------------------------------------------------------------- output */

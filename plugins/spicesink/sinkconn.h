@@ -95,10 +95,18 @@ gsize     sink_conn_queued_bytes (SinkConn * conn);
 gint64    sink_conn_last_progress_us (SinkConn * conn);
 void      sink_conn_counters (SinkConn * conn, SinkConnCounters * c);
 
-/* Server thread, lock held, from the timer: connection limits that depend
- * on time. Returns the reason to close it (static string), or NULL. */
-const gchar *sink_conn_check_timeouts (SinkConn * conn, gint64 now,
-    guint handshake_timeout_ms, gboolean * handshake);
+typedef enum
+{
+  SINK_CONN_IN_TIME,
+  SINK_CONN_LINK_EXPIRED,       /* not linked in handshake-timeout */
+  SINK_CONN_ERROR_UNREAD,       /* does not read the link error */
+  SINK_CONN_STALLED,            /* no write progress for 20 s */
+} SinkConnTimeout;
+
+/* Server thread, lock held, from the timer: the connection limits that
+ * depend on time */
+SinkConnTimeout sink_conn_check_timeouts (SinkConn * conn, gint64 now,
+    guint handshake_timeout_ms);
 
 /* ---- output (lock held, any thread) ---- */
 /* the multimedia time (ms) of the session's clock */

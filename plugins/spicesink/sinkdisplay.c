@@ -17,9 +17,6 @@ static SINK_DEBUG_CATEGORY (sink_display_debug, "spicesinkdisplay",
     "spicesink display channel");
 #define GST_CAT_DEFAULT sink_display_debug ()
 
-typedef gboolean (*SinkDisplayHandler) (SinkSession * s, const guint8 * body,
-    gsize size);
-
 static void
 send_fixed (SinkConn * conn, guint16 type, GByteArray * a)
 {
@@ -376,8 +373,8 @@ sink_display_stream_destroy (SinkSession * s, guint spice_id)
 }
 
 static gboolean
-sink_display_handle_stream_report (SinkSession * s, const guint8 * body,
-    gsize size)
+sink_display_handle_stream_report (SinkSession * s, guint16 type,
+    const guint8 * body, gsize size)
 {
   GstSpiceStreamReport r;
   SinkClientStream *cs;
@@ -408,7 +405,7 @@ sink_display_handle_stream_report (SinkSession * s, const guint8 * body,
   return TRUE;
 }
 
-static const SinkDisplayHandler handlers[] = {
+static const SinkHandler handlers[] = {
   [SPICE_MSGC_DISPLAY_STREAM_REPORT] = sink_display_handle_stream_report,
   /* DISPLAY_INIT: no caches to set up */
 };
@@ -417,7 +414,6 @@ gboolean
 sink_display_handle (SinkSession * s, guint16 type, const guint8 * body,
     gsize size)
 {
-  if (type < G_N_ELEMENTS (handlers) && handlers[type])
-    return handlers[type] (s, body, size);
-  return TRUE;
+  return sink_handlers_dispatch (handlers, G_N_ELEMENTS (handlers), s, type,
+      body, size);
 }

@@ -20,9 +20,6 @@ static SINK_DEBUG_CATEGORY (sink_inputs_debug, "spicesinkinputs",
     "spicesink inputs channel");
 #define GST_CAT_DEFAULT sink_inputs_debug ()
 
-typedef gboolean (*SinkInputsHandler) (SinkSession * s, guint16 type,
-    const guint8 * body, gsize size);
-
 /* lock NOT held */
 static gboolean
 close_inputs (SinkSession * s, const gchar * reason)
@@ -229,7 +226,7 @@ sink_inputs_handle_mouse_button (SinkSession * s, guint16 type,
   return TRUE;
 }
 
-static const SinkInputsHandler handlers[] = {
+static const SinkHandler handlers[] = {
   [SPICE_MSGC_INPUTS_KEY_DOWN] = sink_inputs_handle_key,
   [SPICE_MSGC_INPUTS_KEY_UP] = sink_inputs_handle_key,
   [SPICE_MSGC_INPUTS_KEY_MODIFIERS] = sink_inputs_handle_key_modifiers,
@@ -244,7 +241,6 @@ gboolean
 sink_inputs_handle (SinkSession * s, guint16 type, const guint8 * body,
     gsize size)
 {
-  if (type < G_N_ELEMENTS (handlers) && handlers[type])
-    return handlers[type] (s, type, body, size);
-  return TRUE;
+  return sink_handlers_dispatch (handlers, G_N_ELEMENTS (handlers), s, type,
+      body, size);
 }

@@ -12,9 +12,6 @@ static SINK_DEBUG_CATEGORY (sink_main_debug, "spicesinkmain",
     "spicesink main channel");
 #define GST_CAT_DEFAULT sink_main_debug ()
 
-typedef gboolean (*SinkMainHandler) (SinkSession * s, const guint8 * body,
-    gsize size);
-
 void
 sink_main_init (SinkSession * s)
 {
@@ -36,8 +33,8 @@ sink_main_linked (SinkSession * s)
 }
 
 static gboolean
-sink_main_handle_attach_channels (SinkSession * s, const guint8 * body,
-    gsize size)
+sink_main_handle_attach_channels (SinkSession * s, guint16 type,
+    const guint8 * body, gsize size)
 {
   static const guint8 types[] = { SPICE_CHANNEL_DISPLAY,
     SPICE_CHANNEL_INPUTS, SPICE_CHANNEL_CURSOR
@@ -58,8 +55,8 @@ sink_main_handle_attach_channels (SinkSession * s, const guint8 * body,
 }
 
 static gboolean
-sink_main_handle_mouse_mode_request (SinkSession * s, const guint8 * body,
-    gsize size)
+sink_main_handle_mouse_mode_request (SinkSession * s, guint16 type,
+    const guint8 * body, gsize size)
 {
   GByteArray *a;
   guint16 mode;
@@ -78,7 +75,7 @@ sink_main_handle_mouse_mode_request (SinkSession * s, const guint8 * body,
   return TRUE;
 }
 
-static const SinkMainHandler handlers[] = {
+static const SinkHandler handlers[] = {
   [SPICE_MSGC_MAIN_ATTACH_CHANNELS] = sink_main_handle_attach_channels,
   [SPICE_MSGC_MAIN_MOUSE_MODE_REQUEST] = sink_main_handle_mouse_mode_request,
   /* CLIENT_INFO: nothing to do */
@@ -88,9 +85,8 @@ gboolean
 sink_main_handle (SinkSession * s, guint16 type, const guint8 * body,
     gsize size)
 {
-  if (type < G_N_ELEMENTS (handlers) && handlers[type])
-    return handlers[type] (s, body, size);
-  return TRUE;
+  return sink_handlers_dispatch (handlers, G_N_ELEMENTS (handlers), s, type,
+      body, size);
 }
 
 void

@@ -41,22 +41,17 @@ struct _SinkPicture
   guint64 refresh_requests;
 };
 
+/* regions are shared between the published picture and an edit */
+static void
+region_clear (gpointer p)
+{
+  g_bytes_unref (((SinkPictureRegion *) p)->payload);
+}
+
 static void
 region_free (gpointer p)
 {
-  SinkPictureRegion *r = p;
-
-  g_bytes_unref (r->payload);
-  g_free (r);
-}
-
-static SinkPictureRegion *
-region_copy (const SinkPictureRegion * r)
-{
-  SinkPictureRegion *c = g_memdup2 (r, sizeof (*r));
-
-  g_bytes_ref (c->payload);
-  return c;
+  g_atomic_rc_box_release_full (p, region_clear);
 }
 
 SinkPicture *
@@ -91,7 +86,7 @@ sink_picture_edit (SinkPicture * pic, gint width, gint height)
   } else {
     for (i = 0; i < pic->st.regions->len; i++)
       g_ptr_array_add (e->st.regions,
-          region_copy (g_ptr_array_index (pic->st.regions, i)));
+          g_atomic_rc_box_acquire (g_ptr_array_index (pic->st.regions, i)));
   }
   e->st.width = width;
   e->st.height = height;
@@ -132,12 +127,10 @@ void
 sink_picture_edit_add (SinkPictureEdit * e, const GstVideoRectangle * dest,
     guint8 type, gboolean lossy, GBytes * payload)
 {
-  GPtrArray *keep;
   SinkPictureRegion *r;
-  guint i;
+  guint i, n = 0;
 
-  /* drop what this region hides completely */
-  keep = g_ptr_array_new_full (e->st.regions->len + 1, region_free);
+  /* drop what this region hides completely (in place, order kept) */
   for (i = 0; i < e->st.regions->len; i++) {
     SinkPictureRegion *o = g_ptr_array_index (e->st.regions, i);
 
@@ -145,19 +138,19 @@ sink_picture_edit_add (SinkPictureEdit * e, const GstVideoRectangle * dest,
       e->st.bytes -= g_bytes_get_size (o->payload);
       region_free (o);
     } else {
-      g_ptr_array_add (keep, o);
+      e->st.regions->pdata[n++] = o;
     }
   }
   g_ptr_array_set_free_func (e->st.regions, NULL);
-  g_ptr_array_unref (e->st.regions);
-  e->st.regions = keep;
+  g_ptr_array_set_size (e->st.regions, n);
+  g_ptr_array_set_free_func (e->st.regions, region_free);
   if (e->st.regions->len >= MAX_REGIONS ||
       e->st.bytes + g_bytes_get_size (payload) > MAX_BYTES) {
     GST_DEBUG ("last-known picture too fragmented, dropped");
     sink_picture_edit_clear (e);
     e->st.lossy_unknown = TRUE;
   }
-  r = g_new (SinkPictureRegion, 1);
+  r = g_atomic_rc_box_new (SinkPictureRegion);
   r->dest = *dest;
   r->type = type;
   r->lossy = lossy || type == GST_SPICE_IMAGE_JPEG;

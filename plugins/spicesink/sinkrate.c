@@ -222,7 +222,7 @@ sink_rate_debug_init (void)
   }
 }
 
-typedef struct
+struct _SinkRateStream
 {
   guint index;
   guint64 frames_in, bytes_in, delta_frames_in, delta_bytes_in;
@@ -241,7 +241,7 @@ typedef struct
                                  * picture since then, 0 = not */
   gint64 last_change_us;
   guint64 rate_changes;
-} SinkRateStream;
+};
 
 struct _SinkRate
 {
@@ -268,45 +268,25 @@ sink_rate_free (SinkRate * rate)
   g_free (rate);
 }
 
-static SinkRateStream *
-rate_stream (SinkRate * rate, guint index)
-{
-  guint i;
-
-  for (i = 0; i < rate->streams->len; i++) {
-    SinkRateStream *st = g_ptr_array_index (rate->streams, i);
-
-    if (st->index == index)
-      return st;
-  }
-  return NULL;
-}
-
-void
+SinkRateStream *
 sink_rate_stream_add (SinkRate * rate, guint index)
 {
   SinkRateStream *st = g_new0 (SinkRateStream, 1);
 
   st->index = index;
   g_ptr_array_add (rate->streams, st);
+  return st;
 }
 
 void
-sink_rate_stream_remove (SinkRate * rate, guint index)
+sink_rate_stream_remove (SinkRate * rate, SinkRateStream * st)
 {
-  SinkRateStream *st = rate_stream (rate, index);
-
-  if (st)
-    g_ptr_array_remove (rate->streams, st);
+  g_ptr_array_remove (rate->streams, st);
 }
 
 void
-sink_rate_stream_frame (SinkRate * rate, guint index, gsize size, gboolean key)
+sink_rate_stream_frame (SinkRateStream * st, gsize size, gboolean key)
 {
-  SinkRateStream *st = rate_stream (rate, index);
-
-  if (!st)
-    return;
   st->frames_in++;
   st->bytes_in += size;
   if (!key) {
@@ -384,7 +364,7 @@ sink_rate_due (SinkRate * rate, gint64 now, gdouble * dt)
 
 void
 sink_rate_tick (SinkRate * rate, const SinkRateClients * clients,
-    const guint * live, guint n_live, gdouble dt, gint64 now,
+    SinkRateStream * const *live, guint n_live, gdouble dt, gint64 now,
     GArray * decisions)
 {
   guint i, j;
@@ -414,11 +394,11 @@ sink_rate_tick (SinkRate * rate, const SinkRateClients * clients,
     st->last_delta_frames_in = st->delta_frames_in;
   }
   for (j = 0; j < n_live; j++) {
-    SinkRateStream *st = rate_stream (rate, live[j]);
+    SinkRateStream *st = live[j];
     SinkRateInput in;
     SinkRateTarget out;
 
-    if (!st || st->frames_in == 0)
+    if (st->frames_in == 0)
       continue;
     /* the ceiling is what the stream carries on its own: its measured
      * rate while no target is in force */

@@ -179,6 +179,7 @@ guint    sink_stream_scale_decide (guint64 mean_frame_bytes,
  * applies what it returns (a spice-rate event per decision, the draw
  * budget upstream). All calls with the server lock held. */
 typedef struct _SinkRate SinkRate;
+typedef struct _SinkRateStream SinkRateStream;
 
 /* One decision for stream pad @index: what its spice-rate event says.
  * @bitrate 0 = unknown (nobody watches: the encoder's owner goes back to
@@ -199,19 +200,18 @@ typedef struct {
 
 SinkRate *sink_rate_new (void);
 void      sink_rate_free (SinkRate * rate);
-void      sink_rate_stream_add (SinkRate * rate, guint index);
-void      sink_rate_stream_remove (SinkRate * rate, guint index);
+/* the rate state of stream pad @index, until removed */
+SinkRateStream *sink_rate_stream_add (SinkRate * rate, guint index);
+void      sink_rate_stream_remove (SinkRate * rate, SinkRateStream * st);
 /* a frame of @size bytes arrived on stream pad @index */
-void      sink_rate_stream_frame (SinkRate * rate, guint index, gsize size,
-    gboolean key);
+void      sink_rate_stream_frame (SinkRateStream * st, gsize size, gboolean key);
 /* Whether the stream targets are due (every ~500 ms); then *@dt is the
  * time since the last ones in seconds (0 the first time). */
 gboolean  sink_rate_due (SinkRate * rate, gint64 now, gdouble * dt);
-/* When due: @live are the indices of the stream pads that carry frames to
- * clients. Appends to @decisions (SinkRateDecision) what to send
+/* When due: @live are the streams whose pads carry frames to clients. Appends to @decisions (SinkRateDecision) what to send
  * upstream. */
 void      sink_rate_tick (SinkRate * rate, const SinkRateClients * clients,
-    const guint * live, guint n_live, gdouble dt, gint64 now,
+    SinkRateStream * const *live, guint n_live, gdouble dt, gint64 now,
     GArray * decisions);
 /* The draw budget for @link_bps when it changed enough since the last one
  * announced (then TRUE and *@budget set). */

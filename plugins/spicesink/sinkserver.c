@@ -49,6 +49,7 @@ typedef struct
   gboolean flushing;
   gint64 last_fku_us;
   guint64 frames_in, frames_dropped;
+  SinkRateStream *rate;
 } ServerStream;
 
 struct _SinkServer
@@ -127,20 +128,31 @@ sink_server_new (GstObject * owner, const SinkServerCallbacks * callbacks,
   return server;
 }
 
-static void
-settings_clear (SinkServerSettings * s)
+void
+sink_server_settings_clear (SinkServerSettings * s)
 {
-  g_free (s->address);
-  g_free (s->cert_file);
-  g_free (s->key_file);
-  g_free (s->password);
+  g_clear_pointer (&s->address, g_free);
+  g_clear_pointer (&s->cert_file, g_free);
+  g_clear_pointer (&s->key_file, g_free);
+  g_clear_pointer (&s->password, g_free);
+}
+
+void
+sink_server_settings_copy (SinkServerSettings * dst,
+    const SinkServerSettings * src)
+{
+  *dst = *src;
+  dst->address = g_strdup (src->address);
+  dst->cert_file = g_strdup (src->cert_file);
+  dst->key_file = g_strdup (src->key_file);
+  dst->password = g_strdup (src->password);
 }
 
 void
 sink_server_free (SinkServer * server)
 {
   sink_server_stop (server);
-  settings_clear (&server->set);
+  sink_server_settings_clear (&server->set);
   sink_picture_free (server->shared.picture);
   if (server->shared.cursor_shape)
     g_bytes_unref (server->shared.cursor_shape);
@@ -155,12 +167,8 @@ void
 sink_server_configure (SinkServer * server, const SinkServerSettings * set)
 {
   g_mutex_lock (&server->lock);
-  settings_clear (&server->set);
-  server->set = *set;
-  server->set.address = g_strdup (set->address);
-  server->set.cert_file = g_strdup (set->cert_file);
-  server->set.key_file = g_strdup (set->key_file);
-  server->set.password = g_strdup (set->password);
+  sink_server_settings_clear (&server->set);
+  sink_server_settings_copy (&server->set, set);
   server->env.queue_size = set->queue_size;
   server->env.notsent_lowat = set->notsent_lowat;
   server->env.stream_latency = set->stream_latency;
@@ -565,15 +573,15 @@ rate_tick (SinkServer * server, gint64 now)
   }
   server->link_bps = clients.link_bps;
   server->link_draw_bps = clients.draw_bps;
-  live = g_array_new (FALSE, FALSE, sizeof (guint));
+  live = g_array_new (FALSE, FALSE, sizeof (SinkRateStream *));
   for (i = 0; i < server->streams->len; i++) {
     ServerStream *st = g_ptr_array_index (server->streams, i);
 
     if (st->codec && st->enabled && !st->eos && st->frames_in > 0)
-      g_array_append_val (live, st->index);
+      g_array_append_val (live, st->rate);
   }
   decisions = g_array_new (FALSE, FALSE, sizeof (SinkRateDecision));
-  sink_rate_tick (server->rate, &clients, (const guint *) live->data,
+  sink_rate_tick (server->rate, &clients, (SinkRateStream **) live->data,
       live->len, dt, now, decisions);
   for (i = 0; i < decisions->len; i++) {
     SinkRateDecision *d = &g_array_index (decisions, SinkRateDecision, i);
@@ -600,8 +608,7 @@ timer_cb (gpointer user_data)
   g_mutex_lock (&server->lock);
   for (l = server->conns; l; l = next) {
     SinkConn *conn = l->data;
-    const gchar *reason;
-    gboolean handshake;
+    gchar *reason;
 
     next = l->next;
     if (sink_conn_is_dead (conn)) {
@@ -611,15 +618,24 @@ timer_cb (gpointer user_data)
       }
       continue;
     }
-    reason = sink_conn_check_timeouts (conn, now, set->handshake_timeout,
-        &handshake);
-    if (reason) {
-      if (handshake)
+    switch (sink_conn_check_timeouts (conn, now, set->handshake_timeout)) {
+      case SINK_CONN_LINK_EXPIRED:
         server->closed_handshake_timeout++;
-      else
+        reason = g_strdup_printf ("handshake-timeout=%u ms",
+            set->handshake_timeout);
+        sink_conn_close (conn, reason);
+        g_free (reason);
+        continue;
+      case SINK_CONN_ERROR_UNREAD:
+        server->closed_handshake_timeout++;
+        sink_conn_close (conn, "peer does not read the link error");
+        continue;
+      case SINK_CONN_STALLED:
         server->closed_stalled++;
-      sink_conn_close (conn, reason);
-      continue;
+        sink_conn_close (conn, "client stopped reading");
+        continue;
+      case SINK_CONN_IN_TIME:
+        break;
     }
     if (second && sink_conn_is_linked (conn))
       sink_conn_update_tcp_info (conn);
@@ -1164,7 +1180,8 @@ sink_server_stream_add (SinkServer * server, guint index)
   st->enabled = TRUE;
   g_mutex_lock (&server->lock);
   g_ptr_array_add (server->streams, st);
-  sink_rate_stream_add (server->rate, index);
+  st->rate = sink_rate_stream_add (server->rate, index);
+  st->flushing = server->draw_flushing;
   g_mutex_unlock (&server->lock);
 }
 
@@ -1177,9 +1194,9 @@ sink_server_stream_remove (SinkServer * server, guint index)
   st = stream_find (server, index);
   if (st) {
     stream_destroy_all_clients (server, st);
+    sink_rate_stream_remove (server->rate, st->rate);
     g_ptr_array_remove (server->streams, st);
   }
-  sink_rate_stream_remove (server->rate, index);
   g_mutex_unlock (&server->lock);
 }
 
@@ -1278,7 +1295,7 @@ sink_server_stream_frame (SinkServer * server, guint index,
   }
   st->frames_in++;
   server->stream_frames_in++;
-  sink_rate_stream_frame (server->rate, index, size, key);
+  sink_rate_stream_frame (st->rate, size, key);
   if (!wait_for_room (server, &st->flushing)) {
     g_mutex_unlock (&server->lock);
     return GST_FLOW_FLUSHING;

@@ -64,6 +64,11 @@ typedef struct
   GBytes *payload;
 } SinkUpdateRegion;
 
+/* deep copy (strings duplicated) / frees the strings */
+void     sink_server_settings_copy (SinkServerSettings * dst,
+    const SinkServerSettings * src);
+void     sink_server_settings_clear (SinkServerSettings * s);
+
 SinkServer *sink_server_new (GstObject * owner,
     const SinkServerCallbacks * callbacks, gpointer user_data);
 void     sink_server_free (SinkServer * server);

@@ -42,4 +42,19 @@ typedef struct
   GstVideoRectangle dest;
 } SinkStreamInfo;
 
+/* One client message of a channel, in a channel's handler table
+ * ([SPICE_MSGC_X] = sink_<channel>_handle_<message>); FALSE when it closed
+ * the channel. */
+typedef gboolean (*SinkHandler) (SinkSession * s, guint16 type,
+    const guint8 * body, gsize size);
+
+static inline gboolean
+sink_handlers_dispatch (const SinkHandler * table, guint n, SinkSession * s,
+    guint16 type, const guint8 * body, gsize size)
+{
+  if (type < n && table[type])
+    return table[type] (s, type, body, size);
+  return TRUE;                  /* nothing to do for it */
+}
+
 G_END_DECLS

@@ -211,12 +211,12 @@ GST_START_TEST (test_orchestration)
   SinkRateClients fast = { 1, 100000000, 0 }, slow = { 1, 800000, 0 },
       none = { 0, 0, 0 };
   GArray *d = g_array_new (FALSE, FALSE, sizeof (SinkRateDecision));
-  const guint live[] = { 0 };
+  SinkRateStream *live[1];
   gint64 now = G_TIME_SPAN_SECOND;
   gdouble dt;
   guint i, f;
 
-  sink_rate_stream_add (r, 0);
+  live[0] = sink_rate_stream_add (r, 0);
   fail_unless (sink_rate_due (r, now, &dt));
   fail_unless (dt == 0);
   sink_rate_tick (r, &fast, live, 1, dt, now, d);
@@ -224,7 +224,7 @@ GST_START_TEST (test_orchestration)
   /* 2 Mbit/s in: 25 frames of 10 kB per second, for 2 s */
   for (i = 0; i < 4; i++) {
     for (f = 0; f < 12; f++)
-      sink_rate_stream_frame (r, 0, 10000, f == 0);
+      sink_rate_stream_frame (live[0], 10000, f == 0);
     now += 500 * G_TIME_SPAN_MILLISECOND;
     fail_if (sink_rate_due (r, now - 100 * G_TIME_SPAN_MILLISECOND, &dt));
     fail_unless (sink_rate_due (r, now, &dt));
@@ -238,7 +238,7 @@ GST_START_TEST (test_orchestration)
   g_array_set_size (d, 0);
   /* a slow link: a lower target */
   for (f = 0; f < 12; f++)
-    sink_rate_stream_frame (r, 0, 10000, FALSE);
+    sink_rate_stream_frame (live[0], 10000, FALSE);
   now += 500 * G_TIME_SPAN_MILLISECOND;
   fail_unless (sink_rate_due (r, now, &dt));
   sink_rate_tick (r, &slow, live, 1, dt, now, d);
@@ -249,7 +249,7 @@ GST_START_TEST (test_orchestration)
   /* nobody watches: bitrate 0, full size */
   g_array_set_size (d, 0);
   for (f = 0; f < 12; f++)
-    sink_rate_stream_frame (r, 0, 5000, FALSE);
+    sink_rate_stream_frame (live[0], 5000, FALSE);
   now += 500 * G_TIME_SPAN_MILLISECOND;
   fail_unless (sink_rate_due (r, now, &dt));
   sink_rate_tick (r, &none, live, 1, dt, now, d);
