@@ -231,6 +231,7 @@ pad_of (GstSpiceSink * sink, gint index)
   return gst_element_get_static_pad (GST_ELEMENT (sink), name);
 }
 
+/* any thread (the server's callbacks run with the server lock held) */
 static void
 post_on (GstSpiceSink * sink, gint index, GstEvent * event)
 {
@@ -297,6 +298,7 @@ configure_server (GstSpiceSink * sink)
   sink_server_settings_clear (&set);
 }
 
+/* any thread (get_property); takes the server lock, not the object lock */
 static GstStructure *
 element_stats (GstSpiceSink * sink)
 {
@@ -508,6 +510,7 @@ handle_cursor_event (GstSpiceSink * sink, GstEvent * event)
 
 /* ------------------------------------------------------------- events */
 
+/* a streaming thread (EOS) */
 static void
 check_all_eos (GstSpiceSink * sink)
 {
@@ -523,6 +526,7 @@ check_all_eos (GstSpiceSink * sink)
         gst_message_new_eos (GST_OBJECT (sink)));
 }
 
+/* draw pad's streaming thread */
 static gboolean
 gst_spice_sink_draw_event (GstPad * pad, GstObject * parent, GstEvent * event)
 {
@@ -616,6 +620,7 @@ gst_spice_sink_stream_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
   return ret;
 }
 
+/* the stream pad's streaming thread */
 static gboolean
 gst_spice_sink_stream_event (GstPad * pad, GstObject * parent, GstEvent * event)
 {
@@ -663,6 +668,7 @@ gst_spice_sink_stream_event (GstPad * pad, GstObject * parent, GstEvent * event)
   }
 }
 
+/* application thread */
 static GstPad *
 gst_spice_sink_request_new_pad (GstElement * element, GstPadTemplate * templ,
     const gchar * name, const GstCaps * caps)
@@ -707,6 +713,7 @@ gst_spice_sink_request_new_pad (GstElement * element, GstPadTemplate * templ,
   return pad;
 }
 
+/* application thread */
 static void
 gst_spice_sink_release_pad (GstElement * element, GstPad * pad)
 {
@@ -757,6 +764,7 @@ read_ticket (GstSpiceSink * sink)
   return TRUE;
 }
 
+/* application thread */
 static GstStateChangeReturn
 gst_spice_sink_change_state (GstElement * element, GstStateChange transition)
 {

@@ -256,6 +256,13 @@ sink_picture_commit (SinkPicture * pic, SinkPictureEdit * e)
   g_free (e);
 }
 
+void
+sink_picture_edit_discard (SinkPictureEdit * e)
+{
+  g_ptr_array_unref (e->st.regions);
+  g_free (e);
+}
+
 /* ------------------------------------------------------------ readers */
 
 guint

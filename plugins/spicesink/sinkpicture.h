@@ -49,6 +49,8 @@ void     sink_picture_edit_add (SinkPictureEdit * e,
 void     sink_picture_edit_copy (SinkPictureEdit * e);
 /* lock held: publishes @e (and frees it) */
 void     sink_picture_commit (SinkPicture * pic, SinkPictureEdit * e);
+/* drops @e unpublished */
+void     sink_picture_edit_discard (SinkPictureEdit * e);
 
 /* ---- readers, lock held ---- */
 guint    sink_picture_n_regions (SinkPicture * pic);

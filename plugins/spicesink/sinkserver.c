@@ -98,6 +98,7 @@ static const SinkConnHooks link_hooks;
 
 /* ------------------------------------------------------------ lifetime */
 
+/* the element's init */
 SinkServer *
 sink_server_new (GstObject * owner, const SinkServerCallbacks * callbacks,
     gpointer user_data)
@@ -148,6 +149,7 @@ sink_server_settings_copy (SinkServerSettings * dst,
   dst->password = g_strdup (src->password);
 }
 
+/* the element's finalize */
 void
 sink_server_free (SinkServer * server)
 {
@@ -163,6 +165,7 @@ sink_server_free (SinkServer * server)
   g_free (server);
 }
 
+/* any thread (set_property, NULL -> READY); takes the lock */
 void
 sink_server_configure (SinkServer * server, const SinkServerSettings * set)
 {
@@ -175,6 +178,7 @@ sink_server_configure (SinkServer * server, const SinkServerSettings * set)
   g_mutex_unlock (&server->lock);
 }
 
+/* after sink_server_start(), the thread that started it */
 gint
 sink_server_bound_port (SinkServer * server, gboolean tls)
 {
@@ -255,6 +259,7 @@ update_stream_control (SinkServer * server)
 
 /* ------------------------------------------------------ session hooks */
 
+/* lock held (SinkSessionHooks) */
 static void
 session_wants (SinkSession * s, guint wants, gpointer user_data)
 {
@@ -268,12 +273,14 @@ session_wants (SinkSession * s, guint wants, gpointer user_data)
       request_key_unit (server, g_ptr_array_index (server->streams, i), TRUE);
 }
 
+/* lock held (SinkSessionHooks) */
 static void
 session_display_changed (SinkSession * s, gpointer user_data)
 {
   update_stream_control (user_data);
 }
 
+/* lock held (SinkSessionHooks): freed at the end of the timer tick */
 static void
 session_ended (SinkSession * s, gpointer user_data)
 {
@@ -302,6 +309,7 @@ static const SinkSessionHooks session_hooks = {
 
 /* ---------------------------------------------------------- link stage */
 
+/* lock held */
 static SinkSession *
 session_find (SinkServer * server, guint32 id)
 {
@@ -313,6 +321,7 @@ session_find (SinkServer * server, guint32 id)
   return NULL;
 }
 
+/* lock held */
 static gboolean
 password_required (SinkServer * server)
 {
@@ -385,6 +394,7 @@ socket_peer_host (GSocket * sock)
   return host ? host : g_strdup ("?");
 }
 
+/* lock held */
 static guint
 count_conns (SinkServer * server, gboolean pending_only)
 {
@@ -464,6 +474,7 @@ accept_allowed (SinkServer * server, GSocket * sock)
   return ok;
 }
 
+/* server thread, lock held (timer) */
 static gboolean
 prune_bucket (gpointer key, gpointer value, gpointer user_data)
 {
@@ -679,6 +690,7 @@ timer_cb (gpointer user_data)
   return G_SOURCE_CONTINUE;
 }
 
+/* the server thread: runs the GMainContext until stopped */
 static gpointer
 server_thread (gpointer data)
 {
@@ -812,6 +824,7 @@ fail:
   return FALSE;
 }
 
+/* server thread: closes every connection, ends the loop */
 static gboolean
 quit_cb (gpointer data)
 {
@@ -887,6 +900,7 @@ sink_server_stop (SinkServer * server)
   g_mutex_unlock (&server->lock);
 }
 
+/* the element's READY -> NULL, after sink_server_stop() */
 void
 sink_server_reset (SinkServer * server)
 {
@@ -908,6 +922,7 @@ sink_server_reset (SinkServer * server)
 
 /* ------------------------------------------------------------ flushing */
 
+/* any thread (FLUSH_START/STOP of one pad); takes the lock */
 void
 sink_server_set_flushing (SinkServer * server, gint index, gboolean flushing)
 {
@@ -926,6 +941,7 @@ sink_server_set_flushing (SinkServer * server, gint index, gboolean flushing)
   g_mutex_unlock (&server->lock);
 }
 
+/* the element's state changes; takes the lock */
 void
 sink_server_set_all_flushing (SinkServer * server, gboolean flushing)
 {
@@ -1018,6 +1034,7 @@ wait_for_room (SinkServer * server, const gboolean * flushing)
 
 /* ----------------------------------------------------------- draw path */
 
+/* draw pad's streaming thread (caps); takes the lock */
 void
 sink_server_set_surface (SinkServer * server, gint width, gint height)
 {
@@ -1039,6 +1056,7 @@ sink_server_set_surface (SinkServer * server, gint width, gint height)
   g_mutex_unlock (&server->lock);
 }
 
+/* draw pad's streaming thread (spice-cursor); takes the lock */
 void
 sink_server_set_cursor (SinkServer * server, const GstSpiceCursor * cursor,
     GBytes * shape)
@@ -1095,7 +1113,7 @@ sink_server_draw_update (SinkServer * server, GArray * regions,
   server->regions_in += regions->len;
   if (!wait_for_room (server, &server->draw_flushing)) {
     g_mutex_unlock (&server->lock);
-    g_free (e);                 /* never published */
+    sink_picture_edit_discard (e);
     for (i = 0; i < regions->len; i++)
       sink_draw_clear (&draws[i]);
     g_free (draws);
@@ -1157,6 +1175,7 @@ sink_server_draw_update (SinkServer * server, GArray * regions,
 
 /* ---------------------------------------------------------- stream path */
 
+/* lock held */
 static ServerStream *
 stream_find (SinkServer * server, guint index)
 {
@@ -1171,6 +1190,7 @@ stream_find (SinkServer * server, guint index)
   return NULL;
 }
 
+/* request_new_pad; takes the lock */
 void
 sink_server_stream_add (SinkServer * server, guint index)
 {
@@ -1185,6 +1205,7 @@ sink_server_stream_add (SinkServer * server, guint index)
   g_mutex_unlock (&server->lock);
 }
 
+/* release_pad; takes the lock */
 void
 sink_server_stream_remove (SinkServer * server, guint index)
 {
@@ -1200,6 +1221,7 @@ sink_server_stream_remove (SinkServer * server, guint index)
   g_mutex_unlock (&server->lock);
 }
 
+/* the stream pad's streaming thread (caps); takes the lock */
 void
 sink_server_stream_set_caps (SinkServer * server, guint index, guint8 codec,
     gint width, gint height)
@@ -1217,6 +1239,7 @@ sink_server_stream_set_caps (SinkServer * server, guint index, guint8 codec,
   g_mutex_unlock (&server->lock);
 }
 
+/* the stream pad's streaming thread (EOS, FLUSH_STOP); takes the lock */
 void
 sink_server_stream_eos (SinkServer * server, guint index, gboolean eos)
 {
@@ -1232,6 +1255,7 @@ sink_server_stream_eos (SinkServer * server, guint index, gboolean eos)
   g_mutex_unlock (&server->lock);
 }
 
+/* lock held */
 static gint
 alloc_spice_id (SinkServer * server)
 {
@@ -1273,6 +1297,7 @@ stream_place (SinkServer * server, ServerStream * st,
   return TRUE;
 }
 
+/* the stream pad's streaming thread: waits for room (lock held, released while waiting), then enqueues */
 GstFlowReturn
 sink_server_stream_frame (SinkServer * server, guint index,
     const GstVideoRectangle * dest, guint meta_id, gboolean key, GBytes * frame)

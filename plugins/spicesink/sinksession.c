@@ -160,6 +160,7 @@ static const SinkConnHooks session_conn_hooks = {
 
 /* ------------------------------------------------------------ lifetime */
 
+/* server thread, lock held (link stage of a main channel) */
 SinkSession *
 sink_session_new (guint32 id, SinkConn * main, const SinkShared * shared,
     const SinkSessionHooks * hooks, gpointer user_data)
@@ -179,6 +180,7 @@ sink_session_new (guint32 id, SinkConn * main, const SinkShared * shared,
   return s;
 }
 
+/* server thread, lock held (timer), or after the loop stopped */
 void
 sink_session_free (SinkSession * s)
 {
@@ -187,6 +189,7 @@ sink_session_free (SinkSession * s)
   g_free (s);
 }
 
+/* server thread, lock held (link stage) */
 gboolean
 sink_session_attach (SinkSession * s, SinkConn * conn, guint8 type)
 {
@@ -199,6 +202,7 @@ sink_session_attach (SinkSession * s, SinkConn * conn, guint8 type)
   return TRUE;
 }
 
+/* lock held */
 void
 sink_session_close (SinkSession * s, const gchar * reason)
 {
@@ -210,6 +214,7 @@ sink_session_close (SinkSession * s, const gchar * reason)
       sink_conn_close (chans[i], reason);
 }
 
+/* server thread (timer) */
 gint64
 sink_session_last_rx_us (SinkSession * s)
 {
@@ -240,6 +245,7 @@ channel_stats (SinkConn * c)
       "tls", G_TYPE_BOOLEAN, sink_conn_tls (c), NULL);
 }
 
+/* any thread, lock held (stats) */
 GstStructure *
 sink_session_stats (SinkSession * s)
 {

@@ -200,6 +200,25 @@ GST_START_TEST (test_pace)
 
 GST_END_TEST;
 
+/* 12 frames of @size bytes (the first a key frame when @key), then the tick
+ * 500 ms later for @c */
+static void
+half_second (SinkRate * r, SinkRateStream * st, gsize size, gboolean key,
+    const SinkRateClients * c, gint64 * now, GArray * d)
+{
+  gdouble dt;
+  guint f;
+
+  for (f = 0; f < 12; f++)
+    sink_rate_stream_frame (st, size, key && f == 0);
+  *now += 500 * G_TIME_SPAN_MILLISECOND;
+  fail_if (sink_rate_due (r, *now - 100 * G_TIME_SPAN_MILLISECOND, &dt));
+  fail_unless (sink_rate_due (r, *now, &dt));
+  sink_rate_tick (r, c, &st, 1, dt, *now, d);
+}
+
+#define DECISION(d) (&g_array_index (d, SinkRateDecision, 0))
+
 /* The orchestration (SinkRate): the ceiling is the stream's own measured
  * rate while no target is in force (the sink knows no encoder); a slow
  * link gives a lower target; nobody watching gives bitrate 0 (the encoder's
@@ -211,51 +230,36 @@ GST_START_TEST (test_orchestration)
   SinkRateClients fast = { 1, 100000000, 0 }, slow = { 1, 800000, 0 },
       none = { 0, 0, 0 };
   GArray *d = g_array_new (FALSE, FALSE, sizeof (SinkRateDecision));
-  SinkRateStream *live[1];
+  SinkRateStream *st = sink_rate_stream_add (r, 0);
   gint64 now = G_TIME_SPAN_SECOND;
   gdouble dt;
-  guint i, f;
+  guint i;
 
-  live[0] = sink_rate_stream_add (r, 0);
   fail_unless (sink_rate_due (r, now, &dt));
   fail_unless (dt == 0);
-  sink_rate_tick (r, &fast, live, 1, dt, now, d);
+  sink_rate_tick (r, &fast, &st, 1, dt, now, d);
   fail_unless_equals_int (d->len, 0);   /* nothing measured yet */
   /* 2 Mbit/s in: 25 frames of 10 kB per second, for 2 s */
-  for (i = 0; i < 4; i++) {
-    for (f = 0; f < 12; f++)
-      sink_rate_stream_frame (live[0], 10000, f == 0);
-    now += 500 * G_TIME_SPAN_MILLISECOND;
-    fail_if (sink_rate_due (r, now - 100 * G_TIME_SPAN_MILLISECOND, &dt));
-    fail_unless (sink_rate_due (r, now, &dt));
-    sink_rate_tick (r, &fast, live, 1, dt, now, d);
-  }
+  for (i = 0; i < 4; i++)
+    half_second (r, st, 10000, TRUE, &fast, &now, d);
   /* a fast link (budget >= 4x the ceiling, the measured ~1.9 Mbit/s): up
    * to twice the stream's own rate, once */
   fail_unless_equals_int (d->len, 1);
-  fail_unless (g_array_index (d, SinkRateDecision, 0).bitrate > 3000000);
-  fail_unless (g_array_index (d, SinkRateDecision, 0).bitrate < 4000000);
+  fail_unless (DECISION (d)->bitrate > 3000000);
+  fail_unless (DECISION (d)->bitrate < 4000000);
   g_array_set_size (d, 0);
   /* a slow link: a lower target */
-  for (f = 0; f < 12; f++)
-    sink_rate_stream_frame (live[0], 10000, FALSE);
-  now += 500 * G_TIME_SPAN_MILLISECOND;
-  fail_unless (sink_rate_due (r, now, &dt));
-  sink_rate_tick (r, &slow, live, 1, dt, now, d);
+  half_second (r, st, 10000, FALSE, &slow, &now, d);
   fail_unless_equals_int (d->len, 1);
-  fail_unless_equals_int (g_array_index (d, SinkRateDecision, 0).index, 0);
-  fail_unless (g_array_index (d, SinkRateDecision, 0).bitrate < 800000);
-  fail_unless (g_array_index (d, SinkRateDecision, 0).bitrate > 0);
+  fail_unless_equals_int (DECISION (d)->index, 0);
+  fail_unless (DECISION (d)->bitrate < 800000);
+  fail_unless (DECISION (d)->bitrate > 0);
   /* nobody watches: bitrate 0, full size */
   g_array_set_size (d, 0);
-  for (f = 0; f < 12; f++)
-    sink_rate_stream_frame (live[0], 5000, FALSE);
-  now += 500 * G_TIME_SPAN_MILLISECOND;
-  fail_unless (sink_rate_due (r, now, &dt));
-  sink_rate_tick (r, &none, live, 1, dt, now, d);
+  half_second (r, st, 5000, FALSE, &none, &now, d);
   fail_unless_equals_int (d->len, 1);
-  fail_unless_equals_int (g_array_index (d, SinkRateDecision, 0).bitrate, 0);
-  fail_unless_equals_int (g_array_index (d, SinkRateDecision, 0).scale, 1);
+  fail_unless_equals_int (DECISION (d)->bitrate, 0);
+  fail_unless_equals_int (DECISION (d)->scale, 1);
   /* a stream that is not live is left alone */
   g_array_set_size (d, 0);
   now += 500 * G_TIME_SPAN_MILLISECOND;
