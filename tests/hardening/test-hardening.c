@@ -34,7 +34,7 @@ log_func (GstDebugCategory * category, GstDebugLevel level,
     GstDebugMessage * message, gpointer user_data)
 {
   if (level != GST_LEVEL_WARNING ||
-      g_strcmp0 (gst_debug_category_get_name (category), "spicesink") != 0)
+      !g_str_has_prefix (gst_debug_category_get_name (category), "spicesink"))
     return;
   g_mutex_lock (&log_lock);
   if (warnings && warnings->len < 10000)
@@ -51,7 +51,7 @@ warnings_start (void)
   warnings = g_ptr_array_new_with_free_func (g_free);
   g_mutex_unlock (&log_lock);
   if (gst_debug_get_default_threshold () < GST_LEVEL_WARNING)
-    gst_debug_set_threshold_for_name ("spicesink", GST_LEVEL_WARNING);
+    gst_debug_set_threshold_for_name ("spicesink*", GST_LEVEL_WARNING);
   gst_debug_add_log_function (log_func, NULL, NULL);
 }
 

@@ -35,6 +35,8 @@ typedef struct {
   GPtrArray *nav;               /* GstStructure copies */
   GstElement *stream_src;       /* optional stream branch head */
   GArray *push_times;           /* gint64 per stream frame at the sink */
+  GArray *nav_times;            /* gint64: when each navigation event
+                                 * reached upstream (monotonic) */
 } Fixture;
 
 static inline gchar *
@@ -94,9 +96,9 @@ add_lz4 (GstSpiceDrawsWriter * wr, const GstVideoRectangle * dest,
   add_lz4_flags (wr, dest, bgrx, stride, 0);
 }
 
-/* pushes @rects of the fixture's picture as one update */
-static inline void
-push_rects (Fixture * f, const GstVideoRectangle * rects, guint n,
+/* @rects of the fixture's picture as one update */
+static inline GstBuffer *
+rects_buffer (Fixture * f, const GstVideoRectangle * rects, guint n,
     guint32 flags)
 {
   GstSpiceDrawsWriter *wr = gst_spice_draws_writer_new (flags, 0);
@@ -112,8 +114,16 @@ push_rects (Fixture * f, const GstVideoRectangle * rects, guint n,
       gst_spice_draws_writer_add_bitmap (wr, &rects[i], p, f->w * 4);
   }
   g_mutex_unlock (&f->lock);
+  return gst_spice_draws_writer_finish (wr);
+}
+
+/* pushes @rects of the fixture's picture as one update */
+static inline void
+push_rects (Fixture * f, const GstVideoRectangle * rects, guint n,
+    guint32 flags)
+{
   fail_unless_equals_int (gst_app_src_push_buffer (GST_APP_SRC (f->src),
-          gst_spice_draws_writer_finish (wr)), GST_FLOW_OK);
+          rects_buffer (f, rects, n, flags)), GST_FLOW_OK);
 }
 
 static inline void
@@ -131,9 +141,13 @@ upstream_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
   gboolean refresh = FALSE;
 
   g_mutex_lock (&f->lock);
-  if (GST_EVENT_TYPE (ev) == GST_EVENT_NAVIGATION)
+  if (GST_EVENT_TYPE (ev) == GST_EVENT_NAVIGATION) {
+    gint64 now = g_get_monotonic_time ();
+
     g_ptr_array_add (f->nav, gst_structure_copy (gst_event_get_structure
             (ev)));
+    g_array_append_val (f->nav_times, now);
+  }
   else if (gst_spice_event_is_refresh (ev)) {
     f->refresh_events++;
     refresh = f->answer_refresh;
@@ -163,6 +177,7 @@ fixture_new (gint w, gint h, const gchar * props)
   f->nav = g_ptr_array_new_with_free_func ((GDestroyNotify)
       gst_structure_free);
   f->push_times = g_array_new (FALSE, FALSE, sizeof (gint64));
+  f->nav_times = g_array_new (FALSE, FALSE, sizeof (gint64));
   f->picture = g_malloc ((gsize) w * h * 4);
   make_pattern (f->picture, w, h, 1);
   desc = g_strdup_printf ("appsrc name=src format=time ! "
@@ -209,6 +224,7 @@ fixture_free (Fixture * f)
   gst_object_unref (f->pipeline);
   g_ptr_array_unref (f->nav);
   g_array_unref (f->push_times);
+  g_array_unref (f->nav_times);
   g_free (f->picture);
   g_mutex_clear (&f->lock);
   g_cond_clear (&f->cond);

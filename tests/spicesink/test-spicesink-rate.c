@@ -1,10 +1,10 @@
 /* tests/spicesink: the link estimate, rate policy and pacing decision as
- * pure functions (plugins/spicesink/gstspicesinkrate.h): inputs -> decisions
+ * pure functions (plugins/spicesink/sinkrate.h): inputs -> decisions
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
 #include <string.h>
 #include <gst/check/gstcheck.h>
-#include "gstspicesinkrate.h"
+#include "sinkrate.h"
 
 #define MS G_TIME_SPAN_MILLISECOND
 
@@ -200,46 +200,92 @@ GST_START_TEST (test_pace)
 
 GST_END_TEST;
 
-GST_START_TEST (test_encoders)
+/* 12 frames of @size bytes (the first a key frame when @key), then the tick
+ * 500 ms later for @c */
+static void
+half_second (SinkRate * r, SinkRateStream * st, gsize size, gboolean key,
+    const SinkRateClients * c, gint64 * now, GArray * d)
 {
-  fail_unless_equals_int (sink_rate_encoder_kind ("vp8enc"), SINK_ENC_VPX);
-  fail_unless_equals_int (sink_rate_encoder_kind ("vp9enc"), SINK_ENC_VPX);
-  fail_unless_equals_int (sink_rate_encoder_kind ("x264enc"), SINK_ENC_X264);
-  fail_unless_equals_int (sink_rate_encoder_kind ("openh264enc"),
-      SINK_ENC_OPENH264);
-  fail_unless_equals_int (sink_rate_encoder_kind ("jpegenc"), SINK_ENC_JPEG);
-  fail_unless_equals_int (sink_rate_encoder_kind ("avenc_mjpeg"),
-      SINK_ENC_UNKNOWN);
-  fail_unless_equals_int (sink_rate_encoder_kind (NULL), SINK_ENC_UNKNOWN);
-  fail_unless_equals_string (sink_rate_encoder_property (SINK_ENC_VPX),
-      "target-bitrate");
-  fail_unless_equals_string (sink_rate_encoder_property (SINK_ENC_X264),
-      "bitrate");
-  fail_unless (sink_rate_encoder_property (SINK_ENC_UNKNOWN) == NULL);
-  /* units */
-  fail_unless_equals_uint64 (sink_rate_encoder_initial_bps (SINK_ENC_X264,
-          2048), 2048000);
-  fail_unless_equals_uint64 (sink_rate_encoder_initial_bps (SINK_ENC_VPX,
-          256000), 256000);
-  fail_unless_equals_uint64 (sink_rate_encoder_initial_bps (SINK_ENC_JPEG,
-          85), 0);
-  fail_unless_equals_int (sink_rate_encoder_value (SINK_ENC_X264, 1200000, 0,
-          0), 1200);
-  fail_unless_equals_int (sink_rate_encoder_value (SINK_ENC_OPENH264,
-          1200000, 0, 0), 1200000);
-  fail_unless_equals_int (sink_rate_encoder_value (SINK_ENC_VPX, 350600, 0,
-          0), 350000);
-  /* JPEG: q = (q0 + 25) * target / ref - 25, within [10, q0] */
-  fail_unless_equals_int (sink_rate_encoder_value (SINK_ENC_JPEG, 1000000,
-          2000000, 90), 33);
-  fail_unless_equals_int (sink_rate_encoder_value (SINK_ENC_JPEG, 1400000,
-          2000000, 70), 42);
-  fail_unless_equals_int (sink_rate_encoder_value (SINK_ENC_JPEG, 4000000,
-          2000000, 90), 90);
-  fail_unless_equals_int (sink_rate_encoder_value (SINK_ENC_JPEG, 10000,
-          2000000, 90), 10);
-  fail_unless_equals_int (sink_rate_encoder_value (SINK_ENC_JPEG, 10000, 0,
-          85), 85);
+  gdouble dt;
+  guint f;
+
+  for (f = 0; f < 12; f++)
+    sink_rate_stream_frame (st, size, key && f == 0);
+  *now += 500 * G_TIME_SPAN_MILLISECOND;
+  fail_if (sink_rate_due (r, *now - 100 * G_TIME_SPAN_MILLISECOND, &dt));
+  fail_unless (sink_rate_due (r, *now, &dt));
+  sink_rate_tick (r, c, &st, 1, dt, *now, d);
+}
+
+#define DECISION(d) (&g_array_index (d, SinkRateDecision, 0))
+
+/* The orchestration (SinkRate): the ceiling is the stream's own measured
+ * rate while no target is in force (the sink knows no encoder); a slow
+ * link gives a lower target; nobody watching gives bitrate 0 (the encoder's
+ * owner goes back to its own setting); frames of a paused stream are not
+ * decided on. */
+GST_START_TEST (test_orchestration)
+{
+  SinkRate *r = sink_rate_new ();
+  SinkRateClients fast = { 1, 100000000, 0 }, slow = { 1, 800000, 0 },
+      none = { 0, 0, 0 };
+  GArray *d = g_array_new (FALSE, FALSE, sizeof (SinkRateDecision));
+  SinkRateStream *st = sink_rate_stream_add (r, 0);
+  gint64 now = G_TIME_SPAN_SECOND;
+  gdouble dt;
+  guint i;
+
+  fail_unless (sink_rate_due (r, now, &dt));
+  fail_unless (dt == 0);
+  sink_rate_tick (r, &fast, &st, 1, dt, now, d);
+  fail_unless_equals_int (d->len, 0);   /* nothing measured yet */
+  /* 2 Mbit/s in: 25 frames of 10 kB per second, for 2 s */
+  for (i = 0; i < 4; i++)
+    half_second (r, st, 10000, TRUE, &fast, &now, d);
+  /* a fast link (budget >= 4x the ceiling, the measured ~1.9 Mbit/s): up
+   * to twice the stream's own rate, once */
+  fail_unless_equals_int (d->len, 1);
+  fail_unless (DECISION (d)->bitrate > 3000000);
+  fail_unless (DECISION (d)->bitrate < 4000000);
+  g_array_set_size (d, 0);
+  /* a slow link: a lower target */
+  half_second (r, st, 10000, FALSE, &slow, &now, d);
+  fail_unless_equals_int (d->len, 1);
+  fail_unless_equals_int (DECISION (d)->index, 0);
+  fail_unless (DECISION (d)->bitrate < 800000);
+  fail_unless (DECISION (d)->bitrate > 0);
+  /* nobody watches: bitrate 0, full size */
+  g_array_set_size (d, 0);
+  half_second (r, st, 5000, FALSE, &none, &now, d);
+  fail_unless_equals_int (d->len, 1);
+  fail_unless_equals_int (DECISION (d)->bitrate, 0);
+  fail_unless_equals_int (DECISION (d)->scale, 1);
+  /* a stream that is not live is left alone */
+  g_array_set_size (d, 0);
+  now += 500 * G_TIME_SPAN_MILLISECOND;
+  fail_unless (sink_rate_due (r, now, &dt));
+  sink_rate_tick (r, &slow, NULL, 0, dt, now, d);
+  fail_unless_equals_int (d->len, 0);
+  g_array_unref (d);
+  sink_rate_free (r);
+}
+
+GST_END_TEST;
+
+/* The draw budget's last announced value belongs to SinkRate: announced
+ * when it changes by 15 % or more. */
+GST_START_TEST (test_draw_budget_due)
+{
+  SinkRate *r = sink_rate_new ();
+  guint b = 0;
+
+  fail_if (sink_rate_draw_budget_due (r, 0, &b));
+  fail_unless (sink_rate_draw_budget_due (r, 10000000, &b));
+  fail_unless_equals_int (b, sink_draw_budget (10000000));
+  fail_if (sink_rate_draw_budget_due (r, 10500000, &b));
+  fail_unless (sink_rate_draw_budget_due (r, 5000000, &b));
+  fail_unless_equals_int (b, sink_draw_budget (5000000));
+  sink_rate_free (r);
 }
 
 GST_END_TEST;
@@ -415,7 +461,8 @@ rate_suite (void)
   tcase_add_test (tc, test_sample);
   tcase_add_test (tc, test_decide);
   tcase_add_test (tc, test_pace);
-  tcase_add_test (tc, test_encoders);
+  tcase_add_test (tc, test_orchestration);
+  tcase_add_test (tc, test_draw_budget_due);
   tcase_add_test (tc, test_link_bytes);
   tcase_add_test (tc, test_draw_budget);
   tcase_add_test (tc, test_leave_behind);

@@ -1,15 +1,20 @@
 /* spicesink: link estimate, rate policy and write pacing as pure functions
  * (inputs -> decisions; no sockets, no clocks, no GStreamer objects), so
- * that they can be unit-tested.
+ * that they can be unit-tested, and the rate control's per-stream state
+ * (SinkRate: samples in, decisions out; it calls nobody).
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * See docs/spicesink.md "Rate control" for the policy in words.
  */
 #pragma once
 
-#include <glib.h>
+#include <gst/gst.h>
 
 G_BEGIN_DECLS
+
+/* "spicesinkrate": the link estimate and the stream decisions */
+GST_DEBUG_CATEGORY_EXTERN (sink_rate_debug);
+void sink_rate_debug_init (void);
 
 /* --- policy constants --- */
 #define SINK_RATE_SHARE            0.70   /* of the link for streams+draws */
@@ -23,8 +28,6 @@ G_BEGIN_DECLS
 #define SINK_RATE_SOURCE_FPS       30     /* frame rate assumed uncapped */
 #define SINK_QDELAY_HIGH_US        (25 * G_TIME_SPAN_MILLISECOND)
 #define SINK_PACE_MAX_HOLD_US      (200 * G_TIME_SPAN_MILLISECOND)
-#define SINK_JPEG_MIN_QUALITY      10
-#define SINK_JPEG_SIZE_OFFSET      25     /* JPEG bytes ~ quality + this */
 #define SINK_RATE_RAISE_STEP       1.25   /* app-limited hints raise the
                                            * estimate by at most 25 %/sample */
 
@@ -94,8 +97,8 @@ typedef struct {
                                  * unknown */
   guint64 draw_bps;             /* draw traffic to that client (bit/s) */
   guint n_streams;              /* stream pads that share the budget (>= 1) */
-  guint64 initial_bps;          /* what the pipeline set on the encoder
-                                 * (0 = unknown: no ceiling) */
+  guint64 initial_bps;          /* the stream's own rate before the first
+                                 * change (0 = unknown: no ceiling) */
   guint64 current_bps;          /* target in force (0 = none yet: the
                                  * initial one) */
   gint64 since_change_us;       /* time since the last change (G_MAXINT64
@@ -171,23 +174,50 @@ gboolean sink_leave_behind (gboolean progressing, gboolean others_waiting);
 guint    sink_stream_scale_decide (guint64 mean_frame_bytes,
     guint64 link_bps, guint scale);
 
-/* Encoders whose rate the sink sets (see docs). */
-typedef enum {
-  SINK_ENC_UNKNOWN = 0,
-  SINK_ENC_VPX,                 /* vp8enc, vp9enc: target-bitrate, bit/s */
-  SINK_ENC_X264,                /* x264enc: bitrate, kbit/s */
-  SINK_ENC_OPENH264,            /* openh264enc: bitrate, bit/s */
-  SINK_ENC_JPEG,                /* jpegenc: quality 1..100 */
-} SinkEncKind;
+/* ---- orchestration: the per-stream state of the rate control ----
+ * The server feeds it (frames in, the slowest client every tick) and
+ * applies what it returns (a spice-rate event per decision, the draw
+ * budget upstream). All calls with the server lock held. */
+typedef struct _SinkRate SinkRate;
+typedef struct _SinkRateStream SinkRateStream;
 
-SinkEncKind  sink_rate_encoder_kind (const gchar * factory_name);
-const gchar *sink_rate_encoder_property (SinkEncKind kind);
-/* initial property value -> bit/s (JPEG: 0, unknown) */
-guint64      sink_rate_encoder_initial_bps (SinkEncKind kind, guint value);
-/* target -> property value. JPEG: quality = (q0 + 25) * target / ref_bps
- * - 25, clamped to [10, q0], where q0 is the initial quality and ref_bps
- * the stream's measured rate at q0 (JPEG size ~ q + 25). */
-guint        sink_rate_encoder_value (SinkEncKind kind, guint64 target_bps,
-    guint64 ref_bps, guint initial_quality);
+/* One decision for stream pad @index: what its spice-rate event says.
+ * @bitrate 0 = unknown (nobody watches: the encoder's owner goes back to
+ * its own setting). */
+typedef struct {
+  guint index;
+  guint bitrate;
+  gint fps_n;
+  guint scale;
+} SinkRateDecision;
+
+/* What the server knows about the clients at a tick. */
+typedef struct {
+  guint clients;                /* clients with a display */
+  guint64 link_bps;             /* the slowest one's estimate, 0 unknown */
+  guint64 draw_bps;             /* draw traffic to that client */
+} SinkRateClients;
+
+SinkRate *sink_rate_new (void);
+void      sink_rate_free (SinkRate * rate);
+/* the rate state of stream pad @index, until removed */
+SinkRateStream *sink_rate_stream_add (SinkRate * rate, guint index);
+void      sink_rate_stream_remove (SinkRate * rate, SinkRateStream * st);
+/* a frame of @size bytes arrived on stream pad @index */
+void      sink_rate_stream_frame (SinkRateStream * st, gsize size, gboolean key);
+/* Whether the stream targets are due (every ~500 ms); then *@dt is the
+ * time since the last ones in seconds (0 the first time). */
+gboolean  sink_rate_due (SinkRate * rate, gint64 now, gdouble * dt);
+/* When due: @live are the streams whose pads carry frames to clients. Appends to @decisions (SinkRateDecision) what to send
+ * upstream. */
+void      sink_rate_tick (SinkRate * rate, const SinkRateClients * clients,
+    SinkRateStream * const *live, guint n_live, gdouble dt, gint64 now,
+    GArray * decisions);
+/* The draw budget for @link_bps when it changed enough since the last one
+ * announced (then TRUE and *@budget set). */
+gboolean  sink_rate_draw_budget_due (SinkRate * rate, guint64 link_bps,
+    guint * budget);
+/* appends one structure per stream pad to @array (the stats' stream-rates) */
+void      sink_rate_stats (SinkRate * rate, GValue * array);
 
 G_END_DECLS

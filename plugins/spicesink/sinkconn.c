@@ -1,0 +1,1079 @@
+/* spicesink: one client connection — link stage, framing, output queue,
+ * writes, socket pacing
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Every connection runs the SPICE link handshake on its own (header, link
+ * message, reply with our RSA key and capabilities, auth mechanism, 128-byte
+ * ticket, result) and then carries one channel; which session it belongs to
+ * is its owner's business (SinkConnHooks.on_link).
+ *
+ * Pacing is on the socket, not on a SPICE ACK window (we never send
+ * SET_ACK): every socket gets TCP_NOTSENT_LOWAT, so it only polls writable
+ * while the kernel holds less than that many unsent bytes, and the server
+ * thread writes only when it is writable. The render path waits while a
+ * client's user-space queue is above its limit. Once a display link is
+ * estimated, both are sized in link time (sinkrate.h: a few ms of the link
+ * each, at most `notsent-lowat` and `queue-size`).
+ */
+#include <string.h>
+#include <errno.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <linux/tcp.h>
+
+#include "sinkconn.h"
+
+#include "sinkdebug.h"
+
+static SINK_DEBUG_CATEGORY (sink_conn_debug, "spicesinkconn",
+    "spicesink connections (link stage, framing, writes)");
+static SINK_DEBUG_CATEGORY (sink_pacing_debug, "spicesinkpacing",
+    "spicesink socket pacing (TCP_INFO, NOTSENT_LOWAT, holds)");
+#define GST_CAT_DEFAULT sink_conn_debug ()
+
+#define READ_BUDGET 64          /* messages per dispatch */
+#define STALL_TIMEOUT_US (20 * G_TIME_SPAN_SECOND)
+#define MAX_IOV 32
+
+typedef enum
+{
+  CONN_TLS_HANDSHAKE,
+  CONN_LINK_HEADER,
+  CONN_LINK_MESS,
+  CONN_AUTH_MECH,
+  CONN_TICKET,
+  CONN_DATA,
+  CONN_DEAD,
+} SinkConnState;
+
+/* One queued server -> client message: a small head (data header + fixed
+ * fields) and an optional shared body (image, frame). */
+typedef struct
+{
+  guint8 head[SINK_MSG_HEAD_MAX];
+  guint16 head_len;
+  gint16 mm_off;                /* offset of a u32 mm time to stamp when the
+                                 * first byte is written, or -1 */
+  GBytes *body;                 /* may be NULL */
+  gsize done;                   /* bytes of head+body already written */
+} SinkMsg;
+
+struct _SinkConn
+{
+  SinkConnEnv *env;
+  const SinkConnHooks *hooks;
+  gpointer hooks_data;
+  guint id;
+  GSocket *socket;
+  GIOStream *io;
+  GPollableInputStream *in;
+  GPollableOutputStream *out;
+  GSource *in_src, *out_src, *pace_src;
+  gboolean tls;
+  gchar *peer;                  /* "address:port" */
+  gchar *peer_host;
+  SinkConnState state;          /* written by the server thread, lock held */
+  gint64 start_us;
+  gint64 last_progress_us;      /* last write (or enqueue on empty) */
+  gint64 last_rx_us;            /* last byte received (server thread) */
+
+  /* reading (server thread) */
+  guint8 *rbuf;
+  gsize rlen, rneed, rcap;
+  gboolean in_body;
+  GstSpiceMsgHeader hdr;
+  GstSpiceLinkMess link;
+  gboolean mini;
+
+  /* writing (lock held) */
+  GQueue outq;                  /* SinkMsg* */
+  gsize out_bytes;              /* unwritten bytes in outq */
+  guint64 out_serial;
+  gboolean close_when_flushed;
+  gboolean handshake_pending;   /* TLS handshake callback outstanding */
+
+  guint64 bytes_out, msgs_out;
+  gsize bytes_in, msgs_in;      /* atomic: counted without the lock */
+
+  /* TCP_INFO snapshot */
+  gboolean have_tcpi;
+  guint32 tcpi_rtt_us, tcpi_min_rtt_us, tcpi_notsent, tcpi_cwnd,
+      tcpi_retrans, tcpi_unacked;
+  guint64 tcpi_delivery_rate;   /* bytes/s */
+  guint64 tcpi_bytes_acked;
+  /* previous link sample */
+  guint64 rate_last_acked;
+  gint64 rate_last_us;
+  gboolean rate_last_backlogged;
+
+  /* pacing (display) */
+  gboolean paced;
+  SinkLinkEstimate link_estimate;
+  gint64 pace_since_us;         /* holding since, 0 = not holding */
+  guint64 pace_holds, paced_us;
+};
+
+static void
+destroy_source (GSource ** src)
+{
+  if (*src) {
+    g_source_destroy (*src);
+    g_source_unref (*src);
+    *src = NULL;
+  }
+}
+
+static void
+msg_free (SinkMsg * m)
+{
+  if (m->body)
+    g_bytes_unref (m->body);
+  g_free (m);
+}
+
+static inline gsize
+msg_size (const SinkMsg * m)
+{
+  return m->head_len + (m->body ? g_bytes_get_size (m->body) : 0);
+}
+
+static void
+clear_queue (SinkConn * conn)
+{
+  SinkMsg *m;
+
+  while ((m = g_queue_pop_head (&conn->outq)))
+    msg_free (m);
+  conn->out_bytes = 0;
+}
+
+/* ------------------------------------------------------------ lifetime */
+
+SinkConn *
+sink_conn_new (SinkConnEnv * env, GSocket * socket, gboolean tls, guint id)
+{
+  SinkConn *conn = g_new0 (SinkConn, 1);
+  GSocketAddress *addr;
+  gint fd = g_socket_get_fd (socket);
+  gint one = 1;
+
+  conn->env = env;
+  conn->socket = socket;
+  conn->tls = tls;
+  conn->id = id;
+  conn->start_us = g_get_monotonic_time ();
+  conn->last_rx_us = conn->start_us;
+  addr = g_socket_get_remote_address (socket, NULL);
+  if (addr && G_IS_INET_SOCKET_ADDRESS (addr)) {
+    GInetSocketAddress *ia = G_INET_SOCKET_ADDRESS (addr);
+    conn->peer_host =
+        g_inet_address_to_string (g_inet_socket_address_get_address (ia));
+    conn->peer = g_strdup_printf ("%s:%u", conn->peer_host,
+        g_inet_socket_address_get_port (ia));
+  } else {
+    conn->peer_host = g_strdup ("?");
+    conn->peer = g_strdup ("?");
+  }
+  g_clear_object (&addr);
+  if (setsockopt (fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof (one)) < 0)
+    GST_DEBUG ("TCP_NODELAY: %s", g_strerror (errno));
+  if (env->notsent_lowat > 0) {
+    gint v = (gint) env->notsent_lowat;
+
+    if (setsockopt (fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &v, sizeof (v)) < 0)
+      GST_WARNING ("TCP_NOTSENT_LOWAT: %s", g_strerror (errno));
+  }
+  conn->io = G_IO_STREAM (g_socket_connection_factory_create_connection
+      (socket));
+  return conn;
+}
+
+void
+sink_conn_free (SinkConn * conn)
+{
+  destroy_source (&conn->in_src);
+  destroy_source (&conn->out_src);
+  destroy_source (&conn->pace_src);
+  clear_queue (conn);
+  g_clear_object (&conn->io);
+  g_clear_object (&conn->socket);
+  g_free (conn->rbuf);
+  g_free (conn->peer);
+  g_free (conn->peer_host);
+  g_free (conn);
+}
+
+void
+sink_conn_set_hooks (SinkConn * conn, const SinkConnHooks * hooks,
+    gpointer user_data)
+{
+  conn->hooks = hooks;
+  conn->hooks_data = user_data;
+}
+
+/* lock held */
+void
+sink_conn_close (SinkConn * conn, const gchar * reason)
+{
+  if (conn->state == CONN_DEAD)
+    return;
+  if (conn->state == CONN_DATA)
+    GST_INFO ("closing channel type %u of %s: %s", conn->link.channel_type,
+        conn->peer, reason);
+  else
+    GST_WARNING ("closing connection from %s during link: %s", conn->peer,
+        reason);
+  conn->state = CONN_DEAD;
+  destroy_source (&conn->in_src);
+  destroy_source (&conn->out_src);
+  destroy_source (&conn->pace_src);
+  clear_queue (conn);
+  g_socket_close (conn->socket, NULL);
+  if (conn->hooks && conn->hooks->on_closed)
+    conn->hooks->on_closed (conn, conn->hooks_data);
+  g_cond_broadcast (conn->env->room);
+  /* freed by the owner's timer (never under a caller's feet) */
+}
+
+gboolean
+sink_conn_is_dead (SinkConn * conn)
+{
+  return conn->state == CONN_DEAD;
+}
+
+gboolean
+sink_conn_is_linked (SinkConn * conn)
+{
+  return conn && conn->state == CONN_DATA;
+}
+
+gboolean
+sink_conn_is_freeable (SinkConn * conn)
+{
+  return conn->state == CONN_DEAD && !conn->in_src && !conn->out_src &&
+      !conn->handshake_pending;
+}
+
+guint
+sink_conn_id (SinkConn * conn)
+{
+  return conn->id;
+}
+
+const gchar *
+sink_conn_peer (SinkConn * conn)
+{
+  return conn->peer;
+}
+
+const gchar *
+sink_conn_peer_host (SinkConn * conn)
+{
+  return conn->peer_host;
+}
+
+gboolean
+sink_conn_tls (SinkConn * conn)
+{
+  return conn->tls;
+}
+
+guint8
+sink_conn_channel_type (SinkConn * conn)
+{
+  return conn->link.channel_type;
+}
+
+gboolean
+sink_conn_has_channel_cap (SinkConn * conn, guint cap)
+{
+  return gst_spice_caps_test (conn->link.channel_caps, conn->link.n_channel,
+      cap);
+}
+
+gint64
+sink_conn_last_rx_us (SinkConn * conn)
+{
+  return conn->last_rx_us;
+}
+
+gsize
+sink_conn_queued_bytes (SinkConn * conn)
+{
+  return conn->out_bytes;
+}
+
+gint64
+sink_conn_last_progress_us (SinkConn * conn)
+{
+  return conn->last_progress_us;
+}
+
+void
+sink_conn_counters (SinkConn * conn, SinkConnCounters * c)
+{
+  c->bytes_out = conn->bytes_out;
+  c->msgs_out = conn->msgs_out;
+  c->bytes_in = (guint64) g_atomic_pointer_get (&conn->bytes_in);
+  c->msgs_in = (guint64) g_atomic_pointer_get (&conn->msgs_in);
+}
+
+SinkConnTimeout
+sink_conn_check_timeouts (SinkConn * conn, gint64 now,
+    guint handshake_timeout_ms)
+{
+  gboolean expired = now - conn->start_us >
+      (gint64) handshake_timeout_ms * G_TIME_SPAN_MILLISECOND;
+
+  if (conn->state != CONN_DATA && !conn->close_when_flushed && expired)
+    return SINK_CONN_LINK_EXPIRED;
+  if (conn->close_when_flushed && expired)
+    return SINK_CONN_ERROR_UNREAD;
+  if (!g_queue_is_empty (&conn->outq) &&
+      now - conn->last_progress_us > STALL_TIMEOUT_US) {
+    GST_WARNING ("%s: no write progress for %d s (stall limit), %"
+        G_GSIZE_FORMAT " bytes queued", conn->peer,
+        (gint) (STALL_TIMEOUT_US / G_TIME_SPAN_SECOND), conn->out_bytes);
+    return SINK_CONN_STALLED;
+  }
+  return SINK_CONN_IN_TIME;
+}
+
+/* ------------------------------------------------------------- output */
+
+guint32
+sink_conn_env_mm_time (SinkConnEnv * env)
+{
+  guint32 t = (guint32) ((g_get_monotonic_time () - env->mm_base_us) /
+      1000) + 1000;
+
+  return t ? t : 1;
+}
+
+/* lock held */
+static void
+send_msg (SinkConn * conn, SinkMsg * m)
+{
+  if (conn->state == CONN_DEAD) {
+    msg_free (m);
+    return;
+  }
+  if (g_queue_is_empty (&conn->outq))
+    conn->last_progress_us = g_get_monotonic_time ();
+  g_queue_push_tail (&conn->outq, m);
+  conn->out_bytes += msg_size (m);
+  if (conn->env->kick)
+    g_source_set_ready_time (conn->env->kick, 0);
+}
+
+static SinkMsg *
+msg_new (SinkConn * conn, guint16 type, const guint8 * fixed, gsize flen,
+    GBytes * body)
+{
+  SinkMsg *m = g_new (SinkMsg, 1);
+  gsize hsize = gst_spice_wire_header_size (conn->mini);
+  gsize blen = body ? g_bytes_get_size (body) : 0;
+
+  g_assert (hsize + flen <= SINK_MSG_HEAD_MAX);
+  gst_spice_wire_put_header (m->head, conn->mini, ++conn->out_serial, type,
+      (guint32) (flen + blen));
+  if (flen)
+    memcpy (m->head + hsize, fixed, flen);
+  m->head_len = (guint16) (hsize + flen);
+  m->mm_off = -1;
+  m->body = body ? g_bytes_ref (body) : NULL;
+  m->done = 0;
+  return m;
+}
+
+void
+sink_conn_send (SinkConn * conn, guint16 type, const GByteArray * fixed,
+    GBytes * body)
+{
+  send_msg (conn, msg_new (conn, type, fixed ? fixed->data : NULL,
+          fixed ? fixed->len : 0, body));
+}
+
+void
+sink_conn_send_bytes (SinkConn * conn, guint16 type, GBytes * fixed,
+    gint mm_off, GBytes * body)
+{
+  gsize flen;
+  const guint8 *f = g_bytes_get_data (fixed, &flen);
+  SinkMsg *m = msg_new (conn, type, f, flen, body);
+
+  if (mm_off >= 0)
+    m->mm_off = (gint16) (gst_spice_wire_header_size (conn->mini) + mm_off);
+  send_msg (conn, m);
+}
+
+/* link-stage data: no data header; kept in the body */
+static void
+send_raw (SinkConn * conn, GByteArray * data)
+{
+  SinkMsg *m = g_new0 (SinkMsg, 1);
+
+  m->mm_off = -1;
+  m->body = g_byte_array_free_to_bytes (g_byte_array_ref (data));
+  send_msg (conn, m);
+}
+
+gboolean
+sink_conn_has_queued (SinkConn * conn)
+{
+  return conn->state != CONN_DEAD && !g_queue_is_empty (&conn->outq);
+}
+
+/* ------------------------------------------------------------- pacing */
+
+static gsize
+queue_limit (SinkConn * conn)
+{
+  return sink_link_bytes (conn->link_estimate.bps, SINK_QUEUE_LINK_MS,
+      conn->env->queue_size);
+}
+
+void
+sink_conn_set_paced (SinkConn * conn, gboolean paced)
+{
+  conn->paced = paced;
+}
+
+gboolean
+sink_conn_queue_full (SinkConn * conn)
+{
+  return conn->state == CONN_DATA && conn->out_bytes > queue_limit (conn);
+}
+
+const SinkLinkEstimate *
+sink_conn_link (SinkConn * conn)
+{
+  return &conn->link_estimate;
+}
+
+/* Server thread: TCP_NOTSENT_LOWAT of a display socket follows the link
+ * estimate (a few ms of the link, at most the notsent-lowat property). */
+static void
+set_lowat (SinkConn * conn)
+{
+  gint fd, want, cur = 0;
+  socklen_t len = sizeof (cur);
+
+  if (conn->env->notsent_lowat == 0 || !conn->paced || !conn->socket)
+    return;
+  want = (gint) sink_link_bytes (conn->link_estimate.bps,
+      SINK_NOTSENT_LINK_MS, conn->env->notsent_lowat);
+  fd = g_socket_get_fd (conn->socket);
+  if (getsockopt (fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &cur, &len) == 0 &&
+      cur == want)
+    return;
+  if (setsockopt (fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &want, sizeof (want)) < 0)
+    GST_CAT_DEBUG (sink_pacing_debug (), "TCP_NOTSENT_LOWAT: %s",
+        g_strerror (errno));
+  else
+    GST_CAT_DEBUG (sink_pacing_debug (), "%s: notsent-lowat %d (link %"
+        G_GUINT64_FORMAT " bit/s)", conn->peer, want, conn->link_estimate.bps);
+}
+
+void
+sink_conn_update_tcp_info (SinkConn * conn)
+{
+  struct tcp_info ti;
+  socklen_t len = sizeof (ti);
+
+  memset (&ti, 0, sizeof (ti));
+  if (getsockopt (g_socket_get_fd (conn->socket), IPPROTO_TCP, TCP_INFO, &ti,
+          &len) < 0)
+    return;
+  conn->have_tcpi = TRUE;
+  conn->tcpi_rtt_us = ti.tcpi_rtt;
+  conn->tcpi_retrans = ti.tcpi_total_retrans;
+  conn->tcpi_cwnd = ti.tcpi_snd_cwnd;
+  if (len >= offsetof (struct tcp_info,
+          tcpi_min_rtt) + sizeof (ti.tcpi_min_rtt))
+      conn->tcpi_min_rtt_us = ti.tcpi_min_rtt;
+  if (len >= offsetof (struct tcp_info, tcpi_notsent_bytes) +
+      sizeof (ti.tcpi_notsent_bytes))
+      conn->tcpi_notsent = ti.tcpi_notsent_bytes;
+  if (len >= offsetof (struct tcp_info, tcpi_delivery_rate) +
+      sizeof (ti.tcpi_delivery_rate))
+      conn->tcpi_delivery_rate = ti.tcpi_delivery_rate;
+  conn->tcpi_unacked = ti.tcpi_unacked;
+  if (conn->paced) {
+    SinkLinkEstimate *e = &conn->link_estimate;
+
+    e->inflight_bytes = (guint64) ti.tcpi_unacked * ti.tcpi_snd_mss;
+    if (len >= offsetof (struct tcp_info, tcpi_delivery_rate) +
+        sizeof (ti.tcpi_delivery_rate))
+        sink_link_btl_update (e, ti.tcpi_delivery_rate * 8,
+          g_get_monotonic_time ());
+  }
+  if (len >= offsetof (struct tcp_info, tcpi_bytes_acked) +
+      sizeof (ti.tcpi_bytes_acked))
+      conn->tcpi_bytes_acked = ti.tcpi_bytes_acked;
+}
+
+void
+sink_conn_sample_link (SinkConn * conn, gint64 now)
+{
+  gboolean backlogged;
+
+  if (!conn->have_tcpi)
+    return;
+  backlogged = conn->out_bytes > 0;
+  if (conn->rate_last_us) {
+    SinkLinkSample smp;
+
+    sink_link_sample_make (&smp, conn->tcpi_delivery_rate,
+        conn->tcpi_bytes_acked - conn->rate_last_acked,
+        now - conn->rate_last_us, backlogged && conn->rate_last_backlogged,
+        conn->tcpi_rtt_us, conn->tcpi_min_rtt_us);
+    sink_link_estimate_update (&conn->link_estimate, &smp);
+    GST_CAT_LOG (sink_rate_debug, "%s: sample %" G_GUINT64_FORMAT " bit/s%s, "
+        "rtt %u us (min %u), unacked %u, queued %" G_GSIZE_FORMAT
+        " -> estimate %" G_GUINT64_FORMAT " bit/s", conn->peer_host,
+        smp.delivery_bps, smp.app_limited ? " (app-limited)" : "",
+        smp.rtt_us, smp.min_rtt_us, conn->tcpi_unacked, conn->out_bytes,
+        conn->link_estimate.bps);
+  }
+  conn->rate_last_us = now;
+  conn->rate_last_acked = conn->tcpi_bytes_acked;
+  conn->rate_last_backlogged = backlogged;
+}
+
+void
+sink_conn_tcp_stats (SinkConn * conn, GstStructure * s)
+{
+  if (!conn->have_tcpi)
+    return;
+  gst_structure_set (s,
+      "socket-queue-bytes", G_TYPE_UINT, conn->tcpi_notsent,
+      "tcp-rtt-us", G_TYPE_UINT, conn->tcpi_rtt_us,
+      "tcp-min-rtt-us", G_TYPE_UINT, conn->tcpi_min_rtt_us,
+      "tcp-delivery-rate", G_TYPE_UINT64, conn->tcpi_delivery_rate,
+      "tcp-cwnd", G_TYPE_UINT, conn->tcpi_cwnd,
+      "tcp-retransmits", G_TYPE_UINT, conn->tcpi_retrans,
+      "link-estimate-bps", G_TYPE_UINT64, conn->link_estimate.bps,
+      "queue-delay-us", G_TYPE_UINT, conn->link_estimate.queue_delay_us,
+      "pace-holds", G_TYPE_UINT64, conn->pace_holds,
+      "paced-ms", G_TYPE_UINT64, conn->paced_us / 1000, NULL);
+}
+
+static gboolean
+pace_ready_cb (gpointer user_data)
+{
+  SinkConn *conn = user_data;
+
+  g_mutex_lock (conn->env->lock);
+  destroy_source (&conn->pace_src);
+  sink_conn_flush (conn);
+  g_mutex_unlock (conn->env->lock);
+  return G_SOURCE_REMOVE;
+}
+
+/* whether a display socket has its in-flight cap (sink_inflight_cap())
+ * or more unacknowledged while a queue builds (sink_inflight_hold()) */
+static gboolean
+inflight_full (SinkConn * conn)
+{
+  SinkLinkEstimate *e = &conn->link_estimate;
+  guint64 cap = sink_inflight_cap (MAX (e->btl_bps, e->btl_prev_bps),
+      conn->tcpi_min_rtt_us);
+
+  return sink_inflight_hold (e->inflight_bytes, cap, conn->tcpi_rtt_us,
+      conn->tcpi_min_rtt_us);
+}
+
+/* Server thread, lock held. Keeps the sink application-limited on the
+ * display channel: while the smoothed RTT stands more than
+ * SINK_QDELAY_HIGH_US above the minimum (the bottleneck queue grows) and
+ * data is in flight, nothing more is offered (for at most
+ * SINK_PACE_MAX_HOLD_US at a time); a 5 ms timer looks again. Returns TRUE
+ * while holding. */
+static gboolean
+pace_hold (SinkConn * conn)
+{
+  gint64 now;
+
+  if (conn->pace_src)
+    return TRUE;
+  if (!conn->paced || conn->state != CONN_DATA)
+    return FALSE;
+  sink_conn_update_tcp_info (conn);
+  now = g_get_monotonic_time ();
+  if (conn->have_tcpi && (sink_pace_should_hold (conn->tcpi_rtt_us,
+              conn->tcpi_min_rtt_us, conn->tcpi_unacked,
+              conn->pace_since_us ? now - conn->pace_since_us : 0) ||
+          inflight_full (conn))) {
+    if (!conn->pace_since_us) {
+      conn->pace_since_us = now;
+      conn->pace_holds++;
+      GST_CAT_LOG (sink_pacing_debug (), "%s: queueing delay %u us, holding "
+          "writes", conn->peer, conn->tcpi_rtt_us - conn->tcpi_min_rtt_us);
+    }
+    conn->pace_src = g_timeout_source_new (5);
+    g_source_set_callback (conn->pace_src, pace_ready_cb, conn, NULL);
+    g_source_attach (conn->pace_src, conn->env->ctx);
+    return TRUE;
+  }
+  if (conn->pace_since_us) {
+    conn->paced_us += now - conn->pace_since_us;
+    conn->pace_since_us = 0;
+  }
+  return FALSE;
+}
+
+/* ------------------------------------------------------------- writing */
+
+static gboolean
+out_ready_cb (GObject * stream, gpointer user_data)
+{
+  SinkConn *conn = user_data;
+
+  g_mutex_lock (conn->env->lock);
+  destroy_source (&conn->out_src);
+  sink_conn_flush (conn);
+  g_mutex_unlock (conn->env->lock);
+  return G_SOURCE_REMOVE;
+}
+
+/* Server thread, lock held: writes as much as the socket takes. */
+void
+sink_conn_flush (SinkConn * conn)
+{
+  SinkConnEnv *env = conn->env;
+  gboolean progress = FALSE;
+
+  if (conn->state == CONN_DEAD || conn->out_src)
+    return;
+  if (!g_queue_is_empty (&conn->outq) && pace_hold (conn))
+    return;
+  if (conn->state == CONN_DATA)
+    set_lowat (conn);
+
+  while (conn->state != CONN_DEAD && !g_queue_is_empty (&conn->outq)) {
+    GOutputVector vec[MAX_IOV];
+    guint n = 0;
+    GList *l;
+    gsize written = 0;
+    GError *err = NULL;
+    GPollableReturn ret;
+
+    for (l = conn->outq.head; l && n + 2 <= MAX_IOV; l = l->next) {
+      SinkMsg *m = l->data;
+      gsize done = m->done;
+
+      if (done == 0 && m->mm_off >= 0)
+        GST_WRITE_UINT32_LE (m->head + m->mm_off,
+            sink_conn_env_mm_time (env) + env->stream_latency);
+      if (done < m->head_len) {
+        vec[n].buffer = m->head + done;
+        vec[n].size = m->head_len - done;
+        n++;
+        done = 0;
+      } else {
+        done -= m->head_len;
+      }
+      if (m->body && g_bytes_get_size (m->body) > done) {
+        gsize bsize;
+        const guint8 *b = g_bytes_get_data (m->body, &bsize);
+
+        vec[n].buffer = b + done;
+        vec[n].size = bsize - done;
+        n++;
+      }
+    }
+    ret = g_pollable_output_stream_writev_nonblocking (conn->out, vec, n,
+        &written, NULL, &err);
+    if (ret == G_POLLABLE_RETURN_WOULD_BLOCK) {
+      conn->out_src = g_pollable_output_stream_create_source (conn->out, NULL);
+      g_source_set_callback (conn->out_src, G_SOURCE_FUNC (out_ready_cb),
+          conn, NULL);
+      g_source_attach (conn->out_src, env->ctx);
+      break;
+    }
+    if (ret == G_POLLABLE_RETURN_FAILED) {
+      gchar *reason = g_strdup_printf ("write failed: %s",
+          err ? err->message : "?");
+      g_clear_error (&err);
+      sink_conn_close (conn, reason);
+      g_free (reason);
+      return;
+    }
+    if (written)
+      progress = TRUE;
+    conn->bytes_out += written;
+    conn->out_bytes -= MIN (written, conn->out_bytes);
+    while (written && !g_queue_is_empty (&conn->outq)) {
+      SinkMsg *m = g_queue_peek_head (&conn->outq);
+      gsize left = msg_size (m) - m->done;
+
+      if (written >= left) {
+        written -= left;
+        conn->msgs_out++;
+        msg_free (g_queue_pop_head (&conn->outq));
+      } else {
+        m->done += written;
+        written = 0;
+      }
+    }
+  }
+  if (progress)
+    conn->last_progress_us = g_get_monotonic_time ();
+  if (conn->state == CONN_DEAD)
+    return;
+  if (g_queue_is_empty (&conn->outq)) {
+    if (conn->close_when_flushed) {
+      sink_conn_close (conn, "closed after final message");
+      return;
+    }
+    if (conn->state == CONN_DATA && conn->hooks && conn->hooks->on_drained)
+      conn->hooks->on_drained (conn, conn->hooks_data);
+  }
+  if (progress && (!conn->paced || conn->out_bytes <= queue_limit (conn)))
+    g_cond_broadcast (env->room);
+}
+
+/* ----------------------------------------------------------- link stage */
+
+static void
+set_need (SinkConn * conn, SinkConnState state, gsize need)
+{
+  conn->state = state;
+  conn->rneed = need;
+  conn->rlen = 0;
+  if (need > conn->rcap) {
+    conn->rcap = MAX (need, 256);
+    conn->rbuf = g_realloc (conn->rbuf, conn->rcap);
+  }
+}
+
+static void
+stop_reading (SinkConn * conn)
+{
+  conn->close_when_flushed = TRUE;
+  conn->rneed = 0;
+  destroy_source (&conn->in_src);
+}
+
+/* lock held */
+static void
+link_error (SinkConn * conn, guint32 err, const gchar * reason)
+{
+  GByteArray *a = g_byte_array_new ();
+
+  GST_WARNING ("link from %s refused (error %u): %s", conn->peer, err, reason);
+  gst_spice_wire_write_link_reply (a, err, NULL, NULL, 0, NULL, 0);
+  send_raw (conn, a);
+  g_byte_array_unref (a);
+  conn->state = CONN_LINK_HEADER;
+  stop_reading (conn);
+  sink_conn_flush (conn);
+}
+
+/* lock held */
+static void
+link_result (SinkConn * conn, guint32 result, const gchar * reason)
+{
+  GByteArray *a = g_byte_array_new ();
+
+  gst_spice_put_u32 (a, result);
+  send_raw (conn, a);
+  g_byte_array_unref (a);
+  if (result != SPICE_LINK_ERR_OK) {
+    GST_WARNING ("link from %s refused (result %u): %s", conn->peer, result,
+        reason ? reason : "");
+    stop_reading (conn);
+  }
+  sink_conn_flush (conn);
+}
+
+static guint32
+common_caps (void)
+{
+  guint32 w = 0;
+
+  gst_spice_caps_set (&w, 1, SPICE_COMMON_CAP_PROTOCOL_AUTH_SELECTION);
+  gst_spice_caps_set (&w, 1, SPICE_COMMON_CAP_AUTH_SPICE);
+  gst_spice_caps_set (&w, 1, SPICE_COMMON_CAP_MINI_HEADER);
+  /* never AUTH_SASL: spice-gtk would pick it */
+  return w;
+}
+
+/* lock held */
+static void
+handle_link_mess (SinkConn * conn)
+{
+  GstSpiceLinkMess *m = &conn->link;
+  GByteArray *a;
+  guint32 common = common_caps ();
+  guint32 channel;
+  const guint8 *pub;
+
+  if (!gst_spice_wire_parse_link_mess (conn->rbuf, conn->rlen, m)) {
+    link_error (conn, SPICE_LINK_ERR_INVALID_DATA, "malformed link message");
+    return;
+  }
+  conn->mini = gst_spice_caps_test (m->common_caps, m->n_common,
+      SPICE_COMMON_CAP_MINI_HEADER);
+  if (m->channel_type >= SPICE_END_CHANNEL ||
+      !conn->env->channel_served[m->channel_type] || m->channel_id != 0) {
+    link_error (conn, SPICE_LINK_ERR_CHANNEL_NOT_AVAILABLE,
+        "channel not served");
+    return;
+  }
+  channel = conn->env->channel_caps[m->channel_type];
+  pub = gst_spice_ticket_key_get_public (conn->env->ticket_key, NULL);
+  a = g_byte_array_new ();
+  gst_spice_wire_write_link_reply (a, SPICE_LINK_ERR_OK, pub, &common, 1,
+      &channel, 1);
+  send_raw (conn, a);
+  g_byte_array_unref (a);
+  sink_conn_flush (conn);
+  if (gst_spice_caps_test (m->common_caps, m->n_common,
+          SPICE_COMMON_CAP_PROTOCOL_AUTH_SELECTION))
+    set_need (conn, CONN_AUTH_MECH, 4);
+  else
+    set_need (conn, CONN_TICKET, GST_SPICE_WIRE_TICKET_SIZE);
+}
+
+/* lock held */
+static void
+handle_ticket (SinkConn * conn)
+{
+  const gchar *reason = NULL;
+  guint32 result = SPICE_LINK_ERR_ERROR;
+
+  if (conn->hooks && conn->hooks->on_link)
+    result = conn->hooks->on_link (conn, &conn->link, conn->rbuf, conn->rlen,
+        &reason, conn->hooks_data);
+  link_result (conn, result, reason);
+  if (result != SPICE_LINK_ERR_OK)
+    return;
+  GST_INFO ("%s: linked channel type %u%s", conn->peer,
+      conn->link.channel_type, conn->tls ? " (TLS)" : "");
+  set_need (conn, CONN_DATA, gst_spice_wire_header_size (conn->mini));
+  conn->in_body = FALSE;
+  if (conn->hooks && conn->hooks->on_linked)
+    conn->hooks->on_linked (conn, conn->hooks_data);
+}
+
+/* ------------------------------------------------------------- reading */
+
+static void
+close_locked (SinkConn * conn, const gchar * reason)
+{
+  g_mutex_lock (conn->env->lock);
+  sink_conn_close (conn, reason);
+  g_mutex_unlock (conn->env->lock);
+}
+
+/* Server thread, lock NOT held: checks a data message header; FALSE when
+ * it closed the connection. */
+static gboolean
+check_header (SinkConn * conn)
+{
+  GstSpiceMsgHeader *h = &conn->hdr;
+  guint8 type = conn->link.channel_type;
+  guint32 min, max;
+  gchar *r = NULL;
+
+  if (!gst_spice_wire_parse_header (conn->rbuf, conn->rlen, conn->mini, h))
+    r = g_strdup ("malformed message header");
+  else if (!gst_spice_wire_client_msg_limits (type, h->type, &min, &max))
+    r = g_strdup_printf ("unexpected message type %u", h->type);
+  else if (h->size < min || h->size > max)
+    r = g_strdup_printf ("message %s has bad size %u (allowed %u..%u)",
+        gst_spice_wire_client_msg_name (type, h->type), h->size, min, max);
+  if (!r)
+    return TRUE;
+  GST_WARNING ("%s: %s", conn->peer, r);
+  g_mutex_lock (conn->env->lock);
+  conn->env->closed_bad_message++;
+  sink_conn_close (conn, r);
+  g_mutex_unlock (conn->env->lock);
+  g_free (r);
+  return FALSE;
+}
+
+/* Server thread, lock NOT held: a complete chunk (conn->rneed bytes) is
+ * in rbuf. The link stage takes the lock; data messages go to on_message
+ * without it. */
+static void
+process_chunk (SinkConn * conn)
+{
+  switch (conn->state) {
+    case CONN_LINK_HEADER:{
+      GstSpiceLinkHeader h;
+      guint32 err;
+
+      g_mutex_lock (conn->env->lock);
+      if (!gst_spice_wire_parse_link_header (conn->rbuf, conn->rlen,
+              GST_SPICE_WIRE_LINK_MESS_SIZE, &h, &err))
+        link_error (conn, err, err == SPICE_LINK_ERR_INVALID_MAGIC ?
+            "wrong magic" : err == SPICE_LINK_ERR_VERSION_MISMATCH ?
+            "unsupported protocol version" : "bad link message size");
+      else
+        set_need (conn, CONN_LINK_MESS, h.size);
+      g_mutex_unlock (conn->env->lock);
+      break;
+    }
+    case CONN_LINK_MESS:
+      g_mutex_lock (conn->env->lock);
+      handle_link_mess (conn);
+      g_mutex_unlock (conn->env->lock);
+      break;
+    case CONN_AUTH_MECH:
+      g_mutex_lock (conn->env->lock);
+      if (GST_READ_UINT32_LE (conn->rbuf) != SPICE_COMMON_CAP_AUTH_SPICE)
+        link_result (conn, SPICE_LINK_ERR_INVALID_DATA,
+            "unsupported auth mechanism");
+      else
+        set_need (conn, CONN_TICKET, GST_SPICE_WIRE_TICKET_SIZE);
+      g_mutex_unlock (conn->env->lock);
+      break;
+    case CONN_TICKET:
+      g_mutex_lock (conn->env->lock);
+      handle_ticket (conn);
+      g_mutex_unlock (conn->env->lock);
+      break;
+    case CONN_DATA:
+      if (!conn->in_body) {
+        if (!check_header (conn))
+          return;
+        if (conn->hdr.size > 0) {
+          conn->in_body = TRUE;
+          conn->rneed = conn->hdr.size;
+          conn->rlen = 0;
+          if (conn->rneed > conn->rcap) {
+            conn->rcap = conn->rneed;
+            conn->rbuf = g_realloc (conn->rbuf, conn->rcap);
+          }
+          return;
+        }
+      }
+      g_atomic_pointer_add (&conn->msgs_in, 1);
+      conn->in_body = FALSE;
+      if (conn->hooks && conn->hooks->on_message &&
+          !conn->hooks->on_message (conn, conn->hdr.type,
+              conn->hdr.size ? conn->rbuf : NULL, conn->hdr.size,
+              conn->hooks_data))
+        return;                 /* closed */
+      if (conn->state == CONN_DATA) {
+        conn->rneed = gst_spice_wire_header_size (conn->mini);
+        conn->rlen = 0;
+      }
+      break;
+    default:
+      break;
+  }
+}
+
+/* Server thread, lock not held (see process_chunk()) */
+static gboolean
+in_ready_cb (GObject * stream, gpointer user_data)
+{
+  SinkConn *conn = user_data;
+  guint budget = READ_BUDGET;
+
+  while (conn->state != CONN_DEAD && conn->rneed > 0 && budget > 0) {
+    GError *err = NULL;
+    gssize n;
+
+    n = g_pollable_input_stream_read_nonblocking (conn->in,
+        conn->rbuf + conn->rlen, conn->rneed - conn->rlen, NULL, &err);
+    if (n < 0) {
+      if (!g_error_matches (err, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK)) {
+        gchar *r = g_strdup_printf ("read failed: %s", err->message);
+
+        close_locked (conn, r);
+        g_free (r);
+      }
+      g_error_free (err);
+      break;
+    }
+    if (n == 0) {
+      close_locked (conn, conn->state == CONN_DATA && conn->rlen == 0 &&
+          !conn->in_body ? "client disconnected" :
+          "connection closed in the middle of a message");
+      break;
+    }
+    g_atomic_pointer_add (&conn->bytes_in, n);
+    conn->last_rx_us = g_get_monotonic_time ();
+    conn->rlen += n;
+    if (conn->rlen == conn->rneed) {
+      process_chunk (conn);
+      budget--;
+    }
+  }
+  if (conn->state != CONN_DEAD && conn->in_src)
+    return G_SOURCE_CONTINUE;
+  /* closed, or stopped reading: the source is gone or goes now */
+  g_mutex_lock (conn->env->lock);
+  if (conn->in_src) {
+    g_source_unref (conn->in_src);
+    conn->in_src = NULL;
+  }
+  g_mutex_unlock (conn->env->lock);
+  return G_SOURCE_REMOVE;
+}
+
+/* lock held */
+static void
+start_reading (SinkConn * conn)
+{
+  conn->in = G_POLLABLE_INPUT_STREAM (g_io_stream_get_input_stream (conn->io));
+  conn->out =
+      G_POLLABLE_OUTPUT_STREAM (g_io_stream_get_output_stream (conn->io));
+  set_need (conn, CONN_LINK_HEADER, GST_SPICE_WIRE_LINK_HEADER_SIZE);
+  conn->in_src = g_pollable_input_stream_create_source (conn->in, NULL);
+  g_source_set_callback (conn->in_src, G_SOURCE_FUNC (in_ready_cb), conn, NULL);
+  g_source_attach (conn->in_src, conn->env->ctx);
+}
+
+static void
+tls_handshake_done (GObject * source, GAsyncResult * res, gpointer user_data)
+{
+  SinkConn *conn = user_data;
+  GError *err = NULL;
+  gboolean ok;
+
+  ok = g_tls_connection_handshake_finish (G_TLS_CONNECTION (source), res, &err);
+  g_mutex_lock (conn->env->lock);
+  conn->handshake_pending = FALSE;
+  if (conn->state == CONN_TLS_HANDSHAKE) {
+    if (!ok) {
+      gchar *r = g_strdup_printf ("TLS handshake failed: %s", err->message);
+      sink_conn_close (conn, r);
+      g_free (r);
+    } else {
+      start_reading (conn);
+    }
+  }
+  g_mutex_unlock (conn->env->lock);
+  g_clear_error (&err);
+}
+
+void
+sink_conn_start (SinkConn * conn, GTlsCertificate * cert)
+{
+  GError *err = NULL;
+  GIOStream *t;
+
+  if (!conn->tls) {
+    start_reading (conn);
+    return;
+  }
+  t = g_tls_server_connection_new (conn->io, cert, &err);
+  if (!t) {
+    sink_conn_close (conn, err->message);
+    g_error_free (err);
+    return;
+  }
+  g_object_unref (conn->io);
+  conn->io = t;
+  conn->state = CONN_TLS_HANDSHAKE;
+  conn->handshake_pending = TRUE;
+  g_tls_connection_handshake_async (G_TLS_CONNECTION (t), G_PRIORITY_DEFAULT,
+      NULL, tls_handshake_done, conn);
+}

@@ -1,0 +1,139 @@
+/* spicesink: one client connection — link stage, message framing, output
+ * queue, writes and socket pacing. Knows no session: it reports through
+ * SinkConnHooks.
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Threads and lock: every connection lives on the server thread (its
+ * GMainContext). Functions marked "lock held" expect the server's lock
+ * (SinkConnEnv.lock); the render path only enqueues (sink_conn_send*()) and
+ * reads the queue state, with that lock held. Reading and framing run on
+ * the server thread without the lock: hooks that need it take it.
+ */
+#pragma once
+
+#include <gst/gst.h>
+#include <gio/gio.h>
+#include <gst/spice/gstspice.h>
+
+#include "sinkrate.h"
+
+G_BEGIN_DECLS
+
+#define SINK_MSG_HEAD_MAX 240
+
+typedef struct _SinkConn SinkConn;
+
+/* What connections share, owned by the server: resources and settings
+ * (settings read with the lock held). */
+typedef struct
+{
+  GMutex *lock;
+  GCond *room;                  /* broadcast when a queue has room again */
+  GMainContext *ctx;
+  GSource *kick;                /* wakes the server thread to write */
+  GstSpiceTicketKey *ticket_key;
+  gint64 mm_base_us;
+  guint32 channel_caps[SPICE_END_CHANNEL];   /* 0 for channels not served */
+  gboolean channel_served[SPICE_END_CHANNEL];
+  /* settings */
+  guint queue_size;
+  guint notsent_lowat;
+  guint stream_latency;
+  /* counted by the connections (lock held) */
+  guint64 closed_bad_message;
+} SinkConnEnv;
+
+typedef struct
+{
+  /* server thread, lock held: link message and ticket read; returns the
+   * link result (SPICE_LINK_ERR_*; *@reason for the log). On success the
+   * hook owner may replace the hooks (sink_conn_set_hooks()). */
+  guint32 (*on_link) (SinkConn * conn, const GstSpiceLinkMess * link,
+      const guint8 * ticket, gsize ticket_size, const gchar ** reason,
+      gpointer user_data);
+  /* server thread, lock held: the channel is linked (data stage) */
+  void (*on_linked) (SinkConn * conn, gpointer user_data);
+  /* server thread, lock NOT held: one message of the data stage. Returns
+   * FALSE when it closed the connection. */
+  gboolean (*on_message) (SinkConn * conn, guint16 type, const guint8 * body,
+      gsize size, gpointer user_data);
+  /* lock held: the connection was closed (any stage) */
+  void (*on_closed) (SinkConn * conn, gpointer user_data);
+  /* server thread, lock held: everything queued was written */
+  void (*on_drained) (SinkConn * conn, gpointer user_data);
+} SinkConnHooks;
+
+typedef struct
+{
+  guint64 bytes_out, msgs_out, bytes_in, msgs_in;
+} SinkConnCounters;
+
+/* server thread: takes @socket (connected, non-blocking) */
+SinkConn *sink_conn_new (SinkConnEnv * env, GSocket * socket, gboolean tls,
+    guint id);
+/* server thread, after sink_conn_is_freeable() or once the loop is gone */
+void      sink_conn_free (SinkConn * conn);
+void      sink_conn_set_hooks (SinkConn * conn, const SinkConnHooks * hooks,
+    gpointer user_data);
+/* server thread, lock held: TLS handshake (tls) or link stage */
+void      sink_conn_start (SinkConn * conn, GTlsCertificate * cert);
+
+/* lock held */
+void      sink_conn_close (SinkConn * conn, const gchar * reason);
+gboolean  sink_conn_is_dead (SinkConn * conn);
+gboolean  sink_conn_is_linked (SinkConn * conn);
+gboolean  sink_conn_is_freeable (SinkConn * conn);
+guint     sink_conn_id (SinkConn * conn);
+const gchar *sink_conn_peer (SinkConn * conn);
+const gchar *sink_conn_peer_host (SinkConn * conn);
+gboolean  sink_conn_tls (SinkConn * conn);
+guint8    sink_conn_channel_type (SinkConn * conn);
+/* the channel capabilities the client announced */
+gboolean  sink_conn_has_channel_cap (SinkConn * conn, guint cap);
+gint64    sink_conn_last_rx_us (SinkConn * conn);
+gsize     sink_conn_queued_bytes (SinkConn * conn);
+gint64    sink_conn_last_progress_us (SinkConn * conn);
+void      sink_conn_counters (SinkConn * conn, SinkConnCounters * c);
+
+typedef enum
+{
+  SINK_CONN_IN_TIME,
+  SINK_CONN_LINK_EXPIRED,       /* not linked in handshake-timeout */
+  SINK_CONN_ERROR_UNREAD,       /* does not read the link error */
+  SINK_CONN_STALLED,            /* no write progress for 20 s */
+} SinkConnTimeout;
+
+/* Server thread, lock held, from the timer: the connection limits that
+ * depend on time */
+SinkConnTimeout sink_conn_check_timeouts (SinkConn * conn, gint64 now,
+    guint handshake_timeout_ms);
+
+/* ---- output (lock held, any thread) ---- */
+/* the multimedia time (ms) of the session's clock */
+guint32   sink_conn_env_mm_time (SinkConnEnv * env);
+void      sink_conn_send (SinkConn * conn, guint16 type,
+    const GByteArray * fixed, GBytes * body);
+/* like sink_conn_send() with @fixed in a GBytes; @mm_off >= 0: a u32 at
+ * that offset of @fixed is stamped with the mm time + stream-latency when
+ * the first byte is written */
+void      sink_conn_send_bytes (SinkConn * conn, guint16 type,
+    GBytes * fixed, gint mm_off, GBytes * body);
+/* server thread: writes as much as the socket takes */
+void      sink_conn_flush (SinkConn * conn);
+gboolean  sink_conn_has_queued (SinkConn * conn);
+
+/* ---- pacing (display connections) ---- */
+/* lock held: this connection carries the display: its writes are paced
+ * and its queue and TCP_NOTSENT_LOWAT follow its link estimate */
+void      sink_conn_set_paced (SinkConn * conn, gboolean paced);
+/* lock held: whether its queue is above the link-sized limit */
+gboolean  sink_conn_queue_full (SinkConn * conn);
+/* server thread, lock held: reads TCP_INFO */
+void      sink_conn_update_tcp_info (SinkConn * conn);
+/* server thread, lock held, every 250 ms: one link sample from TCP_INFO */
+void      sink_conn_sample_link (SinkConn * conn, gint64 now);
+const SinkLinkEstimate *sink_conn_link (SinkConn * conn);
+/* adds the TCP_INFO and pacing fields to a client's stats */
+void      sink_conn_tcp_stats (SinkConn * conn, GstStructure * s);
+
+G_END_DECLS

@@ -1,0 +1,419 @@
+/* spicesink: the display channel
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Sent: SURFACE_CREATE, the whole picture as one DRAW_COPY (a REFRESH
+ * update or a one-region picture; after 2 s whatever the last-known
+ * picture has), MARK; then updates as DRAW_COPY / COPY_BITS; streams as
+ * STREAM_CREATE (+ STREAM_ACTIVATE_REPORT) / STREAM_DATA / STREAM_DESTROY.
+ * Received: DISPLAY_INIT (nothing to set up), STREAM_REPORT.
+ */
+#include <string.h>
+
+#include "sinksession.h"
+
+#include "sinkdebug.h"
+
+static SINK_DEBUG_CATEGORY (sink_display_debug, "spicesinkdisplay",
+    "spicesink display channel");
+#define GST_CAT_DEFAULT sink_display_debug ()
+
+static void
+send_fixed (SinkConn * conn, guint16 type, GByteArray * a)
+{
+  sink_conn_send (conn, type, a, NULL);
+  g_byte_array_set_size (a, 0);
+}
+
+static void
+wants (SinkSession * s, guint w)
+{
+  s->hooks->on_wants (s, w, s->hooks_data);
+}
+
+/* ---------------------------------------------------------- marshalling */
+
+void
+sink_draw_marshal (SinkDraw * d, const GstVideoRectangle * dest,
+    guint8 image_type, GBytes * payload)
+{
+  GByteArray *a = g_byte_array_sized_new (GST_SPICE_WIRE_DRAW_COPY_HEAD_SIZE);
+
+  if (image_type == GST_SPICE_IMAGE_COPY_BITS) {
+    gint sx, sy;
+
+    /* the caller checked that the source lies on the surface */
+    gst_spice_copy_bits_payload_parse (g_bytes_get_data (payload, NULL), dest,
+        G_MAXINT, G_MAXINT, &sx, &sy);
+    gst_spice_wire_write_copy_bits (a, 0, dest, sx, sy);
+    d->type = SPICE_MSG_DISPLAY_COPY_BITS;
+    d->payload = NULL;
+  } else {
+    gst_spice_wire_write_draw_copy_head (a, 0, dest, image_type, 0);
+    d->type = SPICE_MSG_DISPLAY_DRAW_COPY;
+    d->payload = g_bytes_ref (payload);
+  }
+  d->fixed = g_byte_array_free_to_bytes (a);
+}
+
+void
+sink_draw_clear (SinkDraw * d)
+{
+  g_clear_pointer (&d->fixed, g_bytes_unref);
+  g_clear_pointer (&d->payload, g_bytes_unref);
+}
+
+GBytes *
+sink_display_marshal_stream_data (guint spice_id, gsize frame_size)
+{
+  GByteArray *a = g_byte_array_sized_new (16);
+
+  gst_spice_wire_write_stream_data_head (a, spice_id, 0, (guint32) frame_size);
+  return g_byte_array_free_to_bytes (a);
+}
+
+/* ------------------------------------------------------------- picture */
+
+gboolean
+sink_display_ready (SinkSession * s)
+{
+  return sink_conn_is_linked (s->display) && s->disp.surface_sent;
+}
+
+void
+sink_display_send_draw (SinkSession * s, const SinkDraw * d)
+{
+  sink_conn_send_bytes (s->display, d->type, d->fixed, -1, d->payload);
+  if (d->type == SPICE_MSG_DISPLAY_COPY_BITS) {
+    s->disp.copies++;
+  } else {
+    s->disp.draws++;
+    s->disp.draw_bytes += g_bytes_get_size (d->payload);
+  }
+}
+
+void
+sink_display_send_picture (SinkSession * s)
+{
+  SinkPicture *pic = s->shared->picture;
+  guint i, n = sink_picture_n_regions (pic);
+
+  for (i = 0; i < n; i++) {
+    const SinkPictureRegion *r = sink_picture_region (pic, i);
+    SinkDraw d;
+
+    sink_draw_marshal (&d, &r->dest, r->type, r->payload);
+    sink_display_send_draw (s, &d);
+    sink_draw_clear (&d);
+  }
+}
+
+void
+sink_display_picture_done (SinkSession * s)
+{
+  GByteArray *a = g_byte_array_new ();
+
+  send_fixed (s->display, SPICE_MSG_DISPLAY_MARK, a);
+  g_byte_array_unref (a);
+  s->disp.awaiting_refresh = FALSE;
+}
+
+/* A client with a surface but without the picture (joined, or resyncs
+ * after falling behind). Its first draw must be the whole picture (simple
+ * clients such as spicy-screenshot save the surface at the first
+ * invalidate): the last-known picture is sent at once only when it is one
+ * region covering the surface; otherwise the client gets nothing until the
+ * REFRESH update asked for here, or the picture as it is after
+ * SINK_REFRESH_WAIT_US (sink_display_check_wait()). */
+static void
+start_picture (SinkSession * s)
+{
+  guint w = SINK_WANT_KEY_UNITS;
+
+  s->disp.partial_picture = FALSE;
+  if (sink_picture_is_one_full_region (s->shared->picture)) {
+    sink_display_send_picture (s);
+    sink_display_picture_done (s);
+    s->disp.updates++;
+  } else {
+    s->disp.awaiting_refresh = TRUE;
+    s->disp.await_since_us = g_get_monotonic_time ();
+    w |= SINK_WANT_REFRESH;
+  }
+  wants (s, w);
+}
+
+void
+sink_display_start (SinkSession * s)
+{
+  SinkConn *d = s->display;
+  gint width = s->shared->width, height = s->shared->height;
+  GByteArray *a;
+  guint i;
+
+  if (!sink_conn_is_linked (d) || width <= 0)
+    return;
+  a = g_byte_array_new ();
+  if (s->disp.surface_sent) {
+    /* new size: streams first, then the surface */
+    for (i = 0; i < SINK_MAX_STREAMS; i++) {
+      if (s->disp.streams[i].created) {
+        gst_spice_wire_write_stream_destroy (a, i);
+        send_fixed (d, SPICE_MSG_DISPLAY_STREAM_DESTROY, a);
+      }
+      memset (&s->disp.streams[i], 0, sizeof (s->disp.streams[i]));
+    }
+    gst_spice_wire_write_surface_destroy (a, 0);
+    send_fixed (d, SPICE_MSG_DISPLAY_SURFACE_DESTROY, a);
+  }
+  s->disp.awaiting_refresh = FALSE;
+  gst_spice_wire_write_surface_create (a, 0, width, height,
+      SPICE_SURFACE_FMT_32_xRGB, SPICE_SURFACE_FLAGS_PRIMARY);
+  send_fixed (d, SPICE_MSG_DISPLAY_SURFACE_CREATE, a);
+  g_byte_array_unref (a);
+  s->disp.surface_sent = TRUE;
+  start_picture (s);
+}
+
+void
+sink_display_linked (SinkSession * s)
+{
+  sink_conn_set_paced (s->display, TRUE);
+  s->disp.surface_sent = FALSE;
+  memset (s->disp.streams, 0, sizeof (s->disp.streams));
+  sink_display_start (s);
+}
+
+void
+sink_display_closed (SinkSession * s)
+{
+  memset (s->disp.streams, 0, sizeof (s->disp.streams));
+  s->disp.surface_sent = FALSE;
+  s->disp.behind = FALSE;
+  s->disp.awaiting_refresh = FALSE;
+  s->disp.partial_picture = FALSE;
+}
+
+void
+sink_display_check_wait (SinkSession * s, gint64 now)
+{
+  SinkPicture *pic = s->shared->picture;
+
+  if (!s->disp.awaiting_refresh || s->disp.behind || !sink_display_ready (s) ||
+      now - s->disp.await_since_us < SINK_REFRESH_WAIT_US)
+    return;
+  if (sink_picture_n_regions (pic) == 0)
+    return;                     /* nothing to give yet */
+  GST_WARNING ("client %s (session %08x): no one-region picture after %"
+      G_GINT64_FORMAT " ms, sending the cached picture as %u draws%s",
+      s->peer_host, s->id, (now - s->disp.await_since_us) /
+      G_TIME_SPAN_MILLISECOND, sink_picture_n_regions (pic),
+      sink_picture_is_complete (pic) ? "" :
+      " (incomplete: the next refresh follows)");
+  sink_display_send_picture (s);
+  sink_display_picture_done (s);
+  s->disp.partial_picture = !sink_picture_is_complete (pic);
+  s->disp.wait_fallbacks++;
+  s->disp.updates++;
+}
+
+void
+sink_display_drained (SinkSession * s)
+{
+  if (!s->disp.behind)
+    return;
+  /* it drained its queue: the picture again instead of what it missed */
+  s->disp.behind = FALSE;
+  s->disp.refreshes++;
+  GST_INFO ("resynchronising %s", s->peer_host);
+  start_picture (s);
+}
+
+void
+sink_display_leave_behind (SinkSession * s)
+{
+  guint i;
+
+  GST_WARNING ("client %s (session %08x) fell behind (%" G_GSIZE_FORMAT
+      " bytes queued): it will be resynchronised", s->peer_host, s->id,
+      sink_conn_queued_bytes (s->display));
+  s->disp.behind = TRUE;
+  s->disp.behind_count++;
+  for (i = 0; i < SINK_MAX_STREAMS; i++)
+    if (s->disp.streams[i].created)
+      s->disp.streams[i].need_key = TRUE;
+}
+
+void
+sink_display_count_second (SinkSession * s, gdouble dt)
+{
+  s->disp.draws_per_s = (s->disp.draws - s->disp.last_draws) / dt;
+  s->disp.stream_fps = (s->disp.stream_frames - s->disp.last_stream_frames) /
+      dt;
+  s->disp.last_draws = s->disp.draws;
+  s->disp.last_stream_frames = s->disp.stream_frames;
+}
+
+void
+sink_display_count_rate (SinkSession * s, gdouble dt)
+{
+  if (dt > 0) {
+    guint64 x = (guint64) ((s->disp.draw_bytes - s->disp.last_draw_bytes) *
+        8 / dt);
+
+    s->disp.draw_bps = (s->disp.draw_bps + x) / 2;
+  }
+  s->disp.last_draw_bytes = s->disp.draw_bytes;
+}
+
+/* ------------------------------------------------------------- streams */
+
+gboolean
+sink_display_supports_codec (SinkSession * s, guint8 codec)
+{
+  SinkConn *d = s->display;
+  guint bit;
+
+  if (!d)
+    return TRUE;
+  if (s->disp.codec_failed & (1u << codec))
+    return FALSE;
+  if (!sink_conn_has_channel_cap (d, SPICE_DISPLAY_CAP_MULTI_CODEC))
+    return codec == SPICE_VIDEO_CODEC_TYPE_MJPEG;
+  switch (codec) {
+    case SPICE_VIDEO_CODEC_TYPE_MJPEG:
+      bit = SPICE_DISPLAY_CAP_CODEC_MJPEG;
+      break;
+    case SPICE_VIDEO_CODEC_TYPE_VP8:
+      bit = SPICE_DISPLAY_CAP_CODEC_VP8;
+      break;
+    case SPICE_VIDEO_CODEC_TYPE_H264:
+      bit = SPICE_DISPLAY_CAP_CODEC_H264;
+      break;
+    case SPICE_VIDEO_CODEC_TYPE_VP9:
+      bit = SPICE_DISPLAY_CAP_CODEC_VP9;
+      break;
+    case SPICE_VIDEO_CODEC_TYPE_H265:
+      bit = SPICE_DISPLAY_CAP_CODEC_H265;
+      break;
+    default:
+      return FALSE;
+  }
+  return sink_conn_has_channel_cap (d, bit);
+}
+
+static void
+send_stream_create (SinkSession * s, const SinkStreamInfo * st)
+{
+  SinkConn *d = s->display;
+  SinkClientStream *cs = &s->disp.streams[st->spice_id];
+  GByteArray *a = g_byte_array_new ();
+
+  gst_spice_wire_write_stream_create (a, 0, st->spice_id, st->codec,
+      SPICE_STREAM_FLAGS_TOP_DOWN,
+      st->width > 0 ? st->width : st->dest.w,
+      st->height > 0 ? st->height : st->dest.h, &st->dest);
+  send_fixed (d, SPICE_MSG_DISPLAY_STREAM_CREATE, a);
+  /* per-client state exists exactly from the moment STREAM_CREATE is queued */
+  memset (cs, 0, sizeof (*cs));
+  cs->created = TRUE;
+  cs->codec = st->codec;
+  cs->unique_id = g_random_int ();
+  if (sink_conn_has_channel_cap (d, SPICE_DISPLAY_CAP_STREAM_REPORT)) {
+    gst_spice_wire_write_stream_activate_report (a, st->spice_id,
+        cs->unique_id, 5, 1000);
+    send_fixed (d, SPICE_MSG_DISPLAY_STREAM_ACTIVATE_REPORT, a);
+  }
+  g_byte_array_unref (a);
+}
+
+SinkFrameResult
+sink_display_send_frame (SinkSession * s, const SinkStreamInfo * st,
+    GBytes * head, GBytes * frame, gboolean key)
+{
+  SinkClientStream *cs = &s->disp.streams[st->spice_id];
+
+  if (!sink_display_ready (s) || !sink_display_supports_codec (s, st->codec))
+    return SINK_FRAME_SKIPPED;
+  if (s->disp.behind || s->disp.awaiting_refresh) {
+    if (cs->created)
+      cs->need_key = TRUE;
+    s->disp.frames_dropped++;
+    return SINK_FRAME_DROPPED;
+  }
+  if (!cs->created || cs->need_key) {
+    if (!key) {
+      s->disp.frames_dropped++;
+      return SINK_FRAME_WANT_KEY;
+    }
+    if (!cs->created)
+      send_stream_create (s, st);
+    cs->need_key = FALSE;
+  }
+  /* stamped when its first byte goes out: mm now + stream-latency */
+  sink_conn_send_bytes (s->display, SPICE_MSG_DISPLAY_STREAM_DATA, head,
+      GST_SPICE_WIRE_STREAM_DATA_MM_OFFSET, frame);
+  cs->frames++;
+  s->disp.stream_frames++;
+  return SINK_FRAME_SENT;
+}
+
+void
+sink_display_stream_destroy (SinkSession * s, guint spice_id)
+{
+  SinkClientStream *cs = &s->disp.streams[spice_id];
+
+  if (cs->created && sink_conn_is_linked (s->display)) {
+    GByteArray *a = g_byte_array_new ();
+
+    gst_spice_wire_write_stream_destroy (a, spice_id);
+    send_fixed (s->display, SPICE_MSG_DISPLAY_STREAM_DESTROY, a);
+    g_byte_array_unref (a);
+  }
+  memset (cs, 0, sizeof (*cs));
+}
+
+static gboolean
+sink_display_handle_stream_report (SinkSession * s, guint16 type,
+    const guint8 * body, gsize size)
+{
+  GstSpiceStreamReport r;
+  SinkClientStream *cs;
+
+  if (!gst_spice_wire_parse_stream_report (body, size, &r)) {
+    sink_conn_close (s->display, "malformed STREAM_REPORT");
+    return FALSE;
+  }
+  cs = &s->disp.streams[r.stream_id];
+  if (r.num_frames == 0 && r.num_drops == 0xffffffff) {
+    /* the client cannot decode (or does not know) the stream */
+    if (cs->created) {
+      GST_WARNING ("%s cannot decode stream %u (codec %u)", s->peer_host,
+          r.stream_id, cs->codec);
+      s->disp.codec_failed |= 1u << cs->codec;
+      memset (cs, 0, sizeof (*cs));
+      s->hooks->on_display_changed (s, s->hooks_data);
+    }
+    return TRUE;
+  }
+  if (!cs->created || r.unique_id != cs->unique_id)
+    return TRUE;                /* stale */
+  s->disp.last_margin_ms = r.last_frame_delay;
+  s->disp.report_drops += r.num_drops;
+  s->disp.have_margin = TRUE;
+  GST_LOG ("%s stream %u: %u frames, %u drops, margin %d ms", s->peer_host,
+      r.stream_id, r.num_frames, r.num_drops, r.last_frame_delay);
+  return TRUE;
+}
+
+static const SinkHandler handlers[] = {
+  [SPICE_MSGC_DISPLAY_STREAM_REPORT] = sink_display_handle_stream_report,
+  /* DISPLAY_INIT: no caches to set up */
+};
+
+gboolean
+sink_display_handle (SinkSession * s, guint16 type, const guint8 * body,
+    gsize size)
+{
+  return sink_handlers_dispatch (handlers, G_N_ELEMENTS (handlers), s, type,
+      body, size);
+}

@@ -1,0 +1,99 @@
+/* spicesink: the display channel of a session — surface, the picture for
+ * a joining client, draws, streams, stream reports
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * All functions but sink_display_marshal_*() run with the server lock
+ * held; those marshal messages without any lock or session (render path).
+ */
+#pragma once
+
+#include "sinkshared.h"
+
+G_BEGIN_DECLS
+
+typedef struct
+{
+  gboolean created;             /* the client was sent STREAM_CREATE */
+  gboolean need_key;            /* deltas are withheld until a key unit */
+  guint8 codec;
+  guint32 unique_id;            /* for stream reports */
+  guint64 frames;
+} SinkClientStream;
+
+typedef struct
+{
+  gboolean surface_sent;
+  gboolean awaiting_refresh;    /* waits for a full picture: gets no draws
+                                 * and no stream frames until a REFRESH
+                                 * update (or a one-region full picture) */
+  gint64 await_since_us;
+  gboolean partial_picture;     /* got an incomplete picture after the wait
+                                 * bound: takes the next REFRESH update */
+  gboolean behind;              /* fell behind: gets nothing until drained */
+  SinkClientStream streams[SINK_MAX_STREAMS];
+  guint32 codec_failed;         /* bit per SPICE codec the client reported
+                                 * as undecodable */
+  /* counters */
+  guint64 draws, copies, updates, updates_skipped, stream_frames,
+      frames_dropped, behind_count, refreshes, wait_fallbacks;
+  guint64 last_draws, last_stream_frames;
+  gdouble draws_per_s, stream_fps;
+  gint32 last_margin_ms;        /* from stream reports */
+  guint64 report_drops;
+  gboolean have_margin;
+  /* draw traffic for the rate control */
+  guint64 draw_bytes, last_draw_bytes, draw_bps;
+} SinkDisplayState;
+
+/* One draw region marshalled for every client */
+typedef struct
+{
+  guint16 type;                 /* SPICE_MSG_DISPLAY_DRAW_COPY / COPY_BITS */
+  GBytes *fixed;
+  GBytes *payload;              /* image, or NULL */
+} SinkDraw;
+
+/* render path, no lock */
+void     sink_draw_marshal (SinkDraw * d, const GstVideoRectangle * dest,
+    guint8 image_type, GBytes * payload);
+void     sink_draw_clear (SinkDraw * d);
+GBytes  *sink_display_marshal_stream_data (guint spice_id, gsize frame_size);
+
+/* lock held */
+void     sink_display_linked (SinkSession * s);
+void     sink_display_closed (SinkSession * s);
+/* the surface (new or resized) and the best picture there is */
+void     sink_display_start (SinkSession * s);
+gboolean sink_display_ready (SinkSession * s);
+gboolean sink_display_supports_codec (SinkSession * s, guint8 codec);
+void     sink_display_send_draw (SinkSession * s, const SinkDraw * d);
+/* the picture is whole now (MARK) */
+void     sink_display_picture_done (SinkSession * s);
+/* sends the last-known picture as it is */
+void     sink_display_send_picture (SinkSession * s);
+/* timer: bounds the wait for a REFRESH update */
+void     sink_display_check_wait (SinkSession * s, gint64 now);
+/* the queue drained: a client that fell behind gets the picture again */
+void     sink_display_drained (SinkSession * s);
+/* the render gave up waiting for it */
+void     sink_display_leave_behind (SinkSession * s);
+/* lock held, every second / every rate tick */
+void     sink_display_count_second (SinkSession * s, gdouble dt);
+void     sink_display_count_rate (SinkSession * s, gdouble dt);
+
+typedef enum
+{
+  SINK_FRAME_SENT,
+  SINK_FRAME_DROPPED,
+  SINK_FRAME_WANT_KEY,          /* dropped: the client needs a key unit */
+  SINK_FRAME_SKIPPED,           /* not for this client (codec, no display) */
+} SinkFrameResult;
+
+SinkFrameResult sink_display_send_frame (SinkSession * s,
+    const SinkStreamInfo * info, GBytes * head, GBytes * frame,
+    gboolean key);
+void     sink_display_stream_destroy (SinkSession * s, guint spice_id);
+gboolean sink_display_handle (SinkSession * s, guint16 type,
+    const guint8 * body, gsize size);
+
+G_END_DECLS

@@ -1,0 +1,246 @@
+/* spicesink: the inputs channel
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Sent: INPUTS_INIT; MOUSE_MOTION_ACK after every 4 motion messages.
+ * Keys and pointer messages become GstNavigation events (`key` is the X11
+ * keysym name plus the exact `scancode`; positions in surface pixels).
+ *
+ * Server thread, WITHOUT the server lock (the input state is the server
+ * thread's alone; the surface size is read atomically): a key press never
+ * waits for the render path. Sending the motion ACK and closing the channel
+ * take the lock.
+ */
+#include <gst/video/navigation.h>
+
+#include "sinksession.h"
+
+#include "sinkdebug.h"
+
+static SINK_DEBUG_CATEGORY (sink_inputs_debug, "spicesinkinputs",
+    "spicesink inputs channel");
+#define GST_CAT_DEFAULT sink_inputs_debug ()
+
+/* lock NOT held */
+static gboolean
+close_inputs (SinkSession * s, const gchar * reason)
+{
+  GMutex *lock = s->shared->env->lock;
+
+  g_mutex_lock (lock);
+  if (s->inputs)
+    sink_conn_close (s->inputs, reason);
+  g_mutex_unlock (lock);
+  return FALSE;
+}
+
+void
+sink_inputs_linked (SinkSession * s)
+{
+  GByteArray *a = g_byte_array_new ();
+
+  gst_spice_wire_write_inputs_init (a, 0);
+  sink_conn_send (s->inputs, SPICE_MSG_INPUTS_INIT, a, NULL);
+  g_byte_array_unref (a);
+}
+
+static GstNavigationModifierType
+nav_state (SinkSession * s)
+{
+  const SinkInputsState *in = &s->in;
+  guint32 st = in->mods;
+
+  if (in->locks & SPICE_KEYBOARD_MODIFIER_FLAGS_CAPS_LOCK)
+    st |= GST_NAVIGATION_MODIFIER_LOCK_MASK;
+  if (in->locks & SPICE_KEYBOARD_MODIFIER_FLAGS_NUM_LOCK)
+    st |= GST_NAVIGATION_MODIFIER_MOD2_MASK;
+  if (in->buttons & SPICE_MOUSE_BUTTON_MASK_LEFT)
+    st |= GST_NAVIGATION_MODIFIER_BUTTON1_MASK;
+  if (in->buttons & SPICE_MOUSE_BUTTON_MASK_MIDDLE)
+    st |= GST_NAVIGATION_MODIFIER_BUTTON2_MASK;
+  if (in->buttons & SPICE_MOUSE_BUTTON_MASK_RIGHT)
+    st |= GST_NAVIGATION_MODIFIER_BUTTON3_MASK;
+  if (in->buttons & SPICE_MOUSE_BUTTON_MASK_UP)
+    st |= GST_NAVIGATION_MODIFIER_BUTTON4_MASK;
+  if (in->buttons & SPICE_MOUSE_BUTTON_MASK_DOWN)
+    st |= GST_NAVIGATION_MODIFIER_BUTTON5_MASK;
+  return (GstNavigationModifierType) st;
+}
+
+static void
+emit_key (SinkSession * s, const GstSpiceKeyEvent * k)
+{
+  const gchar *name = gst_spice_keymap_name_from_scancode (k->scancode);
+  GstEvent *ev;
+
+  if (!name)
+    name = "VoidSymbol";
+  ev = k->release ?
+      gst_navigation_event_new_key_release (name, nav_state (s)) :
+      gst_navigation_event_new_key_press (name, nav_state (s));
+  gst_structure_set (gst_event_writable_structure (ev), "scancode",
+      G_TYPE_UINT, k->scancode, NULL);
+  if (k->release)
+    s->in.mods &= ~gst_spice_keymap_modifier_mask (k->scancode);
+  else
+    s->in.mods |= gst_spice_keymap_modifier_mask (k->scancode);
+  g_atomic_pointer_add (&s->in.key_events, 1);
+  GST_LOG ("key %s 0x%x (%s)", k->release ? "up" : "down", k->scancode, name);
+  s->hooks->on_navigation (s, ev, s->hooks_data);
+}
+
+static void
+emit_pointer (SinkSession * s, GstEvent * ev)
+{
+  g_atomic_pointer_add (&s->in.pointer_events, 1);
+  s->hooks->on_navigation (s, ev, s->hooks_data);
+}
+
+static void
+motion_done (SinkSession * s)
+{
+  GMutex *lock = s->shared->env->lock;
+
+  if (++s->in.motion_count % SPICE_INPUT_MOTION_ACK_BUNCH != 0)
+    return;
+  g_mutex_lock (lock);
+  if (s->inputs)
+    sink_conn_send (s->inputs, SPICE_MSG_INPUTS_MOUSE_MOTION_ACK, NULL, NULL);
+  g_mutex_unlock (lock);
+}
+
+static void
+move_pointer (SinkSession * s, gint x, gint y)
+{
+  gint w = MAX (g_atomic_int_get (&s->shared->width), 1);
+  gint h = MAX (g_atomic_int_get (&s->shared->height), 1);
+
+  x = CLAMP (x, 0, w - 1);
+  y = CLAMP (y, 0, h - 1);
+  if (x == s->in.mouse_x && y == s->in.mouse_y)
+    return;
+  s->in.mouse_x = x;
+  s->in.mouse_y = y;
+  emit_pointer (s, gst_navigation_event_new_mouse_move (x, y, nav_state (s)));
+}
+
+static gboolean
+sink_inputs_handle_key (SinkSession * s, guint16 type, const guint8 * body,
+    gsize size)
+{
+  GstSpiceKeyEvent keys[8];
+  guint32 code;
+  gint n = -1, i;
+
+  if (gst_spice_wire_parse_key (body, size, &code))
+    n = gst_spice_wire_decode_key_code (code, keys, G_N_ELEMENTS (keys));
+  if (n <= 0)
+    return close_inputs (s, "malformed key code");
+  for (i = 0; i < n; i++) {
+    /* KEY_UP carries release codes; trust the message type */
+    keys[i].release = type == SPICE_MSGC_INPUTS_KEY_UP;
+    emit_key (s, &keys[i]);
+  }
+  return TRUE;
+}
+
+static gboolean
+sink_inputs_handle_key_scancode (SinkSession * s, guint16 type,
+    const guint8 * body, gsize size)
+{
+  GstSpiceKeyEvent keys[8];
+  gint n, i;
+
+  n = gst_spice_wire_decode_key_bytes (body, size, keys, G_N_ELEMENTS (keys));
+  if (n <= 0)
+    return close_inputs (s, "malformed KEY_SCANCODE");
+  for (i = 0; i < n; i++)
+    emit_key (s, &keys[i]);
+  return TRUE;
+}
+
+static gboolean
+sink_inputs_handle_key_modifiers (SinkSession * s, guint16 type,
+    const guint8 * body, gsize size)
+{
+  guint16 m;
+
+  if (!gst_spice_wire_parse_key_modifiers (body, size, &m))
+    return close_inputs (s, "malformed KEY_MODIFIERS");
+  s->in.locks = m & SPICE_KEYBOARD_MODIFIER_FLAGS_MASK;
+  return TRUE;
+}
+
+static gboolean
+sink_inputs_handle_mouse_position (SinkSession * s, guint16 type,
+    const guint8 * body, gsize size)
+{
+  guint32 x, y;
+  guint16 b;
+  guint8 disp;
+
+  if (!gst_spice_wire_parse_mouse_position (body, size, &x, &y, &b, &disp))
+    return close_inputs (s, "malformed MOUSE_POSITION");
+  motion_done (s);
+  if (disp != 0)
+    return TRUE;
+  s->in.buttons = b;
+  move_pointer (s, (gint) MIN (x, G_MAXINT16 * 2),
+      (gint) MIN (y, G_MAXINT16 * 2));
+  return TRUE;
+}
+
+static gboolean
+sink_inputs_handle_mouse_motion (SinkSession * s, guint16 type,
+    const guint8 * body, gsize size)
+{
+  gint32 dx, dy;
+  guint16 b;
+
+  if (!gst_spice_wire_parse_mouse_motion (body, size, &dx, &dy, &b))
+    return close_inputs (s, "malformed MOUSE_MOTION");
+  motion_done (s);
+  s->in.buttons = b;
+  dx = CLAMP (dx, -65536, 65536);
+  dy = CLAMP (dy, -65536, 65536);
+  move_pointer (s, s->in.mouse_x + dx, s->in.mouse_y + dy);
+  return TRUE;
+}
+
+static gboolean
+sink_inputs_handle_mouse_button (SinkSession * s, guint16 type,
+    const guint8 * body, gsize size)
+{
+  guint8 button;
+  guint16 b;
+  GstEvent *ev;
+
+  if (!gst_spice_wire_parse_mouse_button (body, size, &button, &b))
+    return close_inputs (s, "malformed mouse button message");
+  ev = type == SPICE_MSGC_INPUTS_MOUSE_PRESS ?
+      gst_navigation_event_new_mouse_button_press (button, s->in.mouse_x,
+      s->in.mouse_y, nav_state (s)) :
+      gst_navigation_event_new_mouse_button_release (button, s->in.mouse_x,
+      s->in.mouse_y, nav_state (s));
+  s->in.buttons = b;
+  emit_pointer (s, ev);
+  return TRUE;
+}
+
+static const SinkHandler handlers[] = {
+  [SPICE_MSGC_INPUTS_KEY_DOWN] = sink_inputs_handle_key,
+  [SPICE_MSGC_INPUTS_KEY_UP] = sink_inputs_handle_key,
+  [SPICE_MSGC_INPUTS_KEY_MODIFIERS] = sink_inputs_handle_key_modifiers,
+  [SPICE_MSGC_INPUTS_KEY_SCANCODE] = sink_inputs_handle_key_scancode,
+  [SPICE_MSGC_INPUTS_MOUSE_MOTION] = sink_inputs_handle_mouse_motion,
+  [SPICE_MSGC_INPUTS_MOUSE_POSITION] = sink_inputs_handle_mouse_position,
+  [SPICE_MSGC_INPUTS_MOUSE_PRESS] = sink_inputs_handle_mouse_button,
+  [SPICE_MSGC_INPUTS_MOUSE_RELEASE] = sink_inputs_handle_mouse_button,
+};
+
+gboolean
+sink_inputs_handle (SinkSession * s, guint16 type, const guint8 * body,
+    gsize size)
+{
+  return sink_handlers_dispatch (handlers, G_N_ELEMENTS (handlers), s, type,
+      body, size);
+}

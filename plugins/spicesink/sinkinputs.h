@@ -1,0 +1,30 @@
+/* spicesink: the inputs channel of a session (keyboard, mouse)
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Runs on the server thread WITHOUT the server lock: a key press becomes a
+ * navigation event (SinkSessionHooks.on_navigation) while the render path
+ * may hold the lock; only the motion ACK and a close take it.
+ */
+#pragma once
+
+#include "sinkshared.h"
+
+G_BEGIN_DECLS
+
+typedef struct
+{
+  guint motion_count;
+  gint mouse_x, mouse_y;
+  guint16 buttons;
+  guint16 locks;
+  guint32 mods;                 /* GstNavigationModifierType of held keys */
+  gsize key_events, pointer_events;     /* atomic */
+} SinkInputsState;
+
+/* server thread, lock held */
+void     sink_inputs_linked (SinkSession * s);
+/* server thread, lock NOT held; FALSE when it closed the channel */
+gboolean sink_inputs_handle (SinkSession * s, guint16 type,
+    const guint8 * body, gsize size);
+
+G_END_DECLS

@@ -1,0 +1,113 @@
+/* spicesink: the main channel
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Sent: MAIN_INIT; CHANNELS_LIST on ATTACH_CHANNELS; MOUSE_MODE on
+ * request; PING every second.
+ */
+#include "sinksession.h"
+
+#include "sinkdebug.h"
+
+static SINK_DEBUG_CATEGORY (sink_main_debug, "spicesinkmain",
+    "spicesink main channel");
+#define GST_CAT_DEFAULT sink_main_debug ()
+
+void
+sink_main_init (SinkSession * s)
+{
+  GST_DEBUG ("session %08x: main channel of %s", s->id, s->peer);
+  s->main_st.rtt_us = -1;
+  s->main_st.mouse_mode = SPICE_MOUSE_MODE_CLIENT;
+}
+
+void
+sink_main_linked (SinkSession * s)
+{
+  GByteArray *a = g_byte_array_new ();
+
+  gst_spice_wire_write_main_init (a, s->id,
+      SPICE_MOUSE_MODE_CLIENT | SPICE_MOUSE_MODE_SERVER,
+      SPICE_MOUSE_MODE_CLIENT, sink_conn_env_mm_time (s->shared->env));
+  sink_conn_send (s->main, SPICE_MSG_MAIN_INIT, a, NULL);
+  g_byte_array_unref (a);
+}
+
+static gboolean
+sink_main_handle_attach_channels (SinkSession * s, guint16 type,
+    const guint8 * body, gsize size)
+{
+  static const guint8 types[] = { SPICE_CHANNEL_DISPLAY,
+    SPICE_CHANNEL_INPUTS, SPICE_CHANNEL_CURSOR
+  };
+  static const guint8 ids[] = { 0, 0, 0 };
+  GByteArray *a;
+
+  if (s->main_st.attached) {
+    sink_conn_close (s->main, "ATTACH_CHANNELS sent twice");
+    return FALSE;
+  }
+  s->main_st.attached = TRUE;
+  a = g_byte_array_new ();
+  gst_spice_wire_write_channels_list (a, G_N_ELEMENTS (types), types, ids);
+  sink_conn_send (s->main, SPICE_MSG_MAIN_CHANNELS_LIST, a, NULL);
+  g_byte_array_unref (a);
+  return TRUE;
+}
+
+static gboolean
+sink_main_handle_mouse_mode_request (SinkSession * s, guint16 type,
+    const guint8 * body, gsize size)
+{
+  GByteArray *a;
+  guint16 mode;
+
+  if (!gst_spice_wire_parse_mouse_mode_request (body, size, &mode) ||
+      (mode != SPICE_MOUSE_MODE_CLIENT && mode != SPICE_MOUSE_MODE_SERVER)) {
+    sink_conn_close (s->main, "bad MOUSE_MODE_REQUEST");
+    return FALSE;
+  }
+  s->main_st.mouse_mode = mode;
+  a = g_byte_array_new ();
+  gst_spice_wire_write_mouse_mode (a, SPICE_MOUSE_MODE_CLIENT |
+      SPICE_MOUSE_MODE_SERVER, mode);
+  sink_conn_send (s->main, SPICE_MSG_MAIN_MOUSE_MODE, a, NULL);
+  g_byte_array_unref (a);
+  return TRUE;
+}
+
+static const SinkHandler handlers[] = {
+  [SPICE_MSGC_MAIN_ATTACH_CHANNELS] = sink_main_handle_attach_channels,
+  [SPICE_MSGC_MAIN_MOUSE_MODE_REQUEST] = sink_main_handle_mouse_mode_request,
+  /* CLIENT_INFO: nothing to do */
+};
+
+gboolean
+sink_main_handle (SinkSession * s, guint16 type, const guint8 * body,
+    gsize size)
+{
+  return sink_handlers_dispatch (handlers, G_N_ELEMENTS (handlers), s, type,
+      body, size);
+}
+
+void
+sink_main_ping (SinkSession * s)
+{
+  GByteArray *a;
+
+  if (!sink_conn_is_linked (s->main))
+    return;
+  a = g_byte_array_new ();
+  gst_spice_wire_write_ping (a, ++s->main_st.ping_id,
+      (guint64) g_get_monotonic_time ());
+  sink_conn_send (s->main, SPICE_MSG_PING, a, NULL);
+  g_byte_array_unref (a);
+}
+
+void
+sink_main_pong (SinkSession * s, guint64 ts)
+{
+  gint64 now = g_get_monotonic_time ();
+
+  if (ts <= (guint64) now && (gint64) ts > now - 60 * G_TIME_SPAN_SECOND)
+    s->main_st.rtt_us = now - (gint64) ts;
+}

@@ -1,0 +1,1408 @@
+/* spicesink: the SPICE server
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Owns the server thread and its GMainContext, the listeners, TLS, the
+ * connection limits, the sessions, the 250 ms timer, the SPICE side of
+ * the streams, the last-known picture, the rate control and the one lock
+ * (`lock`) that guards them. Calls go down (session -> channel -> conn,
+ * picture, rate); the element is reached only through
+ * SinkServerCallbacks.
+ */
+#include <string.h>
+
+#include "sinkserver.h"
+#include "sinksession.h"
+#include "sinkrate.h"
+#include "sinkdebug.h"
+
+static SINK_DEBUG_CATEGORY (sink_server_debug, "spicesinkserver",
+    "spicesink server (listeners, limits, sessions, fan-out)");
+#define GST_CAT_DEFAULT sink_server_debug ()
+
+#define FKU_MIN_INTERVAL_US (200 * G_TIME_SPAN_MILLISECOND)
+/* the per-address connection buckets are dropped when full again; above
+ * this many addresses all of them are (memory bound against many sources) */
+#define MAX_RATE_BUCKETS 4096
+
+/* token bucket of one source address (max-connections-per-second) */
+typedef struct
+{
+  gdouble tokens;
+  gint64 last_us;
+  gint64 last_warn_us;
+  guint64 suppressed;           /* refusals not logged since last_warn_us */
+} SinkRateBucket;
+
+/* the SPICE side of one stream pad */
+typedef struct
+{
+  guint index;
+  guint8 codec;                 /* SPICE_VIDEO_CODEC_TYPE_*, 0 unknown */
+  gint width, height;
+  gboolean active;              /* a SPICE stream exists (spice_id valid) */
+  guint spice_id;
+  guint meta_id;
+  GstVideoRectangle dest;
+  guint8 active_codec;
+  gboolean enabled;             /* what we last told upstream */
+  gboolean eos;
+  gboolean flushing;
+  gint64 last_fku_us;
+  guint64 frames_in, frames_dropped;
+  SinkRateStream *rate;
+} ServerStream;
+
+struct _SinkServer
+{
+  GstObject *owner;             /* for logs only */
+  const SinkServerCallbacks *cb;
+  gpointer cb_data;
+
+  GMutex lock;
+  GCond room;                   /* room in output queues / flushing */
+  SinkServerSettings set;       /* lock held */
+  SinkConnEnv env;
+  SinkShared shared;
+
+  /* server thread */
+  GMainLoop *loop;
+  GThread *thread;
+  GSocket *listen_sock[2];      /* plain, TLS */
+  GSource *listen_src[2];
+  GSource *timer_src;
+  GTlsCertificate *cert;
+  gint bound_port[2];
+  GList *conns;                 /* SinkConn* */
+  GHashTable *rate_buckets;     /* address -> SinkRateBucket */
+  GList *sessions;              /* SinkSession* */
+  GList *ended;                 /* SinkSession* to free */
+  guint next_conn_id;
+  gint64 last_stats_us;
+
+  /* render state */
+  gboolean draw_flushing;
+  GPtrArray *streams;           /* ServerStream* */
+  guint64 stream_ids_used;
+  SinkRate *rate;
+  guint64 link_bps, link_draw_bps;      /* slowest client's */
+
+  /* totals */
+  guint64 updates_in, regions_in, stream_frames_in, clients_total,
+      clients_refused;
+  guint64 connections_total, refused_rate, refused_pending,
+      closed_handshake_timeout, closed_idle, closed_stalled, auth_failures;
+};
+
+static const SinkSessionHooks session_hooks;
+static const SinkConnHooks link_hooks;
+
+/* ------------------------------------------------------------ lifetime */
+
+/* the element's init */
+SinkServer *
+sink_server_new (GstObject * owner, const SinkServerCallbacks * callbacks,
+    gpointer user_data)
+{
+  SinkServer *server = g_new0 (SinkServer, 1);
+
+  server->owner = owner;
+  server->cb = callbacks;
+  server->cb_data = user_data;
+  g_mutex_init (&server->lock);
+  g_cond_init (&server->room);
+  server->env.lock = &server->lock;
+  server->env.room = &server->room;
+  server->env.channel_served[SPICE_CHANNEL_MAIN] = TRUE;
+  server->env.channel_served[SPICE_CHANNEL_DISPLAY] = TRUE;
+  server->env.channel_served[SPICE_CHANNEL_INPUTS] = TRUE;
+  server->env.channel_served[SPICE_CHANNEL_CURSOR] = TRUE;
+  gst_spice_caps_set (&server->env.channel_caps[SPICE_CHANNEL_DISPLAY], 1,
+      SPICE_DISPLAY_CAP_STREAM_REPORT);
+  gst_spice_caps_set (&server->env.channel_caps[SPICE_CHANNEL_INPUTS], 1,
+      SPICE_INPUTS_CAP_KEY_SCANCODE);
+  server->shared.env = &server->env;
+  server->shared.picture = sink_picture_new ();
+  server->streams = g_ptr_array_new_with_free_func (g_free);
+  server->rate = sink_rate_new ();
+  server->draw_flushing = TRUE;
+  server->bound_port[0] = server->bound_port[1] = -1;
+  return server;
+}
+
+void
+sink_server_settings_clear (SinkServerSettings * s)
+{
+  g_clear_pointer (&s->address, g_free);
+  g_clear_pointer (&s->cert_file, g_free);
+  g_clear_pointer (&s->key_file, g_free);
+  g_clear_pointer (&s->password, g_free);
+}
+
+void
+sink_server_settings_copy (SinkServerSettings * dst,
+    const SinkServerSettings * src)
+{
+  *dst = *src;
+  dst->address = g_strdup (src->address);
+  dst->cert_file = g_strdup (src->cert_file);
+  dst->key_file = g_strdup (src->key_file);
+  dst->password = g_strdup (src->password);
+}
+
+/* the element's finalize */
+void
+sink_server_free (SinkServer * server)
+{
+  sink_server_stop (server);
+  sink_server_settings_clear (&server->set);
+  sink_picture_free (server->shared.picture);
+  if (server->shared.cursor_shape)
+    g_bytes_unref (server->shared.cursor_shape);
+  g_ptr_array_unref (server->streams);
+  sink_rate_free (server->rate);
+  g_mutex_clear (&server->lock);
+  g_cond_clear (&server->room);
+  g_free (server);
+}
+
+/* any thread (set_property, NULL -> READY); takes the lock */
+void
+sink_server_configure (SinkServer * server, const SinkServerSettings * set)
+{
+  g_mutex_lock (&server->lock);
+  sink_server_settings_clear (&server->set);
+  sink_server_settings_copy (&server->set, set);
+  server->env.queue_size = set->queue_size;
+  server->env.notsent_lowat = set->notsent_lowat;
+  server->env.stream_latency = set->stream_latency;
+  g_mutex_unlock (&server->lock);
+}
+
+/* after sink_server_start(), the thread that started it */
+gint
+sink_server_bound_port (SinkServer * server, gboolean tls)
+{
+  return server->bound_port[tls ? 1 : 0];
+}
+
+/* ------------------------------------------------------ upward requests */
+
+/* lock held */
+static void
+request_refresh (SinkServer * server, gboolean force)
+{
+  if (sink_picture_refresh_due (server->shared.picture, force,
+          g_get_monotonic_time ()))
+    server->cb->request_refresh (server->cb_data);
+}
+
+/* lock held */
+static void
+request_key_unit (SinkServer * server, ServerStream * st, gboolean force)
+{
+  gint64 now = g_get_monotonic_time ();
+
+  if (!force && now - st->last_fku_us < FKU_MIN_INTERVAL_US)
+    return;
+  st->last_fku_us = now;
+  server->cb->request_key_unit (st->index, server->cb_data);
+}
+
+/* lock held */
+static void
+stream_destroy_all_clients (SinkServer * server, ServerStream * st)
+{
+  GList *l;
+
+  if (!st->active)
+    return;
+  for (l = server->sessions; l; l = l->next)
+    sink_display_stream_destroy (l->data, st->spice_id);
+  server->stream_ids_used &= ~(G_GUINT64_CONSTANT (1) << st->spice_id);
+  st->active = FALSE;
+}
+
+/* lock held: a stream is enabled while every client with a display can
+ * decode its codec */
+static void
+update_stream_control (SinkServer * server)
+{
+  guint i;
+
+  for (i = 0; i < server->streams->len; i++) {
+    ServerStream *st = g_ptr_array_index (server->streams, i);
+    gboolean enabled = TRUE;
+    GList *l;
+
+    if (st->codec == 0)
+      continue;
+    for (l = server->sessions; l; l = l->next) {
+      SinkSession *s = l->data;
+
+      if (sink_conn_is_linked (s->display) &&
+          !sink_display_supports_codec (s, st->codec))
+        enabled = FALSE;
+    }
+    if (enabled == st->enabled)
+      continue;
+    st->enabled = enabled;
+    GST_INFO_OBJECT (server->owner, "stream %u %s", st->index, enabled ?
+        "enabled: every client can decode it" :
+        "disabled: a client cannot decode it, asking for draws");
+    if (!enabled)
+      stream_destroy_all_clients (server, st);
+    else
+      request_key_unit (server, st, TRUE);
+    server->cb->stream_control (st->index, enabled, server->cb_data);
+  }
+}
+
+/* ------------------------------------------------------ session hooks */
+
+/* lock held (SinkSessionHooks) */
+static void
+session_wants (SinkSession * s, guint wants, gpointer user_data)
+{
+  SinkServer *server = user_data;
+  guint i;
+
+  if (wants & SINK_WANT_REFRESH)
+    request_refresh (server, TRUE);
+  if (wants & SINK_WANT_KEY_UNITS)
+    for (i = 0; i < server->streams->len; i++)
+      request_key_unit (server, g_ptr_array_index (server->streams, i), TRUE);
+}
+
+/* lock held (SinkSessionHooks) */
+static void
+session_display_changed (SinkSession * s, gpointer user_data)
+{
+  update_stream_control (user_data);
+}
+
+/* lock held (SinkSessionHooks): freed at the end of the timer tick */
+static void
+session_ended (SinkSession * s, gpointer user_data)
+{
+  SinkServer *server = user_data;
+
+  server->sessions = g_list_remove (server->sessions, s);
+  server->ended = g_list_prepend (server->ended, s);
+  update_stream_control (server);
+}
+
+/* server thread, lock not held */
+static void
+session_navigation (SinkSession * s, GstEvent * event, gpointer user_data)
+{
+  SinkServer *server = user_data;
+
+  server->cb->post_upstream (-1, event, server->cb_data);
+}
+
+static const SinkSessionHooks session_hooks = {
+  .on_wants = session_wants,
+  .on_display_changed = session_display_changed,
+  .on_ended = session_ended,
+  .on_navigation = session_navigation,
+};
+
+/* ---------------------------------------------------------- link stage */
+
+/* lock held */
+static SinkSession *
+session_find (SinkServer * server, guint32 id)
+{
+  GList *l;
+
+  for (l = server->sessions; l; l = l->next)
+    if (((SinkSession *) l->data)->id == id)
+      return l->data;
+  return NULL;
+}
+
+/* lock held */
+static gboolean
+password_required (SinkServer * server)
+{
+  return server->set.password && server->set.password[0] &&
+      !server->set.disable_ticketing;
+}
+
+/* server thread, lock held: which session a linking channel joins */
+static guint32
+link_session (SinkConn * conn, const GstSpiceLinkMess * m,
+    const guint8 * ticket, gsize ticket_size, const gchar ** reason,
+    gpointer user_data)
+{
+  SinkServer *server = user_data;
+  SinkSession *s;
+
+  if (password_required (server) &&
+      !gst_spice_ticket_key_check (server->env.ticket_key, ticket,
+          ticket_size, server->set.password)) {
+    server->auth_failures++;
+    *reason = "wrong password";
+    return SPICE_LINK_ERR_PERMISSION_DENIED;
+  }
+  if (m->channel_type == SPICE_CHANNEL_MAIN) {
+    guint32 id;
+
+    if (g_list_length (server->sessions) >= server->set.max_clients) {
+      server->clients_refused++;
+      GST_WARNING_OBJECT (server->owner, "%s: max-clients=%u reached",
+          sink_conn_peer (conn), server->set.max_clients);
+      *reason = "max-clients reached";
+      return SPICE_LINK_ERR_ERROR;
+    }
+    do {
+      id = g_random_int ();
+    } while (id == 0 || session_find (server, id));
+    s = sink_session_new (id, conn, &server->shared, &session_hooks, server);
+    server->sessions = g_list_append (server->sessions, s);
+    server->clients_total++;
+    return SPICE_LINK_ERR_OK;
+  }
+  s = session_find (server, m->connection_id);
+  if (!s || !sink_conn_is_linked (s->main)) {
+    *reason = "unknown session id";
+    return SPICE_LINK_ERR_BAD_CONNECTION_ID;
+  }
+  if (!sink_session_attach (s, conn, m->channel_type)) {
+    *reason = "channel already linked in this session";
+    return SPICE_LINK_ERR_CHANNEL_NOT_AVAILABLE;
+  }
+  return SPICE_LINK_ERR_OK;
+}
+
+static const SinkConnHooks link_hooks = {
+  .on_link = link_session,
+};
+
+/* ------------------------------------------------------------- accept */
+
+static gchar *
+socket_peer_host (GSocket * sock)
+{
+  GSocketAddress *addr = g_socket_get_remote_address (sock, NULL);
+  gchar *host = NULL;
+
+  if (addr && G_IS_INET_SOCKET_ADDRESS (addr))
+    host = g_inet_address_to_string (g_inet_socket_address_get_address
+        (G_INET_SOCKET_ADDRESS (addr)));
+  g_clear_object (&addr);
+  return host ? host : g_strdup ("?");
+}
+
+/* lock held */
+static guint
+count_conns (SinkServer * server, gboolean pending_only)
+{
+  GList *l;
+  guint n = 0;
+
+  for (l = server->conns; l; l = l->next) {
+    SinkConn *c = l->data;
+
+    if (!sink_conn_is_dead (c) && !(pending_only && sink_conn_is_linked (c)))
+      n++;
+  }
+  return n;
+}
+
+/* Server thread, lock held: connection limits checked before anything is
+ * allocated for a new socket: max-pending-links (all addresses) and
+ * max-connections-per-second with connection-burst (per address). */
+static gboolean
+accept_allowed (SinkServer * server, GSocket * sock)
+{
+  SinkServerSettings *set = &server->set;
+  gint64 now = g_get_monotonic_time ();
+  gboolean ok = TRUE;
+  SinkRateBucket *b;
+  gchar *host;
+
+  if (count_conns (server, TRUE) >= set->max_pending) {
+    host = socket_peer_host (sock);
+    server->refused_pending++;
+    GST_WARNING_OBJECT (server->owner, "connection from %s refused: %u "
+        "connections already in the link stage (max-pending-links=%u)", host,
+        count_conns (server, TRUE), set->max_pending);
+    g_free (host);
+    return FALSE;
+  }
+  if (set->max_conn_rate > 0 && server->rate_buckets) {
+    host = socket_peer_host (sock);
+    b = g_hash_table_lookup (server->rate_buckets, host);
+    if (!b) {
+      if (g_hash_table_size (server->rate_buckets) >= MAX_RATE_BUCKETS) {
+        GST_WARNING_OBJECT (server->owner, "%u source addresses in the "
+            "connection rate table: starting it afresh",
+            g_hash_table_size (server->rate_buckets));
+        g_hash_table_remove_all (server->rate_buckets);
+      }
+      b = g_new0 (SinkRateBucket, 1);
+      b->tokens = set->conn_burst;
+      b->last_us = now;
+      g_hash_table_insert (server->rate_buckets, g_strdup (host), b);
+    }
+    b->tokens = MIN ((gdouble) set->conn_burst, b->tokens +
+        (now - b->last_us) * (gdouble) set->max_conn_rate / G_TIME_SPAN_SECOND);
+    b->last_us = now;
+    if (b->tokens >= 1.0) {
+      b->tokens -= 1.0;
+    } else {
+      ok = FALSE;
+      server->refused_rate++;
+      /* one warning per address and second, with the count in between */
+      if (now - b->last_warn_us >= G_TIME_SPAN_SECOND) {
+        GST_WARNING_OBJECT (server->owner, "connection from %s refused: "
+            "more than max-connections-per-second=%u (connection-burst=%u) "
+            "from this address (%" G_GUINT64_FORMAT " more refused since the "
+            "last warning)", host, set->max_conn_rate, set->conn_burst,
+            b->suppressed);
+        b->last_warn_us = now;
+        b->suppressed = 0;
+      } else {
+        b->suppressed++;
+      }
+    }
+    g_free (host);
+  }
+  if (ok)
+    server->connections_total++;
+  return ok;
+}
+
+/* server thread, lock held (timer) */
+static gboolean
+prune_bucket (gpointer key, gpointer value, gpointer user_data)
+{
+  SinkServer *server = user_data;
+  SinkRateBucket *b = value;
+  gint64 now = g_get_monotonic_time ();
+
+  /* full again (and no refusal to report): forget the address */
+  return b->suppressed == 0 && (b->tokens + (now - b->last_us) *
+      (gdouble) server->set.max_conn_rate / G_TIME_SPAN_SECOND >=
+      server->set.conn_burst || server->set.max_conn_rate == 0);
+}
+
+/* server thread */
+static gboolean
+accept_cb (GSocket * lsock, GIOCondition cond, gpointer user_data)
+{
+  SinkServer *server = user_data;
+  gboolean tls = lsock == server->listen_sock[1];
+  guint i;
+
+  for (i = 0; i < 16; i++) {
+    GError *err = NULL;
+    GSocket *sock = g_socket_accept (lsock, NULL, &err);
+    SinkConn *conn;
+
+    if (!sock) {
+      if (!g_error_matches (err, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK))
+        GST_WARNING_OBJECT (server->owner, "accept failed: %s", err->message);
+      g_error_free (err);
+      break;
+    }
+    g_socket_set_blocking (sock, FALSE);
+    g_mutex_lock (&server->lock);
+    if (!accept_allowed (server, sock)) {
+      g_mutex_unlock (&server->lock);
+      g_socket_close (sock, NULL);
+      g_object_unref (sock);
+      continue;
+    }
+    conn = sink_conn_new (&server->env, sock, tls, ++server->next_conn_id);
+    server->conns = g_list_append (server->conns, conn);
+    GST_DEBUG_OBJECT (server->owner, "connection %u from %s%s",
+        sink_conn_id (conn), sink_conn_peer (conn), tls ? " (TLS)" : "");
+    sink_conn_set_hooks (conn, &link_hooks, server);
+    sink_conn_start (conn, server->cert);
+    g_mutex_unlock (&server->lock);
+  }
+  return G_SOURCE_CONTINUE;
+}
+
+/* -------------------------------------------------------------- timers */
+
+/* server thread: writes what the render path queued */
+static gboolean
+kick_dispatch (GSource * source, GSourceFunc cb, gpointer user_data)
+{
+  SinkServer *server = user_data;
+  GList *l;
+
+  g_source_set_ready_time (source, -1);
+  g_mutex_lock (&server->lock);
+  for (l = server->conns; l; l = l->next)
+    if (sink_conn_has_queued (l->data))
+      sink_conn_flush (l->data);
+  g_mutex_unlock (&server->lock);
+  return G_SOURCE_CONTINUE;
+}
+
+static GSourceFuncs kick_funcs = {
+  NULL, NULL, kick_dispatch, NULL,
+};
+
+/* server thread, lock held: link estimates every tick, stream targets
+ * every ~500 ms (sinkrate.h) */
+static void
+rate_tick (SinkServer * server, gint64 now)
+{
+  SinkRateClients clients = { 0, };
+  GArray *decisions;
+  GArray *live;
+  gdouble dt;
+  GList *l;
+  guint i;
+
+  for (l = server->sessions; l; l = l->next) {
+    SinkSession *s = l->data;
+
+    if (sink_display_ready (s))
+      sink_conn_sample_link (s->display, now);
+  }
+  if (!sink_rate_due (server->rate, now, &dt))
+    return;
+  for (l = server->sessions; l; l = l->next) {
+    SinkSession *s = l->data;
+    guint64 bps;
+
+    sink_display_count_rate (s, dt);
+    if (!sink_display_ready (s))
+      continue;
+    clients.clients++;
+    bps = sink_conn_link (s->display)->bps;
+    if (bps && (clients.link_bps == 0 || bps < clients.link_bps)) {
+      clients.link_bps = bps;
+      clients.draw_bps = s->disp.draw_bps;
+    }
+  }
+  server->link_bps = clients.link_bps;
+  server->link_draw_bps = clients.draw_bps;
+  live = g_array_new (FALSE, FALSE, sizeof (SinkRateStream *));
+  for (i = 0; i < server->streams->len; i++) {
+    ServerStream *st = g_ptr_array_index (server->streams, i);
+
+    if (st->codec && st->enabled && !st->eos && st->frames_in > 0)
+      g_array_append_val (live, st->rate);
+  }
+  decisions = g_array_new (FALSE, FALSE, sizeof (SinkRateDecision));
+  sink_rate_tick (server->rate, &clients, (SinkRateStream **) live->data,
+      live->len, dt, now, decisions);
+  for (i = 0; i < decisions->len; i++) {
+    SinkRateDecision *d = &g_array_index (decisions, SinkRateDecision, i);
+
+    server->cb->post_upstream (d->index, gst_spice_event_new_rate (d->bitrate,
+            d->fps_n, 1, d->scale), server->cb_data);
+  }
+  g_array_unref (decisions);
+  g_array_unref (live);
+}
+
+/* server thread, every 250 ms */
+static gboolean
+timer_cb (gpointer user_data)
+{
+  SinkServer *server = user_data;
+  SinkServerSettings *set = &server->set;
+  GList *l, *next;
+  gint64 now = g_get_monotonic_time ();
+  gboolean second = now - server->last_stats_us >= G_TIME_SPAN_SECOND;
+  gdouble dt = (now - server->last_stats_us) / (gdouble) G_TIME_SPAN_SECOND;
+  gboolean want_refresh = FALSE;
+
+  g_mutex_lock (&server->lock);
+  for (l = server->conns; l; l = next) {
+    SinkConn *conn = l->data;
+    gchar *reason;
+
+    next = l->next;
+    if (sink_conn_is_dead (conn)) {
+      if (sink_conn_is_freeable (conn)) {
+        server->conns = g_list_delete_link (server->conns, l);
+        sink_conn_free (conn);
+      }
+      continue;
+    }
+    switch (sink_conn_check_timeouts (conn, now, set->handshake_timeout)) {
+      case SINK_CONN_LINK_EXPIRED:
+        server->closed_handshake_timeout++;
+        reason = g_strdup_printf ("handshake-timeout=%u ms",
+            set->handshake_timeout);
+        sink_conn_close (conn, reason);
+        g_free (reason);
+        continue;
+      case SINK_CONN_ERROR_UNREAD:
+        server->closed_handshake_timeout++;
+        sink_conn_close (conn, "peer does not read the link error");
+        continue;
+      case SINK_CONN_STALLED:
+        server->closed_stalled++;
+        sink_conn_close (conn, "client stopped reading");
+        continue;
+      case SINK_CONN_IN_TIME:
+        break;
+    }
+    if (second && sink_conn_is_linked (conn))
+      sink_conn_update_tcp_info (conn);
+  }
+  for (l = server->sessions; l; l = next) {
+    SinkSession *s = l->data;
+    gint64 last = sink_session_last_rx_us (s);
+
+    next = l->next;
+    if (set->idle_timeout && sink_conn_is_linked (s->main) &&
+        now - last > (gint64) set->idle_timeout * G_TIME_SPAN_MILLISECOND) {
+      server->closed_idle++;
+      GST_WARNING_OBJECT (server->owner, "%s: nothing received for %"
+          G_GINT64_FORMAT " ms (idle-timeout=%u ms): closing the session",
+          s->peer, (now - last) / 1000, set->idle_timeout);
+      sink_session_close (s, "idle timeout");
+      continue;
+    }
+    if (sink_conn_is_linked (s->display))
+      sink_conn_update_tcp_info (s->display);
+    sink_display_check_wait (s, now);
+    if ((s->disp.awaiting_refresh || s->disp.partial_picture) &&
+        !s->disp.behind)
+      want_refresh = TRUE;
+    if (second && dt > 0) {
+      sink_display_count_second (s, dt);
+      sink_main_ping (s);
+    }
+  }
+  if (second) {
+    server->last_stats_us = now;
+    if (server->rate_buckets)
+      g_hash_table_foreach_remove (server->rate_buckets, prune_bucket, server);
+  }
+  rate_tick (server, now);
+  if (want_refresh)
+    request_refresh (server, FALSE);
+  g_list_free_full (server->ended, (GDestroyNotify) sink_session_free);
+  server->ended = NULL;
+  g_mutex_unlock (&server->lock);
+  return G_SOURCE_CONTINUE;
+}
+
+/* the server thread: runs the GMainContext until stopped */
+static gpointer
+server_thread (gpointer data)
+{
+  SinkServer *server = data;
+
+  g_main_context_push_thread_default (server->env.ctx);
+  g_main_loop_run (server->loop);
+  g_main_context_pop_thread_default (server->env.ctx);
+  return NULL;
+}
+
+/* ---------------------------------------------------------- start/stop */
+
+static GSocket *
+listen_on (GInetAddress * addr, gint port, gint * bound, GError ** error)
+{
+  GSocket *sock;
+  GSocketAddress *sa, *local;
+
+  sock = g_socket_new (g_inet_address_get_family (addr),
+      G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, error);
+  if (!sock)
+    return NULL;
+  g_socket_set_blocking (sock, FALSE);
+  sa = g_inet_socket_address_new (addr, (guint16) port);
+  if (!g_socket_bind (sock, sa, TRUE, error) || !g_socket_listen (sock, error)) {
+    g_object_unref (sa);
+    g_object_unref (sock);
+    return NULL;
+  }
+  g_object_unref (sa);
+  local = g_socket_get_local_address (sock, NULL);
+  *bound = local ? g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS
+      (local)) : port;
+  g_clear_object (&local);
+  return sock;
+}
+
+/* the element's state change (NULL -> READY) */
+gboolean
+sink_server_start (SinkServer * server, GError ** error)
+{
+  SinkServerSettings *set = &server->set;
+  GInetAddress *addr;
+  const gchar *astr = set->address ? set->address : "127.0.0.1";
+  gint ports[2] = { set->port, set->tls_port };
+  guint i;
+
+  if (g_strcmp0 (astr, "localhost") == 0)
+    astr = "127.0.0.1";
+  addr = g_inet_address_new_from_string (astr);
+  if (!addr) {
+    g_set_error (error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_SETTINGS,
+        "address '%s' is not an IP address", astr);
+    return FALSE;
+  }
+  if (!g_inet_address_get_is_loopback (addr) && !password_required (server) &&
+      !set->disable_ticketing) {
+    g_set_error (error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_SETTINGS,
+        "refusing to listen on non-loopback address %s without a password: "
+        "set 'password', or set 'disable-ticketing=true' to allow anyone "
+        "who can reach the port", astr);
+    goto fail;
+  }
+  if (set->port < 0 && set->tls_port < 0) {
+    g_set_error (error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_SETTINGS,
+        "neither 'port' nor 'tls-port' is set");
+    goto fail;
+  }
+  if (set->tls_port >= 0) {
+    if (!set->cert_file || !set->key_file) {
+      g_set_error (error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_SETTINGS,
+          "'tls-port' needs 'tls-cert-file' and 'tls-key-file'");
+      goto fail;
+    }
+    server->cert = g_tls_certificate_new_from_files (set->cert_file,
+        set->key_file, error);
+    if (!server->cert)
+      goto fail;
+  }
+  server->env.ticket_key = gst_spice_ticket_key_new (error);
+  if (!server->env.ticket_key)
+    goto fail;
+  for (i = 0; i < 2; i++) {
+    server->bound_port[i] = -1;
+    if (ports[i] < 0)
+      continue;
+    server->listen_sock[i] = listen_on (addr, ports[i],
+        &server->bound_port[i], error);
+    if (!server->listen_sock[i])
+      goto fail;
+  }
+  g_clear_object (&addr);
+
+  server->env.mm_base_us = g_get_monotonic_time ();
+  server->last_stats_us = server->env.mm_base_us;
+  server->rate_buckets = g_hash_table_new_full (g_str_hash, g_str_equal,
+      g_free, g_free);
+  server->env.ctx = g_main_context_new ();
+  server->loop = g_main_loop_new (server->env.ctx, FALSE);
+  for (i = 0; i < 2; i++) {
+    if (!server->listen_sock[i])
+      continue;
+    server->listen_src[i] = g_socket_create_source (server->listen_sock[i],
+        G_IO_IN, NULL);
+    g_source_set_callback (server->listen_src[i], G_SOURCE_FUNC (accept_cb),
+        server, NULL);
+    g_source_attach (server->listen_src[i], server->env.ctx);
+  }
+  g_mutex_lock (&server->lock);
+  server->env.kick = g_source_new (&kick_funcs, sizeof (GSource));
+  g_source_set_callback (server->env.kick, NULL, server, NULL);
+  g_source_set_priority (server->env.kick, G_PRIORITY_HIGH);
+  g_source_attach (server->env.kick, server->env.ctx);
+  g_mutex_unlock (&server->lock);
+  server->timer_src = g_timeout_source_new (250);
+  g_source_set_callback (server->timer_src, timer_cb, server, NULL);
+  g_source_attach (server->timer_src, server->env.ctx);
+  server->thread = g_thread_new ("spicesink-server", server_thread, server);
+  GST_INFO_OBJECT (server->owner, "listening on %s port %d tls-port %d",
+      astr, server->bound_port[0], server->bound_port[1]);
+  return TRUE;
+
+fail:
+  g_clear_object (&addr);
+  for (i = 0; i < 2; i++)
+    g_clear_object (&server->listen_sock[i]);
+  g_clear_object (&server->cert);
+  gst_spice_ticket_key_free (server->env.ticket_key);
+  server->env.ticket_key = NULL;
+  return FALSE;
+}
+
+/* server thread: closes every connection, ends the loop */
+static gboolean
+quit_cb (gpointer data)
+{
+  SinkServer *server = data;
+  GList *l;
+
+  g_mutex_lock (&server->lock);
+  for (l = server->conns; l; l = l->next)
+    sink_conn_close (l->data, "server stopping");
+  g_mutex_unlock (&server->lock);
+  g_main_loop_quit (server->loop);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+clear_source (GSource ** src)
+{
+  if (*src) {
+    g_source_destroy (*src);
+    g_source_unref (*src);
+    *src = NULL;
+  }
+}
+
+/* the element's state change (READY -> NULL) */
+void
+sink_server_stop (SinkServer * server)
+{
+  GSource *kick;
+  guint i;
+
+  if (server->thread) {
+    GSource *q = g_idle_source_new ();
+
+    g_source_set_callback (q, quit_cb, server, NULL);
+    g_source_attach (q, server->env.ctx);
+    g_source_unref (q);
+    g_thread_join (server->thread);
+    server->thread = NULL;
+  }
+  /* the loop is gone: tear everything down here */
+  g_mutex_lock (&server->lock);
+  while (server->conns) {
+    SinkConn *conn = server->conns->data;
+
+    sink_conn_close (conn, "server stopped");
+    server->conns = g_list_delete_link (server->conns, server->conns);
+    sink_conn_free (conn);
+  }
+  g_list_free_full (server->sessions, (GDestroyNotify) sink_session_free);
+  server->sessions = NULL;
+  g_list_free_full (server->ended, (GDestroyNotify) sink_session_free);
+  server->ended = NULL;
+  kick = server->env.kick;
+  server->env.kick = NULL;
+  g_mutex_unlock (&server->lock);
+  clear_source (&kick);
+  for (i = 0; i < 2; i++) {
+    clear_source (&server->listen_src[i]);
+    if (server->listen_sock[i]) {
+      g_socket_close (server->listen_sock[i], NULL);
+      g_clear_object (&server->listen_sock[i]);
+    }
+  }
+  clear_source (&server->timer_src);
+  g_clear_pointer (&server->loop, g_main_loop_unref);
+  g_clear_pointer (&server->env.ctx, g_main_context_unref);
+  g_clear_object (&server->cert);
+  gst_spice_ticket_key_free (server->env.ticket_key);
+  server->env.ticket_key = NULL;
+  g_mutex_lock (&server->lock);
+  g_clear_pointer (&server->rate_buckets, g_hash_table_unref);
+  g_mutex_unlock (&server->lock);
+}
+
+/* the element's READY -> NULL, after sink_server_stop() */
+void
+sink_server_reset (SinkServer * server)
+{
+  SinkPictureEdit *e;
+  guint i;
+
+  e = sink_picture_edit (server->shared.picture, 0, 0);
+  sink_picture_edit_clear (e);
+  g_mutex_lock (&server->lock);
+  g_atomic_int_set (&server->shared.width, 0);
+  g_atomic_int_set (&server->shared.height, 0);
+  sink_picture_commit (server->shared.picture, e);
+  sink_picture_refresh_done (server->shared.picture);
+  server->stream_ids_used = 0;
+  for (i = 0; i < server->streams->len; i++)
+    ((ServerStream *) g_ptr_array_index (server->streams, i))->active = FALSE;
+  g_mutex_unlock (&server->lock);
+}
+
+/* ------------------------------------------------------------ flushing */
+
+/* any thread (FLUSH_START/STOP of one pad); takes the lock */
+void
+sink_server_set_flushing (SinkServer * server, gint index, gboolean flushing)
+{
+  guint i;
+
+  g_mutex_lock (&server->lock);
+  if (index < 0)
+    server->draw_flushing = flushing;
+  for (i = 0; index >= 0 && i < server->streams->len; i++) {
+    ServerStream *st = g_ptr_array_index (server->streams, i);
+
+    if (st->index == (guint) index)
+      st->flushing = flushing;
+  }
+  g_cond_broadcast (&server->room);
+  g_mutex_unlock (&server->lock);
+}
+
+/* the element's state changes; takes the lock */
+void
+sink_server_set_all_flushing (SinkServer * server, gboolean flushing)
+{
+  guint i;
+
+  g_mutex_lock (&server->lock);
+  server->draw_flushing = flushing;
+  for (i = 0; i < server->streams->len; i++)
+    ((ServerStream *) g_ptr_array_index (server->streams, i))->flushing =
+        flushing;
+  g_cond_broadcast (&server->room);
+  g_mutex_unlock (&server->lock);
+}
+
+/* lock held */
+static gboolean
+display_blocked (SinkSession * s)
+{
+  return sink_conn_is_linked (s->display) && !s->disp.behind &&
+      sink_conn_queue_full (s->display);
+}
+
+/* Render path, lock held: tells the tiler how big a draw update may be for
+ * the slowest client's link, when that changed enough. */
+static void
+announce_draw_budget (SinkServer * server)
+{
+  guint budget;
+
+  if (sink_rate_draw_budget_due (server->rate, server->link_bps, &budget))
+    server->cb->post_upstream (-1,
+        gst_spice_event_new_draw_budget (server->link_bps, budget),
+        server->cb_data);
+}
+
+/* Render path, lock held: waits until every up-to-date display client has
+ * room. After client-timeout, clients still full fall behind when they
+ * stopped reading or hold up a faster client (sink_leave_behind());
+ * otherwise the render keeps waiting. FALSE when *@flushing (that path
+ * flushes). */
+static gboolean
+wait_for_room (SinkServer * server, const gboolean * flushing)
+{
+  gint64 timeout = (gint64) server->set.client_timeout *
+      G_TIME_SPAN_MILLISECOND;
+  gint64 deadline = g_get_monotonic_time () + timeout;
+
+  announce_draw_budget (server);
+  for (;;) {
+    GList *l;
+    gboolean blocked = FALSE;
+    gint64 now;
+
+    if (*flushing)
+      return FALSE;
+    for (l = server->sessions; l; l = l->next)
+      blocked |= display_blocked (l->data);
+    if (!blocked)
+      return TRUE;
+    now = g_get_monotonic_time ();
+    if (now >= deadline) {
+      gboolean others_waiting = FALSE, left = FALSE;
+
+      for (l = server->sessions; l; l = l->next) {
+        SinkSession *s = l->data;
+
+        if (sink_display_ready (s) && !s->disp.behind &&
+            !s->disp.awaiting_refresh && !display_blocked (s))
+          others_waiting = TRUE;
+      }
+      for (l = server->sessions; l; l = l->next) {
+        SinkSession *s = l->data;
+
+        if (!display_blocked (s) || !sink_leave_behind (now -
+                sink_conn_last_progress_us (s->display) < timeout,
+                others_waiting))
+          continue;
+        left = TRUE;
+        sink_display_leave_behind (s);
+      }
+      if (left)
+        return TRUE;
+      /* only draining slow clients: back-pressure, look again later */
+      deadline = now + timeout;
+      continue;
+    }
+    g_cond_wait_until (&server->room, &server->lock, deadline);
+  }
+}
+
+/* ----------------------------------------------------------- draw path */
+
+/* draw pad's streaming thread (caps); takes the lock */
+void
+sink_server_set_surface (SinkServer * server, gint width, gint height)
+{
+  SinkPictureEdit *e = sink_picture_edit (server->shared.picture, width,
+      height);
+  GList *l;
+  guint i;
+
+  sink_picture_edit_clear (e);
+  g_mutex_lock (&server->lock);
+  GST_INFO_OBJECT (server->owner, "surface %dx%d", width, height);
+  for (i = 0; i < server->streams->len; i++)
+    stream_destroy_all_clients (server, g_ptr_array_index (server->streams, i));
+  g_atomic_int_set (&server->shared.width, width);
+  g_atomic_int_set (&server->shared.height, height);
+  sink_picture_commit (server->shared.picture, e);
+  for (l = server->sessions; l; l = l->next)
+    sink_display_start (l->data);
+  g_mutex_unlock (&server->lock);
+}
+
+/* draw pad's streaming thread (spice-cursor); takes the lock */
+void
+sink_server_set_cursor (SinkServer * server, const GstSpiceCursor * cursor,
+    GBytes * shape)
+{
+  GList *l;
+
+  g_mutex_lock (&server->lock);
+  if (server->shared.cursor_shape)
+    g_bytes_unref (server->shared.cursor_shape);
+  server->shared.cursor_shape = shape ? g_bytes_ref (shape) : NULL;
+  server->shared.cursor = *cursor;
+  server->shared.cursor.shape = NULL;
+  for (l = server->sessions; l; l = l->next)
+    sink_cursor_send (l->data, FALSE);
+  g_mutex_unlock (&server->lock);
+}
+
+/* Render path. The draws are marshalled and the picture edited without
+ * the lock; with it held only the queues are filled (and waited for). */
+GstFlowReturn
+sink_server_draw_update (SinkServer * server, GArray * regions,
+    gboolean refresh)
+{
+  SinkPicture *pic = server->shared.picture;
+  SinkPictureEdit *e;
+  SinkDraw *draws;
+  gboolean refresh_all = FALSE, one_full;
+  GList *l;
+  guint i;
+
+  /* --- without the lock --- */
+  e = sink_picture_edit (pic, g_atomic_int_get (&server->shared.width),
+      g_atomic_int_get (&server->shared.height));
+  if (refresh) {
+    /* the tiler counts a REFRESH as making every client's picture exact
+     * (it stops refining): clients that may hold lossy areas need it */
+    refresh_all = sink_picture_edit_has_lossy (e);
+    sink_picture_edit_refresh (e);
+  }
+  draws = g_new0 (SinkDraw, MAX (regions->len, 1));
+  for (i = 0; i < regions->len; i++) {
+    SinkUpdateRegion *r = &g_array_index (regions, SinkUpdateRegion, i);
+
+    sink_draw_marshal (&draws[i], &r->dest, r->type, r->payload);
+    if (r->type == GST_SPICE_IMAGE_COPY_BITS)
+      sink_picture_edit_copy (e);
+    else
+      sink_picture_edit_add (e, &r->dest, r->type, r->lossy, r->payload);
+  }
+
+  /* --- with the lock: wait, enqueue, publish --- */
+  g_mutex_lock (&server->lock);
+  server->updates_in++;
+  server->regions_in += regions->len;
+  if (!wait_for_room (server, &server->draw_flushing)) {
+    g_mutex_unlock (&server->lock);
+    sink_picture_edit_discard (e);
+    for (i = 0; i < regions->len; i++)
+      sink_draw_clear (&draws[i]);
+    g_free (draws);
+    return GST_FLOW_FLUSHING;
+  }
+  if (refresh)
+    sink_picture_refresh_done (pic);
+  /* A REFRESH update goes only to the clients that wait for the picture
+   * (or got an incomplete one); the others already have it, unless their
+   * picture may be lossy somewhere (refresh_all). Any other update goes
+   * only to clients that have the picture. */
+  for (l = server->sessions; l; l = l->next) {
+    SinkSession *s = l->data;
+
+    if (!sink_display_ready (s) || s->disp.behind)
+      continue;
+    if (refresh ? !(refresh_all || s->disp.awaiting_refresh ||
+            s->disp.partial_picture) : s->disp.awaiting_refresh)
+      continue;
+    for (i = 0; i < regions->len; i++)
+      sink_display_send_draw (s, &draws[i]);
+  }
+  sink_picture_commit (pic, e);
+  one_full = sink_picture_is_one_full_region (pic);
+  for (l = server->sessions; l; l = l->next) {
+    SinkSession *s = l->data;
+
+    if (!sink_display_ready (s))
+      continue;
+    if (s->disp.behind) {
+      s->disp.updates_skipped++;
+      continue;
+    }
+    if (refresh && (s->disp.awaiting_refresh || s->disp.partial_picture)) {
+      GST_DEBUG_OBJECT (server->owner, "%s gets the refresh (%u regions)",
+          s->peer_host, regions->len);
+      if (s->disp.awaiting_refresh)
+        sink_display_picture_done (s);
+      s->disp.partial_picture = FALSE;
+      s->disp.updates++;
+    } else if (s->disp.awaiting_refresh && one_full) {
+      /* this update made the last-known picture one full region */
+      sink_display_send_picture (s);
+      sink_display_picture_done (s);
+      s->disp.updates++;
+    } else if (s->disp.awaiting_refresh) {
+      s->disp.updates_skipped++;
+    } else if (!refresh || refresh_all) {
+      s->disp.updates++;
+    }
+  }
+  g_mutex_unlock (&server->lock);
+
+  for (i = 0; i < regions->len; i++)
+    sink_draw_clear (&draws[i]);
+  g_free (draws);
+  return GST_FLOW_OK;
+}
+
+/* ---------------------------------------------------------- stream path */
+
+/* lock held */
+static ServerStream *
+stream_find (SinkServer * server, guint index)
+{
+  guint i;
+
+  for (i = 0; i < server->streams->len; i++) {
+    ServerStream *st = g_ptr_array_index (server->streams, i);
+
+    if (st->index == index)
+      return st;
+  }
+  return NULL;
+}
+
+/* request_new_pad; takes the lock */
+void
+sink_server_stream_add (SinkServer * server, guint index)
+{
+  ServerStream *st = g_new0 (ServerStream, 1);
+
+  st->index = index;
+  st->enabled = TRUE;
+  g_mutex_lock (&server->lock);
+  g_ptr_array_add (server->streams, st);
+  st->rate = sink_rate_stream_add (server->rate, index);
+  st->flushing = server->draw_flushing;
+  g_mutex_unlock (&server->lock);
+}
+
+/* release_pad; takes the lock */
+void
+sink_server_stream_remove (SinkServer * server, guint index)
+{
+  ServerStream *st;
+
+  g_mutex_lock (&server->lock);
+  st = stream_find (server, index);
+  if (st) {
+    stream_destroy_all_clients (server, st);
+    sink_rate_stream_remove (server->rate, st->rate);
+    g_ptr_array_remove (server->streams, st);
+  }
+  g_mutex_unlock (&server->lock);
+}
+
+/* the stream pad's streaming thread (caps); takes the lock */
+void
+sink_server_stream_set_caps (SinkServer * server, guint index, guint8 codec,
+    gint width, gint height)
+{
+  ServerStream *st;
+
+  g_mutex_lock (&server->lock);
+  st = stream_find (server, index);
+  if (st) {
+    st->codec = codec;
+    st->width = width;
+    st->height = height;
+    update_stream_control (server);
+  }
+  g_mutex_unlock (&server->lock);
+}
+
+/* the stream pad's streaming thread (EOS, FLUSH_STOP); takes the lock */
+void
+sink_server_stream_eos (SinkServer * server, guint index, gboolean eos)
+{
+  ServerStream *st;
+
+  g_mutex_lock (&server->lock);
+  st = stream_find (server, index);
+  if (st) {
+    st->eos = eos;
+    if (eos)
+      stream_destroy_all_clients (server, st);
+  }
+  g_mutex_unlock (&server->lock);
+}
+
+/* lock held */
+static gint
+alloc_spice_id (SinkServer * server)
+{
+  guint i;
+
+  for (i = 0; i < SINK_MAX_STREAMS; i++)
+    if (!(server->stream_ids_used & (G_GUINT64_CONSTANT (1) << i))) {
+      server->stream_ids_used |= G_GUINT64_CONSTANT (1) << i;
+      return (gint) i;
+    }
+  return -1;
+}
+
+/* lock held: the SPICE stream for a frame at @dest (a new one when the
+ * rectangle, the upstream stream or the codec changed). FALSE: no id. */
+static gboolean
+stream_place (SinkServer * server, ServerStream * st,
+    const GstVideoRectangle * dest, guint meta_id, gboolean has_meta)
+{
+  gint id;
+
+  if (st->active && ((has_meta && meta_id != st->meta_id) ||
+          dest->x != st->dest.x || dest->y != st->dest.y ||
+          dest->w != st->dest.w || dest->h != st->dest.h ||
+          st->active_codec != st->codec))
+    stream_destroy_all_clients (server, st);
+  if (st->active)
+    return TRUE;
+  id = alloc_spice_id (server);
+  if (id < 0)
+    return FALSE;
+  st->spice_id = id;
+  st->active = TRUE;
+  st->dest = *dest;
+  st->meta_id = has_meta ? meta_id : 0;
+  st->active_codec = st->codec;
+  GST_DEBUG_OBJECT (server->owner, "stream %u: SPICE stream %u at "
+      "%dx%d+%d+%d", st->index, id, dest->w, dest->h, dest->x, dest->y);
+  return TRUE;
+}
+
+/* the stream pad's streaming thread: waits for room (lock held, released while waiting), then enqueues */
+GstFlowReturn
+sink_server_stream_frame (SinkServer * server, guint index,
+    const GstVideoRectangle * dest, guint meta_id, gboolean key, GBytes * frame)
+{
+  gsize size = g_bytes_get_size (frame);
+  gint width = g_atomic_int_get (&server->shared.width);
+  gint height = g_atomic_int_get (&server->shared.height);
+  gboolean want_key = FALSE;
+  GstVideoRectangle r;
+  SinkStreamInfo info;
+  ServerStream *st;
+  GBytes *head = NULL;
+  GList *l;
+
+  g_mutex_lock (&server->lock);
+  st = stream_find (server, index);
+  if (!st) {
+    g_mutex_unlock (&server->lock);
+    return GST_FLOW_OK;
+  }
+  st->frames_in++;
+  server->stream_frames_in++;
+  sink_rate_stream_frame (st->rate, size, key);
+  if (!wait_for_room (server, &st->flushing)) {
+    g_mutex_unlock (&server->lock);
+    return GST_FLOW_FLUSHING;
+  }
+  if (width <= 0 || st->codec == 0 || !st->enabled || size == 0)
+    goto dropped;
+  if (dest) {
+    r = *dest;
+  } else {
+    r.x = r.y = 0;
+    r.w = st->width > 0 ? st->width : width;
+    r.h = st->height > 0 ? st->height : height;
+  }
+  if (!gst_spice_rect_clip (&r, width, height) ||
+      !stream_place (server, st, &r, meta_id, dest != NULL))
+    goto dropped;
+  info.spice_id = st->spice_id;
+  info.codec = st->active_codec;
+  info.width = st->width;
+  info.height = st->height;
+  info.dest = st->dest;
+  head = sink_display_marshal_stream_data (st->spice_id, size);
+  for (l = server->sessions; l; l = l->next)
+    if (sink_display_send_frame (l->data, &info, head, frame, key) ==
+        SINK_FRAME_WANT_KEY)
+      want_key = TRUE;
+  if (want_key)
+    request_key_unit (server, st, FALSE);
+  g_mutex_unlock (&server->lock);
+  g_bytes_unref (head);
+  return GST_FLOW_OK;
+
+dropped:
+  st->frames_dropped++;
+  g_mutex_unlock (&server->lock);
+  return GST_FLOW_OK;
+}
+
+/* --------------------------------------------------------------- stats */
+
+/* any thread */
+GstStructure *
+sink_server_stats (SinkServer * server)
+{
+  GstStructure *st;
+  GValue arr = G_VALUE_INIT;
+  GList *l;
+
+  g_mutex_lock (&server->lock);
+  g_value_init (&arr, GST_TYPE_ARRAY);
+  for (l = server->sessions; l; l = l->next) {
+    GValue v = G_VALUE_INIT;
+
+    g_value_init (&v, GST_TYPE_STRUCTURE);
+    g_value_take_boxed (&v, sink_session_stats (l->data));
+    gst_value_array_append_and_take_value (&arr, &v);
+  }
+  st = gst_structure_new ("application/x-spice-sink-stats",
+      "clients", G_TYPE_UINT, g_list_length (server->sessions),
+      "clients-total", G_TYPE_UINT64, server->clients_total,
+      "clients-refused", G_TYPE_UINT64, server->clients_refused,
+      "updates-in", G_TYPE_UINT64, server->updates_in,
+      "regions-in", G_TYPE_UINT64, server->regions_in,
+      "stream-frames-in", G_TYPE_UINT64, server->stream_frames_in,
+      "refresh-requests", G_TYPE_UINT64,
+      sink_picture_refresh_requests (server->shared.picture),
+      "connections", G_TYPE_UINT, count_conns (server, FALSE),
+      "connections-total", G_TYPE_UINT64, server->connections_total,
+      "refused-rate", G_TYPE_UINT64, server->refused_rate,
+      "refused-pending", G_TYPE_UINT64, server->refused_pending,
+      "closed-handshake-timeout", G_TYPE_UINT64,
+      server->closed_handshake_timeout,
+      "closed-idle", G_TYPE_UINT64, server->closed_idle,
+      "closed-stalled", G_TYPE_UINT64, server->closed_stalled,
+      "closed-bad-message", G_TYPE_UINT64, server->env.closed_bad_message,
+      "auth-failures", G_TYPE_UINT64, server->auth_failures,
+      "link-estimate-bps", G_TYPE_UINT64, server->link_bps,
+      "link-draw-bps", G_TYPE_UINT64, server->link_draw_bps, NULL);
+  gst_structure_take_value (st, "client-stats", &arr);
+  g_value_init (&arr, GST_TYPE_ARRAY);
+  sink_rate_stats (server->rate, &arr);
+  gst_structure_take_value (st, "stream-rates", &arr);
+  g_mutex_unlock (&server->lock);
+  return st;
+}

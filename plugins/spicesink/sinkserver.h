@@ -1,0 +1,115 @@
+/* spicesink: the SPICE server — its thread and GMainContext, listeners,
+ * TLS, connection limits, the sessions, the timer, the streams' SPICE side,
+ * the last-known picture and the rate control; the one shared lock.
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Threads: the element's streaming threads (the "render path") call
+ * sink_server_draw_update() / sink_server_stream_frame(); the server
+ * thread owns every socket; the element's event thread pushes what the
+ * server asks for upstream (SinkServerCallbacks) so that neither ever
+ * blocks on upstream. The server lock guards the sessions, their output
+ * queues and the picture; it is never held while a draw is marshalled, nor
+ * while the inputs channel turns a key into a navigation event.
+ */
+#pragma once
+
+#include <gst/gst.h>
+#include <gst/video/video.h>
+#include <gst/spice/gstspice.h>
+
+G_BEGIN_DECLS
+
+typedef struct _SinkServer SinkServer;
+
+/* How the server reaches the element (which implements it). */
+typedef struct
+{
+  /* lock held: a client waits for the whole picture (spice-refresh) */
+  void (*request_refresh) (gpointer user_data);
+  /* lock held: stream pad @index should send a key unit */
+  void (*request_key_unit) (guint index, gpointer user_data);
+  /* lock held: every client decodes stream pad @index's codec, or not */
+  void (*stream_control) (guint index, gboolean enabled, gpointer user_data);
+  /* any thread, lock held or not: push @event upstream from the draw pad
+   * (@index -1) or from stream pad @index */
+  void (*post_upstream) (gint index, GstEvent * event, gpointer user_data);
+} SinkServerCallbacks;
+
+/* The element's properties that the server uses (docs/spicesink.md) */
+typedef struct
+{
+  gchar *address;
+  gint port, tls_port;
+  gchar *cert_file, *key_file;
+  gchar *password;              /* the ticket (read from password-file) */
+  gboolean disable_ticketing;
+  guint max_clients;
+  guint stream_latency;
+  guint client_timeout;
+  guint queue_size;
+  guint notsent_lowat;
+  guint handshake_timeout;
+  guint idle_timeout;
+  guint max_conn_rate;
+  guint conn_burst;
+  guint max_pending;
+} SinkServerSettings;
+
+/* One validated region of an update (the payload shares the buffer) */
+typedef struct
+{
+  GstVideoRectangle dest;
+  guint8 type;                  /* GstSpiceImageType */
+  gboolean lossy;
+  GBytes *payload;
+} SinkUpdateRegion;
+
+/* deep copy (strings duplicated) / frees the strings */
+void     sink_server_settings_copy (SinkServerSettings * dst,
+    const SinkServerSettings * src);
+void     sink_server_settings_clear (SinkServerSettings * s);
+
+SinkServer *sink_server_new (GstObject * owner,
+    const SinkServerCallbacks * callbacks, gpointer user_data);
+void     sink_server_free (SinkServer * server);
+/* any thread: copies @settings */
+void     sink_server_configure (SinkServer * server,
+    const SinkServerSettings * settings);
+gboolean sink_server_start (SinkServer * server, GError ** error);
+void     sink_server_stop (SinkServer * server);
+/* after stop: forgets the surface, the picture and the streams' ids */
+void     sink_server_reset (SinkServer * server);
+gint     sink_server_bound_port (SinkServer * server, gboolean tls);
+GstStructure *sink_server_stats (SinkServer * server);
+
+/* ---- draw path (the draw pad's streaming thread) ---- */
+void     sink_server_set_surface (SinkServer * server, gint width,
+    gint height);
+void     sink_server_set_cursor (SinkServer * server,
+    const GstSpiceCursor * cursor, GBytes * shape);
+/* @regions: SinkUpdateRegion (validated against the surface). FLUSHING
+ * while the draw path flushes. */
+GstFlowReturn sink_server_draw_update (SinkServer * server, GArray * regions,
+    gboolean refresh);
+
+/* ---- stream pads ---- */
+void     sink_server_stream_add (SinkServer * server, guint index);
+void     sink_server_stream_remove (SinkServer * server, guint index);
+void     sink_server_stream_set_caps (SinkServer * server, guint index,
+    guint8 codec, gint width, gint height);
+void     sink_server_stream_eos (SinkServer * server, guint index,
+    gboolean eos);
+/* a frame of stream pad @index (its streaming thread); @dest NULL = the
+ * whole surface (or the caps' size); FLUSHING while that pad flushes */
+GstFlowReturn sink_server_stream_frame (SinkServer * server, guint index,
+    const GstVideoRectangle * dest, guint meta_id, gboolean key,
+    GBytes * frame);
+
+/* @index -1: the draw path, else stream pad @index; FLUSH_START/STOP */
+void     sink_server_set_flushing (SinkServer * server, gint index,
+    gboolean flushing);
+/* state changes: every path */
+void     sink_server_set_all_flushing (SinkServer * server,
+    gboolean flushing);
+
+G_END_DECLS

@@ -1,0 +1,58 @@
+/* spicesink: one client session — its connections (one per channel) and
+ * the dispatch of their messages to the channel handlers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#pragma once
+
+#include "sinkshared.h"
+#include "sinkmain.h"
+#include "sinkdisplay.h"
+#include "sinkinputs.h"
+#include "sinkcursor.h"
+
+G_BEGIN_DECLS
+
+/* How a session reaches its owner (the server) */
+typedef struct
+{
+  /* lock held: SinkWants */
+  void (*on_wants) (SinkSession * s, guint wants, gpointer user_data);
+  /* lock held: which codecs the session's display takes changed (linked,
+   * closed, a codec failed): stream control again */
+  void (*on_display_changed) (SinkSession * s, gpointer user_data);
+  /* lock held: the main channel closed; the owner frees the session */
+  void (*on_ended) (SinkSession * s, gpointer user_data);
+  /* server thread, lock NOT held: an input event for upstream */
+  void (*on_navigation) (SinkSession * s, GstEvent * event,
+      gpointer user_data);
+} SinkSessionHooks;
+
+struct _SinkSession
+{
+  guint32 id;
+  gchar *peer_host;
+  gchar *peer;                  /* address:port of the main channel */
+  const SinkShared *shared;
+  const SinkSessionHooks *hooks;
+  gpointer hooks_data;
+  SinkConn *main, *display, *inputs, *cursor;
+  SinkMainState main_st;
+  SinkDisplayState disp;
+  SinkInputsState in;
+  SinkCursorState cur;
+};
+
+/* all: lock held */
+SinkSession *sink_session_new (guint32 id, SinkConn * main,
+    const SinkShared * shared, const SinkSessionHooks * hooks,
+    gpointer user_data);
+void     sink_session_free (SinkSession * s);
+/* takes @conn as its channel of @type; FALSE if that one is linked */
+gboolean sink_session_attach (SinkSession * s, SinkConn * conn, guint8 type);
+/* every channel, closed */
+void     sink_session_close (SinkSession * s, const gchar * reason);
+/* the newest byte received on any channel */
+gint64   sink_session_last_rx_us (SinkSession * s);
+GstStructure *sink_session_stats (SinkSession * s);
+
+G_END_DECLS

@@ -1,0 +1,60 @@
+/* spicesink: what the server gives its sessions to read (data only, no
+ * functions): the connection environment, the last-known picture, the
+ * surface size and the cursor. Owned and written by the server with its
+ * lock held; `width`/`height` are also read atomically without it (input).
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#pragma once
+
+#include <gst/spice/gstspice.h>
+
+#include "sinkconn.h"
+#include "sinkpicture.h"
+
+G_BEGIN_DECLS
+
+#define SINK_MAX_STREAMS GST_SPICE_WIRE_MAX_STREAMS
+
+typedef struct _SinkSession SinkSession;
+
+typedef struct
+{
+  SinkConnEnv *env;
+  SinkPicture *picture;
+  gint width, height;           /* surface; atomic */
+  GstSpiceCursor cursor;
+  GBytes *cursor_shape;         /* BGRA pixels of cursor (or default) */
+} SinkShared;
+
+/* what a session asks its owner for (SinkSessionHooks.on_wants) */
+typedef enum
+{
+  SINK_WANT_REFRESH = 1 << 0,   /* a client waits for the whole picture */
+  SINK_WANT_KEY_UNITS = 1 << 1, /* streams start for it at a key unit */
+} SinkWants;
+
+/* One stream as the display channel announces it */
+typedef struct
+{
+  guint spice_id;
+  guint8 codec;                 /* SPICE_VIDEO_CODEC_TYPE_* */
+  gint width, height;           /* of the frames, 0 unknown */
+  GstVideoRectangle dest;
+} SinkStreamInfo;
+
+/* One client message of a channel, in a channel's handler table
+ * ([SPICE_MSGC_X] = sink_<channel>_handle_<message>); FALSE when it closed
+ * the channel. */
+typedef gboolean (*SinkHandler) (SinkSession * s, guint16 type,
+    const guint8 * body, gsize size);
+
+static inline gboolean
+sink_handlers_dispatch (const SinkHandler * table, guint n, SinkSession * s,
+    guint16 type, const guint8 * body, gsize size)
+{
+  if (type < n && table[type])
+    return table[type] (s, type, body, size);
+  return TRUE;                  /* nothing to do for it */
+}
+
+G_END_DECLS
