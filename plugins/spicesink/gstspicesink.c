@@ -350,7 +350,7 @@ copy_source_on_surface (GstSpiceSink * sink, const GstSpiceDraw * d)
 }
 
 static void
-region_clear (gpointer p)
+update_region_clear (gpointer p)
 {
   g_bytes_unref (((SinkUpdateRegion *) p)->payload);
 }
@@ -381,7 +381,7 @@ gst_spice_sink_draw_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
   }
   refresh = (rd.flags & GST_SPICE_DRAWS_FLAG_REFRESH) != 0;
   regions = g_array_new (FALSE, FALSE, sizeof (SinkUpdateRegion));
-  g_array_set_clear_func (regions, region_clear);
+  g_array_set_clear_func (regions, update_region_clear);
   while (gst_spice_draws_reader_next (&rd, &d)) {
     SinkUpdateRegion r;
 
