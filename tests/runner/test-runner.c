@@ -426,7 +426,8 @@ GST_END_TEST;
 
 /* Configuration that cannot work: one line, exit 77 at once, no restart */
 static void
-assert_refused (const gchar * expect, const gchar * first_arg, ...)
+assert_refused (const gchar * expect, const gchar * secret,
+    const gchar * first_arg, ...)
 {
   GPtrArray *argv = g_ptr_array_new_with_free_func (g_free);
   const gchar *a;
@@ -449,6 +450,7 @@ assert_refused (const gchar * expect, const gchar * first_arg, ...)
   fail_unless (strstr (log, expect) != NULL, "expected '%s' in: %s", expect,
       log);
   fail_if (strstr (log, "restart") != NULL, "%s", log);
+  fail_if (secret && strstr (log, secret) != NULL, "%s", log);
   fail_unless (g_get_monotonic_time () - t0 < 10 * G_USEC_PER_SEC);
   g_free (log);
   run_free (run);
@@ -460,16 +462,16 @@ GST_START_TEST (test_config_refused)
   gchar *vp8 = shipped_path ("transcode-vp8");
   gchar *serve = shipped_path ("serve-test");
 
-  assert_refused ("element s listens on 0.0.0.0 without a password",
+  assert_refused ("element s listens on 0.0.0.0 without a password", NULL,
       "-D", "UPSTREAM=spice://127.0.0.1:1", "-D", "LISTEN_ADDRESS=0.0.0.0",
       vp8, NULL);
-  assert_refused ("cannot read password file /nonexistent/pw",
+  assert_refused ("cannot read password file /nonexistent/pw", NULL,
       "-D", "PASSWORD_FILE=/nonexistent/pw", "-D", "LISTEN_PORT=0", serve,
       NULL);
-  assert_refused ("element src: bad URI http://vm:5900",
+  assert_refused ("element src: bad URI http://vm:5900", NULL,
       "-D", "UPSTREAM=http://vm:5900", "-D", "LISTEN_PORT=0", vp8, NULL);
   /* a URI's password stays out of the message */
-  assert_refused ("bad URI spice://:5900:",
+  assert_refused ("bad URI spice://:5900:", "sekrit",
       "-D", "UPSTREAM=spice://:5900?password=sekrit", "-D", "LISTEN_PORT=0",
       vp8, NULL);
   g_free (vp8);
