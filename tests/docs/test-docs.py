@@ -19,6 +19,7 @@ import os
 import pty
 import re
 import select
+import shlex
 import shutil
 import signal
 import socket
@@ -29,8 +30,10 @@ import time
 
 SRC = os.path.abspath(sys.argv[1])
 BUILD = os.path.abspath(sys.argv[2])
+sys.path.insert(0, os.path.join(SRC, "tests", "install"))
+from optest import check, finish, free_port, screenshot_once  # noqa: E402
+
 DOCS = ["README.md", "docs/user-guide.md", "docs/operator-guide.md"]
-FAILED = []
 # commands of a section this helper does not own, known not to do what the
 # doc promises yet: reported, and a failure once they start to pass (so
 # that the entry is removed)
@@ -40,21 +43,6 @@ KNOWN_BAD = {
     "gst-spice-run -D PATTERN=ball -D ENCODER=\"jpegenc quality=60\" serve-test":
         "PATTERN=ball never starts a stream (PATTERN=snow does)",
 }
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        FAILED.append(what)
-    return cond
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def doc_commands(path):
@@ -202,14 +190,7 @@ def screenshot(ctx, doc_port, password=None, timeout=60):
     out = os.path.join(ctx.tmp, "shot.ppm")
     end = time.time() + timeout
     while time.time() < end:
-        if os.path.exists(out):
-            os.unlink(out)
-        argv = ["timeout", "20", "spicy-screenshot", "-h", "127.0.0.1", "-p",
-                str(ctx.ports[doc_port]), "-o", out]
-        if password:
-            argv += ["-w", password]
-        subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True)
-        if os.path.exists(out) and os.path.getsize(out) > 0:
+        if screenshot_once(ctx.ports[doc_port], password, out):
             return True
         time.sleep(0.5)
     return False
@@ -219,16 +200,11 @@ def screenshot(ctx, doc_port, password=None, timeout=60):
 
 def h_run(ctx, cmd, expect=None):
     r = subprocess.run(ctx.devenv(ctx.subst(cmd)) if not cmd.startswith(
-        "meson devenv") else shlex_split(ctx.subst(cmd)), env=ctx.env,
+        "meson devenv") else shlex.split(ctx.subst(cmd)), env=ctx.env,
         cwd=ctx.tmp, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     out = r.stdout + r.stderr
     ok = r.returncode == 0 and (expect is None or expect in out)
     check(ok, "%s -> %d %s" % (cmd, r.returncode, "" if ok else out[-2000:]))
-
-
-def shlex_split(s):
-    import shlex
-    return shlex.split(s)
 
 
 def h_serve(ctx, cmd, guest=None, password=None, gui=False, wait=None,
@@ -241,7 +217,7 @@ def h_serve(ctx, cmd, guest=None, password=None, gui=False, wait=None,
         ctx.guest(guest)
     if gui:
         ctx.display()
-    argv = shlex_split(ctx.subst(cmd)) if cmd.startswith("meson devenv") \
+    argv = shlex.split(ctx.subst(cmd)) if cmd.startswith("meson devenv") \
         else ctx.devenv(ctx.subst(cmd), server=True)
     p = ctx.start(argv, "server")
     ok = True
@@ -264,7 +240,7 @@ def h_serve(ctx, cmd, guest=None, password=None, gui=False, wait=None,
 def h_client(ctx, cmd):
     """remote-viewer against the server the doc just started"""
     ctx.display()
-    p = ctx.start(shlex_split(ctx.subst(cmd)), "client")
+    p = ctx.start(shlex.split(ctx.subst(cmd)), "client")
     time.sleep(4)
     alive = p.poll() is None
     check(alive and ctx.server is not None and ctx.server.poll() is None,
@@ -480,9 +456,7 @@ def main():
         check_passwords(all_cmds)
     finally:
         ctx.cleanup()
-    if FAILED:
-        print("%d check(s) failed:\n  %s" % (len(FAILED), "\n  ".join(FAILED)))
-        sys.exit(1)
+    finish()
 
 
 main()

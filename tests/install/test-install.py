@@ -17,31 +17,14 @@ import re
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
+from optest import check, finish, free_port, screenshot_once
+
 BUILD = os.path.abspath(sys.argv[1])
-FAILED = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        FAILED.append(what)
-    return cond
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def options():
     out = subprocess.run(["meson", "introspect", "--buildoptions", BUILD],
                          check=True, capture_output=True, text=True).stdout
@@ -88,17 +71,6 @@ def wait_for(pred, timeout):
             return True
         time.sleep(0.2)
     return False
-
-
-def screenshot(port, password, out):
-    argv = ["timeout", "20", "spicy-screenshot", "-h", "127.0.0.1",
-            "-p", str(port), "-o", out]
-    if password:
-        argv += ["-w", password]
-    if os.path.exists(out):
-        os.unlink(out)
-    subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True)
-    return os.path.exists(out) and os.path.getsize(out) > 0
 
 
 def main():
@@ -213,10 +185,11 @@ def main():
                        "the installed service plays")
             shot = os.path.join(tmp, "shot.ppm")
             if ok:
-                ok = check(wait_for(lambda: screenshot(lport, password, shot),
-                                    60), "a client gets a picture")
+                ok = check(wait_for(lambda: screenshot_once(lport, password,
+                                                            shot), 60),
+                           "a client gets a picture")
             if ok and password:
-                ok = check(not screenshot(lport, None, shot),
+                ok = check(not screenshot_once(lport, None, shot),
                            "no password, no picture")
             proc.send_signal(signal.SIGTERM)
             try:
@@ -246,9 +219,7 @@ def main():
             guest.terminate()
             guest.wait()
         shutil.rmtree(tmp, ignore_errors=True)
-    if FAILED:
-        print("%d check(s) failed" % len(FAILED))
-        sys.exit(1)
+    finish()
 
 
 main()

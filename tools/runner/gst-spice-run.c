@@ -467,9 +467,13 @@ check_element (const gchar * path, GstElement * e)
 
     if (!gst_uri_handler_set_uri (GST_URI_HANDLER (e), s, &err)) {
       gchar *shown = uri_for_log (s);
+      gchar **parts = g_strsplit (err ? err->message : "refused", s, -1);
+      /* the element's message may quote the URI, password and all */
+      gchar *why = g_strjoinv (shown, parts);
 
-      LOG ("%s: element %s: bad URI %s: %s\n", path, name, shown,
-          err ? err->message : "refused");
+      LOG ("%s: element %s: bad URI %s: %s\n", path, name, shown, why);
+      g_strfreev (parts);
+      g_free (why);
       g_free (shown);
       g_clear_error (&err);
       ok = FALSE;
@@ -501,28 +505,13 @@ check_element (const gchar * path, GstElement * e)
 static gboolean
 check_elements (const gchar * path, GstElement * pipeline)
 {
-  GstIterator *it = gst_bin_iterate_recurse (GST_BIN (pipeline));
-  GValue item = G_VALUE_INIT;
-  gboolean ok = TRUE, done = FALSE;
+  GList *elements = runner_pipeline_elements (pipeline), *l;
+  gboolean ok = TRUE;
 
-  while (!done) {
-    switch (gst_iterator_next (it, &item)) {
-      case GST_ITERATOR_OK:
-        if (!check_element (path, g_value_get_object (&item)))
-          ok = FALSE;
-        g_value_reset (&item);
-        break;
-      case GST_ITERATOR_RESYNC:
-        gst_iterator_resync (it);
-        ok = TRUE;
-        break;
-      default:
-        done = TRUE;
-        break;
-    }
-  }
-  g_value_unset (&item);
-  gst_iterator_free (it);
+  for (l = elements; l; l = l->next)
+    if (!check_element (path, l->data))
+      ok = FALSE;
+  g_list_free_full (elements, gst_object_unref);
   return ok;
 }
 

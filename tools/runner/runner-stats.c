@@ -22,18 +22,16 @@
 
 #include "runner-stats.h"
 
-void
-runner_stats_foreach (GstElement * pipeline, RunnerStatsFunc func,
-    gpointer user_data)
+GList *
+runner_pipeline_elements (GstElement * pipeline)
 {
   GstIterator *it;
   GValue item = G_VALUE_INIT;
   gboolean done = FALSE;
-  GList *elements = NULL, *l;
-  GHashTable *ranks;
+  GList *elements = NULL;
 
   if (!GST_IS_BIN (pipeline))
-    return;
+    return NULL;
   it = gst_bin_iterate_recurse (GST_BIN (pipeline));
   while (!done) {
     switch (gst_iterator_next (it, &item)) {
@@ -54,8 +52,17 @@ runner_stats_foreach (GstElement * pipeline, RunnerStatsFunc func,
   }
   g_value_unset (&item);
   gst_iterator_free (it);
+  /* prepended: in pipeline order (the iterator goes sink to source) */
+  return elements;
+}
 
-  /* in pipeline order (the iterator goes sink to source) */
+void
+runner_stats_foreach (GstElement * pipeline, RunnerStatsFunc func,
+    gpointer user_data)
+{
+  GList *elements = runner_pipeline_elements (pipeline), *l;
+  GHashTable *ranks;
+
   ranks = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   for (l = elements; l; l = l->next) {
     GstElement *e = l->data;

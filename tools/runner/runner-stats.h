@@ -12,6 +12,9 @@ G_BEGIN_DECLS
 typedef void (*RunnerStatsFunc) (GstElement * element, const gchar * label,
     const GstStructure * stats, gpointer user_data);
 
+/* Every element of @pipeline (recursively, referenced), sources first;
+ * free with g_list_free_full (list, gst_object_unref). */
+GList *runner_pipeline_elements (GstElement * pipeline);
 /* Calls @func for each element of @pipeline with a `stats` property, in
  * pipeline order. */
 void runner_stats_foreach (GstElement * pipeline, RunnerStatsFunc func,
