@@ -31,7 +31,8 @@ import time
 SRC = os.path.abspath(sys.argv[1])
 BUILD = os.path.abspath(sys.argv[2])
 sys.path.insert(0, os.path.join(SRC, "tests", "install"))
-from optest import check, finish, free_port, screenshot_once  # noqa: E402
+from optest import check, finish, free_port, screenshot_once, \
+    skip_if_sanitized  # noqa: E402
 
 DOCS = ["README.md", "docs/user-guide.md", "docs/operator-guide.md"]
 # commands of a section this helper does not own, known not to do what the
@@ -439,6 +440,7 @@ def check_passwords(all_cmds):
 
 
 def main():
+    skip_if_sanitized(BUILD)
     ctx = Ctx()
     all_cmds = []
     try:

@@ -42,3 +42,16 @@ def screenshot_once(port, password, out):
         os.unlink(out)
     subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True)
     return os.path.exists(out) and os.path.getsize(out) > 0
+
+
+def skip_if_sanitized(build):
+    """These tests run system programs (gst-launch-1.0, the plugin scanner)
+    that load our plugin: with a sanitizer build they would test the
+    sanitizer's link order, not the operator's path. Exit 77 (skipped)."""
+    import json
+    out = subprocess.run(["meson", "introspect", "--buildoptions", build],
+                         capture_output=True, text=True, check=True).stdout
+    opts = {o["name"]: o["value"] for o in json.loads(out)}
+    if opts.get("b_sanitize", "none") not in ("none", ""):
+        print("skip: sanitizer build (b_sanitize=%s)" % opts["b_sanitize"])
+        sys.exit(77)

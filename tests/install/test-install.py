@@ -22,7 +22,8 @@ import sys
 import tempfile
 import time
 
-from optest import check, finish, free_port, screenshot_once
+from optest import check, finish, free_port, screenshot_once, \
+    skip_if_sanitized
 
 BUILD = os.path.abspath(sys.argv[1])
 def options():
@@ -74,6 +75,7 @@ def wait_for(pred, timeout):
 
 
 def main():
+    skip_if_sanitized(BUILD)
     tmp = tempfile.mkdtemp(prefix="gst-spice-install-")
     dest = os.path.join(tmp, "dest")
     guest = None
