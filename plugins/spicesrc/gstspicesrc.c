@@ -73,6 +73,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_spice_src_debug);
 #define DEFAULT_CHANNEL_ID 0
 #define DEFAULT_RECONNECT GST_SPICE_SRC_RECONNECT_NEVER
 #define DEFAULT_RECONNECT_INTERVAL 1000
+#define DEFAULT_CONNECT_TIMEOUT 10
 #define DEFAULT_COMPRESSION GST_SPICE_SRC_COMPRESSION_LZ4
 #define DEFAULT_CONTEXT GST_SPICE_SRC_CONTEXT_AUTO
 
@@ -94,6 +95,7 @@ enum
   PROP_CHANNEL_ID,
   PROP_RECONNECT,
   PROP_RECONNECT_INTERVAL,
+  PROP_CONNECT_TIMEOUT,
   PROP_COMPRESSION,
   PROP_MAX_FRAMERATE,
   PROP_CONTEXT,
@@ -113,6 +115,7 @@ struct _GstSpiceSrc
   gint channel_id;
   GstSpiceSrcReconnect reconnect;
   guint reconnect_interval;
+  guint connect_timeout;
   GstSpiceSrcCompression compression;
   gint max_fps_n, max_fps_d;
   GstSpiceSrcContextMode context_mode;
@@ -126,6 +129,7 @@ struct _GstSpiceSrc
   gchar *c_ca_file;
   gchar *c_cert_subject;
   gint c_channel_id;
+  guint c_connect_timeout;
   GstSpiceSrcCompression c_compression;
   gboolean context_ref;
 
@@ -176,6 +180,7 @@ struct _GstSpiceSrc
   gint canvas_stride;
   gint canvas_w, canvas_h;
   guint reconnect_id;
+  guint connect_timeout_id;
   gboolean session_opened;
   gint mouse_mode;
   guint buttons;
@@ -655,7 +660,7 @@ static void
 ctx_handle_failure (GstSpiceSrc * self, SpiceChannel * channel,
     SpiceChannelEvent event)
 {
-  const GError *gerr = spice_channel_get_error (channel);
+  const GError *gerr = channel ? spice_channel_get_error (channel) : NULL;
   const gchar *detail = gerr ? gerr->message : "";
   gboolean fatal;
   GstSpiceSrcReconnect policy;
@@ -679,8 +684,12 @@ ctx_handle_failure (GstSpiceSrc * self, SpiceChannel * channel,
           self->c_uri);
       break;
     case SPICE_CHANNEL_ERROR_CONNECT:
-      msg = g_strdup_printf ("Could not connect to SPICE server %s",
-          self->c_uri);
+      /* without a channel: the connect timeout */
+      msg = channel ? g_strdup_printf ("Could not connect to SPICE server %s",
+          self->c_uri) : g_strdup_printf ("Could not connect to SPICE server "
+          "at host %s port %s: no answer within %u s", self->c_host,
+          self->c_port ? self->c_port : self->c_tls_port,
+          self->c_connect_timeout);
       break;
     case SPICE_CHANNEL_ERROR_LINK:
       msg = g_strdup_printf ("SPICE link with %s failed", self->c_uri);
@@ -734,6 +743,10 @@ on_channel_event (SpiceChannel * channel, SpiceChannelEvent event,
     case SPICE_CHANNEL_OPENED:
       if (SPICE_IS_MAIN_CHANNEL (channel)) {
         self->session_opened = TRUE;
+        if (self->connect_timeout_id) {
+          g_source_remove (self->connect_timeout_id);
+          self->connect_timeout_id = 0;
+        }
         spice_main_channel_request_mouse_mode (SPICE_MAIN_CHANNEL (channel),
             SPICE_MOUSE_MODE_CLIENT);
       } else if (SPICE_IS_DISPLAY_CHANNEL (channel)) {
@@ -841,6 +854,10 @@ ctx_drop_session (GstSpiceSrc * self)
 {
   SpiceSession *session = self->session;
 
+  if (self->connect_timeout_id) {
+    g_source_remove (self->connect_timeout_id);
+    self->connect_timeout_id = 0;
+  }
   if (!session)
     return;
   forget_channel (self, (gpointer *) & self->main_ch);
@@ -861,6 +878,19 @@ ctx_drop_session (GstSpiceSrc * self)
   self->have_surface = FALSE;
   self->marked = FALSE;
   g_mutex_unlock (&self->lock);
+}
+
+/* context: the server accepted no connection, or completed no link,
+ * within connect-timeout; a failure like a refused connection */
+static gboolean
+ctx_connect_timed_out (gpointer data)
+{
+  GstSpiceSrc *self = data;
+
+  self->connect_timeout_id = 0;
+  if (!self->session_opened)
+    ctx_handle_failure (self, NULL, SPICE_CHANNEL_ERROR_CONNECT);
+  return G_SOURCE_REMOVE;
 }
 
 static gboolean
@@ -910,6 +940,9 @@ ctx_connect (gpointer data)
     g_mutex_unlock (&self->lock);
     g_free (msg);
     ctx_drop_session (self);
+  } else if (self->c_connect_timeout) {
+    self->connect_timeout_id = g_timeout_add_seconds (self->c_connect_timeout,
+        ctx_connect_timed_out, self);
   }
   return G_SOURCE_REMOVE;
 }
@@ -1205,6 +1238,7 @@ gst_spice_src_start (GstBaseSrc * bsrc)
   g_free (self->c_cert_subject);
   self->c_cert_subject = g_strdup (self->cert_subject);
   self->c_channel_id = self->channel_id;
+  self->c_connect_timeout = self->connect_timeout;
   self->c_compression = self->compression;
   GST_OBJECT_UNLOCK (self);
 
@@ -1723,6 +1757,11 @@ gst_spice_src_set_property (GObject * object, guint prop_id,
       self->reconnect_interval = g_value_get_uint (value);
       GST_OBJECT_UNLOCK (self);
       break;
+    case PROP_CONNECT_TIMEOUT:
+      GST_OBJECT_LOCK (self);
+      self->connect_timeout = g_value_get_uint (value);
+      GST_OBJECT_UNLOCK (self);
+      break;
     case PROP_COMPRESSION:
       GST_OBJECT_LOCK (self);
       self->compression = g_value_get_enum (value);
@@ -1788,6 +1827,9 @@ gst_spice_src_get_property (GObject * object, guint prop_id, GValue * value,
       break;
     case PROP_RECONNECT_INTERVAL:
       g_value_set_uint (value, self->reconnect_interval);
+      break;
+    case PROP_CONNECT_TIMEOUT:
+      g_value_set_uint (value, self->connect_timeout);
       break;
     case PROP_COMPRESSION:
       g_value_set_enum (value, self->compression);
@@ -1907,6 +1949,20 @@ gst_spice_src_class_init (GstSpiceSrcClass * klass)
           1, 3600 * 1000, DEFAULT_RECONNECT_INTERVAL,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
           GST_PARAM_MUTABLE_PLAYING));
+  /**
+   * GstSpiceSrc:connect-timeout:
+   *
+   * Seconds the server has to accept the connection and complete the
+   * SPICE link; then the attempt fails like a refused connection (an
+   * error naming host and port, or a retry with reconnect=always).
+   * 0 waits as long as the system's TCP timeout.
+   */
+  g_object_class_install_property (gobject_class, PROP_CONNECT_TIMEOUT,
+      g_param_spec_uint ("connect-timeout", "Connect timeout",
+          "Seconds to wait for the server to accept and link a connection "
+          "(0: the system's TCP timeout)", 0, 3600, DEFAULT_CONNECT_TIMEOUT,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_COMPRESSION,
       g_param_spec_enum ("compression", "Image compression",
           "Image compression to ask the server for (lossless; the server "
@@ -1976,6 +2032,7 @@ gst_spice_src_init (GstSpiceSrc * self)
   self->channel_id = DEFAULT_CHANNEL_ID;
   self->reconnect = DEFAULT_RECONNECT;
   self->reconnect_interval = DEFAULT_RECONNECT_INTERVAL;
+  self->connect_timeout = DEFAULT_CONNECT_TIMEOUT;
   self->compression = DEFAULT_COMPRESSION;
   self->max_fps_n = 0;
   self->max_fps_d = 1;

@@ -41,24 +41,45 @@ runner_process_start (const gchar * log_dir, const gchar * const *argv,
 }
 
 RunnerProcess *
-runner_process_start_runner (const gchar * log_dir, const gchar * first_arg,
-    ...)
+runner_process_start_runner_valist (const gchar * log_dir,
+    const gchar * first_arg, va_list args)
 {
   GPtrArray *argv = g_ptr_array_new_with_free_func (g_free);
   RunnerProcess *run;
   const gchar *a;
-  va_list args;
 
   g_ptr_array_add (argv, runner_process_binary ());
-  va_start (args, first_arg);
   for (a = first_arg; a; a = va_arg (args, const gchar *))
     g_ptr_array_add (argv, g_strdup (a));
-  va_end (args);
   g_ptr_array_add (argv, NULL);
   run = runner_process_start (log_dir, (const gchar * const *) argv->pdata,
       NULL);
   g_ptr_array_unref (argv);
   return run;
+}
+
+RunnerProcess *
+runner_process_start_runner (const gchar * log_dir, const gchar * first_arg,
+    ...)
+{
+  RunnerProcess *run;
+  va_list args;
+
+  va_start (args, first_arg);
+  run = runner_process_start_runner_valist (log_dir, first_arg, args);
+  va_end (args);
+  return run;
+}
+
+gchar *
+runner_process_shipped_pipeline (const gchar * name)
+{
+  gchar *file = g_strconcat (name, ".pipeline", NULL);
+  gchar *path = g_build_filename (g_getenv ("GST_SPICE_SOURCE_DIR"),
+      "pipelines", file, NULL);
+
+  g_free (file);
+  return path;
 }
 
 gchar *

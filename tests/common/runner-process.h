@@ -23,6 +23,10 @@ RunnerProcess *runner_process_start (const gchar * log_dir,
 /* The runner with arguments (NULL-terminated varargs). */
 RunnerProcess *runner_process_start_runner (const gchar * log_dir,
     const gchar * first_arg, ...) G_GNUC_NULL_TERMINATED;
+RunnerProcess *runner_process_start_runner_valist (const gchar * log_dir,
+    const gchar * first_arg, va_list args);
+/* $GST_SPICE_SOURCE_DIR/pipelines/NAME.pipeline */
+gchar *runner_process_shipped_pipeline (const gchar * name);
 gchar *runner_process_log (RunnerProcess * run);
 /* Waits until the log holds @needle at least @count times. */
 gboolean runner_process_wait_log (RunnerProcess * run, const gchar * needle,

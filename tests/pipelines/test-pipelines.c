@@ -3,8 +3,10 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
 #include <gst/check/gstcheck.h>
+#include <gst/pbutils/pbutils.h>
 #include <signal.h>
 #include <string.h>
+#include <sysexits.h>
 
 #include "guest-launcher.h"
 #include "guest-render.h"
@@ -17,16 +19,7 @@ static const gchar *shipped[] = { "demo", "transcode-vp8", "transcode-mjpeg",
   "transcode-lossless", "viewer", "record", "serve-desktop", "serve-test"
 };
 
-static gchar *
-pipeline_path (const gchar * name)
-{
-  gchar *file = g_strconcat (name, ".pipeline", NULL);
-  gchar *path = g_build_filename (g_getenv ("GST_SPICE_SOURCE_DIR"),
-      "pipelines", file, NULL);
-
-  g_free (file);
-  return path;
-}
+#define pipeline_path runner_process_shipped_pipeline
 
 static void
 setup (void)
@@ -380,6 +373,156 @@ GST_START_TEST (test_metrics_sink_counters)
 
 GST_END_TEST;
 
+/* ---- the upstream refuses our ticket: permanent, no restarts ---- */
+
+GST_START_TEST (test_upstream_auth_refused)
+{
+  const gchar *guest_args[] = { "--activity", "idle", "--password",
+    "right-Secret", NULL
+  };
+  GuestProcess *gp = guest_process_start (guest_args, NULL);
+  gchar *path = pipeline_path ("transcode-lossless");
+  gchar *pw = g_build_filename (tmpdir, "wrong.pw", NULL);
+  gchar *uri, *upstream, *pw_def, *listen, *log;
+  RunnerProcess *run;
+  gint64 t0 = g_get_monotonic_time ();
+
+  fail_unless (gp != NULL);
+  fail_unless (g_file_set_contents (pw, "wrong-Secret\n", -1, NULL));
+  uri = guest_process_get_uri (gp);
+  upstream = g_strdup_printf ("UPSTREAM=%s", uri);
+  pw_def = g_strdup_printf ("UPSTREAM_PASSWORD_FILE=%s", pw);
+  listen = g_strdup_printf ("LISTEN_PORT=%u", test_pick_free_port ());
+  run = runner_process_start_runner (tmpdir, "--stats-interval", "0",
+      "-D", upstream, "-D", pw_def, "-D", listen, path, NULL);
+  fail_unless_equals_int (runner_process_wait_exit (run, 60000), EX_NOPERM);
+  log = runner_process_log (run);
+  fail_unless (strstr (log, "SPICE authentication failed") != NULL, "%s",
+      log);
+  fail_unless (strstr (log, "not restarting (exit 77)") != NULL, "%s", log);
+  fail_if (strstr (log, "restart 1") != NULL, "%s", log);
+  fail_if (strstr (log, "wrong-Secret") != NULL, "%s", log);
+  fail_unless (g_get_monotonic_time () - t0 < 20 * G_USEC_PER_SEC);
+  g_free (log);
+  runner_process_free (run);
+  guest_process_stop (gp);
+  g_free (uri);
+  g_free (upstream);
+  g_free (pw_def);
+  g_free (listen);
+  g_free (pw);
+  g_free (path);
+}
+
+GST_END_TEST;
+
+/* ---- a recording survives reloads with all its seconds ---- */
+
+/* seconds of media in @file (GstDiscoverer); -1 if unknown */
+static gdouble
+media_seconds (const gchar * file)
+{
+  GstDiscoverer *d = gst_discoverer_new (10 * GST_SECOND, NULL);
+  gchar *uri = gst_filename_to_uri (file, NULL);
+  GstDiscovererInfo *info = d ? gst_discoverer_discover_uri (d, uri, NULL) :
+      NULL;
+  gdouble s = -1;
+
+  if (info && gst_discoverer_info_get_result (info) == GST_DISCOVERER_OK &&
+      GST_CLOCK_TIME_IS_VALID (gst_discoverer_info_get_duration (info)))
+    s = gst_discoverer_info_get_duration (info) / (gdouble) GST_SECOND;
+  g_clear_object (&info);
+  g_clear_object (&d);
+  g_free (uri);
+  return s;
+}
+
+static gint
+compare_paths (gconstpointer a, gconstpointer b)
+{
+  return g_strcmp0 (*(const gchar * const *) a, *(const gchar * const *) b);
+}
+
+/* rec-START_TIME.webm in tmpdir, oldest first */
+static GPtrArray *
+recordings (void)
+{
+  GDir *dir = g_dir_open (tmpdir, 0, NULL);
+  GPtrArray *files = g_ptr_array_new_with_free_func (g_free);
+  const gchar *name;
+
+  while ((name = g_dir_read_name (dir)))
+    if (g_str_has_prefix (name, "rec-") && g_str_has_suffix (name, ".webm"))
+      g_ptr_array_add (files, g_build_filename (tmpdir, name, NULL));
+  g_dir_close (dir);
+  g_ptr_array_sort (files, compare_paths);
+  return files;
+}
+
+static void
+write_record_env (const gchar * env, const gchar * uri, guint fps)
+{
+  gchar *record = pipeline_path ("record");
+  gchar *text = g_strdup_printf ("PIPELINE=%s\nUPSTREAM=%s\nOUTPUT=%s/rec\n"
+      "FPS=%u\nWIDTH=320\nHEIGHT=200\n", record, uri, tmpdir, fps);
+
+  fail_unless (g_file_set_contents (env, text, -1, NULL));
+  g_free (text);
+  g_free (record);
+}
+
+GST_START_TEST (test_record_survives_reload)
+{
+  const gchar *guest_args[] = { "--activity", "busy", NULL };
+  GuestProcess *gp = guest_process_start (guest_args, NULL);
+  gchar *env = g_build_filename (tmpdir, "rec.conf", NULL);
+  gchar *uri;
+  RunnerProcess *run;
+  GPtrArray *files;
+  gdouble dur1, dur2;
+
+  fail_unless (gp != NULL);
+  uri = guest_process_get_uri (gp);
+  /* small and slow: the encoder keeps up with real time even on a loaded
+   * machine (and under meson's MALLOC_PERTURB_), so that the file's
+   * length measures what was kept */
+  write_record_env (env, uri, 5);
+  run = runner_process_start_runner (tmpdir, "--stats-interval", "0",
+      "--env-file", env, NULL);
+  fail_unless (runner_process_wait_log (run, "playing", 1, 60000));
+  g_usleep (3 * G_USEC_PER_SEC);
+  /* unchanged: the same recording goes on */
+  runner_process_signal (run, SIGHUP);
+  fail_unless (runner_process_wait_log (run, "nothing to do", 1, 10000));
+  g_usleep (2 * G_USEC_PER_SEC);
+  /* changed: the first file is finished, a second one starts */
+  write_record_env (env, uri, 4);
+  runner_process_signal (run, SIGHUP);
+  fail_unless (runner_process_wait_log (run, "reloaded", 1, 20000));
+  fail_unless (runner_process_wait_log (run, "playing", 2, 20000));
+  g_usleep (2 * G_USEC_PER_SEC);
+  runner_process_signal (run, SIGTERM);
+  fail_unless_equals_int (runner_process_wait_exit (run, 20000), 0);
+
+  files = recordings ();
+  fail_unless_equals_int (files->len, 2);
+  dur1 = media_seconds (g_ptr_array_index (files, 0));
+  dur2 = media_seconds (g_ptr_array_index (files, 1));
+  GST_INFO ("recordings: %.2f s and %.2f s", dur1, dur2);
+  /* 3 s + 2 s before the changing reload: nothing of it lost */
+  fail_unless (dur1 >= 4.0, "first recording %s: %.2f s (second %s: "
+      "%.2f s)", (gchar *) g_ptr_array_index (files, 0), dur1,
+      (gchar *) g_ptr_array_index (files, 1), dur2);
+  fail_unless (dur2 >= 1.0, "second recording %.2f s", dur2);
+  g_ptr_array_unref (files);
+  runner_process_free (run);
+  guest_process_stop (gp);
+  g_free (uri);
+  g_free (env);
+}
+
+GST_END_TEST;
+
 static Suite *
 pipelines_suite (void)
 {
@@ -395,6 +538,8 @@ pipelines_suite (void)
   tcase_add_test (tc, test_upstream_killed_frames_resume);
   tcase_add_test (tc, test_metrics_sink_counters);
   tcase_add_test (tc, test_password_files_not_logged);
+  tcase_add_test (tc, test_upstream_auth_refused);
+  tcase_add_test (tc, test_record_survives_reload);
   return s;
 }
 

@@ -12,6 +12,12 @@
 #include "pipeline-file.h"
 #include "runner-process.h"
 #include "guest-launcher.h"
+#include "spice-raw-client.h"
+#include "prom-strict.h"
+
+/* the runner's own exit codes (docs/operator-guide.md) */
+#define EXIT_REFUSED EX_NOPERM
+#define EXIT_PROPERTY EX_CONFIG
 
 static gchar *tmpdir;
 
@@ -35,23 +41,15 @@ typedef RunnerProcess Run;
 
 /* Runs to completion; returns the exit code and the log in @log_out. */
 static gint
-run_sync (gchar ** log_out, const gchar * first, ...)
+run_sync (gchar ** log_out, const gchar * first_arg, ...)
 {
-  GPtrArray *argv = g_ptr_array_new_with_free_func (g_free);
-  const gchar *a;
   va_list args;
   gint code;
   Run *run;
 
-  g_ptr_array_add (argv, runner_process_binary ());
-  va_start (args, first);
-  for (a = first; a; a = va_arg (args, const gchar *))
-    g_ptr_array_add (argv, g_strdup (a));
+  va_start (args, first_arg);
+  run = runner_process_start_runner_valist (tmpdir, first_arg, args);
   va_end (args);
-  g_ptr_array_add (argv, NULL);
-  run = runner_process_start (tmpdir, (const gchar * const *) argv->pdata,
-      NULL);
-  g_ptr_array_unref (argv);
   code = run_wait_exit (run, 60000);
   *log_out = run_log (run);
   run_free (run);
@@ -292,21 +290,21 @@ GST_START_TEST (test_metrics_endpoint)
     g_free (body);
     body = test_http_get (port, "/metrics");
     if (body && (p = strstr (body,
-                "gst_spice_identity_num_buffers{element=\"probe\"} ")))
+                "gst_spice_identity_num_buffers_total{element=\"probe\"} ")))
       break;
     g_usleep (100 * 1000);
   }
   fail_unless (body != NULL);
   fail_unless (strstr (body, "200 OK") != NULL, "%s", body);
-  fail_unless (strstr (body, "# TYPE gst_spice_identity_num_buffers gauge"),
-      "%s", body);
-  p = strstr (body, "gst_spice_identity_num_buffers{element=\"probe\"} ");
+  fail_unless (strstr (body,
+          "# TYPE gst_spice_identity_num_buffers_total counter"), "%s", body);
+  p = strstr (body, "gst_spice_identity_num_buffers_total{element=\"probe\"} ");
   fail_unless (p != NULL, "%s", body);
   n1 = g_ascii_strtod (strchr (p, '}') + 2, NULL);
   g_usleep (500 * 1000);
   g_free (body);
   body = test_http_get (port, "/metrics");
-  p = strstr (body, "gst_spice_identity_num_buffers{element=\"probe\"} ");
+  p = strstr (body, "gst_spice_identity_num_buffers_total{element=\"probe\"} ");
   fail_unless (p != NULL);
   n2 = g_ascii_strtod (strchr (p, '}') + 2, NULL);
   fail_unless (n2 > n1, "counter did not grow: %f -> %f", n1, n2);
@@ -320,6 +318,516 @@ GST_START_TEST (test_metrics_endpoint)
   run_signal (run, SIGTERM);
   fail_unless_equals_int (run_wait_exit (run, 10000), 0);
   run_free (run);
+  g_free (addr);
+  g_free (pipe);
+}
+
+GST_END_TEST;
+
+/* ---- errors that name their cause ---- */
+
+#define shipped_path runner_process_shipped_pipeline
+
+GST_START_TEST (test_property_errors)
+{
+  gchar *typo = write_file ("typo.pipeline",
+      "videotestsrc ! spicetiler streming=off ! fakesink\n");
+  gchar *serve = shipped_path ("serve-test");
+  gchar *log = NULL;
+
+  /* a typo: the element, the property and the closest real one */
+  fail_unless_equals_int (run_sync (&log, "--check", typo, NULL),
+      EXIT_PROPERTY);
+  fail_unless (strstr (log, "element spicetiler has no property streming "
+          "(did you mean streaming?)") != NULL, "%s", log);
+  fail_if (strstr (log, "missing element") != NULL, "%s", log);
+  g_free (log);
+  /* a bad value, through a variable */
+  fail_unless_equals_int (run_sync (&log, "--check", "-D", "LISTEN_PORT=abc",
+          serve, NULL), EXIT_PROPERTY);
+  fail_unless (strstr (log, "bad value for port of element spicesink: "
+          "\"abc\"") != NULL, "%s", log);
+  g_free (log);
+  /* the same when running, not only with --check */
+  fail_unless_equals_int (run_sync (&log, typo, NULL), EXIT_PROPERTY);
+  g_free (log);
+  g_free (typo);
+  g_free (serve);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_usage_and_check)
+{
+  gchar *serve = shipped_path ("serve-test");
+  gchar *vp8 = shipped_path ("transcode-vp8");
+  gchar *log = NULL;
+
+  fail_unless_equals_int (run_sync (&log, "-D", "foo", serve, NULL),
+      EX_USAGE);
+  fail_unless (strstr (log, "'foo' is not NAME=VALUE") != NULL, "%s", log);
+  g_free (log);
+  /* --check without the required variables: checked, and listed */
+  fail_unless_equals_int (run_sync (&log, "--check", vp8, NULL), 0);
+  fail_unless (strstr (log, "OK (to run it, set UPSTREAM)") != NULL, "%s",
+      log);
+  g_free (log);
+  /* running without them is still an error that names them */
+  fail_unless_equals_int (run_sync (&log, vp8, NULL), EX_DATAERR);
+  fail_unless (strstr (log, "'UPSTREAM' is not set") != NULL, "%s", log);
+  g_free (log);
+  g_free (serve);
+  g_free (vp8);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_unknown_variable_warning)
+{
+  gchar *serve = shipped_path ("serve-test");
+  gchar *env = write_file ("vm.conf", "PIPELINE=serve-test\n"
+      "LISTEN_PROT=5999\nPASWORD_FILE=/x\nCOMPLETELY_UNRELATED=1\n");
+  gchar *log = NULL;
+
+  fail_unless_equals_int (run_sync (&log, "--check", "--env-file", env,
+          "-D", "PATERN=snow", serve, NULL), 0);
+  fail_unless (strstr (log, "LISTEN_PROT") && strstr (log,
+          "did you mean LISTEN_PORT?"), "%s", log);
+  fail_unless (strstr (log, "vm.conf:2") != NULL, "%s", log);
+  fail_unless (strstr (log, "did you mean PASSWORD_FILE?") != NULL, "%s", log);
+  fail_unless (strstr (log, "PATERN (-D) is not a variable of "
+          "serve-test.pipeline; did you mean PATTERN?") != NULL, "%s", log);
+  fail_unless (strstr (log, "COMPLETELY_UNRELATED") != NULL, "%s", log);
+  /* PIPELINE names the file: no warning */
+  fail_if (strstr (log, "PIPELINE (") != NULL, "%s", log);
+  g_free (log);
+  g_free (env);
+  g_free (serve);
+}
+
+GST_END_TEST;
+
+/* Configuration that cannot work: one line, exit 77 at once, no restart */
+static void
+assert_refused (const gchar * expect, const gchar * secret,
+    const gchar * first_arg, ...)
+{
+  va_list args;
+  gint64 t0 = g_get_monotonic_time ();
+  gchar *log;
+  Run *run;
+
+  va_start (args, first_arg);
+  run = runner_process_start_runner_valist (tmpdir, first_arg, args);
+  va_end (args);
+  fail_unless_equals_int (run_wait_exit (run, 30000), EXIT_REFUSED);
+  log = run_log (run);
+  fail_unless (strstr (log, expect) != NULL, "expected '%s' in: %s", expect,
+      log);
+  fail_if (strstr (log, "restart") != NULL, "%s", log);
+  fail_if (secret && strstr (log, secret) != NULL, "%s", log);
+  fail_unless (g_get_monotonic_time () - t0 < 10 * G_USEC_PER_SEC);
+  g_free (log);
+  run_free (run);
+}
+
+GST_START_TEST (test_config_refused)
+{
+  gchar *vp8 = shipped_path ("transcode-vp8");
+  gchar *serve = shipped_path ("serve-test");
+
+  assert_refused ("element s listens on 0.0.0.0 without a password", NULL,
+      "-D", "UPSTREAM=spice://127.0.0.1:1", "-D", "LISTEN_ADDRESS=0.0.0.0",
+      vp8, NULL);
+  assert_refused ("cannot read password file /nonexistent/pw", NULL,
+      "-D", "PASSWORD_FILE=/nonexistent/pw", "-D", "LISTEN_PORT=0", serve,
+      NULL);
+  assert_refused ("element src: bad URI http://vm:5900", NULL,
+      "-D", "UPSTREAM=http://vm:5900", "-D", "LISTEN_PORT=0", vp8, NULL);
+  /* a URI's password stays out of the message */
+  assert_refused ("bad URI spice://:5900:", "sekrit",
+      "-D", "UPSTREAM=spice://:5900?password=sekrit", "-D", "LISTEN_PORT=0",
+      vp8, NULL);
+  g_free (vp8);
+  g_free (serve);
+}
+
+GST_END_TEST;
+
+/* PASSWORD_FILE and UPSTREAM_PASSWORD_FILE reach the elements of every
+ * shipped pipeline that has them */
+GST_START_TEST (test_password_file_in_every_pipeline)
+{
+  const gchar *names[] = { "demo", "transcode-vp8", "transcode-mjpeg",
+    "transcode-lossless", "viewer", "record", "serve-desktop", "serve-test"
+  };
+  guint i;
+
+  for (i = 0; i < G_N_ELEMENTS (names); i++) {
+    gchar *path = shipped_path (names[i]), *text = NULL, *log = NULL;
+    gboolean sink, src;
+
+    fail_unless (g_file_get_contents (path, &text, NULL, NULL));
+    sink = strstr (text, "spicesink") != NULL;
+    src = strstr (text, "spicesrc") && strstr (text, "${UPSTREAM}");
+    if (sink) {
+      fail_unless_equals_int (run_sync (&log, "--check", "-D",
+              "PASSWORD_FILE=/nonexistent/clients", path, NULL),
+          EXIT_REFUSED);
+      fail_unless (strstr (log, "/nonexistent/clients"), "%s: %s", names[i],
+          log);
+      g_free (log);
+    }
+    if (src) {
+      fail_unless_equals_int (run_sync (&log, "--check", "-D",
+              "UPSTREAM_PASSWORD_FILE=/nonexistent/vm", path, NULL),
+          EXIT_REFUSED);
+      fail_unless (strstr (log, "/nonexistent/vm"), "%s: %s", names[i], log);
+      g_free (log);
+    }
+    g_free (text);
+    g_free (path);
+  }
+}
+
+GST_END_TEST;
+
+/* An upstream that accepts TCP but never answers: each attempt times out
+ * with a message naming host and port, is retried with growing delays,
+ * and systemd's STATUS says so; the runner keeps running. */
+GST_START_TEST (test_upstream_unreachable_waits)
+{
+  GSocketListener *silent = g_socket_listener_new ();
+  guint16 port = g_socket_listener_add_any_inet_port (silent, NULL, NULL);
+  gchar *pipe = g_strdup_printf ("spicesrc name=src "
+      "uri=spice://127.0.0.1:%u connect-timeout=1 reconnect=always "
+      "! fakesink\n", port);
+  gchar *file = write_file ("up.pipeline", pipe);
+  gchar *sock_path = g_build_filename (tmpdir, "notify.sock", NULL);
+  gchar *env_sock = g_strdup_printf ("NOTIFY_SOCKET=%s", sock_path);
+  gchar *bin = runner_process_binary ();
+  gchar *expect = g_strdup_printf ("at host 127.0.0.1 port %u: no answer "
+      "within 1 s", port);
+  const gchar *argv[] = { bin, "--stats-interval", "0", file, NULL };
+  const gchar *env[] = { env_sock, NULL };
+  GSocketAddress *addr = g_unix_socket_address_new (sock_path);
+  GSocket *sock = g_socket_new (G_SOCKET_FAMILY_UNIX, G_SOCKET_TYPE_DATAGRAM,
+      0, NULL);
+  GString *got = g_string_new (NULL);
+  gint64 end;
+  gchar *log;
+  Run *run;
+
+  fail_unless (port != 0);
+  fail_unless (g_socket_bind (sock, addr, TRUE, NULL));
+  g_socket_set_timeout (sock, 1);
+  run = runner_process_start (tmpdir, argv, env);
+  fail_unless (run_wait_log (run, "waiting for upstream", 3, 30000));
+  end = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
+  while (g_get_monotonic_time () < end &&
+      !strstr (got->str, "STATUS=waiting for upstream")) {
+    gchar buf[512];
+    gssize n = g_socket_receive (sock, buf, sizeof (buf) - 1, NULL, NULL);
+
+    if (n > 0) {
+      buf[n] = '\0';
+      g_string_append_printf (got, "%s\n", buf);
+    }
+  }
+  fail_unless (strstr (got->str, "STATUS=waiting for upstream") != NULL,
+      "%s", got->str);
+  log = run_log (run);
+  fail_unless (strstr (log, expect) != NULL, "%s", log);
+  /* backoff: the delays grow */
+  fail_unless (strstr (log, "next attempt in 2.0 s") != NULL, "%s", log);
+  fail_unless (runner_process_is_running (run));
+  g_free (log);
+  run_signal (run, SIGTERM);
+  fail_unless_equals_int (run_wait_exit (run, 15000), 0);
+  run_free (run);
+  g_socket_listener_close (silent);
+  g_object_unref (silent);
+  g_string_free (got, TRUE);
+  g_object_unref (sock);
+  g_object_unref (addr);
+  g_free (expect);
+  g_free (bin);
+  g_free (env_sock);
+  g_free (sock_path);
+  g_free (file);
+  g_free (pipe);
+}
+
+GST_END_TEST;
+
+/* A pipeline whose streaming thread is stuck: SIGTERM still ends the
+ * runner within --eos-timeout + a few seconds. */
+GST_START_TEST (test_sigterm_stuck_pipeline)
+{
+  gchar *pipe = write_file ("stuck.pipeline", "videotestsrc is-live=true ! "
+      "video/x-raw,width=16,height=16,framerate=30/1 ! "
+      "identity sleep-time=60000000 ! fakesink async=false\n");
+  Run *run = run_start ("--stats-interval", "0", "--eos-timeout", "1", pipe,
+      NULL);
+  gint64 t0;
+  gint code;
+
+  fail_unless (run_wait_log (run, "playing", 1, 30000));
+  g_usleep (500 * 1000);
+  t0 = g_get_monotonic_time ();
+  run_signal (run, SIGTERM);
+  code = run_wait_exit (run, 20000);
+  fail_unless (code == 0, "exit %d", code);
+  fail_unless (g_get_monotonic_time () - t0 < 6 * G_USEC_PER_SEC,
+      "took %" G_GINT64_FORMAT " ms", (g_get_monotonic_time () - t0) / 1000);
+  run_free (run);
+  g_free (pipe);
+}
+
+GST_END_TEST;
+
+/* ---- reload ---- */
+
+static gchar *
+serve_env (guint port, const gchar * extra)
+{
+  gchar *serve = shipped_path ("serve-test");
+  gchar *text = g_strdup_printf ("PIPELINE=%s\nWIDTH=320\n"
+      "HEIGHT=200\nFPS=10\nLISTEN_PORT=%u\n%s", serve, port, extra);
+  gchar *path = write_file ("serve.conf", text);
+
+  g_free (text);
+  g_free (serve);
+  return path;
+}
+
+/* an unchanged file is a no-op: a connected client stays connected */
+GST_START_TEST (test_reload_unchanged_keeps_clients)
+{
+  guint port = test_pick_free_port ();
+  gchar *env = serve_env (port, "");
+  Run *run = run_start ("--stats-interval", "0", "--env-file", env, NULL);
+  SpiceRawSession *client;
+  gchar *log;
+
+  fail_unless (run_wait_log (run, "playing", 1, 30000));
+  client = spice_raw_session_new (port, NULL, SPICE_RAW_DISPLAY_CAPS_ALL);
+  fail_unless (client != NULL);
+  fail_unless (spice_raw_session_pump (client, 1000, NULL, NULL));
+  run_signal (run, SIGHUP);
+  fail_unless (run_wait_log (run, "is unchanged; nothing to do", 1, 10000));
+  fail_unless (spice_raw_session_pump (client, 1500, NULL, NULL),
+      "the client was disconnected by a no-op reload");
+  fail_if (spice_raw_wait_closed (client->main, 200));
+  log = run_log (run);
+  fail_if (strstr (log, "reloaded") != NULL, "%s", log);
+  g_free (log);
+
+  /* a changed file restarts the pipeline: clients reconnect */
+  g_free (serve_env (port, "FPS=15\n"));
+  run_signal (run, SIGHUP);
+  fail_unless (run_wait_log (run, "reloaded", 1, 10000));
+  fail_unless (run_wait_log (run, "playing", 2, 10000));
+  fail_unless (spice_raw_wait_closed (client->main, 5000));
+  spice_raw_session_free (client);
+  client = spice_raw_session_new (port, NULL, SPICE_RAW_DISPLAY_CAPS_ALL);
+  fail_unless (client != NULL, "no reconnect after a reload");
+  spice_raw_session_free (client);
+
+  run_signal (run, SIGTERM);
+  fail_unless_equals_int (run_wait_exit (run, 15000), 0);
+  run_free (run);
+  g_free (env);
+}
+
+GST_END_TEST;
+
+/* a new file that parses but fails when it starts: the old one again */
+GST_START_TEST (test_reload_failing_start_restores)
+{
+  gchar *pipe = write_file ("reload.pipeline", LIVE_PIPELINE);
+  Run *run = run_start ("--stats-interval", "0", "--reload-check", "2", pipe,
+      NULL);
+  gchar *log;
+
+  fail_unless (run_wait_log (run, "playing", 1, 30000));
+  g_free (write_file ("reload.pipeline",
+          "filesrc location=/nonexistent/input ! fakesink\n"));
+  run_signal (run, SIGHUP);
+  fail_unless (run_wait_log (run, "reload failed", 1, 15000), "%s",
+      run_log (run));
+  fail_unless (run_wait_log (run, "starting the previous pipeline again", 1,
+          1000));
+  /* the old description plays again, and stays */
+  fail_unless (run_wait_log (run, "playing", 2, 10000));
+  g_usleep (3 * G_USEC_PER_SEC);
+  fail_unless (runner_process_is_running (run));
+  log = run_log (run);
+  fail_if (strstr (log, "restart 1") != NULL, "%s", log);
+  g_free (log);
+  run_signal (run, SIGTERM);
+  fail_unless_equals_int (run_wait_exit (run, 15000), 0);
+  run_free (run);
+  g_free (pipe);
+}
+
+GST_END_TEST;
+
+/* PIPELINE= in the env file is read again on reload */
+GST_START_TEST (test_reload_pipeline_variable)
+{
+  gchar *a = write_file ("a.pipeline", LIVE_PIPELINE);
+  gchar *b = write_file ("b.pipeline", "videotestsrc is-live=true ! "
+      "video/x-raw,width=32,height=32,framerate=10/1 ! fakesink\n");
+  gchar *text = g_strdup_printf ("PIPELINE=%s\n", a);
+  gchar *env = write_file ("p.conf", text);
+  Run *run = run_start ("--stats-interval", "0", "--env-file", env, NULL);
+
+  fail_unless (run_wait_log (run, "playing", 1, 30000));
+  fail_unless (run_wait_log (run, "a.pipeline", 1, 100));
+  g_free (text);
+  text = g_strdup_printf ("PIPELINE=%s\n", b);
+  g_free (write_file ("p.conf", text));
+  run_signal (run, SIGHUP);
+  fail_unless (run_wait_log (run, "reloaded", 1, 10000));
+  fail_unless (run_wait_log (run, "playing", 2, 10000));
+  fail_unless (run_wait_log (run, "b.pipeline", 2, 100), "%s", run_log (run));
+  run_signal (run, SIGTERM);
+  fail_unless_equals_int (run_wait_exit (run, 15000), 0);
+  run_free (run);
+  g_free (text);
+  g_free (env);
+  g_free (a);
+  g_free (b);
+}
+
+GST_END_TEST;
+
+/* ---- metrics Prometheus accepts ---- */
+
+static GHashTable *
+scrape (guint port)
+{
+  gchar *resp = test_http_get (port, "/metrics"), *body, *error = NULL;
+  GHashTable *series;
+
+  fail_unless (resp != NULL);
+  body = strstr (resp, "\r\n\r\n");
+  fail_unless (body != NULL, "%s", resp);
+  series = prom_strict_parse (body + 4, &error);
+  fail_unless (series != NULL, "%s in:\n%s", error, body + 4);
+  g_free (resp);
+  return series;
+}
+
+GST_START_TEST (test_metrics_two_clients_strict)
+{
+  guint port = test_pick_free_port (), mport = test_pick_free_port ();
+  gchar *env = serve_env (port, "");
+  gchar *maddr = g_strdup_printf ("127.0.0.1:%u", mport);
+  gchar *probe = write_file ("probe.pipeline", "videotestsrc is-live=true ! "
+      "video/x-raw,width=16,height=16,framerate=10/1 ! identity ! "
+      "fakesink\n");
+  Run *run = run_start ("--stats-interval", "0", "--metrics", maddr,
+      "--env-file", env, NULL);
+  SpiceRawSession *c1, *c2;
+  GHashTable *m;
+  gchar *key;
+
+  fail_unless (run_wait_log (run, "playing", 1, 30000));
+  /* two clients from one address */
+  c1 = spice_raw_session_new (port, NULL, SPICE_RAW_DISPLAY_CAPS_ALL);
+  c2 = spice_raw_session_new (port, NULL, SPICE_RAW_DISPLAY_CAPS_ALL);
+  fail_unless (c1 && c2);
+  fail_unless (c1->session_id != c2->session_id);
+  spice_raw_session_pump (c1, 500, NULL, NULL);
+  spice_raw_session_pump (c2, 500, NULL, NULL);
+  m = scrape (mport);
+  /* one series per client, labelled by session */
+  fail_unless_equals_int (prom_strict_count (m,
+          "gst_spice_spicesink_client_stats_draws_total{"), 2);
+  key = g_strdup_printf ("gst_spice_spicesink_client_stats_draws_total{"
+      "client=\"127.0.0.1\",element=\"s\",session=\"%u\"}", c1->session_id);
+  fail_unless (g_hash_table_contains (m, key), "no %s", key);
+  g_free (key);
+  /* counters are counters, levels are gauges */
+  fail_unless (g_hash_table_contains (m,
+          "gst_spice_spicesink_clients_total{element=\"s\"}"));
+  fail_unless (g_hash_table_contains (m,
+          "gst_spice_spicesink_clients{element=\"s\"}"));
+  fail_unless (g_hash_table_contains (m,
+          "gst_spice_spicetiler_frames_in_total{element=\"t\"}"));
+  g_hash_table_unref (m);
+  spice_raw_session_free (c1);
+  spice_raw_session_free (c2);
+  run_signal (run, SIGTERM);
+  fail_unless_equals_int (run_wait_exit (run, 15000), 0);
+  run_free (run);
+
+  /* made-up element names (identity0, identity1, … per process) give
+   * the same label after every reload */
+  run = run_start ("--stats-interval", "0", "--metrics", maddr, probe, NULL);
+  fail_unless (run_wait_log (run, "playing", 1, 30000));
+  m = scrape (mport);
+  fail_unless (g_hash_table_contains (m,
+          "gst_spice_identity_num_buffers_total{element=\"identity0\"}"));
+  g_hash_table_unref (m);
+  g_free (write_file ("probe.pipeline", "videotestsrc is-live=true ! "
+          "video/x-raw,width=16,height=16,framerate=15/1 ! identity ! "
+          "fakesink\n"));
+  run_signal (run, SIGHUP);
+  fail_unless (run_wait_log (run, "playing", 2, 10000));
+  m = scrape (mport);
+  fail_unless (g_hash_table_contains (m,
+          "gst_spice_identity_num_buffers_total{element=\"identity0\"}"));
+  g_hash_table_unref (m);
+  run_signal (run, SIGTERM);
+  fail_unless_equals_int (run_wait_exit (run, 15000), 0);
+  run_free (run);
+  g_free (probe);
+  g_free (maddr);
+  g_free (env);
+}
+
+GST_END_TEST;
+
+/* The parser used above rejects what Prometheus rejects */
+GST_START_TEST (test_strict_parser_rejects)
+{
+  const gchar *bad[] = {
+    "a{x=\"1\"} 1\na{x=\"1\"} 2\n",     /* duplicate series */
+    "# TYPE a gauge\na 1\nb 1\na{x=\"2\"} 1\n", /* family split */
+    "# TYPE a counter\na 1\n",  /* counter without _total */
+    "# TYPE a gauge\n# TYPE a gauge\na 1\n",
+    "a{x=1} 1\n", "a 1x\n", "a{x=\"1\",x=\"2\"} 1\n", "a 1",
+  };
+  guint i;
+
+  for (i = 0; i < G_N_ELEMENTS (bad); i++) {
+    gchar *error = NULL;
+    GHashTable *m = prom_strict_parse (bad[i], &error);
+
+    fail_unless (m == NULL, "accepted: %s", bad[i]);
+    g_free (error);
+  }
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_metrics_port_busy_is_transient)
+{
+  GSocketListener *l = g_socket_listener_new ();
+  guint16 port = g_socket_listener_add_any_inet_port (l, NULL, NULL);
+  gchar *addr = g_strdup_printf ("0.0.0.0:%u", port);
+  gchar *pipe = write_file ("m.pipeline", LIVE_PIPELINE);
+  gchar *log = NULL;
+
+  fail_unless_equals_int (run_sync (&log, "--metrics", addr, pipe, NULL),
+      EX_TEMPFAIL);
+  fail_unless (strstr (log, addr) != NULL, "%s", log);
+  g_free (log);
+  g_socket_listener_close (l);
+  g_object_unref (l);
   g_free (addr);
   g_free (pipe);
 }
@@ -396,6 +904,19 @@ runner_suite (void)
   tcase_add_test (tc, test_restart_backoff_and_give_up);
   tcase_add_test (tc, test_metrics_endpoint);
   tcase_add_test (tc, test_sd_notify_ready_and_watchdog);
+  tcase_add_test (tc, test_property_errors);
+  tcase_add_test (tc, test_usage_and_check);
+  tcase_add_test (tc, test_unknown_variable_warning);
+  tcase_add_test (tc, test_config_refused);
+  tcase_add_test (tc, test_password_file_in_every_pipeline);
+  tcase_add_test (tc, test_upstream_unreachable_waits);
+  tcase_add_test (tc, test_sigterm_stuck_pipeline);
+  tcase_add_test (tc, test_reload_unchanged_keeps_clients);
+  tcase_add_test (tc, test_reload_failing_start_restores);
+  tcase_add_test (tc, test_reload_pipeline_variable);
+  tcase_add_test (tc, test_metrics_two_clients_strict);
+  tcase_add_test (tc, test_strict_parser_rejects);
+  tcase_add_test (tc, test_metrics_port_busy_is_transient);
   return s;
 }
 

@@ -70,11 +70,36 @@ pipeline_vars_add_assignment (GHashTable * vars, const gchar * assignment,
   return TRUE;
 }
 
+static gchar *expand_text (const gchar * text, const gchar * origin,
+    GHashTable * vars, GPtrArray * unset, gboolean drop_comments,
+    GError ** error);
+
+/* A value that holds ${NAME} (e.g. ${CREDENTIALS_DIRECTORY}/password) is
+ * expanded with the variables set so far. */
+static gboolean
+expand_value (GHashTable * vars, const gchar * assignment, GError ** error)
+{
+  gchar *name = g_strndup (assignment, strchr (assignment, '=') - assignment);
+  const gchar *value = g_hash_table_lookup (vars, name);
+  gchar *expanded;
+
+  if (!strstr (value, "${")) {
+    g_free (name);
+    return TRUE;
+  }
+  expanded = expand_text (value, name, vars, NULL, FALSE, error);
+  if (expanded)
+    g_hash_table_replace (vars, name, expanded);
+  else
+    g_free (name);
+  return expanded != NULL;
+}
+
 /* Lines NAME=VALUE, blank lines and '#' comments (systemd EnvironmentFile
  * style, so one file serves both the unit and the runner). */
 gboolean
 pipeline_vars_add_env_file (GHashTable * vars, const gchar * path,
-    GError ** error)
+    GHashTable * names, GError ** error)
 {
   gchar *text = NULL;
   gchar **lines, **l;
@@ -98,11 +123,15 @@ pipeline_vars_add_env_file (GHashTable * vars, const gchar * path,
       continue;
     if (g_str_has_prefix (line, "export "))
       line = g_strchug (line + 7);
-    if (!pipeline_vars_add_assignment (vars, line, &err)) {
+    if (!pipeline_vars_add_assignment (vars, line, &err) ||
+        !expand_value (vars, line, &err)) {
       g_set_error (error, PIPELINE_FILE_ERROR, PIPELINE_FILE_ERROR_ENV_FILE,
           "%s:%u: %s", path, lineno, err->message);
       g_error_free (err);
       ok = FALSE;
+    } else if (names) {
+      g_hash_table_replace (names, g_strndup (line, strchr (line, '=') - line),
+          g_strdup_printf ("%s:%u", path, lineno));
     }
   }
   g_strfreev (lines);
@@ -112,7 +141,7 @@ pipeline_vars_add_env_file (GHashTable * vars, const gchar * path,
 
 static gboolean
 expand_line (GString * out, const gchar * line, const gchar * origin,
-    guint lineno, GHashTable * vars, GError ** error)
+    guint lineno, GHashTable * vars, GPtrArray * unset, GError ** error)
 {
   const gchar *p = line;
 
@@ -153,7 +182,12 @@ expand_line (GString * out, const gchar * line, const gchar * origin,
     else if (sep)
       g_string_append_len (out, sep + 2, end - (sep + 2));
     else if (value);            /* set but empty: expands to nothing */
-    else {
+    else if (unset) {
+      /* checking only: an empty quoted string, and the caller lists it */
+      g_string_append (out, "\"\"");
+      if (!g_ptr_array_find_with_equal_func (unset, name, g_str_equal, NULL))
+        g_ptr_array_add (unset, g_strdup (name));
+    } else {
       g_set_error (error, PIPELINE_FILE_ERROR, PIPELINE_FILE_ERROR_UNSET,
           "%s:%u: variable '%s' is not set and has no default "
           "(use -D %s=VALUE or ${%s:-default})", origin, lineno, name, name,
@@ -171,6 +205,20 @@ gchar *
 pipeline_text_expand (const gchar * text, const gchar * origin,
     GHashTable * vars, GError ** error)
 {
+  return pipeline_text_expand_full (text, origin, vars, NULL, error);
+}
+
+gchar *
+pipeline_text_expand_full (const gchar * text, const gchar * origin,
+    GHashTable * vars, GPtrArray * unset, GError ** error)
+{
+  return expand_text (text, origin, vars, unset, TRUE, error);
+}
+
+static gchar *
+expand_text (const gchar * text, const gchar * origin, GHashTable * vars,
+    GPtrArray * unset, gboolean drop_comments, GError ** error)
+{
   GString *out = g_string_new (NULL);
   gchar **lines = g_strsplit (text, "\n", -1), **l;
   guint lineno = 0;
@@ -182,16 +230,19 @@ pipeline_text_expand (const gchar * text, const gchar * origin,
     lineno++;
     while (g_ascii_isspace (*first))
       first++;
-    if (*first == '#' || *first == '\0')
+    if (drop_comments && (*first == '#' || *first == '\0'))
       continue;
-    if (!expand_line (out, line, origin, lineno, vars, error)) {
+    if (!expand_line (out, line, origin, lineno, vars, unset, error)) {
       g_strfreev (lines);
       g_string_free (out, TRUE);
       return NULL;
     }
-    g_string_append_c (out, '\n');
+    if (l[1])
+      g_string_append_c (out, '\n');
   }
   g_strfreev (lines);
+  if (!drop_comments)
+    return g_string_free (out, FALSE);
   return g_strstrip (g_string_free (out, FALSE));
 }
 
@@ -210,4 +261,84 @@ pipeline_file_load (const gchar * path, GHashTable * vars, GError ** error)
   desc = pipeline_text_expand (text, path, vars, error);
   g_free (text);
   return desc;
+}
+
+/* The ${NAME} and ${NAME:-default} names that non-comment lines of @text
+ * use, each once, in order of first use. */
+GPtrArray *
+pipeline_text_variables (const gchar * text)
+{
+  GPtrArray *names = g_ptr_array_new_with_free_func (g_free);
+  gchar **lines = g_strsplit (text, "\n", -1), **l;
+
+  for (l = lines; *l; l++) {
+    const gchar *p = *l;
+
+    while (g_ascii_isspace (*p))
+      p++;
+    if (*p == '#')
+      continue;
+    while ((p = strstr (p, "${"))) {
+      const gchar *start = p + 2, *end = start;
+      gchar *name;
+
+      while (g_ascii_isalnum (*end) || *end == '_')
+        end++;
+      name = g_strndup (start, end - start);
+      if (valid_name (name, end - start) &&
+          !g_ptr_array_find_with_equal_func (names, name, g_str_equal, NULL))
+        g_ptr_array_add (names, name);
+      else
+        g_free (name);
+      p = end;
+    }
+  }
+  g_strfreev (lines);
+  return names;
+}
+
+static guint
+edit_distance (const gchar * a, const gchar * b)
+{
+  guint la = strlen (a), lb = strlen (b), i, j, result;
+  guint *row = g_new (guint, lb + 1);
+
+  for (j = 0; j <= lb; j++)
+    row[j] = j;
+  for (i = 1; i <= la; i++) {
+    guint diag = row[0];
+
+    row[0] = i;
+    for (j = 1; j <= lb; j++) {
+      guint up = row[j];
+      guint cost = g_ascii_toupper (a[i - 1]) == g_ascii_toupper (b[j - 1]) ?
+          0 : 1;
+
+      row[j] = MIN (MIN (row[j] + 1, row[j - 1] + 1), diag + cost);
+      diag = up;
+    }
+  }
+  result = row[lb];
+  g_free (row);
+  return result;
+}
+
+/* The entry of @candidates (NULL-terminated) closest to @name by edit
+ * distance, or NULL when none is within a third of @name's length (at
+ * least 2 edits). */
+const gchar *
+pipeline_nearest_name (const gchar * name, const gchar * const *candidates)
+{
+  const gchar *best = NULL;
+  guint best_d = MAX (2, strlen (name) / 3) + 1;
+
+  for (; candidates && *candidates; candidates++) {
+    guint d = edit_distance (name, *candidates);
+
+    if (d < best_d) {
+      best_d = d;
+      best = *candidates;
+    }
+  }
+  return best;
 }

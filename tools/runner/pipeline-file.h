@@ -23,8 +23,9 @@ GHashTable *pipeline_vars_new (void);
 void        pipeline_vars_add_environment (GHashTable * vars);
 gboolean    pipeline_vars_add_assignment (GHashTable * vars,
     const gchar * assignment, GError ** error);
+/* @names (may be NULL): NAME -> "FILE:LINE" of each name the file sets */
 gboolean    pipeline_vars_add_env_file (GHashTable * vars,
-    const gchar * path, GError ** error);
+    const gchar * path, GHashTable * names, GError ** error);
 
 /* Drops '#' comment lines (first non-blank character '#') and expands
  * ${NAME} and ${NAME:-default}; "$$" is a literal "$". Returns the
@@ -32,6 +33,17 @@ gboolean    pipeline_vars_add_env_file (GHashTable * vars,
  * names the file, line and variable). */
 gchar      *pipeline_text_expand (const gchar * text, const gchar * origin,
     GHashTable * vars, GError ** error);
+/* Like pipeline_text_expand(), but when @unset is not NULL a variable
+ * without value or default expands to "" (gst-launch's empty string) and
+ * its name is added to @unset (for --check). */
+gchar      *pipeline_text_expand_full (const gchar * text,
+    const gchar * origin, GHashTable * vars, GPtrArray * unset,
+    GError ** error);
+/* The variable names a pipeline text uses (each once, in order). */
+GPtrArray  *pipeline_text_variables (const gchar * text);
+/* The candidate closest to @name (a likely typo of it), or NULL. */
+const gchar *pipeline_nearest_name (const gchar * name,
+    const gchar * const *candidates);
 gchar      *pipeline_file_load (const gchar * path, GHashTable * vars,
     GError ** error);
 

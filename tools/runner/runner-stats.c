@@ -2,28 +2,36 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * Every element that has a readable GstStructure property named "stats"
- * contributes. Numbers become samples named gst_spice_<field> with an
- * element="<name>" label; nested structures add their name to the metric
- * and arrays of structures (e.g. one per client) add an index label, or the
- * value of their "address" field as client="<address>".
+ * contributes. Numbers become samples named gst_spice_<factory>_<field>
+ * with an element="<label>" label; nested structures add their name to the
+ * metric, and arrays of structures (one per client, one per stream) add
+ * session="<session-id>" (and client="<address>"), pad="<pad>", or an
+ * index label.
+ *
+ * The element label is the element's name, except for names GStreamer made
+ * up (factory name + a process-wide counter, which grows on every reload):
+ * those become the factory name + the element's rank among its factory's
+ * elements in this pipeline, the same after every reload.
+ *
+ * Types: a 64-bit unsigned field is a counter (named …_total, once), unless its
+ * name says it is a rate or a level (*-bps, *-rate, queued-bytes,
+ * mean-frame-bytes, *-area-pending); "reconnects" is a counter too; every
+ * other number is a gauge.
  */
 #include <string.h>
 
 #include "runner-stats.h"
 
-typedef void (*StatsFunc) (GstElement * element, const GstStructure * stats,
-    gpointer user_data);
-
-static void
-foreach_stats (GstElement * pipeline, StatsFunc func, gpointer user_data)
+GList *
+runner_pipeline_elements (GstElement * pipeline)
 {
   GstIterator *it;
   GValue item = G_VALUE_INIT;
   gboolean done = FALSE;
-  GList *elements = NULL, *l;
+  GList *elements = NULL;
 
   if (!GST_IS_BIN (pipeline))
-    return;
+    return NULL;
   it = gst_bin_iterate_recurse (GST_BIN (pipeline));
   while (!done) {
     switch (gst_iterator_next (it, &item)) {
@@ -44,23 +52,49 @@ foreach_stats (GstElement * pipeline, StatsFunc func, gpointer user_data)
   }
   g_value_unset (&item);
   gst_iterator_free (it);
+  /* prepended: in pipeline order (the iterator goes sink to source) */
+  return elements;
+}
 
-  /* in pipeline order (the iterator goes sink to source) */
+void
+runner_stats_foreach (GstElement * pipeline, RunnerStatsFunc func,
+    gpointer user_data)
+{
+  GList *elements = runner_pipeline_elements (pipeline), *l;
+  GHashTable *ranks;
+
+  ranks = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   for (l = elements; l; l = l->next) {
     GstElement *e = l->data;
+    GstElementFactory *f = gst_element_get_factory (e);
+    const gchar *fname = f ? GST_OBJECT_NAME (f) : NULL;
+    const gchar *name = GST_OBJECT_NAME (e);
+    gchar *label;
     GParamSpec *pspec = g_object_class_find_property (G_OBJECT_GET_CLASS (e),
         "stats");
     GstStructure *s = NULL;
 
-    if (!pspec || !(pspec->flags & G_PARAM_READABLE) ||
-        pspec->value_type != GST_TYPE_STRUCTURE)
-      continue;
-    g_object_get (e, "stats", &s, NULL);
+    if (fname && g_str_has_prefix (name, fname) && name[strlen (fname)] &&
+        strspn (name + strlen (fname), "0123456789") ==
+        strlen (name + strlen (fname))) {
+      guint rank = GPOINTER_TO_UINT (g_hash_table_lookup (ranks, fname));
+
+      label = g_strdup_printf ("%s%u", fname, rank);
+      g_hash_table_replace (ranks, g_strdup (fname),
+          GUINT_TO_POINTER (rank + 1));
+    } else {
+      label = g_strdup (name);
+    }
+    if (pspec && (pspec->flags & G_PARAM_READABLE) &&
+        pspec->value_type == GST_TYPE_STRUCTURE)
+      g_object_get (e, "stats", &s, NULL);
     if (s) {
-      func (e, s, user_data);
+      func (e, label, s, user_data);
       gst_structure_free (s);
     }
+    g_free (label);
   }
+  g_hash_table_unref (ranks);
   g_list_free_full (elements, gst_object_unref);
 }
 
@@ -115,12 +149,12 @@ append_field (GQuark field, const GValue * v, gpointer user_data)
 }
 
 static void
-line_cb (GstElement * e, const GstStructure * s, gpointer user_data)
+line_cb (GstElement * e, const gchar * label, const GstStructure * s,
+    gpointer user_data)
 {
   GString *line = user_data;
 
-  g_string_append_printf (line, "%s%s:", line->len ? "; " : "",
-      GST_OBJECT_NAME (e));
+  g_string_append_printf (line, "%s%s:", line->len ? "; " : "", label);
   gst_structure_foreach (s, append_field, line);
 }
 
@@ -131,7 +165,7 @@ runner_stats_line (GstElement * pipeline)
 {
   GString *line = g_string_new (NULL);
 
-  foreach_stats (pipeline, line_cb, line);
+  runner_stats_foreach (pipeline, line_cb, line);
   if (line->len == 0) {
     g_string_free (line, TRUE);
     return NULL;
@@ -150,7 +184,8 @@ typedef struct
 static gchar *
 metric_name (const gchar * prefix, const gchar * field)
 {
-  gchar *name = g_strdup_printf ("%s_%s", prefix, field);
+  gchar *name = field ? g_strdup_printf ("%s_%s", prefix, field) :
+      g_strdup (prefix);
   gchar *p;
 
   for (p = name; *p; p++)
@@ -175,24 +210,53 @@ label_escape (GString * out, const gchar * value)
 static void prom_structure (PromContext * ctx, const gchar * prefix,
     const gchar * labels, const GstStructure * s);
 
+static gboolean
+field_is_counter (const gchar * field, const GValue * v)
+{
+  static const gchar *levels[] = { "queued-bytes", "mean-frame-bytes", NULL };
+
+  if (g_strcmp0 (field, "reconnects") == 0)
+    return TRUE;
+  if (G_VALUE_TYPE (v) != G_TYPE_UINT64)
+    return FALSE;
+  return !g_str_has_suffix (field, "-bps") &&
+      !g_str_has_suffix (field, "-rate") &&
+      !g_str_has_suffix (field, "-area-pending") &&
+      !g_strv_contains (levels, field);
+}
+
+/* Appends one label: ,key="escaped value" (no comma first when @l is
+ * empty). */
 static void
-prom_value (PromContext * ctx, const gchar * name, const gchar * labels,
-    const GValue * v)
+label_append (GString * l, const gchar * key, const gchar * value)
+{
+  g_string_append_printf (l, "%s%s=\"", l->len ? "," : "", key);
+  label_escape (l, value);
+  g_string_append_c (l, '"');
+}
+
+static void
+prom_value (PromContext * ctx, const gchar * name, const gchar * field,
+    const gchar * labels, const GValue * v)
 {
   gdouble d;
 
   if (value_as_double (v, &d)) {
-    GString *samples = g_hash_table_lookup (ctx->samples, name);
+    gboolean counter = field_is_counter (field, v);
+    gchar *full = counter && !g_str_has_suffix (name, "_total") ?
+        g_strconcat (name, "_total", NULL) : g_strdup (name);
+    GString *samples = g_hash_table_lookup (ctx->samples, full);
 
     if (!samples) {
       /* all samples of one metric must follow its TYPE line */
       samples = g_string_new (NULL);
-      g_string_append_printf (samples, "# TYPE %s %s\n", name,
-          g_str_has_suffix (name, "_total") ? "counter" : "gauge");
-      g_hash_table_insert (ctx->samples, g_strdup (name), samples);
-      g_ptr_array_add (ctx->order, g_strdup (name));
+      g_string_append_printf (samples, "# TYPE %s %s\n", full,
+          counter ? "counter" : "gauge");
+      g_hash_table_insert (ctx->samples, g_strdup (full), samples);
+      g_ptr_array_add (ctx->order, g_strdup (full));
     }
-    g_string_append_printf (samples, "%s{%s} %.17g\n", name, labels, d);
+    g_string_append_printf (samples, "%s{%s} %.17g\n", full, labels, d);
+    g_free (full);
   } else if (G_VALUE_TYPE (v) == GST_TYPE_STRUCTURE) {
     prom_structure (ctx, name, labels, gst_value_get_structure (v));
   } else if (GST_VALUE_HOLDS_ARRAY (v) || GST_VALUE_HOLDS_LIST (v)) {
@@ -203,22 +267,27 @@ prom_value (PromContext * ctx, const gchar * name, const gchar * labels,
       const GValue *item = GST_VALUE_HOLDS_ARRAY (v) ?
           gst_value_array_get_value (v, i) : gst_value_list_get_value (v, i);
       GString *l = g_string_new (labels);
+      const GstStructure *is = G_VALUE_TYPE (item) == GST_TYPE_STRUCTURE ?
+          gst_value_get_structure (item) : NULL;
+      guint id;
+      gchar *num;
 
-      if (G_VALUE_TYPE (item) == GST_TYPE_STRUCTURE) {
-        const GstStructure *is = gst_value_get_structure (item);
-        const gchar *addr = gst_structure_get_string (is, "address");
-
-        if (addr) {
-          g_string_append (l, ",client=\"");
-          label_escape (l, addr);
-          g_string_append (l, "\"");
-        } else {
-          g_string_append_printf (l, ",index=\"%u\"", i);
-        }
+      /* one series per client session: two clients from one address
+       * stay apart */
+      if (is && gst_structure_get_uint (is, "session-id", &id)) {
+        num = g_strdup_printf ("%u", id);
+        label_append (l, "session", num);
+        g_free (num);
+        if (gst_structure_get_string (is, "address"))
+          label_append (l, "client", gst_structure_get_string (is, "address"));
+      } else if (is && gst_structure_get_string (is, "pad")) {
+        label_append (l, "pad", gst_structure_get_string (is, "pad"));
       } else {
-        g_string_append_printf (l, ",index=\"%u\"", i);
+        num = g_strdup_printf ("%u", i);
+        label_append (l, "index", num);
+        g_free (num);
       }
-      prom_value (ctx, name, l->str, item);
+      prom_value (ctx, name, field, l->str, item);
       g_string_free (l, TRUE);
     }
   }
@@ -237,7 +306,9 @@ prom_field (GQuark field, const GValue * v, gpointer user_data)
   PromField *f = user_data;
   gchar *name = metric_name (f->prefix, g_quark_to_string (field));
 
-  prom_value (f->ctx, name, f->labels, v);
+  /* session-id is a label, not a sample */
+  if (g_strcmp0 (g_quark_to_string (field), "session-id") != 0)
+    prom_value (f->ctx, name, g_quark_to_string (field), f->labels, v);
   g_free (name);
   return TRUE;
 }
@@ -252,16 +323,16 @@ prom_structure (PromContext * ctx, const gchar * prefix, const gchar * labels,
 }
 
 static void
-prom_cb (GstElement * e, const GstStructure * s, gpointer user_data)
+prom_cb (GstElement * e, const gchar * label, const GstStructure * s,
+    gpointer user_data)
 {
   PromContext *ctx = user_data;
-  GString *labels = g_string_new ("element=\"");
+  GString *labels = g_string_new (NULL);
   GstElementFactory *f = gst_element_get_factory (e);
-  gchar *prefix = g_strdup_printf ("gst_spice_%s",
-      f ? GST_OBJECT_NAME (f) : "element");
+  gchar *prefix = metric_name ("gst_spice", f ? GST_OBJECT_NAME (f) :
+      "element");
 
-  label_escape (labels, GST_OBJECT_NAME (e));
-  g_string_append (labels, "\"");
+  label_append (labels, "element", label);
   prom_structure (ctx, prefix, labels->str, s);
   g_free (prefix);
   g_string_free (labels, TRUE);
@@ -284,7 +355,7 @@ runner_stats_prometheus (GstElement * pipeline)
       string_free);
   ctx.order = g_ptr_array_new_with_free_func (g_free);
   if (pipeline)
-    foreach_stats (pipeline, prom_cb, &ctx);
+    runner_stats_foreach (pipeline, prom_cb, &ctx);
   for (i = 0; i < ctx.order->len; i++) {
     GString *samples = g_hash_table_lookup (ctx.samples,
         g_ptr_array_index (ctx.order, i));

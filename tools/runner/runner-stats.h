@@ -7,6 +7,18 @@
 
 G_BEGIN_DECLS
 
+/* @label: the element's name, or for a name GStreamer made up, one that
+ * stays the same across reloads (see runner-stats.c) */
+typedef void (*RunnerStatsFunc) (GstElement * element, const gchar * label,
+    const GstStructure * stats, gpointer user_data);
+
+/* Every element of @pipeline (recursively, referenced), sources first;
+ * free with g_list_free_full (list, gst_object_unref). */
+GList *runner_pipeline_elements (GstElement * pipeline);
+/* Calls @func for each element of @pipeline with a `stats` property, in
+ * pipeline order. */
+void runner_stats_foreach (GstElement * pipeline, RunnerStatsFunc func,
+    gpointer user_data);
 gchar *runner_stats_line (GstElement * pipeline);
 gchar *runner_stats_prometheus (GstElement * pipeline);
 

@@ -1,0 +1,57 @@
+# Helpers of the operator-path tests (tests/install, tests/docs): checks
+# that print ok/FAIL lines, free ports, a spicy-screenshot client.
+# SPDX-License-Identifier: LGPL-2.1-or-later
+
+import os
+import socket
+import subprocess
+import sys
+
+FAILED = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what, flush=True)
+    if not cond:
+        FAILED.append(what)
+    return cond
+
+
+def finish():
+    if FAILED:
+        print("%d check(s) failed:\n  %s" % (len(FAILED), "\n  ".join(FAILED)))
+        sys.exit(1)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def screenshot_once(port, password, out):
+    """spicy-screenshot (a real spice-gtk client); True if it wrote a
+    picture to @out"""
+    argv = ["timeout", "20", "spicy-screenshot", "-h", "127.0.0.1",
+            "-p", str(port), "-o", out]
+    if password:
+        argv += ["-w", password]
+    if os.path.exists(out):
+        os.unlink(out)
+    subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True)
+    return os.path.exists(out) and os.path.getsize(out) > 0
+
+
+def skip_if_sanitized(build):
+    """These tests run system programs (gst-launch-1.0, the plugin scanner)
+    that load our plugin: with a sanitizer build they would test the
+    sanitizer's link order, not the operator's path. Exit 77 (skipped)."""
+    import json
+    out = subprocess.run(["meson", "introspect", "--buildoptions", build],
+                         capture_output=True, text=True, check=True).stdout
+    opts = {o["name"]: o["value"] for o in json.loads(out)}
+    if opts.get("b_sanitize", "none") not in ("none", ""):
+        print("skip: sanitizer build (b_sanitize=%s)" % opts["b_sanitize"])
+        sys.exit(77)
