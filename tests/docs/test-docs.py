@@ -296,14 +296,16 @@ def h_password_file(ctx, cmd):
           "0o600", "clients.pw written where the user is, mode 600")
 
 
-def h_interactive_guest(ctx, cmd):
-    """the guide's two lines typed into an interactive shell (job control
-    on a terminal); a client must get a picture from the guest"""
+def typed_in_interactive_shell(ctx, cmd):
+    """@cmd typed into an interactive bash on a terminal (job control),
+    inside the guide's devenv shell, followed by the next command a user
+    types; True if a client then gets a picture from the guest on 5930"""
     pid, fd = pty.fork()
     if pid == 0:
         os.chdir(ctx.tmp)
         env = dict(ctx.env, SHELL="/bin/bash", PS1="$ ")
         os.execvpe("bash", ["bash", "--norc", "--noprofile", "-i"], env)
+
     def typed(line):
         os.write(fd, (line + "\n").encode())
 
@@ -320,18 +322,27 @@ def h_interactive_guest(ctx, cmd):
     drain(2)
     typed(ctx.subst(cmd))
     drain(2)
-    check(screenshot(ctx, 5930, timeout=20),
-          "interactive shell: '%s' serves a picture" % cmd)
-    typed("kill %1")
-    drain(1)
-    typed("exit")
-    typed("exit")
+    # terminal input: a background job that reads the terminal stops now
+    typed("echo the next command")
+    drain(2)
+    ok = screenshot(ctx, 5930, timeout=15)
+    typed("kill -9 %1")
     drain(1)
     try:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
     os.waitpid(pid, 0)
+    return ok
+
+
+def h_interactive_guest(ctx, cmd):
+    check(typed_in_interactive_shell(ctx, cmd),
+          "interactive shell: '%s' serves a picture" % cmd)
+    # the control: without </dev/null the guest is stopped (SIGTTIN)
+    bad = cmd.replace(" </dev/null", "")
+    check(bad == cmd or not typed_in_interactive_shell(ctx, bad),
+          "interactive shell: '%s' (without </dev/null) is stopped" % bad)
     # the guide's background guest is the one the next commands use
     ctx.guests.pop(5930, None)
     ctx.guest(5930)
