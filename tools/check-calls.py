@@ -28,7 +28,10 @@ def scan(folder):
         src = STRING.sub('""', COMMENT.sub(' ', src))
         text[f] = src
         for name in DEF.findall(src):
-            defs.setdefault(name, f)
+            # MACRO (x); at the start of a line (GST_DEBUG_CATEGORY_STATIC,
+            # G_DEFINE_TYPE…) defines no function of this file
+            if not name.isupper():
+                defs.setdefault(name, f)
     calls = {f: {} for f in files}
     for f in files:
         for name in CALL.findall(text[f]):
