@@ -63,10 +63,12 @@ GST_DEBUG_CATEGORY_STATIC (gst_spice_stream_enc_debug);
     "target-bitrate=2000000 keyframe-max-dist=600 lag-in-frames=0 " \
     "error-resilient=default threads=1"
 
-/* the output rate is measured over windows of this length; a longer pause
- * between two output buffers (no stream) starts a new window */
+/* The output is measured over windows of at least this long and this many
+ * frames. JPEG's reference is the mean frame size at the description's
+ * quality: unlike bytes per second it does not depend on how long a slow
+ * link makes each frame wait downstream. */
 #define RATE_WINDOW_US     G_TIME_SPAN_SECOND
-#define RATE_MAX_GAP_US    (500 * G_TIME_SPAN_MILLISECOND)
+#define RATE_WINDOW_FRAMES 3
 
 enum
 {
@@ -103,10 +105,14 @@ struct _GstSpiceStreamEnc
   guint rate_events, changes;
   gboolean warned_unknown;
   gboolean jpeg_dirty;          /* a quality change waits for the next frame */
-  gint64 window_start_us, last_output_us;
+  gint rate_fps_n, rate_fps_d;  /* last spice-rate frame rate, 0 = none */
+  gint64 window_start_us;
   guint64 window_bytes;
+  guint window_frames;
   guint64 output_bps;           /* last window */
-  guint64 reference_bps;        /* JPEG: last window at initial_value */
+  gdouble output_fps;           /* last window */
+  guint64 reference_frame_bytes;        /* JPEG: mean frame at initial_value */
+  guint64 reference_bps;        /* JPEG: that frame size at the asked rate */
 };
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
@@ -343,6 +349,19 @@ rate_window_restart (GstSpiceStreamEnc * self)
 {
   self->window_start_us = 0;
   self->window_bytes = 0;
+  self->window_frames = 0;
+}
+
+/* lock held: JPEG's reference rate, the mean frame size at the initial
+ * quality at the frame rate spice-rate asks for (else the one measured) */
+static void
+rate_update_reference (GstSpiceStreamEnc * self)
+{
+  gdouble fps = self->output_fps;
+
+  if (self->rate_fps_n > 0 && self->rate_fps_d > 0)
+    fps = (gdouble) self->rate_fps_n / self->rate_fps_d;
+  self->reference_bps = (guint64) (self->reference_frame_bytes * 8 * fps);
 }
 
 /* lock held: what is in force in bit/s (JPEG: the model's estimate from
@@ -384,13 +403,16 @@ gst_spice_stream_enc_src_event_probe (GstPad * pad, GstPadProbeInfo * info,
   GstEvent *event = GST_PAD_PROBE_INFO_EVENT (info);
   GstElement *enc = NULL;
   guint bitrate, value = 0;
+  gint fps_n = 0, fps_d = 0;
   const gchar *prop = NULL;
 
-  if (!gst_spice_event_parse_rate (event, &bitrate, NULL, NULL, NULL))
+  if (!gst_spice_event_parse_rate (event, &bitrate, &fps_n, &fps_d, NULL))
     return GST_PAD_PROBE_OK;
   g_mutex_lock (&self->lock);
   self->rate_events++;
   self->target_bps = bitrate;
+  self->rate_fps_n = fps_n;
+  self->rate_fps_d = fps_d;
   if (!self->encoder) {
     /* not built: nothing to apply to */
   } else if (self->kind == STREAMENC_KIND_UNKNOWN) {
@@ -429,8 +451,10 @@ gst_spice_stream_enc_frame_probe (GstPad * pad, GstPadProbeInfo * info,
 
   g_mutex_lock (&self->lock);
   if (self->jpeg_dirty && self->kind == STREAMENC_KIND_JPEG &&
-      (self->reference_bps || self->target_bps == 0)) {
+      (self->reference_frame_bytes || self->target_bps == 0)) {
     self->jpeg_dirty = FALSE;
+    if (self->reference_frame_bytes)
+      rate_update_reference (self);
     q = streamenc_jpeg_quality (self->initial_value, self->target_bps,
         self->reference_bps);
     enc = rate_take_value (self, q);
@@ -466,27 +490,32 @@ gst_spice_stream_enc_output_probe (GstPad * pad, GstPadProbeInfo * info,
   else
     size = gst_buffer_get_size (GST_PAD_PROBE_INFO_BUFFER (info));
   g_mutex_lock (&self->lock);
-  if (self->window_start_us == 0 || now - self->last_output_us >
-      RATE_MAX_GAP_US) {
-    /* this buffer opens the window: its bytes went out before it */
+  if (self->window_frames == 0)
     self->window_start_us = now;
-    self->window_bytes = 0;
-  } else {
-    self->window_bytes += size;
-    if (now - self->window_start_us >= RATE_WINDOW_US) {
-      self->output_bps = gst_util_uint64_scale (self->window_bytes * 8,
-          G_USEC_PER_SEC, now - self->window_start_us);
-      if (self->kind == STREAMENC_KIND_JPEG &&
-          self->applied_value == self->initial_value) {
-        self->reference_bps = self->output_bps;
-        GST_DEBUG_OBJECT (self, "output at quality %u: %" G_GUINT64_FORMAT
-            " bit/s", self->initial_value, self->reference_bps);
-      }
-      self->window_start_us = now;
-      self->window_bytes = 0;
+  self->window_bytes += size;
+  self->window_frames++;
+  if (self->window_frames >= RATE_WINDOW_FRAMES &&
+      now - self->window_start_us >= RATE_WINDOW_US) {
+    gint64 span = now - self->window_start_us;
+
+    /* the first frame's time is not in the span: its bytes are counted
+     * once per frame, its time is not */
+    self->output_fps = (self->window_frames - 1) * (gdouble) G_USEC_PER_SEC /
+        span;
+    self->output_bps = (guint64) (self->window_bytes * 8 * self->output_fps /
+        self->window_frames);
+    if (self->kind == STREAMENC_KIND_JPEG &&
+        self->applied_value == self->initial_value) {
+      self->reference_frame_bytes = self->window_bytes / self->window_frames;
+      rate_update_reference (self);
+      GST_DEBUG_OBJECT (self, "mean frame at quality %u: %" G_GUINT64_FORMAT
+          " bytes", self->initial_value, self->reference_frame_bytes);
+      /* a quality waiting for the reference can now be set */
+      if (self->target_bps)
+        self->jpeg_dirty = TRUE;
     }
+    rate_window_restart (self);
   }
-  self->last_output_us = now;
   g_mutex_unlock (&self->lock);
   return GST_PAD_PROBE_OK;
 }
@@ -504,8 +533,10 @@ gst_spice_stream_enc_rate_reset (GstSpiceStreamEnc * self)
   prop = streamenc_kind_property (self->kind);
   self->target_bps = 0;
   self->jpeg_dirty = FALSE;
-  self->output_bps = self->reference_bps = 0;
-  self->last_output_us = 0;
+  self->output_bps = self->reference_bps = self->reference_frame_bytes = 0;
+  self->output_fps = 0;
+  self->rate_fps_n = self->rate_fps_d = 0;
+  rate_window_restart (self);
   value = self->initial_value;
   enc = rate_take_value (self, value);
   g_mutex_unlock (&self->lock);
@@ -534,7 +565,9 @@ gst_spice_stream_enc_stats (GstSpiceStreamEnc * self)
       "rate-events", G_TYPE_UINT, self->rate_events,
       "changes", G_TYPE_UINT, self->changes,
       "output-bps", G_TYPE_UINT64, self->output_bps,
-      "reference-bps", G_TYPE_UINT64, self->reference_bps, NULL);
+      "reference-bps", G_TYPE_UINT64, self->reference_bps,
+      "reference-frame-bytes", G_TYPE_UINT64, self->reference_frame_bytes,
+      NULL);
   g_mutex_unlock (&self->lock);
   return s;
 }

@@ -16,6 +16,7 @@
 typedef struct
 {
   GstElement *pipeline, *bin, *src, *sink;
+  gint fps_n, fps_d;            /* the source's rate, asked in spice-rate */
   GMutex lock;
   guint upstream_rates;         /* spice-rate events that left the bin */
   guint upstream_bitrate;
@@ -37,18 +38,26 @@ upstream_rate_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
   return GST_PAD_PROBE_OK;
 }
 
+/* snow at @fps_n/@fps_d into the bin; spice-rate events from the sink side
+ * ask for that frame rate (upstream of the bin the tiler drops frames to
+ * the asked rate: the source here runs at it) */
 static Branch *
-branch_new (const gchar * encoder)
+branch_new_at (const gchar * encoder, gint fps_n, gint fps_d)
 {
   Branch *b = g_new0 (Branch, 1);
   GError *err = NULL;
   GstPad *pad;
+  gchar *desc;
 
   g_mutex_init (&b->lock);
-  b->pipeline = gst_parse_launch ("videotestsrc name=src is-live=true "
+  b->fps_n = fps_n;
+  b->fps_d = fps_d;
+  desc = g_strdup_printf ("videotestsrc name=src is-live=true "
       "pattern=snow ! video/x-raw,format=I420,width=320,height=240,"
-      "framerate=25/1 ! spicestreamenc name=enc ! fakesink name=out "
-      "async=false", &err);
+      "framerate=%d/%d ! spicestreamenc name=enc ! fakesink name=out "
+      "async=false", fps_n, fps_d);
+  b->pipeline = gst_parse_launch (desc, &err);
+  g_free (desc);
   fail_unless (b->pipeline != NULL, "%s", err ? err->message : "?");
   b->bin = gst_bin_get_by_name (GST_BIN (b->pipeline), "enc");
   b->src = gst_bin_get_by_name (GST_BIN (b->pipeline), "src");
@@ -60,6 +69,12 @@ branch_new (const gchar * encoder)
       upstream_rate_probe, b, NULL);
   gst_object_unref (pad);
   return b;
+}
+
+static Branch *
+branch_new (const gchar * encoder)
+{
+  return branch_new_at (encoder, 25, 1);
 }
 
 static void
@@ -92,7 +107,8 @@ branch_send_rate (Branch * b, guint bitrate)
   g_mutex_lock (&b->lock);
   before = b->upstream_rates;
   g_mutex_unlock (&b->lock);
-  gst_pad_push_event (pad, gst_spice_event_new_rate (bitrate, 15, 1, 1));
+  gst_pad_push_event (pad, gst_spice_event_new_rate (bitrate, b->fps_n,
+          b->fps_d, 1));
   gst_object_unref (pad);
   g_mutex_lock (&b->lock);
   fail_unless_equals_int (b->upstream_rates, before + 1);
@@ -358,6 +374,36 @@ count_warnings (GstDebugCategory * category, GstDebugLevel level,
       strcmp (gst_debug_category_get_name (category), "spicestreamenc") == 0)
     g_atomic_int_inc (&unknown_warnings);
 }
+
+/* jpegenc behind a slow link: frames leave the bin far apart (here 1.5 per
+ * second, 667 ms apart; at 150 ms / 2 Mbit a 640x480 JPEG frame takes over
+ * a second). The reference is the mean frame size at the description's
+ * quality, so it is measured however long frames wait, and a target below
+ * it lowers the quality (with bytes per second over windows that a 500 ms
+ * gap restarted it was never measured and the quality stayed at 70). */
+GST_START_TEST (test_jpegenc_slow_frames)
+{
+  Branch *b = branch_new_at ("jpegenc quality=70", 3, 2);
+  guint64 ref, frame, target;
+  guint q;
+
+  branch_play (b);
+  fail_unless (wait_stat_nonzero (b->bin, "reference-frame-bytes", 6000),
+      "no reference with frames 667 ms apart");
+  frame = stat_u64 (b->bin, "reference-frame-bytes");
+  target = frame * 8 * 3 / 2 / 2;
+  branch_send_rate (b, (guint) target);
+  fail_unless (wait_applied (b, differs, 70, 3000), "quality still 70");
+  q = applied_value (b);
+  ref = stat_u64 (b->bin, "reference-bps");
+  /* the reference is that frame size at the asked 1.5 frames/s */
+  fail_unless_equals_uint64 (ref, frame * 8 * 3 / 2);
+  fail_unless_equals_int (q, streamenc_jpeg_quality (70, target, ref));
+  fail_unless (q >= 10 && q < 70);
+  branch_free (b);
+}
+
+GST_END_TEST;
 
 /* an encoder the bin does not know: the event passes on, the bin says once
  * that it cannot apply it, nothing is set */
@@ -626,6 +672,7 @@ streamenc_suite (void)
   tcase_add_test (tc, test_x264enc);
   tcase_add_test (tc, test_openh264enc);
   tcase_add_test (tc, test_jpegenc);
+  tcase_add_test (tc, test_jpegenc_slow_frames);
   tcase_add_test (tc, test_unknown_encoder);
   tcase_add_test (tc, test_bad_description);
   tcase_add_test (tc, test_rebuild);

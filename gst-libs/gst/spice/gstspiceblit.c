@@ -18,8 +18,8 @@ gst_spice_blit_bgrx (guint8 * dst, gsize dst_stride, gint dst_x, gint dst_y,
 
   if (width <= 0 || height <= 0)
     return;
-  d = dst + (gsize) dst_y * dst_stride + (gsize) dst_x * 4;
-  s = src + (gsize) src_y * src_stride + (gsize) src_x * 4;
+  d = dst + dst_stride * dst_y + 4 * (gsize) dst_x;
+  s = src + src_stride * src_y + 4 * (gsize) src_x;
   if (row == dst_stride && row == src_stride) {
     memcpy (d, s, row * height);
     return;
