@@ -26,12 +26,12 @@ GST_DEBUG_CATEGORY_STATIC (tiler_engine_debug);
 
 #define FALLBACK_FRAME_DURATION (GST_SECOND / 30)
 /* Streaming by cost, on a link the sink announced: a tile whose changes
- * went out as lossless draws of more than TILER_COST_BYTES_PER_PX per
- * pixel of the tile (a stream frame takes a few tenths of a byte per
- * pixel, even MJPEG) and more than TILER_COST_LINK_US of the link each is
- * hot whatever it looks like. On a fast link (a LAN) the draws are cheap
- * and stay. */
-#define TILER_COST_BYTES_PER_PX 1
+ * went out as lossless draws of more than a byte per TILER_COST_PX_PER_BYTE
+ * pixels of the tile (2 bits per pixel: an MJPEG frame of natural content,
+ * several VP8 frames) and more than TILER_COST_LINK_US of the link each
+ * is hot whatever it looks like. On a fast link (a LAN) the draws are
+ * cheap and stay. */
+#define TILER_COST_PX_PER_BYTE 4
 #define TILER_COST_LINK_US 1000
 
 /* a run of cells of one class, while building an update */
@@ -777,7 +777,7 @@ decide_stream (TilerEngine * e, TilerUpdateKind kind, gboolean s_changed)
   e->heat.min_area = p->stream_min_area;
   e->heat.all = p->streaming == GST_SPICE_TILER_STREAMING_ALL;
   e->heat.cost_bytes = e->in->link_bps == 0 ? 0 :
-      MAX ((guint64) e->diff.tile * e->diff.tile * TILER_COST_BYTES_PER_PX,
+      MAX ((guint64) e->diff.tile * e->diff.tile / TILER_COST_PX_PER_BYTE,
       gst_util_uint64_scale (e->in->link_bps / 8, TILER_COST_LINK_US,
           G_USEC_PER_SEC));
   action = tiler_heat_decide (&e->heat, &e->stream, e->cur_now, s_changed,
