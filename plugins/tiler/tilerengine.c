@@ -654,9 +654,10 @@ stream_settled (TilerEngine * e)
       && e->stream.last_change + e->p.refine_delay <= e->cur_now;
 }
 
-/* The stream ends: its cells the client does not have exactly are sent
- * lossless at once. Cells refined since the last stream frame stay exact,
- * unless a change is still to be sent (then the whole area goes again). */
+/* The stream ends: its cells are sent lossless at once, those refined
+ * already too. A client may paint a stream frame at its multimedia time,
+ * after a refinement draw that was sent later; once the stream is gone
+ * nothing can overwrite them any more. */
 static void
 stream_end (TilerEngine * e)
 {
@@ -667,13 +668,9 @@ stream_end (TilerEngine * e)
     return;
   GST_DEBUG ("stream %u ends", e->stream_id);
   for (cy = 0; cy < d->ncy; cy++)
-    for (cx = 0; cx < d->ncx; cx++) {
-      guint ci = TILER_CELL_INDEX (d, cx, cy);
-
-      if (tiler_diff_cell_inside (d, cx, cy, &e->stream.rect) &&
-          (e->stream_dirty || d->lossy_rt[ci] != TILER_RT_EXACT))
-        d->lossy_rt[ci] = TILER_RT_UNKNOWN;
-    }
+    for (cx = 0; cx < d->ncx; cx++)
+      if (tiler_diff_cell_inside (d, cx, cy, &e->stream.rect))
+        d->lossy_rt[TILER_CELL_INDEX (d, cx, cy)] = TILER_RT_UNKNOWN;
   e->stream.active = FALSE;
   e->stream_dirty = FALSE;
   e->stats.stream_active = FALSE;
@@ -787,10 +784,10 @@ decide_stream (TilerEngine * e, TilerUpdateKind kind, gboolean s_changed)
     return FALSE;
   /* a new picture size (spice-rate) is a new stream: a keyframe, and the
    * client learns the size from its STREAM_CREATE. The area did not
-   * change: it stays as still as it was (a still area is refined, not
-   * streamed again). */
+   * change: it stays as still as it was, and a settled area (refined,
+   * not streamed) waits for its next change. */
   if (action == TILER_STREAM_CONTINUE && e->stream.active &&
-      scale != e->stream_scale) {
+      scale != e->stream_scale && !stream_settled (e)) {
     GstClockTime last_change = e->stream.last_change;
 
     GST_DEBUG ("stream picture 1/%u -> 1/%u", e->stream_scale, scale);
