@@ -459,6 +459,7 @@ typedef struct
   guint scale;
   GstClockTime stream_qos;
   guint64 bytes;                /* sent since the test reset it */
+  guint64 bytes_exact;          /* ... until the canvas became exact */
 } Link;
 
 static void
@@ -493,8 +494,10 @@ link_idle (Link * l, GstClockTime until, GstBuffer * frame)
   TilerEngineResult *res = &l->t->res;
   GstClockTime exact = GST_CLOCK_TIME_NONE;
 
-  if (frame && eng_diff (l->t, frame, NULL) == 0)
+  if (frame && eng_diff (l->t, frame, NULL) == 0) {
     exact = MAX (l->now, l->link_free);
+    l->bytes_exact = l->bytes;
+  }
   for (;;) {
     TilerEngineInput in;
     TilerUpdateKind kind;
@@ -522,8 +525,10 @@ link_idle (Link * l, GstClockTime until, GstBuffer * frame)
       continue;
     if (eng_diff (l->t, frame, NULL) > 0)
       exact = GST_CLOCK_TIME_NONE;
-    else if (!GST_CLOCK_TIME_IS_VALID (exact))
+    else if (!GST_CLOCK_TIME_IS_VALID (exact)) {
       exact = MAX (l->now, l->link_free);
+      l->bytes_exact = l->bytes;
+    }
   }
   return exact;
 }
@@ -546,7 +551,7 @@ link_frame (Link * l, GstBuffer * frame, gint i, const GstVideoRectangle * dmg)
  * that is rescaled (spice-rate), shrinks and moves, its last frames
  * dropped (rate, QoS), then goes still: the client has the exact picture
  * within refine-delay plus the time the link takes for what was sent
- * after the last change (it kept tiles lossy forever before: a deadline
+ * after the last change until then (it kept tiles lossy forever before: a deadline
  * lost while the link was busy; and a change no frame carried waited for
  * stream-timeout). */
 GST_START_TEST (test_engine_stream_converges_on_slow_link)
@@ -557,7 +562,7 @@ GST_START_TEST (test_engine_stream_converges_on_slow_link)
   const TilerEngineStats *st;
   GstClockTime still, bound, exact, in_flight;
   Link l = { &t0, 2000000, 0, 0, GST_CLOCK_TIME_NONE, 5, 1,
-    GST_CLOCK_TIME_NONE, 0
+    GST_CLOCK_TIME_NONE, 0, 0
   };
   guint64 starts = 0;
   gboolean shrank = FALSE, grew = FALSE;
@@ -603,7 +608,8 @@ GST_START_TEST (test_engine_stream_converges_on_slow_link)
       "never exact: %" G_GUINT64_FORMAT " px differ, %" G_GUINT64_FORMAT
       " lossy cells", eng_diff (&t0, frame, NULL), st->lossy_cells);
   bound = still + t0.p.refine_delay + in_flight +
-      gst_util_uint64_scale (l.bytes * 8, GST_SECOND, l.bps) + GST_MSECOND;
+      gst_util_uint64_scale (l.bytes_exact * 8, GST_SECOND, l.bps) +
+      GST_MSECOND;
   fail_unless (exact <= bound, "exact %" GST_TIME_FORMAT " after the last "
       "change, bound %" GST_TIME_FORMAT, GST_TIME_ARGS (exact - still),
       GST_TIME_ARGS (bound - still));
