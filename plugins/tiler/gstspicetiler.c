@@ -363,6 +363,7 @@ run_update (GstSpiceTiler * self, TilerUpdateKind kind, TilerEngineInput * in)
   p = self->params;
   in->params = &p;
   in->sink_budget = self->draw_budget;
+  in->link_bps = self->draw_link_bps;
   /* while downstream has not taken the last update (or the link has not
    * carried it yet, tiler_draw_pace_us()), no new one is made */
   in->draw_busy = kind != TILER_UPDATE_FINAL && (self->draw_busy ||

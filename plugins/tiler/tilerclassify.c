@@ -7,16 +7,35 @@
  * exactly. The classifier samples every other row of a block (a 16x16
  * cell) and counts pixels equal (ignoring the x byte) to the left or the
  * upper neighbour; below TILER_PHOTO_EQUAL_PERCENT the block is
- * photographic. Unlike spice-server's graduality score this also calls
- * noise photographic, which is what it should be sent as: LZ4 does not
- * compress it, JPEG does.
+ * photographic. Natural content with repeats (smooth gradients,
+ * quantised textures) is seen by its small steps: the samples equal to
+ * neither neighbour but within TILER_SMOOTH_STEP of one of them; at least
+ * TILER_PHOTO_SMOOTH_PERCENT of them is photographic as well (LZ4 gains
+ * little on such cells, JPEG a lot). Unlike spice-server's graduality
+ * score this also calls noise photographic, which is what it should be
+ * sent as: LZ4 does not compress it, JPEG does.
  */
 #include "tilerclassify.h"
+
+/* whether every channel of @a and @b differs by at most TILER_SMOOTH_STEP */
+static inline gboolean
+small_step (guint32 a, guint32 b)
+{
+  gint k;
+
+  for (k = 0; k < 24; k += 8) {
+    gint d = (gint) ((a >> k) & 0xff) - (gint) ((b >> k) & 0xff);
+
+    if (d > TILER_SMOOTH_STEP || d < -TILER_SMOOTH_STEP)
+      return FALSE;
+  }
+  return TRUE;
+}
 
 gboolean
 tiler_classify_is_photo (const guint8 * bgrx, gint stride, gint w, gint h)
 {
-  guint equal = 0, total = 0;
+  guint equal = 0, smooth = 0, total = 0;
   gint x, y;
 
   if (w < 4 || h < 4)
@@ -26,11 +45,16 @@ tiler_classify_is_photo (const guint8 * bgrx, gint stride, gint w, gint h)
     const guint32 *up = (const guint32 *) (bgrx + (gsize) (y - 1) * stride);
 
     for (x = 1; x < w; x++) {
-      guint32 p = row[x] & 0xffffff;
+      guint32 p = row[x] & 0xffffff, l = row[x - 1] & 0xffffff;
+      guint32 u = up[x] & 0xffffff;
 
-      equal += (p == (row[x - 1] & 0xffffff)) || (p == (up[x] & 0xffffff));
+      if (p == l || p == u)
+        equal++;
+      else if (small_step (p, l) || small_step (p, u))
+        smooth++;
     }
     total += w - 1;
   }
-  return equal * 100 < total * TILER_PHOTO_EQUAL_PERCENT;
+  return equal * 100 < total * TILER_PHOTO_EQUAL_PERCENT ||
+      smooth * 100 >= total * TILER_PHOTO_SMOOTH_PERCENT;
 }

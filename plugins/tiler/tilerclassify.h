@@ -10,6 +10,14 @@ G_BEGIN_DECLS
 /* Percentage of sampled pixels equal to their left or upper neighbour
  * below which a block counts as photographic. */
 #define TILER_PHOTO_EQUAL_PERCENT 40
+/* Natural content that repeats pixels (a landscape: flat sky rows, hills
+ * with a quantised texture) also has many small steps: a block whose
+ * pixels differ from both neighbours, by at most TILER_SMOOTH_STEP on
+ * every channel from one of them, for at least TILER_PHOTO_SMOOTH_PERCENT
+ * of the samples counts as photographic too. Text and UI (even
+ * anti-aliased) step by large amounts between few colours. */
+#define TILER_SMOOTH_STEP 12
+#define TILER_PHOTO_SMOOTH_PERCENT 25
 
 gboolean tiler_classify_is_photo (const guint8 * bgrx, gint stride, gint w,
     gint h);

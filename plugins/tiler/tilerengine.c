@@ -25,6 +25,14 @@ GST_DEBUG_CATEGORY_STATIC (tiler_engine_debug);
 #define GST_CAT_DEFAULT tiler_engine_debug
 
 #define FALLBACK_FRAME_DURATION (GST_SECOND / 30)
+/* Streaming by cost, on a link the sink announced: a tile whose changes
+ * went out as lossless draws of more than a byte per TILER_COST_PX_PER_BYTE
+ * pixels of the tile (2 bits per pixel: an MJPEG frame of natural content,
+ * several VP8 frames) and more than TILER_COST_LINK_US of the link each
+ * is hot whatever it looks like. On a fast link (a LAN) the draws are
+ * cheap and stay. */
+#define TILER_COST_PX_PER_BYTE 4
+#define TILER_COST_LINK_US 1000
 
 /* a run of cells of one class, while building an update */
 typedef struct
@@ -57,6 +65,7 @@ struct _TilerEngine
   GstBuffer *cur;
   GstVideoFrame frame;
   GstClockTime cur_now, cur_pts, cur_duration;
+  GstClockTime last_frame_rt;   /* running time of the last new frame */
   gboolean have_seq;
   guint64 seq;
   GstClockTime next_refine;
@@ -193,6 +202,7 @@ emit_rect (TilerEngine * e, const GstVideoRectangle * r, gboolean lossy,
           fstride, &type);
       if (lossy)
         mark_exact (e, &band);
+      tiler_heat_add_cost (&e->heat, &band, size, e->cur_now);
     } else
       mark_lossy (e, &band, e->cur_now);
     count_region (e, type, size);
@@ -396,12 +406,11 @@ compute_next_refine (TilerEngine * e)
     if (t == TILER_RT_EXACT)
       continue;
     lossy++;
-    /* in the stream's area: refine-delay after the stream went still; a
-     * change no frame has carried yet (stream_dirty) keeps the area the
-     * stream's until its next frame or its end (the deadline below) */
+    /* in the stream's area: refine-delay after the stream went still
+     * (stream_settled()) */
     if (e->stream.active && tiler_diff_cell_inside (d, i % d->ncx,
             i / d->ncx, &e->stream.rect)) {
-      if (e->stream_dirty || !GST_CLOCK_TIME_IS_VALID (e->stream.last_change))
+      if (!GST_CLOCK_TIME_IS_VALID (e->stream.last_change))
         continue;
       if (t == TILER_RT_UNKNOWN || e->stream.last_change > t)
         t = e->stream.last_change;
@@ -414,9 +423,12 @@ compute_next_refine (TilerEngine * e)
     if (!GST_CLOCK_TIME_IS_VALID (next) || t < next)
       next = t;
   }
-  if (e->stream.active) {
+  if (e->stream.active && GST_CLOCK_TIME_IS_VALID (e->stream.last_change)) {
     GstClockTime end = e->stream.last_change + p->stream_timeout + 1;
 
+    /* a change no stream frame carried goes out when the area settles */
+    if (e->stream_dirty)
+      end = MIN (end, e->stream.last_change + p->refine_delay);
     if (!GST_CLOCK_TIME_IS_VALID (next) || end < next)
       next = end;
   }
@@ -429,15 +441,16 @@ compute_next_refine (TilerEngine * e)
   return urgent;
 }
 
-/* a changed photographic cell with a neighbour that is not one */
+/* a changed photographic cell with a neighbour (diagonals included: the
+ * corner of a static caption may lie in a cell whose four sides are all
+ * photographic) that is not one */
 static gboolean
 cell_on_border (TilerDiff * d, guint ci)
 {
   gint cx = ci % d->ncx, cy = ci / d->ncx, k;
-  const gint dx[4] = { -1, 1, 0, 0 }, dy[4] = { 0, 0, -1, 1 };
 
-  for (k = 0; k < 4; k++) {
-    gint nx = cx + dx[k], ny = cy + dy[k];
+  for (k = 0; k < 9; k++) {
+    gint nx = cx + k % 3 - 1, ny = cy + k / 3 - 1;
     guint8 f;
 
     if (nx < 0 || ny < 0 || nx >= d->ncx || ny >= d->ncy)
@@ -628,6 +641,23 @@ join_scroll_zone (TilerEngine * e, GstClockTime now)
 /* ------------------------------------------------------------------ */
 /* the stream */
 
+/* Whether the stream's area has been still for refine-delay: it is then
+ * refined like any lossy area, without ending the stream (the exact picture
+ * does not wait for stream-timeout, and the next change is a stream frame
+ * again). A change that no stream frame carried (dropped by the rate or
+ * QoS) goes out as lossless draws then too: a still picture never waits
+ * for a frame that will not come. */
+static gboolean
+stream_settled (TilerEngine * e)
+{
+  return e->stream.active && GST_CLOCK_TIME_IS_VALID (e->stream.last_change)
+      && e->stream.last_change + e->p.refine_delay <= e->cur_now;
+}
+
+/* The stream ends: its cells are sent lossless at once, those refined
+ * already too. A client may paint a stream frame at its multimedia time,
+ * after a refinement draw that was sent later; once the stream is gone
+ * nothing can overwrite them any more. */
 static void
 stream_end (TilerEngine * e)
 {
@@ -704,7 +734,8 @@ take_stream_frame (TilerEngine * e)
   TilerEngineResult *res = e->res;
   GstClockTime now = e->cur_now;
 
-  if (!e->stream.active || !e->stream_dirty || !stream_frame_allowed (e))
+  if (!e->stream.active || !e->stream_dirty || stream_settled (e) ||
+      !stream_frame_allowed (e))
     return;
   res->stream_frame = TRUE;
   res->stream_rect = e->stream.rect;
@@ -742,18 +773,29 @@ decide_stream (TilerEngine * e, TilerUpdateKind kind, gboolean s_changed)
   e->heat.timeout = p->stream_timeout;
   e->heat.min_area = p->stream_min_area;
   e->heat.all = p->streaming == GST_SPICE_TILER_STREAMING_ALL;
+  e->heat.cost_bytes = e->in->link_bps == 0 ? 0 :
+      MAX ((guint64) e->diff.tile * e->diff.tile / TILER_COST_PX_PER_BYTE,
+      gst_util_uint64_scale (e->in->link_bps / 8, TILER_COST_LINK_US,
+          G_USEC_PER_SEC));
   action = tiler_heat_decide (&e->heat, &e->stream, e->cur_now, s_changed,
       allowed, &srect);
   /* without a new frame only an end (timeout, EOS) is acted on */
   if (kind != TILER_UPDATE_FRAME && action != TILER_STREAM_END)
-    action = TILER_STREAM_CONTINUE;
+    return FALSE;
   /* a new picture size (spice-rate) is a new stream: a keyframe, and the
-   * client learns the size from its STREAM_CREATE */
+   * client learns the size from its STREAM_CREATE. The area did not
+   * change: it stays as still as it was, and a settled area (refined,
+   * not streamed) waits for its next change. */
   if (action == TILER_STREAM_CONTINUE && e->stream.active &&
-      scale != e->stream_scale) {
+      scale != e->stream_scale && !stream_settled (e)) {
+    GstClockTime last_change = e->stream.last_change;
+
     GST_DEBUG ("stream picture 1/%u -> 1/%u", e->stream_scale, scale);
-    action = TILER_STREAM_RESTART;
     srect = e->stream.rect;
+    stream_end (e);
+    stream_begin (e, &srect, scale);
+    e->stream.last_change = last_change;
+    return s_changed;
   }
   switch (action) {
     case TILER_STREAM_END:
@@ -795,6 +837,7 @@ take_frame (TilerEngine * e, const TilerEngineInput * in, gboolean * full)
   if (GST_CLOCK_TIME_IS_VALID (e->cur_now) && rt < e->cur_now)
     rt = e->cur_now;
   e->cur_now = rt;
+  e->last_frame_rt = rt;
   e->cur_pts = GST_BUFFER_PTS (in->buffer);
   e->cur_duration = GST_BUFFER_DURATION (in->buffer);
 
@@ -824,10 +867,34 @@ diff_and_copy (TilerEngine * e, gboolean full, gboolean copy)
     diff_damage (e, &e->damage, full, src, fstride);
 }
 
-/* Classifies the changed cells and feeds the heat map (with a new frame);
- * returns whether the stream's area changed. */
+/* Whether cell rectangle @c is new damage of this update's frame: the
+ * rest of what the diff finds changed is older (carried by a budget cut or
+ * a busy draw pad, or a stream change no frame carried) and was counted
+ * when it happened. */
 static gboolean
-classify_cells (TilerEngine * e, gboolean new_frame)
+cell_newly_damaged (TilerEngine * e, const GstVideoRectangle * c, gboolean full)
+{
+  const GstSpiceRegion *dmg = e->in->damage;
+  const GstVideoRectangle *r;
+  guint i, n;
+
+  if (full)
+    return TRUE;
+  if (!dmg)
+    return FALSE;
+  r = gst_spice_region_rects (dmg);
+  n = gst_spice_region_n_rects (dmg);
+  for (i = 0; i < n; i++)
+    if (gst_spice_rect_intersect (&r[i], c, NULL))
+      return TRUE;
+  return FALSE;
+}
+
+/* Classifies the changed cells and feeds the heat map (with a new frame,
+ * @full: all of it damaged); returns whether the frame changed the
+ * stream's area. */
+static gboolean
+classify_cells (TilerEngine * e, gboolean new_frame, gboolean full)
 {
   TilerDiff *d = &e->diff;
   const guint8 *src = GST_VIDEO_FRAME_PLANE_DATA (&e->frame, 0);
@@ -845,9 +912,10 @@ classify_cells (TilerEngine * e, gboolean new_frame)
     photo = tiler_classify_is_photo (src + (gsize) c.y * fstride +
         (gsize) c.x * 4, fstride, c.w, c.h);
     d->flags[ci] |= TILER_CELL_CLASSIFIED | (photo ? TILER_CELL_PHOTO : 0);
-    if (new_frame)
-      tiler_heat_touch (&e->heat, c.x / d->tile, c.y / d->tile, e->cur_now,
-          photo);
+    if (!new_frame || !cell_newly_damaged (e, &c, full))
+      continue;
+    tiler_heat_touch (&e->heat, c.x / d->tile, c.y / d->tile, e->cur_now,
+        photo);
     if (e->stream.active && tiler_diff_cell_inside (d, cx, cy, &e->stream.rect))
       s_changed = TRUE;
   }
@@ -910,23 +978,45 @@ force_due_cells (TilerEngine * e, const GstVideoRectangle * owned,
   }
 }
 
-/* the draws of this update: refinement, then the regions smallest first
- * until the budget runs out (the rest is carried) */
+/* flags the changed cells (inside @r, or all) to go lossless */
 static void
-emit_draws (TilerEngine * e, gboolean final)
+force_changed_cells (TilerDiff * d, const GstVideoRectangle * r)
+{
+  guint i;
+
+  for (i = 0; i < d->n_touched; i++) {
+    guint ci = d->touched[i];
+
+    if ((d->flags[ci] & TILER_CELL_CHANGED) && (!r ||
+            tiler_diff_cell_inside (d, ci % d->ncx, ci / d->ncx, r)))
+      d->flags[ci] |= TILER_CELL_FORCED;
+  }
+}
+
+/* The draws of this update: refinement, then the regions smallest first
+ * until the budget runs out (the rest is carried). @idle: no new frame. */
+static void
+emit_draws (TilerEngine * e, gboolean final, gboolean idle)
 {
   const GstVideoRectangle *owned, *r;
-  gboolean stream_still, cut = FALSE;
+  gboolean cut = FALSE;
+  TilerDiff *d = &e->diff;
   guint i, nr;
 
-  /* a stream whose area has been still for refine-delay (no frame due) is
-   * refined like any lossy area, without ending it: the exact picture
-   * does not wait for stream-timeout, and the next change is a stream
-   * frame again. Until then the stream owns its rectangle. */
-  stream_still = e->stream.active && !e->stream_dirty &&
-      GST_CLOCK_TIME_IS_VALID (e->stream.last_change) &&
-      e->stream.last_change + e->p.refine_delay <= e->cur_now;
-  owned = e->stream.active && !stream_still ? &e->stream.rect : NULL;
+  /* until its area is settled the stream owns its rectangle; then what
+   * changed in it since its last frame goes lossless (the rest of its
+   * cells are refined as they fall due) */
+  owned = e->stream.active ? &e->stream.rect : NULL;
+  if (stream_settled (e)) {
+    owned = NULL;
+    force_changed_cells (d, &e->stream.rect);
+    e->stream_dirty = FALSE;
+  }
+  /* the picture has been still for refine-delay: what a budget cut left
+   * goes lossless, it would be refined at once anyway */
+  if (idle && GST_CLOCK_TIME_IS_VALID (e->last_frame_rt) &&
+      e->last_frame_rt + e->p.refine_delay <= e->cur_now)
+    force_changed_cells (d, NULL);
 
   force_due_cells (e, owned, final);
   tiler_diff_collect (&e->diff, owned, e->p.max_rects, &e->regions);
@@ -980,13 +1070,18 @@ tiler_engine_update (TilerEngine * e, TilerUpdateKind kind,
         GST_TIME_ARGS (e->cur_now));
   } else
     gst_spice_region_copy (&e->damage, &e->carry);
+  /* a settled stream area holding a change no frame carried: the diff
+   * finds it, the draws send it (a new frame's damage has it already) */
+  if (kind != TILER_UPDATE_FRAME && !busy && e->stream_dirty &&
+      stream_settled (e))
+    gst_spice_region_add (&e->damage, &e->stream.rect);
 
   t0 = g_get_monotonic_time ();
   diff_and_copy (e, full, !busy);
   t1 = g_get_monotonic_time ();
   /* the carried damage is in this update's now */
   gst_spice_region_reset (&e->carry);
-  s_changed = classify_cells (e, kind == TILER_UPDATE_FRAME);
+  s_changed = classify_cells (e, kind == TILER_UPDATE_FRAME, full);
   s_changed = decide_stream (e, kind, s_changed);
   if (in->refresh)
     push_refresh (e);
@@ -999,12 +1094,17 @@ tiler_engine_update (TilerEngine * e, TilerUpdateKind kind,
   if (busy)
     carry_damage (e, full);
   else
-    emit_draws (e, kind == TILER_UPDATE_FINAL);
+    emit_draws (e, kind == TILER_UPDATE_FINAL, kind != TILER_UPDATE_FRAME);
   t2 = g_get_monotonic_time ();
   finish_update (e);
 
   res->pending = compute_next_refine (e) ||
       !gst_spice_region_is_empty (&e->carry);
+  /* a deadline that came while the draw pad was busy (or paced) is not
+   * waited for again: the next update must come as soon as it is free */
+  if (busy && GST_CLOCK_TIME_IS_VALID (e->next_refine) &&
+      e->next_refine <= e->cur_now)
+    res->pending = TRUE;
   res->next_refine = e->next_refine;
   res->frame = &e->frame;
   res->running_time = e->cur_now;
@@ -1125,6 +1225,7 @@ tiler_engine_reset (TilerEngine * e)
   e->have_seq = FALSE;
   e->stream.active = FALSE;
   e->cur_now = GST_CLOCK_TIME_NONE;
+  e->last_frame_rt = GST_CLOCK_TIME_NONE;
   e->next_refine = GST_CLOCK_TIME_NONE;
   e->last_stream_rt = GST_CLOCK_TIME_NONE;
   e->scroll_zone_rt = GST_CLOCK_TIME_NONE;

@@ -56,6 +56,7 @@ typedef struct
 {
   const TilerParams *params;
   guint sink_budget;            /* spice-draw-budget bytes, 0 = none */
+  guint64 link_bps;             /* spice-draw-budget link rate, 0 = none */
   /* the element's state when the update begins */
   gboolean draw_busy;           /* the last update is not taken (or the
                                  * link has not carried it yet): make no

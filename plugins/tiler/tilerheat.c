@@ -4,7 +4,9 @@
  * Every tile keeps its current run of activity: a run goes on while the
  * tile changes again within max-gap, and a tile is hot once its run has
  * min-frames changes (and, unless all, at least a fifth of them looked
- * photographic, noise included). The stream rectangle is the bounding box
+ * photographic, noise included, or its lossless draws cost more than
+ * cost-bytes per change: what a stream frame would not). The stream
+ * rectangle is the bounding box
  * of the largest connected group of hot tiles, on the tile grid, so it
  * only changes by whole tiles:
  *  - it starts when that box covers min-area pixels;
@@ -55,7 +57,8 @@ tiler_heat_reset (TilerHeat * h)
 
   for (i = 0; i < h->ntx * h->nty; i++)
     h->tiles[i] = (TilerHeatTile) {
-    GST_CLOCK_TIME_NONE, GST_CLOCK_TIME_NONE, 0, 0, GST_CLOCK_TIME_NONE};
+    GST_CLOCK_TIME_NONE, GST_CLOCK_TIME_NONE, 0, 0, GST_CLOCK_TIME_NONE, 0,
+        0, GST_CLOCK_TIME_NONE};
 }
 
 void
@@ -76,6 +79,9 @@ tiler_heat_touch (TilerHeat * h, gint tx, gint ty, GstClockTime now,
     t->run_start = now;
     t->run_frames = 0;
     t->photo_frames = 0;
+    t->lossless_bytes = 0;
+    t->lossless_sends = 0;
+    t->cost_at = GST_CLOCK_TIME_NONE;
   }
   t->last_change = now;
   t->run_frames++;
@@ -93,7 +99,33 @@ tile_hot (TilerHeat * h, const TilerHeatTile * t, GstClockTime now)
     return FALSE;
   if (t->run_frames < h->min_frames)
     return FALSE;
-  return h->all || t->photo_frames * 5 >= t->run_frames;
+  return h->all || t->photo_frames * 5 >= t->run_frames ||
+      (h->cost_bytes > 0 && t->lossless_sends > 0 &&
+      t->lossless_bytes >= h->cost_bytes * t->lossless_sends);
+}
+
+void
+tiler_heat_add_cost (TilerHeat * h, const GstVideoRectangle * r, gsize bytes,
+    GstClockTime now)
+{
+  guint64 area = gst_spice_rect_area (r);
+  gint tx, ty;
+
+  if (area == 0 || bytes == 0)
+    return;
+  for (ty = r->y / h->tile; ty <= (r->y + r->h - 1) / h->tile; ty++)
+    for (tx = r->x / h->tile; tx <= (r->x + r->w - 1) / h->tile; tx++) {
+      GstVideoRectangle c = { tx * h->tile, ty * h->tile, h->tile, h->tile };
+      TilerHeatTile *t = &h->tiles[ty * h->ntx + tx];
+
+      if (t->last_change != now || !gst_spice_rect_intersect (&c, r, &c))
+        continue;
+      t->lossless_bytes += bytes * gst_spice_rect_area (&c) / area;
+      if (t->cost_at != now) {
+        t->lossless_sends++;
+        t->cost_at = now;
+      }
+    }
 }
 
 /* The largest 8-connected group of hot tiles (by tile count), as a

@@ -13,6 +13,9 @@ typedef struct {
   guint run_frames;             /* updates with a change in this run */
   guint photo_frames;           /* ... of which looked photographic */
   GstClockTime photo_at;        /* update last counted as photographic */
+  guint64 lossless_bytes;       /* lossless draws of this run's changes */
+  guint lossless_sends;         /* ... in how many updates (frames) */
+  GstClockTime cost_at;         /* update last counted in lossless_sends */
 } TilerHeatTile;
 
 typedef struct {
@@ -22,6 +25,9 @@ typedef struct {
   GstClockTime timeout;         /* a stream without change this long ends */
   guint min_area;               /* pixels */
   gboolean all;                 /* stream any content, not only photographic */
+  guint64 cost_bytes;           /* lossless bytes per change above which a
+                                 * tile's run is hot whatever it looks
+                                 * like (0 = off) */
   /* geometry */
   gint width, height, tile, ntx, nty;
   TilerHeatTile *tiles;
@@ -50,6 +56,10 @@ void     tiler_heat_reset (TilerHeat * h);
 /* tile (tx, ty) changed in the update at @now */
 void     tiler_heat_touch (TilerHeat * h, gint tx, gint ty, GstClockTime now,
     gboolean photo);
+/* @bytes of lossless draws went out for @r: counted (by area) for the
+ * tiles that changed in the update at @now */
+void     tiler_heat_add_cost (TilerHeat * h, const GstVideoRectangle * r,
+    gsize bytes, GstClockTime now);
 /* bounding box of the hot tiles, grid-aligned and clipped, even-sized */
 gboolean tiler_heat_candidate (TilerHeat * h, GstClockTime now,
     GstVideoRectangle * out);

@@ -911,8 +911,9 @@ GST_START_TEST (test_refine_when_idle_on_clock)
 GST_END_TEST;
 
 /* a stream whose last change went undelivered (1 fps cap), then no more
- * input: the picture still converges on clock deadlines alone (the stream
- * ends at its timeout and the area is refined), without a new frame */
+ * input: the picture still converges on clock deadlines alone (the area
+ * is refined once it has been still for refine-delay), without a new
+ * frame; the stream ends at its timeout */
 GST_START_TEST (test_stream_dropped_last_frame_converges)
 {
   GstVideoRectangle anim = { 0, 0, 320, 240 };
@@ -920,7 +921,7 @@ GST_START_TEST (test_stream_dropped_last_frame_converges)
   StreamLog log = { 0, };
   GstTestClock *clock;
   Tiler t;
-  gint i, cranks = 0;
+  gint i, cranks = 0, tries;
 
   tiler_setup (&t, 320, 240, "stream-min-frames=5");
   gst_harness_use_testclock (t.h);
@@ -949,7 +950,103 @@ GST_START_TEST (test_stream_dropped_last_frame_converges)
       g_usleep (10 * 1000);
     collect_stream (&t, &log);
   }
+  /* exact before the stream's timeout; the stream still ends then, and
+   * the picture stays exact */
+  for (tries = 0; tiler_stat_bool (&t, "stream-active"); tries++) {
+    fail_unless (tries < 100, "the stream did not end");
+    if (gst_test_clock_timed_wait_for_multiple_pending_ids (clock, 1, 50,
+            NULL))
+      fail_unless (gst_harness_crank_single_clock_wait (t.h));
+    tiler_drain (&t);
+    tiler_apply (&t);
+    fail_unless_equals_uint64 (tiler_diff_pixels (&t, frame, NULL), 0);
+  }
   fail_unless (!tiler_stat_bool (&t, "stream-active"));
+  gst_object_unref (clock);
+  tiler_teardown (&t);
+  gst_buffer_unref (frame);
+}
+
+GST_END_TEST;
+
+/* Issue 15 on the element and the test clock: a stream rescaled by
+ * spice-rate (5 fps, then half size), its last changes dropped by QoS,
+ * the draws paced to a slow link (spice-draw-budget: 50 ms of wall clock
+ * after every update); the input stops. The picture is exact at the first
+ * refinement deadline, refine-delay after the last change: the deadline
+ * that comes while the last update is being paced is not lost (it was:
+ * tiles stayed lossy forever), and the change no stream frame carried
+ * does not wait for stream-timeout. */
+GST_START_TEST (test_stream_still_exact_on_paced_link)
+{
+  GstVideoRectangle dmg[2] = { {0, 0, 320, 192}, {8, 208, 48, 24} };
+  GstBuffer *frame = desktop_frame (320, 240);
+  StreamLog log = { 0, };
+  GstTestClock *clock;
+  GstClockTime still, bound;
+  GstClockID id;
+  GstMapInfo map;
+  Tiler t;
+  gint i, w;
+
+  tiler_setup (&t, 320, 240, "stream-min-frames=5");
+  gst_harness_use_testclock (t.h);
+  clock = gst_harness_get_testclock (t.h);
+  fail_unless (gst_harness_push_upstream_event (t.hs,
+          gst_spice_event_new_rate (1000000, 5, 1, 1)));
+  fail_unless (gst_harness_push_upstream_event (t.h,
+          gst_spice_event_new_draw_budget (100000, 256 * 1024)));
+  for (i = 0; i < 30; i++) {
+    if (i == 15) {
+      fail_unless (tiler_stat_bool (&t, "stream-active"));
+      fail_unless (gst_harness_push_upstream_event (t.hs,
+              gst_spice_event_new_rate (1000000, 5, 1, 2)));
+      log.scale = 2;
+    }
+    /* the stream branch is late for the last frames */
+    if (i == 26)
+      fail_unless (gst_harness_push_upstream_event (t.hs,
+              gst_event_new_qos (GST_QOS_TYPE_UNDERFLOW, 2.0, GST_SECOND,
+                  26 * FRAME_DURATION)));
+    animate (frame, 320, &dmg[0], i, 3);
+    /* and a key press beside it with the last change: an update that is
+     * being paced when the deadline comes */
+    if (i == 29) {
+      gst_buffer_map (frame, &map, GST_MAP_WRITE);
+      fill_text (map.data, 320 * 4, &dmg[1], 4711);
+      gst_buffer_unmap (frame, &map);
+    }
+    tiler_push_sync (&t, frame, i, dmg, i == 29 ? 2 : 1);
+    tiler_apply (&t);
+    collect_stream (&t, &log);
+  }
+  fail_unless (log.keyframes >= 2, "%u keyframes", log.keyframes);
+  fail_unless (tiler_stat (&t, "stream-frames-dropped") > 0);
+  fail_unless (tiler_diff_pixels (&t, frame, NULL) > 0);
+  still = 29 * FRAME_DURATION;
+  bound = still + 250 * GST_MSECOND;
+  /* the first deadline at once, while the key press's update is paced */
+  gst_test_clock_wait_for_next_pending_id (clock, &id);
+  fail_unless (gst_clock_id_get_time (id) <= bound,
+      "the first deadline %" GST_TIME_FORMAT " after the last change",
+      GST_TIME_ARGS (gst_clock_id_get_time (id) - still));
+  gst_clock_id_unref (id);
+  fail_unless (gst_harness_crank_single_clock_wait (t.h));
+  for (w = 0; tiler_diff_pixels (&t, frame, NULL) > 0; w++) {
+    fail_unless (w < 300, "never exact: %" G_GUINT64_FORMAT " px differ",
+        tiler_diff_pixels (&t, frame, NULL));
+    if (gst_test_clock_peek_next_pending_id (clock, &id)) {
+      GstClockTime at = gst_clock_id_get_time (id);
+
+      gst_clock_id_unref (id);
+      fail_unless (at <= bound, "waits for a deadline %" GST_TIME_FORMAT
+          " after the last change", GST_TIME_ARGS (at - still));
+      fail_unless (gst_harness_crank_single_clock_wait (t.h));
+    }
+    g_usleep (10 * 1000);
+    tiler_apply (&t);
+    collect_stream (&t, &log);
+  }
   gst_object_unref (clock);
   tiler_teardown (&t);
   gst_buffer_unref (frame);
@@ -1386,6 +1483,7 @@ spicetiler_suite (void)
   tcase_add_test (tc, test_navigation_and_cursor);
   tcase_add_test (tc, test_refine_when_idle_on_clock);
   tcase_add_test (tc, test_stream_dropped_last_frame_converges);
+  tcase_add_test (tc, test_stream_still_exact_on_paced_link);
   tcase_add_test (tc, test_refine_deadline_already_past);
   tcase_add_test (tc, test_caps_change_redraws);
   tcase_add_test (tc, test_eos_converges);

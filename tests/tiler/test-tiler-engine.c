@@ -24,6 +24,8 @@ typedef struct
   GList *updates;               /* copies of every update, if kept */
   gboolean keep;
   guint stream_frames, keyframes;
+  gboolean lossy_stream;        /* stream frames reach the canvas lossy */
+  guint64 last_bytes;           /* of the updates applied last */
 } Eng;
 
 static Eng t0;
@@ -84,17 +86,34 @@ eng_apply (Eng * t)
   guint i, n = res->n_updates;
 
   fail_unless (res->n_before_stream <= n);
+  t->last_bytes = 0;
+  for (i = 0; i < n; i++)
+    t->last_bytes += gst_buffer_get_size (res->updates[i]);
   for (i = 0; i <= n; i++) {
     GError *err = NULL;
     GstBuffer *b;
     guint k;
 
     if (i == res->n_before_stream && res->stream_frame) {
-      draws_decoder_apply_pixels (t->dec, &res->stream_rect,
-          (const guint8 *) GST_VIDEO_FRAME_PLANE_DATA (res->frame, 0) +
-          (gsize) res->stream_rect.y * GST_VIDEO_FRAME_PLANE_STRIDE
-          (res->frame, 0) + (gsize) res->stream_rect.x * 4,
-          GST_VIDEO_FRAME_PLANE_STRIDE (res->frame, 0));
+      const GstVideoRectangle *sr = &res->stream_rect;
+      gint fs = GST_VIDEO_FRAME_PLANE_STRIDE (res->frame, 0);
+      const guint8 *px = (const guint8 *) GST_VIDEO_FRAME_PLANE_DATA
+          (res->frame, 0) + (gsize) sr->y * fs + (gsize) sr->x * 4;
+
+      if (t->lossy_stream) {
+        /* what a lossy codec shows: close, never exact */
+        guint32 *lossy = g_new (guint32, (gsize) sr->w * sr->h);
+        gint x, y;
+
+        for (y = 0; y < sr->h; y++)
+          for (x = 0; x < sr->w; x++)
+            lossy[y * sr->w + x] =
+                ((const guint32 *) (px + (gsize) y * fs))[x] ^ 0x010101;
+        draws_decoder_apply_pixels (t->dec, sr, (const guint8 *) lossy,
+            sr->w * 4);
+        g_free (lossy);
+      } else
+        draws_decoder_apply_pixels (t->dec, sr, px, fs);
       t->stream_frames++;
       t->keyframes += res->stream_keyframe;
     }
@@ -390,6 +409,217 @@ GST_START_TEST (test_engine_refine_deadline)
 
 GST_END_TEST;
 
+/* a refinement deadline that comes while the draw pad is busy (or paced
+ * to the link) is one the element's worker does not wait for again: the
+ * result asks for the next update as soon as the pad is free, and that
+ * one refines */
+GST_START_TEST (test_engine_refine_while_busy)
+{
+  GstBuffer *frame = desktop ();
+  GstVideoRectangle r = { 64, 48, 160, 128 };
+  TilerEngineInput in;
+  GstClockTime deadline;
+
+  eng_setup (&t0, GST_SPICE_TILER_STREAMING_OFF);
+  eng_frame (&t0, frame, 0, NULL);
+  paint (frame, &r, 0, 5);
+  eng_frame (&t0, frame, 1, &r);
+  fail_unless (eng_diff (&t0, frame, &r) > 0);
+  fail_if (t0.res.pending);
+  deadline = t0.res.next_refine;
+  fail_unless (GST_CLOCK_TIME_IS_VALID (deadline));
+  input_init (&t0, &in);
+  in.draw_busy = TRUE;
+  fail_unless_equals_int (eng_idle (&t0, TILER_UPDATE_REFINE, &in), 0);
+  fail_unless_equals_uint64 (t0.res.next_refine, deadline);
+  fail_unless (t0.res.pending, "the deadline passed while busy is lost");
+  fail_unless (eng_idle (&t0, TILER_UPDATE_CARRY, NULL) > 0);
+  fail_unless_equals_uint64 (eng_diff (&t0, frame, NULL), 0);
+  fail_if (t0.res.pending);
+  fail_unless_equals_uint64 (t0.res.next_refine, GST_CLOCK_TIME_NONE);
+  eng_teardown (&t0);
+  gst_buffer_unref (frame);
+}
+
+GST_END_TEST;
+
+/* A slow link, driven the way the element drives the engine: an update
+ * holds the link for its bytes at bps (meanwhile the draw pad is busy or
+ * paced, spice-draw-budget gives 10 ms of the link per update); without a
+ * frame the next update comes when the result is pending and the link is
+ * free, or at the refinement deadline: each deadline once (the worker
+ * waits for it on the clock), even when the link is busy then. Stream
+ * frames reach the canvas lossy. */
+typedef struct
+{
+  Eng *t;
+  guint64 bps;
+  GstClockTime now, link_free, last_deadline;
+  gint rate_n;                  /* spice-rate frame rate, 0 = none */
+  guint scale;
+  GstClockTime stream_qos;
+  guint64 bytes;                /* sent since the test reset it */
+  guint64 bytes_exact;          /* ... until the canvas became exact */
+} Link;
+
+static void
+link_input (Link * l, TilerEngineInput * in)
+{
+  input_init (l->t, in);
+  in->sink_budget = l->bps / 8 / 100;
+  in->link_bps = l->bps;
+  in->draw_busy = l->now < l->link_free;
+  in->rate_fps_n = l->rate_n;
+  in->rate_fps_d = 1;
+  in->rate_scale = MAX (l->scale, 1);
+  in->stream_qos_earliest = l->stream_qos;
+}
+
+static void
+link_sent (Link * l)
+{
+  if (l->t->last_bytes == 0)
+    return;
+  l->link_free = MAX (l->link_free, l->now) +
+      gst_util_uint64_scale (l->t->last_bytes * 8, GST_SECOND, l->bps);
+  l->bytes += l->t->last_bytes;
+}
+
+/* The updates without a frame before @until. With @frame: returns when
+ * the client had the canvas equal to it for good (the link carried the
+ * update that made it so), NONE if it is not equal at the end. */
+static GstClockTime
+link_idle (Link * l, GstClockTime until, GstBuffer * frame)
+{
+  TilerEngineResult *res = &l->t->res;
+  GstClockTime exact = GST_CLOCK_TIME_NONE;
+
+  if (frame && eng_diff (l->t, frame, NULL) == 0) {
+    exact = MAX (l->now, l->link_free);
+    l->bytes_exact = l->bytes;
+  }
+  for (;;) {
+    TilerEngineInput in;
+    TilerUpdateKind kind;
+    GstClockTime at;
+
+    if (res->pending) {
+      kind = TILER_UPDATE_CARRY;
+      at = MAX (l->now, l->link_free);
+    } else if (GST_CLOCK_TIME_IS_VALID (res->next_refine) &&
+        (!GST_CLOCK_TIME_IS_VALID (l->last_deadline) ||
+            res->next_refine > l->last_deadline)) {
+      kind = TILER_UPDATE_REFINE;
+      at = MAX (l->now, res->next_refine);
+    } else
+      break;
+    if (at >= until)
+      break;
+    if (kind == TILER_UPDATE_REFINE)
+      l->last_deadline = res->next_refine;
+    l->now = at;
+    link_input (l, &in);
+    eng_idle (l->t, kind, &in);
+    link_sent (l);
+    if (!frame)
+      continue;
+    if (eng_diff (l->t, frame, NULL) > 0)
+      exact = GST_CLOCK_TIME_NONE;
+    else if (!GST_CLOCK_TIME_IS_VALID (exact)) {
+      exact = MAX (l->now, l->link_free);
+      l->bytes_exact = l->bytes;
+    }
+  }
+  return exact;
+}
+
+/* frame @i (damage @dmg) at its time, after the idle updates before it */
+static void
+link_frame (Link * l, GstBuffer * frame, gint i, const GstVideoRectangle * dmg)
+{
+  TilerEngineInput in;
+
+  link_idle (l, (GstClockTime) i * FRAME_DURATION, NULL);
+  l->now = MAX (l->now, (GstClockTime) i * FRAME_DURATION);
+  link_input (l, &in);
+  eng_frame_full (l->t, frame, i, dmg, 1, &in);
+  link_sent (l);
+  l->last_deadline = GST_CLOCK_TIME_NONE;
+}
+
+/* Issue 15: on a 2 Mbit/s link with 5 stream frames a second, a stream
+ * that is rescaled (spice-rate), shrinks and moves, its last frames
+ * dropped (rate, QoS), then goes still: the client has the exact picture
+ * within refine-delay plus the time the link takes for what was sent
+ * after the last change until then (it kept tiles lossy forever before: a deadline
+ * lost while the link was busy; and a change no frame carried waited for
+ * stream-timeout). */
+GST_START_TEST (test_engine_stream_converges_on_slow_link)
+{
+  GstBuffer *frame = desktop ();
+  GstVideoRectangle a = { 0, 0, W, 192 }, b = { 0, 0, 128, 128 };
+  GstVideoRectangle c = { 64, 64, 128, 128 };
+  const TilerEngineStats *st;
+  GstClockTime still, bound, exact, in_flight;
+  Link l = { &t0, 2000000, 0, 0, GST_CLOCK_TIME_NONE, 5, 1,
+    GST_CLOCK_TIME_NONE, 0, 0
+  };
+  guint64 starts = 0;
+  gboolean shrank = FALSE, grew = FALSE;
+  gint i;
+
+  eng_setup (&t0, GST_SPICE_TILER_STREAMING_AUTO);
+  t0.lossy_stream = TRUE;
+  st = tiler_engine_stats (t0.e);
+  link_frame (&l, frame, 0, &(GstVideoRectangle) { 0, 0, W, H });
+  for (i = 1; i <= 150; i++) {
+    const GstVideoRectangle *r = i <= 45 ? &a : i <= 110 ? &b : &c;
+
+    /* the link asks for half the picture size mid-stream */
+    if (i == 30) {
+      fail_unless (st->stream_active);
+      l.scale = 2;
+      starts = st->stream_starts;
+    }
+    /* QoS: the stream branch is late for the last frames */
+    if (i == 144)
+      l.stream_qos = 200 * FRAME_DURATION;
+    paint (frame, r, 0, i);
+    link_frame (&l, frame, i, r);
+    if (i == 30)
+      fail_unless_equals_uint64 (st->stream_starts, starts + 1);
+    if (i > 45 && i <= 110 && st->stream_active &&
+        gst_spice_rect_contains (&b, &st->stream_rect))
+      shrank = TRUE;
+    if (i > 110 && shrank && st->stream_active &&
+        gst_spice_rect_contains (&st->stream_rect, &c))
+      grew = TRUE;
+  }
+  fail_unless (shrank, "the stream did not shrink");
+  fail_unless (grew, "the stream did not move over the new area");
+  fail_unless (st->stream_dropped > 0);
+  fail_unless (eng_diff (&t0, frame, NULL) > 0);
+
+  still = l.now;
+  in_flight = l.link_free > still ? l.link_free - still : 0;
+  l.bytes = 0;
+  exact = link_idle (&l, still + 5 * GST_SECOND, frame);
+  fail_unless (GST_CLOCK_TIME_IS_VALID (exact),
+      "never exact: %" G_GUINT64_FORMAT " px differ, %" G_GUINT64_FORMAT
+      " lossy cells", eng_diff (&t0, frame, NULL), st->lossy_cells);
+  bound = still + t0.p.refine_delay + in_flight +
+      gst_util_uint64_scale (l.bytes_exact * 8, GST_SECOND, l.bps) +
+      GST_MSECOND;
+  fail_unless (exact <= bound, "exact %" GST_TIME_FORMAT " after the last "
+      "change, bound %" GST_TIME_FORMAT, GST_TIME_ARGS (exact - still),
+      GST_TIME_ARGS (bound - still));
+  fail_unless_equals_uint64 (st->lossy_cells, 0);
+  eng_teardown (&t0);
+  gst_buffer_unref (frame);
+}
+
+GST_END_TEST;
+
 /* a small update budget spreads a large change over updates (the rest
  * pending); the final update has no budget and is lossless */
 GST_START_TEST (test_engine_budget_and_final)
@@ -487,6 +717,82 @@ GST_START_TEST (test_engine_stream)
 
 GST_END_TEST;
 
+/* Moving content frame @t over @r: a smooth texture with repeats (a
+ * panning landscape: every other pixel equals its left neighbour, the
+ * rest are small steps), or with @blocks two-pixel blocks of random
+ * colours (neither photographic nor compressible) */
+static void
+paint_moving (GstBuffer * frame, const GstVideoRectangle * r, gint t,
+    gboolean blocks)
+{
+  GstMapInfo map;
+  gint x, y;
+
+  gst_buffer_map (frame, &map, GST_MAP_WRITE);
+  for (y = r->y; y < r->y + r->h; y++) {
+    guint32 *row = (guint32 *) (map.data + (gsize) y * W * 4);
+    guint32 s = 0x9e3779b9u * (guint32) (y + 1) + (guint32) t;
+
+    for (x = r->x; x < r->x + r->w; x++) {
+      guint v = (guint) (((x + t * 4) / 2) * 3 + y * 2) % 400;
+      guint g = v < 200 ? v : 399 - v;
+
+      if (blocks)
+        row[x] = (x - r->x) % 2 ? row[x - 1] : 0xff000000 | rnd (&s);
+      else
+        row[x] = 0xff000000 | ((40 + g / 2) << 16) | ((30 + g) << 8) | 60;
+    }
+  }
+  gst_buffer_unmap (frame, &map);
+}
+
+/* Runs @frames frames of paint_moving() over @act on the desktop at @link_bps
+ * (spice-draw-budget's rate, 0 = none announced); the text beside it is
+ * exact after every update. Returns whether a stream covers @act. */
+static gboolean
+stream_by_cost (gboolean blocks, guint64 link_bps, gint frames)
+{
+  GstBuffer *frame = desktop ();
+  GstVideoRectangle act = { 0, 64, 192, 128 }, text = { 192, 0, W - 192, H };
+  const TilerEngineStats *st;
+  TilerEngineInput in;
+  gboolean streamed;
+  gint i;
+
+  eng_setup (&t0, GST_SPICE_TILER_STREAMING_AUTO);
+  st = tiler_engine_stats (t0.e);
+  eng_frame (&t0, frame, 0, NULL);
+  for (i = 1; i <= frames; i++) {
+    paint_moving (frame, &act, i, blocks);
+    input_init (&t0, &in);
+    in.link_bps = link_bps;
+    eng_frame_full (&t0, frame, i, &act, 1, &in);
+    fail_unless_equals_uint64 (eng_diff (&t0, frame, &text), 0);
+    if (st->stream_active)
+      fail_if (gst_spice_rect_intersect (&st->stream_rect, &text, NULL));
+  }
+  streamed = st->stream_active &&
+      gst_spice_rect_contains (&st->stream_rect, &act);
+  eng_teardown (&t0);
+  gst_buffer_unref (frame);
+  return streamed;
+}
+
+/* streaming follows what the area costs on the link: a smooth panning
+ * texture is photographic (small steps) and streams at any rate; two-pixel
+ * random blocks look synthetic but their lossless draws cost several
+ * stream frames each: they stream on a 2 Mbit/s link, not when no link
+ * was announced, nor on a LAN; static text beside either stays exact */
+GST_START_TEST (test_engine_stream_by_cost)
+{
+  fail_unless (stream_by_cost (FALSE, 2000000, 40));
+  fail_unless (stream_by_cost (TRUE, 2000000, 40));
+  fail_if (stream_by_cost (TRUE, 0, 40));
+  fail_if (stream_by_cost (TRUE, 1000000000, 40));
+}
+
+GST_END_TEST;
+
 /* rows that moved up go out as a copy of what the client has */
 GST_START_TEST (test_engine_scroll_copy)
 {
@@ -580,9 +886,12 @@ tiler_engine_suite (void)
   tcase_add_test (tc, test_engine_draw_busy_carries);
   tcase_add_test (tc, test_engine_refresh);
   tcase_add_test (tc, test_engine_refine_deadline);
+  tcase_add_test (tc, test_engine_refine_while_busy);
+  tcase_add_test (tc, test_engine_stream_converges_on_slow_link);
   tcase_add_test (tc, test_engine_budget_and_final);
   tcase_add_test (tc, test_engine_stream);
   tcase_add_test (tc, test_engine_scroll_copy);
+  tcase_add_test (tc, test_engine_stream_by_cost);
   tcase_add_test (tc, test_engine_same_as_element);
   return s;
 }
