@@ -345,7 +345,7 @@ def plots(rs, outdir, stem):
                   "set title '%s: SSIM of the shown frames (mean) against %s' noenhanced"
                   % (act, "bitrate" if kind == "rate" else "keypress latency"),
                   "set xlabel '%s' noenhanced" % xlabel, "set ylabel 'SSIM (mean)'",
-                  "set key outside right top noenhanced", "set grid", "set offsets 0.05, 0.3, 0.01, 0.01"]
+                  "set key outside right top noenhanced", "set grid", "set offsets graph 0.05, graph 0.3, graph 0.05, graph 0.05"]
             if logx:
                 gp.append("set logscale x")
             gp.append("plot " + ", ".join(plot))

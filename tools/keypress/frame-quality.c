@@ -14,7 +14,7 @@ frame_quality_mse (const guint8 * a, gint a_stride, const guint8 * b,
   if (w <= 0 || h <= 0)
     return NAN;
   for (y = 0; y < h; y++) {
-    const guint8 *p = a + (gsize) y * a_stride, *q = b + (gsize) y * b_stride;
+    const guint8 *p = a + (gsize) y * a_stride, *q = b + (gsize) y *b_stride;
     for (x = 0; x < w; x++, p += 4, q += 4) {
       gint d0 = p[0] - q[0], d1 = p[1] - q[1], d2 = p[2] - q[2];
       sum += (guint64) (d0 * d0 + d1 * d1 + d2 * d2);
@@ -70,7 +70,7 @@ frame_quality_ssim (const guint8 * a, gint a_stride, const guint8 * b,
       gdouble ma, mb, va, vb, cov;
 
       for (y = wy; y < wy + FRAME_QUALITY_WINDOW; y++) {
-        const guint8 *p = ya + (gsize) y * w + wx, *q = yb + (gsize) y * w + wx;
+        const guint8 *p = ya + (gsize) y * w + wx, *q = yb + (gsize) y *w + wx;
         for (x = 0; x < FRAME_QUALITY_WINDOW; x++) {
           sa += p[x];
           sb += q[x];
