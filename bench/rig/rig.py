@@ -36,7 +36,10 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(os.path.dirname(HERE))
 ALL_PROFILES = ["lan", "20/50", "80/10", "80/50", "80/5", "150/2"]
-ALL_ACTIVITIES = ["idle", "busy", "heavy", "text", "video"]
+# every activity the guest has (--activities all); the default matrix keeps
+# the first five (film and desktop-video would make it 40 % longer)
+ALL_ACTIVITIES = ["idle", "busy", "heavy", "text", "video", "film", "desktop-video"]
+DEFAULT_ACTIVITIES = ALL_ACTIVITIES[:5]
 ALL_MODES = ["relay-off", "relay-all", "transcode-lossless", "transcode-mjpeg",
              "transcode-vp8"]
 PASSWORD = "rig"
@@ -327,6 +330,12 @@ def run_cell(args, link, modes, profile, activity, mode, celldir, procs):
         if gpw and gpw != "none":
             gargv += ["--password", gpw]
         gargv += shlex.split(cfg.get("guest_args", ""))
+        quality = args.quality > 0 and activity != "idle"
+        ftimes = os.path.join(celldir, "frame-times.log")
+        if quality:
+            if os.path.exists(ftimes):
+                os.unlink(ftimes)
+            gargv += ["--frame-stamp", "--frame-times", ftimes]
         res["guest_cmd"] = " ".join(shlex.quote(a) for a in gargv)
         glog = open(os.path.join(celldir, "guest.log"), "w")
         guest = procs.start(ns_exec(ns_srv, gargv), stdin=ctl, stdout=glog,
@@ -360,6 +369,9 @@ def run_cell(args, link, modes, profile, activity, mode, celldir, procs):
                  "--exact-timeout", str(args.exact_timeout),
                  "--guest-control", fifo, "--reference", os.path.join(celldir, "reference.ppm"),
                  "--seed", str(args.seed), "-o", kjson, "-v"]
+        if quality:
+            kargv += ["--quality", str(args.quality), "--activity", activity,
+                      "--picture-seed", "1", "--frame-times", ftimes]
         le0 = link.linkemu_stats()
         lpid = int(st["LINKEMU_PID"]) if st.get("LINKEMU_PID") else None
         c_link0 = cpu_ticks(lpid) if lpid else 0
@@ -372,7 +384,8 @@ def run_cell(args, link, modes, profile, activity, mode, celldir, procs):
         ss = SsSampler(ns_srv, connect_port, os.path.join(celldir, "ss.log"))
         ss.start()
         budget = (args.warmup + 60 + (args.samples + args.warmup_presses) *
-                  (args.gap_max + 2.0) + args.exact_timeout + 8 * args.timeout)
+                  (args.gap_max + 2.0) + args.exact_timeout + 8 * args.timeout +
+                  (args.quality + 60 if quality else 0))
         try:
             rc = kp.wait(budget)
         except subprocess.TimeoutExpired:
@@ -486,7 +499,8 @@ def cmd_run(args):
     out = {"machine": machine_info(args.cc), "command": " ".join(shlex.quote(a) for a in sys.argv),
            "settings": {"samples": args.samples, "warmup_presses": args.warmup_presses,
                         "warmup_s": args.warmup, "timeout_s": args.timeout, "fps": args.fps,
-                        "exact_timeout_s": args.exact_timeout, "cc": args.cc},
+                        "exact_timeout_s": args.exact_timeout, "cc": args.cc,
+                        "quality_s": args.quality},
            "links": {}, "cells": []}
     path = os.path.join(args.out, "results.json")
 
@@ -542,9 +556,12 @@ def cmd_run(args):
                         res = {"profile": profile, "activity": activity, "mode": mode,
                                "cc": args.cc, "status": "error", "reason": repr(e)}
                     k = res.get("keypress") or {}
-                    log("  -> %s p50 %s p95 %s max %s timeouts %s Mbit/s %s exact %s%s" % (
+                    q = k.get("quality") or {}
+                    log("  -> %s p50 %s p95 %s max %s timeouts %s Mbit/s %s exact %s%s%s" % (
                         res["status"], k.get("p50_ms"), k.get("p95_ms"), k.get("max_ms"),
                         k.get("timeouts"), k.get("mbit_s"), k.get("time_to_exact_ms"),
+                        (" ssim %s/%s fps %s" % (q.get("ssim_mean"), q.get("ssim_p5"),
+                                                 q.get("shown_fps"))) if q else "",
                         (" (%s)" % res.get("reason")) if res.get("reason") else ""))
                     out["cells"].append(res)
                     save()
@@ -864,6 +881,8 @@ def cmd_report(args):
 def cmd_estimate(args):
     n = len(args.profiles) * len(args.activities) * len(args.modes)
     per = 4 + args.warmup + (args.samples + args.warmup_presses) * ((args.gap_min + args.gap_max) / 2 + 0.15) + 1
+    if args.quality > 0:
+        per += args.quality + 4     # the phase, then scoring its frames
     slow = sum(1 for p in args.profiles if p in ("80/10", "80/5", "150/2")) * 2 * 90
     log("%d cells x ~%.0f s (fast cells) = ~%.0f min, plus ~15 s per link verification and "
         "roughly %.0f min for cells with multi-second latencies" % (n, per, n * per / 60, slow / 60))
@@ -884,7 +903,9 @@ def main():
         p = sub.add_parser(name)
         p.add_argument("--profiles", default=",".join(ALL_PROFILES),
                        help="comma list of lan and RTT/MBIT (default: all six)")
-        p.add_argument("--activities", default=",".join(ALL_ACTIVITIES))
+        p.add_argument("--activities", default=",".join(DEFAULT_ACTIVITIES),
+                       help="comma list or 'all' (default: %s; also film, desktop-video)"
+                       % ",".join(DEFAULT_ACTIVITIES))
         p.add_argument("--modes", default=",".join(ALL_MODES))
         p.add_argument("--samples", type=int, default=15)
         p.add_argument("--warmup-presses", type=int, default=2)
@@ -895,6 +916,9 @@ def main():
         p.add_argument("--exact-timeout", type=float, default=15.0)
         p.add_argument("--fps", type=int, default=30)
         p.add_argument("--seed", type=int, default=1)
+        p.add_argument("--quality", type=float, default=0.0,
+                       help="s of shown-frame quality scoring per moving cell (0: off); "
+                       "the guest then stamps its frames")
         p.add_argument("--cc", default="cubic")
         p.add_argument("--prefix", default="gsrig")
         p.add_argument("--build", default=os.path.join(SOURCE, "build"))

@@ -219,6 +219,175 @@ GST_START_TEST (test_activity_character)
 
 GST_END_TEST;
 
+GST_START_TEST (test_film_and_desktop_video)
+{
+  gint aw = 640, ah = 480, stride = aw * 4;
+  guint8 *a = g_malloc ((gsize) stride * ah);
+  guint8 *b = g_malloc ((gsize) stride * ah);
+  guint8 *c = g_malloc ((gsize) stride * ah);
+  double film, film_far;
+  GuestRect d;
+  gint x, y, outside = 0, inside = 0;
+
+  /* film: natural (mostly smooth, grain of +-8 on top), moving every
+   * frame, and the zoom takes it far from where it started */
+  guest_render_activity (GUEST_ACTIVITY_FILM, 1, 10, a, aw, ah, stride);
+  film = roughness (a, aw, ah, stride);
+  fail_unless (film > 2.0 && film < 12.0, "film roughness %f", film);
+  guest_render_activity (GUEST_ACTIVITY_FILM, 1, 11, b, aw, ah, stride);
+  fail_unless (memcmp (a, b, (gsize) stride * ah) != 0, "film static");
+  /* grain aside, frame 11 is close to frame 10, frame 300 (1.5x) is not */
+  guest_render_activity (GUEST_ACTIVITY_FILM, 1, GUEST_FILM_ZOOM_PERIOD / 2,
+      c, aw, ah, stride);
+  film_far = 0;
+  for (y = 0; y < ah; y++)
+    for (x = 0; x < aw; x++) {
+      gsize i = (gsize) y * stride + x * 4 + 1;
+      film_far += ABS ((gint) c[i] - a[i]) - ABS ((gint) b[i] - a[i]);
+    }
+  fail_unless (film_far / (aw * ah) > 4.0, "zoom barely moves: %f",
+      film_far / (aw * ah));
+  /* film frames repeat with the zoom period (the grain does not) */
+  guest_render_activity (GUEST_ACTIVITY_FILM, 2, 10, c, aw, ah, stride);
+  fail_unless (memcmp (a, c, (gsize) stride * ah) != 0, "seed ignored");
+
+  /* desktop-video: a 480x270 window on the 8-px grid, off the 64-px grid
+   * of the default surface; only the window changes between frames */
+  fail_unless (guest_render_damage_rect (GUEST_ACTIVITY_DESKTOP_VIDEO, aw, ah,
+          &d));
+  fail_unless_equals_int (d.width, GUEST_DESKTOP_VIDEO_WIDTH);
+  fail_unless_equals_int (d.height, GUEST_DESKTOP_VIDEO_HEIGHT);
+  fail_unless (d.x % 8 == 0 && d.y % 8 == 0 && (624 + d.x) % 64 != 0);
+  fail_unless (d.x >= GUEST_QUALITY_TEXT_WIDTH && d.x + d.width <= aw);
+  guest_render_activity (GUEST_ACTIVITY_DESKTOP_VIDEO, 1, 10, a, aw, ah,
+      stride);
+  guest_render_activity (GUEST_ACTIVITY_DESKTOP_VIDEO, 1, 11, b, aw, ah,
+      stride);
+  for (y = 0; y < ah; y++)
+    for (x = 0; x < aw; x++) {
+      gboolean in = x >= d.x && x < d.x + d.width && y >= d.y &&
+          y < d.y + d.height;
+      gboolean diff = px_at (a, stride, x, y) != px_at (b, stride, x, y);
+      if (in)
+        inside += diff;
+      else
+        outside += diff;
+    }
+  fail_unless_equals_int (outside, 0);
+  fail_unless (inside > d.width * d.height / 20, "window static: %d", inside);
+  /* the window shows the video landscape */
+  guest_render_activity (GUEST_ACTIVITY_VIDEO, 1, 10, c, d.width, d.height,
+      stride);
+  for (y = 0, outside = 0; y < d.height; y++)
+    outside += memcmp (c + (gsize) y * stride, a + (gsize) (y + d.y) * stride
+        + (gsize) d.x * 4, (gsize) d.width * 4) != 0;
+  fail_unless_equals_int (outside, 0);
+  /* the other activities change the whole area */
+  fail_unless (guest_render_damage_rect (GUEST_ACTIVITY_FILM, aw, ah, &d));
+  fail_unless (d.x == 0 && d.y == 0 && d.width == aw && d.height == ah);
+  g_free (a);
+  g_free (b);
+  g_free (c);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_frame_stamp)
+{
+  const gint64 numbers[] = { 0, 1, 2, 255, 256, 12345, 0xabcdef,
+    GUEST_STAMP_MODULO - 1
+  };
+  gint stride = GUEST_STAMP_WIDTH * 4, i, j, x, y;
+  guint8 *s = g_malloc0 ((gsize) stride * GUEST_STAMP_HEIGHT);
+  guint8 *half = g_malloc0 ((gsize) stride * GUEST_STAMP_HEIGHT);
+  GuestActivity k;
+  GuestRect st, pic, text, area;
+
+  for (i = 0; i < (gint) G_N_ELEMENTS (numbers); i++) {
+    gint64 n = numbers[i];
+    guint32 state = 0x1234567 + i;
+
+    guest_render_stamp (s, stride, n);
+    fail_unless_equals_int64 (guest_read_stamp (s, stride), n);
+    /* one cell flipped: refused */
+    for (j = 0; j < 32; j += 7) {
+      guint8 *cell = s + (gsize) (j / 16) * 8 * stride + (gsize) (j % 16) * 64;
+      for (y = 0; y < GUEST_STAMP_CELL_H; y++)
+        for (x = 0; x < GUEST_STAMP_CELL_W * 4; x++)
+          cell[(gsize) y * stride + x] ^= 0xff;
+      fail_unless_equals_int64 (guest_read_stamp (s, stride), -1);
+      for (y = 0; y < GUEST_STAMP_CELL_H; y++)
+        for (x = 0; x < GUEST_STAMP_CELL_W * 4; x++)
+          cell[(gsize) y * stride + x] ^= 0xff;
+    }
+    /* a lossy copy still reads: +-100 of noise on every sample */
+    memcpy (half, s, (gsize) stride * GUEST_STAMP_HEIGHT);
+    for (j = 0; j < stride * GUEST_STAMP_HEIGHT; j++) {
+      gint v = half[j] + (gint) ((state = state * 1103515245 + 12345) >> 16)
+          % 201 - 100;
+      half[j] = (guint8) CLAMP (v, 0, 255);
+    }
+    fail_unless_equals_int64 (guest_read_stamp (half, stride), n);
+    /* and a stream scaled to a quarter and back up (nearest) */
+    for (y = 0; y < GUEST_STAMP_HEIGHT; y++)
+      for (x = 0; x < GUEST_STAMP_WIDTH; x++)
+        memcpy (half + (gsize) y * stride + x * 4, s + (gsize) (y & ~3) *
+            stride + (x & ~3) * 4, 4);
+    fail_unless_equals_int64 (guest_read_stamp (half, stride), n);
+  }
+  /* modulo 2^24 */
+  guest_render_stamp (s, stride, GUEST_STAMP_MODULO + 5);
+  fail_unless_equals_int64 (guest_read_stamp (s, stride), 5);
+  memset (s, 0x80, (gsize) stride * GUEST_STAMP_HEIGHT);
+  fail_unless_equals_int64 (guest_read_stamp (s, stride), -1);
+
+  /* geometry: the stamp is in the top-left corner of what changes every
+   * frame, on the 8-px grid; the picture measured is below it, the text
+   * strip left of it, static and clear of the key box */
+  fail_unless (guest_render_activity_rect (W, H, &area));
+  fail_if (guest_render_stamp_rect (GUEST_ACTIVITY_IDLE, W, H, &st));
+  for (k = GUEST_ACTIVITY_BUSY; k < GUEST_ACTIVITY_N; k++) {
+    guint8 *f0, *f1;
+    gint64 bad = 0;
+
+    fail_unless (guest_render_stamp_rect (k, W, H, &st), "%s",
+        guest_activity_to_string (k));
+    fail_unless (guest_render_quality_rects (k, W, H, &pic, &text));
+    fail_unless (st.x % 8 == 0 && st.y % 8 == 0);
+    fail_unless (pic.x == st.x && pic.y == st.y + GUEST_STAMP_HEIGHT);
+    fail_unless (pic.y + pic.height <= area.y + area.height);
+    fail_unless_equals_int (text.width, GUEST_QUALITY_TEXT_WIDTH);
+    fail_unless (text.x + text.width == pic.x && text.y == pic.y &&
+        text.height == pic.height && text.x > GUEST_KEY_BOX_X +
+        GUEST_KEY_BOX_SIZE);
+    f0 = g_malloc ((gsize) W * H * 4);
+    f1 = g_malloc ((gsize) W * H * 4);
+    guest_render_frame_full (f0, W, H, W * 4, 1, 0, k, 40, TRUE);
+    guest_render_frame_full (f1, W, H, W * 4, 1, 0, k, 41, TRUE);
+    fail_unless_equals_int64 (guest_read_stamp (f0 + (gsize) st.y * W * 4 +
+            (gsize) st.x * 4, W * 4), 40);
+    fail_unless_equals_int64 (guest_read_stamp (f1 + (gsize) st.y * W * 4 +
+            (gsize) st.x * 4, W * 4), 41);
+    for (y = text.y; y < text.y + text.height; y++)
+      for (x = text.x; x < text.x + text.width; x++)
+        bad += px_at (f0, W * 4, x, y) != px_at (f1, W * 4, x, y);
+    fail_unless_equals_int64 (bad, 0);
+    /* without the stamp the frame is guest_render_frame's */
+    guest_render_frame_full (f1, W, H, W * 4, 1, 0, k, 40, FALSE);
+    g_free (f0);
+    f0 = guest_render_frame_new (W, H, 1, 0, k, 40);
+    fail_unless (memcmp (f0, f1, (gsize) W * H * 4) == 0);
+    g_free (f0);
+    g_free (f1);
+  }
+  /* no room, no stamp */
+  fail_if (guest_render_stamp_rect (GUEST_ACTIVITY_BUSY, 400, 300, &st));
+  g_free (s);
+  g_free (half);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_frame_composition)
 {
   guint8 *f = guest_render_frame_new (W, H, 1, 1, GUEST_ACTIVITY_VIDEO, 5);
@@ -292,6 +461,8 @@ guest_render_suite (void)
   tcase_add_test (tc, test_key_box);
   tcase_add_test (tc, test_activity_rect);
   tcase_add_test (tc, test_activity_character);
+  tcase_add_test (tc, test_film_and_desktop_video);
+  tcase_add_test (tc, test_frame_stamp);
   tcase_add_test (tc, test_frame_composition);
   tcase_add_test (tc, test_ppm_roundtrip);
   return s;

@@ -210,6 +210,8 @@ GST_START_TEST (test_activity_frames)
   check_activity_frames (GUEST_ACTIVITY_HEAVY);
   check_activity_frames (GUEST_ACTIVITY_TEXT);
   check_activity_frames (GUEST_ACTIVITY_VIDEO);
+  check_activity_frames (GUEST_ACTIVITY_FILM);
+  check_activity_frames (GUEST_ACTIVITY_DESKTOP_VIDEO);
 }
 
 GST_END_TEST;
@@ -297,6 +299,61 @@ GST_START_TEST (test_activity_after_connect)
 
 GST_END_TEST;
 
+GST_START_TEST (test_frame_stamp_and_times)
+{
+  gchar *times = g_build_filename (g_get_tmp_dir (),
+      "gst-spice-frame-times-XXXXXX", NULL);
+  gint fd = g_mkstemp (times);
+  gchar *arg, *data = NULL, **lines;
+  GuestProcess *gp;
+  guint8 *expected;
+  gint64 last = 0;
+  gint i;
+
+  fail_unless (fd >= 0);
+  close (fd);
+  arg = g_strdup_printf ("--frame-times=%s", times);
+  /* desktop-video redraws only its window after frame 0: the client's
+   * picture must still be the whole frame, stamp included */
+  gp = start_guest ("--fps=0", "--activity=desktop-video", "--frame-stamp",
+      arg, "--image-compression=off", NULL);
+  expect_line_free (gp, "activity desktop-video");
+  guest_process_command (gp, "step");
+  expect_line_free (gp, "frame desktop-video 1");
+  guest_process_command (gp, "step");
+  expect_line_free (gp, "frame desktop-video 2");
+  expected = g_malloc ((gsize) W * H * 4);
+  guest_render_frame_full (expected, W, H, W * 4, 1, 0,
+      GUEST_ACTIVITY_DESKTOP_VIDEO, 2, TRUE);
+  assert_dump_equals (gp, expected, W, H, "stamped desktop-video frame 2");
+  assert_screenshot_equals (gp, NULL, expected, W, H,
+      "stamped desktop-video frame 2 (client)");
+
+  /* one line per drawn frame, in order, monotonic times */
+  fail_unless (g_file_get_contents (times, &data, NULL, NULL));
+  lines = g_strsplit (g_strstrip (data), "\n", -1);
+  fail_unless_equals_int (g_strv_length (lines), 3);
+  for (i = 0; i < 3; i++) {
+    gchar **f = g_strsplit (lines[i], " ", -1);
+    fail_unless_equals_int (g_strv_length (f), 3);
+    fail_unless_equals_string (f[0], "desktop-video");
+    fail_unless_equals_int (atoi (f[1]), i);
+    fail_unless (g_ascii_strtoll (f[2], NULL, 10) >= last);
+    last = g_ascii_strtoll (f[2], NULL, 10);
+    g_strfreev (f);
+  }
+  fail_unless (last > 0 && last <= g_get_monotonic_time ());
+  g_strfreev (lines);
+  g_free (data);
+  g_free (expected);
+  guest_process_stop (gp);
+  g_unlink (times);
+  g_free (times);
+  g_free (arg);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_bad_commands)
 {
   GuestProcess *gp = start_guest (NULL);
@@ -334,6 +391,7 @@ guest_screen_suite (void)
   tcase_add_test (tc, test_activity_screenshot_exact);
   tcase_add_test (tc, test_activity_runs_and_freezes);
   tcase_add_test (tc, test_activity_after_connect);
+  tcase_add_test (tc, test_frame_stamp_and_times);
   tcase_add_test (tc, test_bad_commands);
   return s;
 }

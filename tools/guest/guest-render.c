@@ -16,7 +16,7 @@ static guint8 sine_table[SINE_SIZE];    /* 0..255, one period */
 static guint8 glyph_rows[N_GLYPHS][GUEST_CELL_HEIGHT];  /* bit x = column x */
 
 static const gchar *const activity_names[GUEST_ACTIVITY_N] = {
-  "idle", "busy", "heavy", "text", "video"
+  "idle", "busy", "heavy", "text", "video", "film", "desktop-video"
 };
 
 /* 32-bit integer finaliser (xor-shift-multiply); good avalanche */
@@ -183,8 +183,8 @@ fill_rect (guint8 * bgrx, gint stride, const GuestRect * r, guint32 rgb)
   }
 }
 
-static gboolean
-intersect (const GuestRect * a, const GuestRect * b, GuestRect * out)
+gboolean
+guest_rect_intersect (const GuestRect * a, const GuestRect * b, GuestRect * out)
 {
   gint x0 = MAX (a->x, b->x), y0 = MAX (a->y, b->y);
   gint x1 = MIN (a->x + a->width, b->x + b->width);
@@ -209,7 +209,7 @@ guest_render_key_box_rect (gint w, gint h, GuestRect * rect)
   };
   GuestRect surf = { 0, 0, w, h };
 
-  return intersect (&box, &surf, rect);
+  return guest_rect_intersect (&box, &surf, rect);
 }
 
 gboolean
@@ -474,6 +474,225 @@ render_video (guint32 seed, guint t, guint8 * dst, gint aw, gint ah,
   g_free (near_h);
 }
 
+/* ---- film: a slow zoom over a photo-like picture, with grain ---------- */
+
+#define FILM_TEX_W 1024
+#define FILM_TEX_H 768
+
+/* one octave of value noise: a lattice of random bytes every `cell` texels,
+ * bilinear with a smoothstep weight, added into acc with weight amp */
+static void
+film_octave (guint32 seed, gint cell, gint amp, gint32 * acc)
+{
+  gint lw = FILM_TEX_W / cell + 2, lh = FILM_TEX_H / cell + 2;
+  guint8 *lat = g_new (guint8, (gsize) lw * lh);
+  gint x, y, i;
+
+  for (i = 0; i < lw * lh; i++)
+    lat[i] = (guint8) (mix32 (seed ^ mix32 ((guint32) i * 0x9e3779b9U +
+                (guint32) cell)) >> 24);
+  for (y = 0; y < FILM_TEX_H; y++) {
+    gint ly = y / cell, fy = (y % cell) * 256 / cell;
+    gint wy = fy * fy * (768 - 2 * fy) / 65536; /* smoothstep, 0..256 */
+    const guint8 *r0 = lat + (gsize) ly * lw, *r1 = r0 + lw;
+    gint32 *row = acc + (gsize) y * FILM_TEX_W;
+
+    for (x = 0; x < FILM_TEX_W; x++) {
+      gint lx = x / cell, fx = (x % cell) * 256 / cell;
+      gint wx = fx * fx * (768 - 2 * fx) / 65536;
+      gint top = r0[lx] * (256 - wx) + r0[lx + 1] * wx;
+      gint bot = r1[lx] * (256 - wx) + r1[lx + 1] * wx;
+      gint v = (top * (256 - wy) + bot * wy) >> 16;     /* 0..255 */
+
+      row[x] += (v - 128) * amp;
+    }
+  }
+  g_free (lat);
+}
+
+/* a fractal (1/f) field from 256- down to 2-texel detail, about 0..255 */
+static guint8 *
+film_field (guint32 seed)
+{
+  gint32 *acc = g_new0 (gint32, (gsize) FILM_TEX_W * FILM_TEX_H);
+  guint8 *out = g_new (guint8, (gsize) FILM_TEX_W * FILM_TEX_H);
+  gint cell, amp = 64, i;
+
+  for (cell = 256; cell >= 2; cell /= 2) {
+    film_octave (seed, cell, amp, acc);
+    amp = amp * 6 / 10;
+  }
+  for (i = 0; i < FILM_TEX_W * FILM_TEX_H; i++)
+    out[i] = (guint8) CLAMP (128 + acc[i] / 80, 0, 255);
+  g_free (acc);
+  return out;
+}
+
+/* The "photo": sky with clouds over a wavy horizon, foliage-like ground,
+ * both with detail at every scale. RGB, generated once per seed. */
+static guint8 *
+film_texture_new (guint32 seed)
+{
+  guint8 *tex = g_new (guint8, (gsize) FILM_TEX_W * FILM_TEX_H * 3);
+  guint8 *n1 = film_field (mix32 (seed ^ 0x66696c6dU));
+  guint8 *n2 = film_field (mix32 (seed ^ 0x67726e64U));
+  gint x, y;
+
+  for (y = 0; y < FILM_TEX_H; y++) {
+    for (x = 0; x < FILM_TEX_W; x++) {
+      gsize i = (gsize) y * FILM_TEX_W + x;
+      gint a = n1[i], b = n2[i];
+      gint horizon = FILM_TEX_H * 45 / 100 +
+          ((gint) n1[(gsize) (FILM_TEX_H / 2) * FILM_TEX_W + x] - 128) / 2;
+      guint8 *p = tex + i * 3;
+      gint r, g, bl;
+
+      if (y < horizon) {
+        gint k = y * 256 / MAX (horizon, 1);
+        gint cloud = CLAMP ((b - 140) * 3, 0, 256);
+        r = lerp8 (70, 190, (guint) k);
+        g = lerp8 (120, 210, (guint) k);
+        bl = lerp8 (200, 235, (guint) k);
+        r = lerp8 ((guint) r, 245, (guint) cloud);
+        g = lerp8 ((guint) g, 245, (guint) cloud);
+        bl = lerp8 ((guint) bl, 250, (guint) cloud);
+      } else {
+        gint d = (y - horizon) * 256 / MAX (FILM_TEX_H - horizon, 1);
+        r = 50 + a / 3 + b / 8 - d / 5;
+        g = 80 + a / 2 - d / 4;
+        bl = 30 + b / 6 - d / 8;
+      }
+      p[0] = (guint8) CLAMP (r, 0, 255);
+      p[1] = (guint8) CLAMP (g, 0, 255);
+      p[2] = (guint8) CLAMP (bl, 0, 255);
+    }
+  }
+  g_free (n1);
+  g_free (n2);
+  return tex;
+}
+
+/* Textures are made once per seed and kept (never freed: still reachable) */
+static const guint8 *
+film_texture (guint32 seed)
+{
+  static GMutex lock;
+  static GHashTable *cache;
+  guint8 *tex;
+
+  g_mutex_lock (&lock);
+  if (!cache)
+    cache = g_hash_table_new (g_direct_hash, g_direct_equal);
+  tex = g_hash_table_lookup (cache, GUINT_TO_POINTER (seed + 1));
+  if (!tex) {
+    tex = film_texture_new (seed);
+    g_hash_table_insert (cache, GUINT_TO_POINTER (seed + 1), tex);
+  }
+  g_mutex_unlock (&lock);
+  return tex;
+}
+
+static void
+render_film (guint32 seed, guint t, guint8 * dst, gint aw, gint ah, gint stride)
+{
+  const guint8 *tex = film_texture (seed);
+  guint32 ph = mix32 (seed ^ 0x7a6f6fU);
+  guint z = t % GUEST_FILM_ZOOM_PERIOD;
+  /* zoom 1.0 .. 1.5 and back: texels per pixel in 16.16 */
+  guint tri = z < GUEST_FILM_ZOOM_PERIOD / 2 ? z : GUEST_FILM_ZOOM_PERIOD - z;
+  gint64 inv = (gint64) 65536 * GUEST_FILM_ZOOM_PERIOD /
+      (GUEST_FILM_ZOOM_PERIOD + tri);
+  /* the zoom centre drifts a little */
+  gint64 cx = (gint64) (FILM_TEX_W / 2) * 65536 +
+      ((gint64) S (t + (ph & SINE_MASK)) - 128) * 65536 / 8;
+  gint64 cy = (gint64) (FILM_TEX_H / 2) * 65536 +
+      ((gint64) S (t + 256 + ((ph >> 10) & SINE_MASK)) - 128) * 65536 / 12;
+  guint32 state = mix32 (mix32 (seed * 0x9e3779b9U + 0x6772U) ^
+      mix32 (t + 0x7654321U));
+  gint x, y;
+
+  if (state == 0)
+    state = 0x2545f491U;
+  for (y = 0; y < ah; y++) {
+    guint8 *p = dst + (gsize) y * stride;
+    gint64 v = cy + (gint64) (2 * y - ah) * inv / 2;
+    gint vy = (gint) CLAMP (v >> 16, 0, FILM_TEX_H - 2);
+    guint fy = (guint) ((v >> 8) & 0xff);
+    const guint8 *r0 = tex + (gsize) vy * FILM_TEX_W * 3;
+    const guint8 *r1 = r0 + FILM_TEX_W * 3;
+
+    for (x = 0; x < aw; x++, p += 4) {
+      gint64 u = cx + (gint64) (2 * x - aw) * inv / 2;
+      gint ux = (gint) CLAMP (u >> 16, 0, FILM_TEX_W - 2);
+      guint fx = (guint) ((u >> 8) & 0xff);
+      const guint8 *a = r0 + ux * 3, *b = r1 + ux * 3;
+      gint grain = (gint) (xorshift32 (&state) % (2 * GUEST_FILM_GRAIN + 1)) -
+          GUEST_FILM_GRAIN;
+      gint c[3], i;
+
+      for (i = 0; i < 3; i++) {
+        guint top = lerp8 (a[i], a[i + 3], fx), bot = lerp8 (b[i], b[i + 3],
+            fx);
+        c[i] = CLAMP ((gint) lerp8 (top, bot, fy) + grain, 0, 255);
+      }
+      put_rgb (p, (guint) c[0], (guint) c[1], (guint) c[2]);
+    }
+  }
+}
+
+/* ---- desktop-video: a video window in a static text desktop ------------ */
+
+#define DESKTOP_BORDER  0x2a2a33
+#define DESKTOP_TITLE   0x3a4a78
+#define DESKTOP_TITLE_H 16
+
+/* The video window, area-local; on the 8-px grid and, on the default
+ * surface, off the 64-px tile grid (like a window a person placed). FALSE
+ * when the area is too small for a window: the video then fills it. */
+static gboolean
+desktop_window_rect (gint aw, gint ah, GuestRect * r)
+{
+  gint vw = MIN (GUEST_DESKTOP_VIDEO_WIDTH, aw - 32) & ~7;
+  gint vh = MIN (GUEST_DESKTOP_VIDEO_HEIGHT, ah - 40);
+
+  if (vw < 64 || vh < 32) {
+    r->x = r->y = 0;
+    r->width = aw;
+    r->height = ah;
+    return FALSE;
+  }
+  r->width = vw;
+  r->height = vh;
+  r->x = ((aw - vw) / 2 + 8) & ~7;
+  if (r->x + vw > aw - 4)
+    r->x = ((aw - vw) / 2) & ~7;
+  r->y = MIN (104, ah - vh - 4) & ~7;
+  return TRUE;
+}
+
+static void
+render_desktop_video (guint32 seed, guint t, guint8 * dst, gint aw, gint ah,
+    gint stride)
+{
+  GuestRect win, frame, title;
+
+  if (desktop_window_rect (aw, ah, &win)) {
+    render_text (mix32 (seed ^ 0xde5c7U), 0, dst, aw, ah, stride);
+    frame.x = win.x - 2;
+    frame.y = win.y - DESKTOP_TITLE_H - 2;
+    frame.width = win.width + 4;
+    frame.height = win.height + DESKTOP_TITLE_H + 4;
+    fill_rect (dst, stride, &frame, DESKTOP_BORDER);
+    title.x = win.x;
+    title.y = win.y - DESKTOP_TITLE_H;
+    title.width = win.width;
+    title.height = DESKTOP_TITLE_H - 2;
+    fill_rect (dst, stride, &title, DESKTOP_TITLE);
+  }
+  render_video (seed, t, dst + (gsize) win.y * stride + (gsize) win.x * 4,
+      win.width, win.height, stride);
+}
+
 void
 guest_render_activity (GuestActivity kind, guint32 seed, guint frame_no,
     guint8 * dst, gint aw, gint ah, gint stride)
@@ -494,17 +713,147 @@ guest_render_activity (GuestActivity kind, guint32 seed, guint frame_no,
     case GUEST_ACTIVITY_VIDEO:
       render_video (seed, frame_no, dst, aw, ah, stride);
       break;
+    case GUEST_ACTIVITY_FILM:
+      render_film (seed, frame_no, dst, aw, ah, stride);
+      break;
+    case GUEST_ACTIVITY_DESKTOP_VIDEO:
+      render_desktop_video (seed, frame_no, dst, aw, ah, stride);
+      break;
     case GUEST_ACTIVITY_IDLE:
     default:
       break;
   }
 }
 
-void
-guest_render_frame (guint8 * bgrx, gint w, gint h, gint stride,
-    guint32 seed, guint key_presses, GuestActivity kind, gint64 frame_no)
+/* ---- frame stamp ---------------------------------------------------------- */
+
+gboolean
+guest_render_damage_rect (GuestActivity kind, gint aw, gint ah,
+    GuestRect * rect)
 {
-  GuestRect area;
+  if (aw <= 0 || ah <= 0) {
+    rect->x = rect->y = rect->width = rect->height = 0;
+    return FALSE;
+  }
+  if (kind == GUEST_ACTIVITY_DESKTOP_VIDEO) {
+    desktop_window_rect (aw, ah, rect);
+    return TRUE;
+  }
+  rect->x = rect->y = 0;
+  rect->width = aw;
+  rect->height = ah;
+  return TRUE;
+}
+
+gboolean
+guest_render_stamp_rect (GuestActivity kind, gint w, gint h, GuestRect * rect)
+{
+  GuestRect area, d;
+
+  rect->x = rect->y = rect->width = rect->height = 0;
+  if (kind == GUEST_ACTIVITY_IDLE || !guest_render_activity_rect (w, h, &area)
+      || !guest_render_damage_rect (kind, area.width, area.height, &d)
+      || d.width < GUEST_STAMP_WIDTH || d.height <= 2 * GUEST_STAMP_HEIGHT)
+    return FALSE;
+  rect->x = area.x + d.x;
+  rect->y = area.y + d.y;
+  rect->width = GUEST_STAMP_WIDTH;
+  rect->height = GUEST_STAMP_HEIGHT;
+  return TRUE;
+}
+
+static guint32
+stamp_bits (gint64 frame_no)
+{
+  guint32 n = (guint32) (frame_no % GUEST_STAMP_MODULO);
+  guint32 check = mix32 (n * 0x9e3779b9U + 0x5741U) >> 24;
+  return n | (check << 24);
+}
+
+void
+guest_render_stamp (guint8 * dst, gint stride, gint64 frame_no)
+{
+  guint32 bits = stamp_bits (frame_no);
+  GuestRect cell;
+  gint i;
+
+  for (i = 0; i < 32; i++) {
+    cell.x = (i % GUEST_STAMP_COLUMNS) * GUEST_STAMP_CELL_W;
+    cell.y = (i / GUEST_STAMP_COLUMNS) * GUEST_STAMP_CELL_H;
+    cell.width = GUEST_STAMP_CELL_W;
+    cell.height = GUEST_STAMP_CELL_H;
+    fill_rect (dst, stride, &cell, (bits >> i) & 1 ? 0xffffff : 0x000000);
+  }
+}
+
+gint64
+guest_read_stamp (const guint8 * src, gint stride)
+{
+  guint32 bits = 0, n;
+  gint i, x, y;
+
+  for (i = 0; i < 32; i++) {
+    gint x0 = (i % GUEST_STAMP_COLUMNS) * GUEST_STAMP_CELL_W +
+        GUEST_STAMP_CELL_W / 4;
+    gint y0 = (i / GUEST_STAMP_COLUMNS) * GUEST_STAMP_CELL_H +
+        GUEST_STAMP_CELL_H / 4;
+    guint sum = 0, count = 0;
+
+    for (y = y0; y < y0 + GUEST_STAMP_CELL_H / 2; y++) {
+      const guint8 *p = src + (gsize) y * stride + (gsize) x0 * 4;
+      for (x = 0; x < GUEST_STAMP_CELL_W / 2; x++, p += 4) {
+        sum += p[0] + p[1] + p[2];
+        count += 3;
+      }
+    }
+    if (sum > count * 128)
+      bits |= 1U << i;
+  }
+  n = bits & (GUEST_STAMP_MODULO - 1);
+  return stamp_bits (n) == bits ? (gint64) n : -1;
+}
+
+gboolean
+guest_render_quality_rects (GuestActivity kind, gint w, gint h,
+    GuestRect * picture, GuestRect * text)
+{
+  GuestRect area, d;
+
+  text->x = text->y = text->width = text->height = 0;
+  if (!guest_render_activity_rect (w, h, &area)
+      || !guest_render_damage_rect (kind, area.width, area.height, &d)) {
+    *picture = *text;
+    return FALSE;
+  }
+  picture->x = area.x + d.x;
+  picture->y = area.y + d.y;
+  picture->width = d.width;
+  picture->height = d.height;
+  if (d.width >= GUEST_STAMP_WIDTH && d.height > 2 * GUEST_STAMP_HEIGHT) {
+    picture->y += GUEST_STAMP_HEIGHT;
+    picture->height -= GUEST_STAMP_HEIGHT;
+  }
+  /* the desktop left of the window, or the background left of the area */
+  if (kind == GUEST_ACTIVITY_DESKTOP_VIDEO)
+    text->width = d.x >= 16 ? MIN (GUEST_QUALITY_TEXT_WIDTH, d.x) : 0;
+  else
+    text->width = MIN (GUEST_QUALITY_TEXT_WIDTH, area.x);
+  if (text->width < 8) {
+    text->width = 0;
+    return TRUE;
+  }
+  text->x = picture->x - text->width;
+  text->y = picture->y;
+  text->height = picture->height;
+  return TRUE;
+}
+
+void
+guest_render_frame_full (guint8 * bgrx, gint w, gint h, gint stride,
+    guint32 seed, guint key_presses, GuestActivity kind, gint64 frame_no,
+    gboolean stamp)
+{
+  GuestRect area, st;
 
   guest_render_background (bgrx, w, h, stride, seed);
   guest_render_key_box (bgrx, w, h, stride, (key_presses & 1) != 0);
@@ -513,7 +862,18 @@ guest_render_frame (guint8 * bgrx, gint w, gint h, gint stride,
     guest_render_activity (kind, seed, (guint) frame_no,
         bgrx + (gsize) area.y * stride + (gsize) area.x * 4,
         area.width, area.height, stride);
+    if (stamp && guest_render_stamp_rect (kind, w, h, &st))
+      guest_render_stamp (bgrx + (gsize) st.y * stride + (gsize) st.x * 4,
+          stride, frame_no);
   }
+}
+
+void
+guest_render_frame (guint8 * bgrx, gint w, gint h, gint stride,
+    guint32 seed, guint key_presses, GuestActivity kind, gint64 frame_no)
+{
+  guest_render_frame_full (bgrx, w, h, stride, seed, key_presses, kind,
+      frame_no, FALSE);
 }
 
 guint8 *

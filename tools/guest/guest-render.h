@@ -56,6 +56,31 @@ G_BEGIN_DECLS
 /* text activity: scrolled by this many pixels per frame */
 #define GUEST_TEXT_SCROLL_PX  4
 
+/* film activity: a photo-like picture zoomed in and out over this many
+ * frames (1.0x .. 1.5x and back), with film grain of +-GUEST_FILM_GRAIN */
+#define GUEST_FILM_ZOOM_PERIOD 600
+#define GUEST_FILM_GRAIN       8
+
+/* desktop-video activity: a video window of at most this size inside a
+ * static text desktop */
+#define GUEST_DESKTOP_VIDEO_WIDTH  480
+#define GUEST_DESKTOP_VIDEO_HEIGHT 270
+
+/* Frame stamp (guest --frame-stamp): the frame number in 32 black/white
+ * cells of 16x8 px, two rows of 16 (bit i at row i / 16, column i % 16,
+ * white = 1): bits 0..23 the frame number modulo 2^24, bits 24..31 a check
+ * byte of it. Drawn in the top-left corner of the rectangle an activity
+ * redraws every frame (guest_render_damage_rect), in the same DRAW_COPY, so
+ * every path that carries the picture (draws, a stream) carries its stamp
+ * with it; the cells sit on the 8-px grid of that rectangle, so every 8x8
+ * block of a JPEG- or video-coded copy lies inside one cell. */
+#define GUEST_STAMP_CELL_W   16
+#define GUEST_STAMP_CELL_H   8
+#define GUEST_STAMP_COLUMNS  16
+#define GUEST_STAMP_WIDTH    (GUEST_STAMP_CELL_W * GUEST_STAMP_COLUMNS)
+#define GUEST_STAMP_HEIGHT   (GUEST_STAMP_CELL_H * 2)
+#define GUEST_STAMP_MODULO   (1 << 24)
+
 /* "no activity frame shown" for guest_render_frame() */
 #define GUEST_FRAME_NONE      (-1)
 
@@ -65,6 +90,8 @@ typedef enum {
   GUEST_ACTIVITY_HEAVY,
   GUEST_ACTIVITY_TEXT,
   GUEST_ACTIVITY_VIDEO,
+  GUEST_ACTIVITY_FILM,
+  GUEST_ACTIVITY_DESKTOP_VIDEO,
   GUEST_ACTIVITY_N
 } GuestActivity;
 
@@ -75,6 +102,10 @@ typedef struct {
 const gchar *guest_activity_to_string (GuestActivity kind);
 /* returns FALSE for an unknown name */
 gboolean guest_activity_from_string (const gchar * name, GuestActivity * kind);
+
+/* out = a ∩ b; FALSE (and out empty) if they do not overlap */
+gboolean guest_rect_intersect (const GuestRect * a, const GuestRect * b,
+    GuestRect * out);
 
 /* 0xRRGGBB -> BGRx pixel value as a little-endian guint32 (x = 0xff) */
 guint32 guest_pixel (guint32 rgb);
@@ -110,6 +141,9 @@ void guest_render_key_box (guint8 * bgrx, gint w, gint h, gint stride,
  *   heavy: same plasma, all 8 bits XOR noise (incompressible)
  *   text:  scrolling dark-on-light text, GUEST_TEXT_SCROLL_PX per frame
  *   video: panning landscape (sky, sun, parallax hills): smooth, natural
+ *   film:  slow zoom over a photo-like picture, with film grain
+ *   desktop-video: a static text desktop with a video window (the video
+ *          landscape at up to 480x270) in it
  */
 void guest_render_activity (GuestActivity kind, guint32 seed, guint frame_no,
     guint8 * dst, gint aw, gint ah, gint stride);
@@ -119,6 +153,45 @@ void guest_render_activity (GuestActivity kind, guint32 seed, guint frame_no,
  * GUEST_ACTIVITY_IDLE: the area shows the background). */
 void guest_render_frame (guint8 * bgrx, gint w, gint h, gint stride,
     guint32 seed, guint key_presses, GuestActivity kind, gint64 frame_no);
+
+/* The same with the frame stamp drawn on the activity frame when stamp is
+ * TRUE (what the guest shows with --frame-stamp). */
+void guest_render_frame_full (guint8 * bgrx, gint w, gint h, gint stride,
+    guint32 seed, guint key_presses, GuestActivity kind, gint64 frame_no,
+    gboolean stamp);
+
+/* The part of the activity area (area-local coordinates) that activity kind
+ * redraws on every frame after frame 0: the whole area, or for
+ * desktop-video the video window. FALSE if the area is empty. */
+gboolean guest_render_damage_rect (GuestActivity kind, gint aw, gint ah,
+    GuestRect * rect);
+
+/* Where the frame stamp of kind goes on a w x h surface (surface
+ * coordinates: the top-left GUEST_STAMP_WIDTH x GUEST_STAMP_HEIGHT of the
+ * damage rectangle). FALSE if there is no room (damage rectangle narrower
+ * than the stamp or not higher than twice its height): no stamp then. */
+gboolean guest_render_stamp_rect (GuestActivity kind, gint w, gint h,
+    GuestRect * rect);
+
+/* Draw the stamp of frame_no at dst (its top-left pixel). */
+void guest_render_stamp (guint8 * dst, gint stride, gint64 frame_no);
+
+/* Read a stamp at src (its top-left pixel): each cell's middle 8x4 pixels
+ * averaged, white above mid-grey. Returns the frame number modulo
+ * GUEST_STAMP_MODULO, or -1 when the check byte does not match (no stamp,
+ * a picture half way through an update, a codec that blurred it away). */
+gint64 guest_read_stamp (const guint8 * src, gint stride);
+
+/* The rectangles a quality measurement compares (surface coordinates):
+ * picture = the damage rectangle without the stamp's rows; text = a static
+ * strip of text of the same height just left of it (the background left of
+ * the area, or for desktop-video the desktop left of the window), where a
+ * stream's fringe would show; text->width is 0 when there is no room.
+ * FALSE if the area is empty. */
+gboolean guest_render_quality_rects (GuestActivity kind, gint w, gint h,
+    GuestRect * picture, GuestRect * text);
+
+#define GUEST_QUALITY_TEXT_WIDTH 64
 
 /* Convenience: a newly allocated w x h frame with stride w * 4. */
 guint8 *guest_render_frame_new (gint w, gint h, guint32 seed,

@@ -13,7 +13,10 @@
  *     press and is flushed alone and at once (one DRAW_COPY of the box from
  *     the keyboard callback);
  *   - a 640x480 activity area near the right edge, one DRAW_COPY of the whole
- *     area per frame at --fps: idle, busy, heavy, text or video.
+ *     area per frame at --fps (desktop-video: of its video window): idle,
+ *     busy, heavy, text, video, film or desktop-video; with --frame-stamp
+ *     each frame carries its number in a corner of that DRAW_COPY, and
+ *     --frame-times FILE logs when each frame was queued.
  *
  * Example:
  *   spice-test-guest --port 5900 --activity busy &
@@ -112,6 +115,8 @@ typedef struct
   gboolean allow_mc;
   gboolean exit_on_eof;
   gboolean log_frames;
+  gboolean frame_stamp;
+  gchar *frame_times_path;
   gint width, height;
 
   guint32 seed;
@@ -150,6 +155,7 @@ typedef struct
   gint64 next_frame_us;
   gboolean frozen;
   guint frames_skipped;
+  FILE *frame_times;            /* --frame-times: "NAME N MONOTONIC_US" */
 
   /* pointer */
   guint32 buttons;              /* 1 left, 2 right, 4 middle */
@@ -547,8 +553,8 @@ create_primary (Guest * g)
 static void
 redraw_all (Guest * g)
 {
-  guest_render_frame (g->fb, g->w, g->h, g->stride, g->seed, g->key_presses,
-      g->activity, g->frame_no);
+  guest_render_frame_full (g->fb, g->w, g->h, g->stride, g->seed,
+      g->key_presses, g->activity, g->frame_no, g->frame_stamp);
 }
 
 /* ---- activity ----------------------------------------------------------- */
@@ -578,17 +584,38 @@ schedule_frame (Guest * g)
   g->frame_source = g_timeout_add ((guint) delay, frame_tick, g);
 }
 
+/* Draws frame g->frame_no of the activity: the whole area when whole (the
+ * first frame), else only what the activity changes every frame (its damage
+ * rectangle), with the frame stamp in it (--frame-stamp), as one DRAW_COPY.
+ * Main thread. */
 static void
-draw_activity_frame (Guest * g)
+draw_activity_frame (Guest * g, gboolean whole)
 {
-  GuestRect a;
+  GuestRect a, d, st;
 
   if (!guest_render_activity_rect (g->w, g->h, &a))
     return;
   guest_render_activity (g->activity, g->seed, (guint) g->frame_no,
       g->fb + (gsize) a.y * g->stride + (gsize) a.x * 4, a.width, a.height,
       g->stride);
-  push_draw (g, &a);
+  if (g->frame_stamp && guest_render_stamp_rect (g->activity, g->w, g->h, &st))
+    guest_render_stamp (g->fb + (gsize) st.y * g->stride + (gsize) st.x * 4,
+        g->stride, g->frame_no);
+  /* the time is taken before the draw is queued: a client cannot show the
+   * frame earlier than that */
+  if (g->frame_times) {
+    fprintf (g->frame_times, "%s %" G_GINT64_FORMAT " %" G_GINT64_FORMAT "\n",
+        guest_activity_to_string (g->activity), g->frame_no,
+        g_get_monotonic_time ());
+    fflush (g->frame_times);
+  }
+  if (!whole && guest_render_damage_rect (g->activity, a.width, a.height, &d)) {
+    d.x += a.x;
+    d.y += a.y;
+    push_draw (g, &d);
+  } else {
+    push_draw (g, &a);
+  }
   if (g->log_frames)
     guest_log ("frame %s %" G_GINT64_FORMAT,
         guest_activity_to_string (g->activity), g->frame_no);
@@ -608,7 +635,7 @@ frame_tick (gpointer data)
     g->frames_skipped++;
   } else {
     g->frame_no++;
-    draw_activity_frame (g);
+    draw_activity_frame (g, FALSE);
   }
   schedule_frame (g);
   return G_SOURCE_REMOVE;
@@ -644,7 +671,7 @@ start_activity (Guest * g, GuestActivity kind)
 
   g->activity = kind;
   g->frame_no = 0;
-  draw_activity_frame (g);
+  draw_activity_frame (g, TRUE);
   guest_log ("activity %s", guest_activity_to_string (kind));
   if (g->fps > 0) {
     g->next_frame_us = g_get_monotonic_time ();
@@ -1026,7 +1053,7 @@ handle_command (Guest * g, const gchar * line)
       gboolean saved = g->log_frames;
       g->frame_no++;
       g->log_frames = TRUE;
-      draw_activity_frame (g);
+      draw_activity_frame (g, FALSE);
       g->log_frames = saved;
     }
   } else if (g_str_equal (argv[0], "resize") && argc == 3) {
@@ -1205,7 +1232,8 @@ main (int argc, char *argv[])
     {"fps", 'f', 0, G_OPTION_ARG_INT, &g->fps,
         "Activity frame rate; 0 = only on 'step' (default 30)", "N"},
     {"activity", 0, 0, G_OPTION_ARG_STRING, &g->activity_name,
-        "idle, busy, heavy, text or video (default idle)", "NAME"},
+        "idle, busy, heavy, text, video, film or desktop-video "
+          "(default idle)", "NAME"},
     {"activity-after-connect", 0, 0, G_OPTION_ARG_NONE,
           &g->activity_after_connect,
         "Start the activity once a display channel linked", NULL},
@@ -1225,6 +1253,11 @@ main (int argc, char *argv[])
         "Quit when stdin reaches end of file", NULL},
     {"log-frames", 0, 0, G_OPTION_ARG_NONE, &g->log_frames,
         "Print 'frame NAME N' for every activity frame", NULL},
+    {"frame-stamp", 0, 0, G_OPTION_ARG_NONE, &g->frame_stamp,
+        "Stamp each activity frame's number into its picture", NULL},
+    {"frame-times", 0, 0, G_OPTION_ARG_FILENAME, &g->frame_times_path,
+          "Append 'NAME N MONOTONIC_US' to FILE for every activity frame",
+        "FILE"},
     {NULL}
   };
 
@@ -1275,6 +1308,14 @@ main (int argc, char *argv[])
   }
   if (g->allow_mc)
     g_setenv ("SPICE_DEBUG_ALLOW_MC", "1", TRUE);
+  if (g->frame_times_path) {
+    g->frame_times = fopen (g->frame_times_path, "a");
+    if (!g->frame_times) {
+      g_set_error (&error, G_OPTION_ERROR, G_OPTION_ERROR_FAILED,
+          "--frame-times %s: %s", g->frame_times_path, g_strerror (errno));
+      goto fail;
+    }
+  }
 
   /* a closed stdout pipe (launcher gone) ends us like any CLI tool */
   g->loop = g_main_loop_new (NULL, FALSE);
@@ -1340,6 +1381,8 @@ main (int argc, char *argv[])
   g_free (g->primary_mem);
   g_free (g->fb);
   g_main_loop_unref (g->loop);
+  if (g->frame_times)
+    fclose (g->frame_times);
   return 0;
 
 fail:

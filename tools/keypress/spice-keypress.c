@@ -14,6 +14,20 @@
  * guest's dump of its framebuffer (PPM) and measures how long it takes until
  * the client's surface equals it pixel for pixel.
  *
+ * Optional "quality while it moves": with --quality S (and --activity NAME,
+ * --picture-seed N: what the test guest shows, started with --frame-stamp)
+ * the client, after the last sample, watches the activity for S seconds. At
+ * every display-invalidate that touches the guest's frame stamp it reads
+ * the frame number there (guest_read_stamp); each new number is a shown
+ * frame, and the picture it is judged by is the surface just before the
+ * next frame's stamp arrived (a mirror of the measured rectangles, updated
+ * rectangle by rectangle at each invalidate). After the phase every shown
+ * frame is compared with the guest's own render of that frame
+ * (guest_render_activity): PSNR and SSIM over the picture (the activity's
+ * damage rectangle without the stamp rows) and over the text strip left of
+ * it (frame-quality.h), and its age: shown time minus the time the guest
+ * queued it (--frame-times, the guest's log; both use CLOCK_MONOTONIC).
+ *
  * Output: one JSON object (--json FILE, default stdout) with the samples and
  * p50/p95/max (linear-interpolated percentiles), timeouts, the received
  * Mbit/s over the measurement window (all channels' total-read-bytes) and the
@@ -25,6 +39,9 @@
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <spice-client.h>
+
+#include "frame-quality.h"
+#include "guest-render.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -47,6 +64,7 @@ typedef enum
   ST_GAP,
   ST_WAITING,
   ST_LATE,                      /* timed out, waiting for the box to settle */
+  ST_QUALITY,
   ST_EXACT,
   ST_DONE
 } State;
@@ -60,6 +78,10 @@ typedef struct
       exact_timeout_s;
   gint64 seed;
   gboolean verbose;
+  gdouble quality_s;
+  gchar *activity_name, *frame_times;
+  gint64 picture_seed;
+  gint quality_max_frames;
 
   /* state */
   GMainLoop *loop;
@@ -90,7 +112,27 @@ typedef struct
   gint64 last_diff;
   gint64 t_last_inval;          /* last display-invalidate of any region */
   gboolean ref_checked;
+
+  /* quality phase */
+  GuestActivity activity;
+  gint q_w, q_h;                /* surface size at the phase's start */
+  GuestRect q_stamp, q_pic, q_text, q_union;    /* surface coordinates */
+  guint8 *q_mirror;             /* q_union as BGRx, stride q_union.width*4 */
+  gint64 q_cur;                 /* frame shown now, -1 none */
+  gint64 q_cur_t;               /* when it appeared, -1: before the phase */
+  GArray *q_frames;             /* QFrame */
+  gint q_unreadable, q_dropped_snapshots;
+  gint64 t_q0, t_q1;
+  guint64 q_bytes0, q_bytes1, q_dbytes0, q_dbytes1;
+  gchar *q_error;
 } Ctx;
+
+typedef struct
+{
+  gint64 n, t_shown;
+  guint8 *pixels;               /* copy of the mirror, freed after scoring */
+  gdouble ssim, mse, text_ssim, text_mse, age_ms;
+} QFrame;
 
 static Ctx ctx;
 
@@ -260,15 +302,173 @@ percentile (const gdouble * sorted, guint n, gdouble q)
   return sorted[lo] + (pos - lo) * (sorted[lo + 1] - sorted[lo]);
 }
 
+/* a number with 3 decimals (precise: 9 significant digits), null for NaN
+ * (and infinity) */
 static void
-json_num (GString * s, const gchar * key, gdouble v, gboolean comma)
+json_num_full (GString * s, const gchar * key, gdouble v, gboolean precise,
+    gboolean comma)
 {
-  if (isnan (v))
+  if (!isfinite (v))
     g_string_append_printf (s, "\"%s\":null", key);
+  else if (precise)
+    g_string_append_printf (s, "\"%s\":%.9g", key, v);
   else
     g_string_append_printf (s, "\"%s\":%.3f", key, v);
   if (comma)
     g_string_append_c (s, ',');
+}
+
+static void
+json_num (GString * s, const gchar * key, gdouble v, gboolean comma)
+{
+  json_num_full (s, key, v, FALSE, comma);
+}
+
+/* SSIM, MSE: a value just below 1 or above 0 must not print as 1 or 0 */
+static void
+json_exact (GString * s, const gchar * key, gdouble v, gboolean comma)
+{
+  json_num_full (s, key, v, TRUE, comma);
+}
+
+/* ---- quality: scoring and output ----------------------------------------- */
+
+static gint
+cmp_double_nan_last (gconstpointer a, gconstpointer b)
+{
+  gdouble x = *(const gdouble *) a, y = *(const gdouble *) b;
+  if (isnan (x) || isnan (y))
+    return isnan (x) - isnan (y);
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/* sorted copy of one field of the frames without NaNs; *n its length */
+static gdouble *
+q_sorted (gsize offset, guint * n)
+{
+  gdouble *v = g_new (gdouble, MAX (ctx.q_frames->len, 1));
+  guint i, k = 0;
+
+  for (i = 0; i < ctx.q_frames->len; i++) {
+    gdouble x = G_STRUCT_MEMBER (gdouble, &g_array_index (ctx.q_frames,
+            QFrame, i), offset);
+    if (!isnan (x))
+      v[k++] = x;
+  }
+  qsort (v, k, sizeof (gdouble), cmp_double_nan_last);
+  *n = k;
+  return v;
+}
+
+static gdouble
+q_mean (gsize offset)
+{
+  guint n, i;
+  gdouble *v = q_sorted (offset, &n), sum = 0;
+  for (i = 0; i < n; i++)
+    sum += v[i];
+  g_free (v);
+  return n ? sum / n : NAN;
+}
+
+static gdouble
+q_pct (gsize offset, gdouble q)
+{
+  guint n;
+  gdouble *v = q_sorted (offset, &n);
+  gdouble r = percentile (v, n, q);
+  g_free (v);
+  return r;
+}
+
+static guint
+q_identical (gsize offset)
+{
+  guint i, k = 0;
+  for (i = 0; i < ctx.q_frames->len; i++)
+    if (G_STRUCT_MEMBER (gdouble, &g_array_index (ctx.q_frames, QFrame, i),
+            offset) == 0.0)
+      k++;
+  return k;
+}
+
+/* a PSNR in JSON: null when infinite (identical) or unknown */
+static void
+json_psnr (GString * s, const gchar * key, gdouble mse, gboolean comma)
+{
+  json_num (s, key, mse > 0 ? frame_quality_psnr (mse) : NAN, comma);
+}
+
+static void
+quality_json (GString * s)
+{
+  GArray *f = ctx.q_frames;
+  gdouble dur = ctx.t_q1 > ctx.t_q0 ? (ctx.t_q1 - ctx.t_q0) / 1e6 : NAN;
+  guint i, n = f ? f->len : 0;
+  gint64 first = n ? g_array_index (f, QFrame, 0).n : -1;
+  gint64 last = n ? g_array_index (f, QFrame, n - 1).n : -1;
+
+  g_string_append (s, "\"quality\":{");
+  if (ctx.q_error) {
+    gchar *e = g_strescape (ctx.q_error, NULL);
+    g_string_append_printf (s, "\"error\":\"%s\",", e);
+    g_free (e);
+  }
+  g_string_append_printf (s, "\"activity\":\"%s\",\"seconds\":%.3f,"
+      "\"frames\":%u,\"unreadable_stamps\":%d,\"snapshots_dropped\":%d,",
+      guest_activity_to_string (ctx.activity), isnan (dur) ? 0 : dur, n,
+      ctx.q_unreadable, ctx.q_dropped_snapshots);
+  g_string_append_printf (s, "\"picture_rect\":[%d,%d,%d,%d],"
+      "\"text_rect\":[%d,%d,%d,%d],", ctx.q_pic.x, ctx.q_pic.y,
+      ctx.q_pic.width, ctx.q_pic.height, ctx.q_text.x, ctx.q_text.y,
+      ctx.q_text.width, ctx.q_text.height);
+  /* source frames in the shown range that the client never showed */
+  g_string_append_printf (s, "\"frames_not_shown\":%" G_GINT64_FORMAT ",",
+      n ? MAX (0, last - first + 1 - (gint64) n) : 0);
+  json_num (s, "shown_fps", n && !isnan (dur) ? n / dur : NAN, TRUE);
+  json_num (s, "mbit_s", isnan (dur) ? NAN :
+      (ctx.q_bytes1 - ctx.q_bytes0) * 8.0 / dur / 1e6, TRUE);
+  json_num (s, "display_mbit_s", isnan (dur) ? NAN :
+      (ctx.q_dbytes1 - ctx.q_dbytes0) * 8.0 / dur / 1e6, TRUE);
+  if (n) {
+    json_exact (s, "ssim_mean", q_mean (G_STRUCT_OFFSET (QFrame, ssim)), TRUE);
+    json_exact (s, "ssim_p5", q_pct (G_STRUCT_OFFSET (QFrame, ssim), 0.05),
+        TRUE);
+    json_exact (s, "ssim_min", q_pct (G_STRUCT_OFFSET (QFrame, ssim), 0), TRUE);
+    /* PSNR of the mean MSE, and of the 95th-percentile MSE (the worse 5 %) */
+    json_psnr (s, "psnr_db_mean", q_mean (G_STRUCT_OFFSET (QFrame, mse)), TRUE);
+    json_psnr (s, "psnr_db_p5", q_pct (G_STRUCT_OFFSET (QFrame, mse), 0.95),
+        TRUE);
+    g_string_append_printf (s, "\"identical_frames\":%u,",
+        q_identical (G_STRUCT_OFFSET (QFrame, mse)));
+    json_exact (s, "text_ssim_mean", q_mean (G_STRUCT_OFFSET (QFrame,
+                text_ssim)), TRUE);
+    json_exact (s, "text_ssim_p5", q_pct (G_STRUCT_OFFSET (QFrame, text_ssim),
+            0.05), TRUE);
+    json_psnr (s, "text_psnr_db_mean", q_mean (G_STRUCT_OFFSET (QFrame,
+                text_mse)), TRUE);
+    g_string_append_printf (s, "\"text_identical_frames\":%u,",
+        q_identical (G_STRUCT_OFFSET (QFrame, text_mse)));
+    json_num (s, "age_ms_p50", q_pct (G_STRUCT_OFFSET (QFrame, age_ms), 0.5),
+        TRUE);
+    json_num (s, "age_ms_p95", q_pct (G_STRUCT_OFFSET (QFrame, age_ms), 0.95),
+        TRUE);
+  }
+  g_string_append (s, "\"per_frame\":[");
+  for (i = 0; i < n; i++) {
+    QFrame *q = &g_array_index (f, QFrame, i);
+    g_string_append_printf (s, "%s{\"n\":%" G_GINT64_FORMAT ",", i ? "," : "",
+        q->n);
+    json_num (s, "shown_ms", (q->t_shown - ctx.t_q0) / 1e3, TRUE);
+    json_num (s, "age_ms", q->age_ms, TRUE);
+    json_exact (s, "ssim", q->ssim, TRUE);
+    json_exact (s, "mse", q->mse, TRUE);
+    json_psnr (s, "psnr_db", q->mse, TRUE);
+    json_exact (s, "text_ssim", q->text_ssim, TRUE);
+    json_psnr (s, "text_psnr_db", q->text_mse, FALSE);
+    g_string_append_c (s, '}');
+  }
+  g_string_append (s, "]},");
 }
 
 static void
@@ -320,6 +520,8 @@ write_json (void)
     g_string_append_printf (s, "\"exact_diff_pixels\":%" G_GINT64_FORMAT ",",
         ctx.exact_ms >= 0 ? 0 : ctx.last_diff);
   }
+  if (ctx.quality_s > 0)
+    quality_json (s);
   g_string_append_printf (s, "\"scancode\":%d,\"seed\":%" G_GINT64_FORMAT "}\n",
       ctx.scancode, ctx.seed);
   if (ctx.json_path && strcmp (ctx.json_path, "-") != 0) {
@@ -429,6 +631,198 @@ start_exact (void)
   ctx.timer = g_timeout_add (20, exact_poll, NULL);
 }
 
+/* ---- quality phase ------------------------------------------------------- */
+
+/* surface rectangle r (inside q_union) into the mirror. Main thread. */
+static void
+mirror_copy (const SpiceDisplayPrimary * p, const GuestRect * r)
+{
+  gint y, ms = ctx.q_union.width * 4;
+  for (y = r->y; y < r->y + r->height; y++)
+    memcpy (ctx.q_mirror + (gsize) (y - ctx.q_union.y) * ms +
+        (gsize) (r->x - ctx.q_union.x) * 4,
+        p->data + (gsize) y * p->stride + (gsize) r->x * 4,
+        (gsize) r->width * 4);
+}
+
+/* the frame shown until now is complete: keep the mirror's picture of it */
+static void
+quality_keep_current (void)
+{
+  QFrame q = { 0 };
+  gsize size = (gsize) ctx.q_union.width * ctx.q_union.height * 4;
+
+  if (ctx.q_cur < 0 || ctx.q_cur_t < 0)
+    return;
+  if ((gint) ctx.q_frames->len >= ctx.quality_max_frames) {
+    ctx.q_dropped_snapshots++;
+    return;
+  }
+  q.n = ctx.q_cur;
+  q.t_shown = ctx.q_cur_t;
+  q.pixels = g_memdup2 (ctx.q_mirror, size);
+  g_array_append_val (ctx.q_frames, q);
+}
+
+/* A display-invalidate during the phase. Main thread. */
+static void
+quality_invalidate (gint x, gint y, gint w, gint h)
+{
+  SpiceDisplayPrimary p;
+  GuestRect r, inv = { x, y, w, h };
+
+  if (!get_primary (&p) || p.width != ctx.q_w || p.height != ctx.q_h)
+    return;
+  if (guest_rect_intersect (&ctx.q_stamp, &inv, &r)) {
+    gint64 n = guest_read_stamp (p.data + (gsize) ctx.q_stamp.y * p.stride +
+        (gsize) ctx.q_stamp.x * 4, p.stride);
+    if (n < 0) {
+      ctx.q_unreadable++;
+    } else if (n != ctx.q_cur) {
+      /* the mirror still holds the picture as it was before this update */
+      quality_keep_current ();
+      ctx.q_cur = n;
+      ctx.q_cur_t = g_get_monotonic_time ();
+    }
+  }
+  if (guest_rect_intersect (&ctx.q_union, &inv, &r))
+    mirror_copy (&p, &r);
+}
+
+/* "NAME N US" lines of the guest's --frame-times log: N -> US of the last
+ * line of this activity */
+static GHashTable *
+load_frame_times (void)
+{
+  GHashTable *t = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free,
+      g_free);
+  gchar *data = NULL, **lines, **l;
+  const gchar *name = guest_activity_to_string (ctx.activity);
+
+  if (!ctx.frame_times || !g_file_get_contents (ctx.frame_times, &data, NULL,
+          NULL))
+    return t;
+  lines = g_strsplit (data, "\n", -1);
+  for (l = lines; *l; l++) {
+    gchar **f = g_strsplit (*l, " ", 3);
+    if (g_strv_length (f) == 3 && g_str_equal (f[0], name)) {
+      gint64 *k = g_new (gint64, 1), *v = g_new (gint64, 1);
+      *k = g_ascii_strtoll (f[1], NULL, 10) % GUEST_STAMP_MODULO;
+      *v = g_ascii_strtoll (f[2], NULL, 10);
+      g_hash_table_replace (t, k, v);
+    }
+    g_strfreev (f);
+  }
+  g_strfreev (lines);
+  g_free (data);
+  return t;
+}
+
+/* Every kept frame against the guest's render of it. After the phase, so
+ * that scoring takes no CPU while the client watches. */
+static void
+quality_score (void)
+{
+  gint w = ctx.q_w, h = ctx.q_h, us = ctx.q_union.width * 4;
+  guint8 *ref = g_malloc ((gsize) w * h * 4);
+  GHashTable *times = load_frame_times ();
+  GuestRect area;
+  guint i;
+
+  guest_render_background (ref, w, h, w * 4, (guint32) ctx.picture_seed);
+  guest_render_activity_rect (w, h, &area);
+  for (i = 0; i < ctx.q_frames->len; i++) {
+    QFrame *q = &g_array_index (ctx.q_frames, QFrame, i);
+    const guint8 *mp = q->pixels + (gsize) (ctx.q_pic.y - ctx.q_union.y) * us
+        + (gsize) (ctx.q_pic.x - ctx.q_union.x) * 4;
+    const guint8 *rp = ref + (gsize) ctx.q_pic.y * w * 4 +
+        (gsize) ctx.q_pic.x * 4;
+    gint64 *t;
+
+    guest_render_activity (ctx.activity, (guint32) ctx.picture_seed,
+        (guint) q->n, ref + (gsize) area.y * w * 4 + (gsize) area.x * 4,
+        area.width, area.height, w * 4);
+    q->mse = frame_quality_mse (mp, us, rp, w * 4, ctx.q_pic.width,
+        ctx.q_pic.height);
+    q->ssim = frame_quality_ssim (mp, us, rp, w * 4, ctx.q_pic.width,
+        ctx.q_pic.height);
+    q->text_mse = q->text_ssim = NAN;
+    if (ctx.q_text.width > 0) {
+      mp = q->pixels + (gsize) (ctx.q_text.x - ctx.q_union.x) * 4 +
+          (gsize) (ctx.q_text.y - ctx.q_union.y) * us;
+      rp = ref + (gsize) ctx.q_text.y * w * 4 + (gsize) ctx.q_text.x * 4;
+      q->text_mse = frame_quality_mse (mp, us, rp, w * 4, ctx.q_text.width,
+          ctx.q_text.height);
+      q->text_ssim = frame_quality_ssim (mp, us, rp, w * 4, ctx.q_text.width,
+          ctx.q_text.height);
+    }
+    t = g_hash_table_lookup (times, &q->n);
+    q->age_ms = t ? (q->t_shown - *t) / 1e3 : NAN;
+    g_clear_pointer (&q->pixels, g_free);
+  }
+  g_hash_table_unref (times);
+  g_free (ref);
+}
+
+static void after_quality (void);
+
+static gboolean
+quality_done (gpointer data)
+{
+  ctx.timer = 0;
+  ctx.t_q1 = g_get_monotonic_time ();
+  ctx.q_bytes1 = total_bytes (&ctx.q_dbytes1);
+  quality_keep_current ();
+  logv ("quality phase: %u frames shown, %d unreadable stamps; scoring",
+      ctx.q_frames->len, ctx.q_unreadable);
+  if (ctx.q_frames->len == 0 && !ctx.q_error)
+    ctx.q_error = g_strdup ("no frame stamp was read: is the guest running "
+        "--frame-stamp with this activity?");
+  quality_score ();
+  g_clear_pointer (&ctx.q_mirror, g_free);
+  after_quality ();
+  return G_SOURCE_REMOVE;
+}
+
+static void
+start_quality (void)
+{
+  SpiceDisplayPrimary p;
+
+  ctx.state = ST_QUALITY;
+  ctx.q_frames = g_array_new (FALSE, TRUE, sizeof (QFrame));
+  ctx.q_cur = -1;
+  ctx.q_cur_t = -1;
+  ctx.t_q0 = g_get_monotonic_time ();
+  ctx.q_bytes0 = total_bytes (&ctx.q_dbytes0);
+  clear_timer ();
+  if (!get_primary (&p) ||
+      !guest_render_stamp_rect (ctx.activity, p.width, p.height, &ctx.q_stamp)
+      || !guest_render_quality_rects (ctx.activity, p.width, p.height,
+          &ctx.q_pic, &ctx.q_text)) {
+    ctx.q_error = g_strdup_printf ("no stamp or picture rectangle for %s on "
+        "this surface", guest_activity_to_string (ctx.activity));
+    ctx.t_q1 = ctx.t_q0;
+    after_quality ();
+    return;
+  }
+  ctx.q_w = p.width;
+  ctx.q_h = p.height;
+  ctx.q_union = ctx.q_pic;
+  if (ctx.q_text.width > 0) {
+    ctx.q_union.x = ctx.q_text.x;
+    ctx.q_union.width = ctx.q_pic.x + ctx.q_pic.width - ctx.q_text.x;
+  }
+  ctx.q_mirror = g_malloc ((gsize) ctx.q_union.width * ctx.q_union.height * 4);
+  mirror_copy (&p, &ctx.q_union);
+  /* the frame on screen now appeared before the phase: not kept */
+  ctx.q_cur = guest_read_stamp (p.data + (gsize) ctx.q_stamp.y * p.stride +
+      (gsize) ctx.q_stamp.x * 4, p.stride);
+  logv ("quality phase: %.1f s of %s", ctx.quality_s,
+      guest_activity_to_string (ctx.activity));
+  set_timer (ctx.quality_s, quality_done);
+}
+
 /* ---- presses ------------------------------------------------------------- */
 
 static gboolean
@@ -510,15 +904,25 @@ next_step (void)
   if (ctx.presses >= ctx.warmup_presses + ctx.samples) {
     ctx.bytes1 = total_bytes (&ctx.display_bytes1);
     ctx.t_bytes1 = g_get_monotonic_time ();
-    if (ctx.guest_control)
-      start_exact ();
+    if (ctx.quality_s > 0)
+      start_quality ();
     else
-      finish ();
+      after_quality ();
     return;
   }
   ctx.state = ST_GAP;
   gap = ctx.gap_min + g_rand_double (ctx.rand) * (ctx.gap_max - ctx.gap_min);
   set_timer (gap, do_press);
+}
+
+/* after the presses and the quality phase: the exact picture, or the end */
+static void
+after_quality (void)
+{
+  if (ctx.guest_control)
+    start_exact ();
+  else
+    finish ();
 }
 
 static gboolean
@@ -561,6 +965,8 @@ surface_changed (gboolean touches_box)
       if (ctx.ref)
         check_exact ();
       break;
+    case ST_QUALITY:           /* on_invalidate calls quality_invalidate */
+      break;
     default:
       break;
   }
@@ -574,6 +980,8 @@ on_invalidate (SpiceChannel * ch, gint x, gint y, gint w, gint h, gpointer d)
   gboolean touches = x < BOX_X + BOX_SIZE && x + w > BOX_X
       && y < BOX_Y + BOX_SIZE && y + h > BOX_Y;
   ctx.t_last_inval = g_get_monotonic_time ();
+  if (ctx.state == ST_QUALITY)
+    quality_invalidate (x, y, w, h);
   surface_changed (touches);
 }
 
@@ -679,6 +1087,17 @@ main (int argc, char **argv)
     {"exact-timeout", 0, 0, G_OPTION_ARG_DOUBLE, &ctx.exact_timeout_s,
         "Give up on the exact picture after S seconds (30)", "S"},
     {"seed", 0, 0, G_OPTION_ARG_INT64, &ctx.seed, "Gap RNG seed (1)", "N"},
+    {"quality", 0, 0, G_OPTION_ARG_DOUBLE, &ctx.quality_s,
+          "After the samples, score the shown frames for S seconds (0: off)",
+        "S"},
+    {"activity", 0, 0, G_OPTION_ARG_STRING, &ctx.activity_name,
+        "The guest's activity, for --quality (busy)", "NAME"},
+    {"picture-seed", 0, 0, G_OPTION_ARG_INT64, &ctx.picture_seed,
+        "The guest's --seed, for --quality (1)", "N"},
+    {"frame-times", 0, 0, G_OPTION_ARG_FILENAME, &ctx.frame_times,
+        "The guest's --frame-times log, for frame ages", "FILE"},
+    {"quality-max-frames", 0, 0, G_OPTION_ARG_INT, &ctx.quality_max_frames,
+        "Keep at most N shown frames (1.3 MB each) (300)", "N"},
     {"json", 'o', 0, G_OPTION_ARG_FILENAME, &ctx.json_path,
         "Write JSON here (default stdout)", "FILE"},
     {"verbose", 'v', 0, G_OPTION_ARG_NONE, &ctx.verbose, "Log to stderr",
@@ -701,6 +1120,9 @@ main (int argc, char **argv)
   ctx.seed = 1;
   ctx.exact_ms = -1;
   ctx.last_diff = -1;
+  ctx.picture_seed = 1;
+  ctx.quality_max_frames = 300;
+  ctx.activity = GUEST_ACTIVITY_BUSY;
 
   oc = g_option_context_new ("- SPICE keypress-to-draw latency client");
   g_option_context_add_main_entries (oc, entries, NULL);
@@ -719,8 +1141,15 @@ main (int argc, char **argv)
     ctx.uri = g_strdup_printf ("spice://%s:%d", ctx.host ? ctx.host :
         "127.0.0.1", ctx.port);
   }
-  if (ctx.samples < 1 || ctx.warmup_presses < 0 || ctx.gap_max < ctx.gap_min
-      || ctx.inset < 0 || ctx.inset >= BOX_SIZE / 2) {
+  if (ctx.activity_name &&
+      !guest_activity_from_string (ctx.activity_name, &ctx.activity)) {
+    fprintf (stderr, "spice-keypress: unknown --activity %s\n",
+        ctx.activity_name);
+    return 2;
+  }
+  if (ctx.samples < (ctx.quality_s > 0 ? 0 : 1) || ctx.warmup_presses < 0
+      || ctx.gap_max < ctx.gap_min || ctx.inset < 0
+      || ctx.inset >= BOX_SIZE / 2) {
     fprintf (stderr, "spice-keypress: bad arguments\n");
     return 2;
   }

@@ -1,0 +1,201 @@
+#!/usr/bin/python3
+"""Test of the rig client's shown-frame quality measurement (spice-keypress
+--quality, docs/benchmarks.md "Quality while it moves"), on loopback, no
+shaped link, a few seconds per run:
+
+1. lossless: the test guest with --image-compression off and no streaming
+   (spice-server sends every frame as one lossless DRAW_COPY): every shown
+   frame must score SSIM 1.0 and MSE 0 (PSNR infinite), on the picture and
+   on the text strip, and enough frames must have been shown;
+2. degraded: the transcode pipeline with `jpegenc quality=5` and with
+   `jpegenc quality=90` as its stream branch, same activity, same run:
+   quality=5 must score a lower mean SSIM and PSNR than quality=90, and the
+   quality=90 stream must still be good (SSIM > 0.9).
+Every frame age must be positive (the guest queued it before it was shown).
+Processes are stopped by PID on every exit path.
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+SRC = os.environ.get("GST_SPICE_SOURCE_DIR") or os.path.abspath(
+    os.path.join(os.path.dirname(__file__), "..", ".."))
+BUILD = os.environ.get("GST_SPICE_BUILD_DIR") or os.path.join(SRC, "build")
+GUEST = os.path.join(BUILD, "tools", "spice-test-guest")
+KEYPRESS = os.path.join(BUILD, "tools", "keypress", "spice-keypress")
+RUNNER = os.path.join(BUILD, "tools", "runner", "gst-spice-run")
+QUALITY_S = 3.0
+procs = []
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def start(argv, logpath, env=None):
+    log = open(logpath, "w")
+    p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
+                         start_new_session=True, env=env)
+    log.close()
+    procs.append(p)
+    return p
+
+
+def stop(p):
+    if p.poll() is None:
+        try:
+            os.killpg(p.pid, signal.SIGTERM)
+            p.wait(5)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+        except ProcessLookupError:
+            pass
+    if p in procs:
+        procs.remove(p)
+
+
+def wait_port(port, proc, timeout=20):
+    end = time.time() + timeout
+    while time.time() < end:
+        if proc.poll() is not None:
+            return False
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return True
+        except OSError:
+            time.sleep(0.1)
+    return False
+
+
+def run_client(tmp, tag, port, activity, ftimes):
+    out = os.path.join(tmp, tag + ".json")
+    argv = [KEYPRESS, "--uri", "spice://127.0.0.1:%d" % port, "-n", "0", "--warmup-presses", "0",
+            "--warmup", "2.0", "--quality", str(QUALITY_S), "--activity", activity,
+            "--picture-seed", "1", "--frame-times", ftimes, "-o", out, "-v"]
+    with open(os.path.join(tmp, tag + ".client.log"), "w") as log:
+        rc = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, timeout=120).returncode
+    if rc != 0:
+        raise AssertionError("%s: client exit %d (see %s.client.log)" % (tag, rc, tag))
+    with open(out) as f:
+        return json.load(f)["quality"]
+
+
+def guest(tmp, tag, activity, extra):
+    port = free_port()
+    ftimes = os.path.join(tmp, tag + ".frames")
+    g = start([GUEST, "--port", str(port), "--activity", activity, "--fps", "30",
+               "--frame-stamp", "--frame-times", ftimes, "--activity-after-connect"] + extra,
+              os.path.join(tmp, tag + ".guest.log"))
+    if not wait_port(port, g):
+        raise AssertionError("%s: guest did not listen" % tag)
+    return g, port, ftimes
+
+
+def lossless(tmp):
+    g, port, ftimes = guest(tmp, "lossless", "busy",
+                            ["--image-compression", "off", "--streaming-video", "off"])
+    try:
+        q = run_client(tmp, "lossless", port, "busy", ftimes)
+    finally:
+        stop(g)
+    errs = []
+    if q.get("error"):
+        errs.append("lossless: %s" % q["error"])
+    frames = q.get("per_frame", [])
+    if len(frames) < QUALITY_S * 5:
+        errs.append("lossless: only %d frames shown in %.0f s" % (len(frames), QUALITY_S))
+    for fr in frames:
+        if fr["ssim"] != 1.0 or fr["mse"] != 0 or fr["psnr_db"] is not None:
+            errs.append("lossless: frame %d ssim %s mse %s" % (fr["n"], fr["ssim"], fr["mse"]))
+        if fr["text_ssim"] != 1.0:
+            errs.append("lossless: frame %d text ssim %s" % (fr["n"], fr["text_ssim"]))
+        if fr["age_ms"] is None or fr["age_ms"] <= 0:
+            errs.append("lossless: frame %d age %s" % (fr["n"], fr["age_ms"]))
+    if q.get("identical_frames") != len(frames) or q.get("psnr_db_mean") is not None:
+        errs.append("lossless: summary %s identical of %d, psnr %s" % (
+            q.get("identical_frames"), len(frames), q.get("psnr_db_mean")))
+    print("lossless: %d frames, %.1f fps, all identical: %s" % (
+        len(frames), q.get("shown_fps") or 0, not errs))
+    return errs
+
+
+def jpeg(tmp, quality):
+    tag = "jpeg%d" % quality
+    with open(os.path.join(SRC, "pipelines", "transcode-vp8.pipeline")) as f:
+        text = f.read()
+    text, n = re.subn(r'encoder="[^"]*"', 'encoder="jpegenc quality=%d"' % quality, text, flags=re.S)
+    assert n == 1
+    pfile = os.path.join(tmp, tag + ".pipeline")
+    with open(pfile, "w") as f:
+        f.write(text)
+    g, gport, ftimes = guest(tmp, tag, "busy", ["--streaming-video", "off"])
+    cport = free_port()
+    env = dict(os.environ)
+    env["GST_SPICE_PIPELINES_DIR"] = os.path.join(SRC, "pipelines")
+    p = start([RUNNER, "--stats-interval", "1", pfile, "-D", "UPSTREAM=spice://127.0.0.1:%d" % gport,
+               "-D", "LISTEN_PORT=%d" % cport], os.path.join(tmp, tag + ".pipeline.log"), env)
+    try:
+        if not wait_port(cport, p):
+            raise AssertionError("%s: pipeline did not listen" % tag)
+        q = run_client(tmp, tag, cport, "busy", ftimes)
+    finally:
+        stop(p)
+        stop(g)
+    print("%s: %d frames, %.1f fps, SSIM mean %.4f p5 %.4f, PSNR mean %s dB, %.2f Mbit/s" % (
+        tag, q.get("frames", 0), q.get("shown_fps") or 0, q.get("ssim_mean") or 0,
+        q.get("ssim_p5") or 0, q.get("psnr_db_mean"), q.get("mbit_s") or 0))
+    return q
+
+
+def main():
+    for b in (GUEST, KEYPRESS, RUNNER):
+        if not os.access(b, os.X_OK):
+            print("FAIL: %s not built" % b)
+            return 1
+    tmp = tempfile.mkdtemp(prefix="gst-spice-quality.")
+    errs = []
+    try:
+        errs += lossless(tmp)
+        q5, q90 = jpeg(tmp, 5), jpeg(tmp, 90)
+        for tag, q in (("q5", q5), ("q90", q90)):
+            if q.get("error") or not q.get("frames"):
+                errs.append("%s: no frames scored (%s)" % (tag, q.get("error")))
+        if not errs:
+            if not q5["ssim_mean"] < q90["ssim_mean"]:
+                errs.append("SSIM q5 %.4f not below q90 %.4f" % (q5["ssim_mean"], q90["ssim_mean"]))
+            if not (q5["psnr_db_mean"] or 0) < (q90["psnr_db_mean"] or 1e9):
+                errs.append("PSNR q5 %s not below q90 %s" % (q5["psnr_db_mean"], q90["psnr_db_mean"]))
+            if q90["ssim_mean"] <= 0.9:
+                errs.append("q90 SSIM %.4f <= 0.9" % q90["ssim_mean"])
+            for tag, q in (("q5", q5), ("q90", q90)):
+                ages = [fr["age_ms"] for fr in q["per_frame"] if fr["age_ms"] is not None]
+                if not ages or min(ages) <= 0:
+                    errs.append("%s: frame ages %s" % (tag, ages[:5]))
+    except (AssertionError, subprocess.TimeoutExpired, OSError) as e:
+        errs.append(str(e))
+    finally:
+        for p in list(procs):
+            stop(p)
+    for e in errs[:20]:
+        print("FAIL:", e)
+    if errs:
+        print("logs kept in", tmp)
+    else:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 1 if errs else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
