@@ -364,6 +364,9 @@ INSTALL = elsewhere("tests/install (meson install into a DESTDIR, the unit "
                     "verified, the installed runner run with its environment)")
 RELOAD = elsewhere("tests/runner (SIGHUP, the unit's ExecReload: unchanged, "
                    "broken, failing and changed reloads)")
+CODEC = elsewhere("tests/rig (rig-quality: the quality measurement the "
+                  "comparison tool reports) and tests/rig/rig-smoke; the full "
+                  "comparison is a 30-minute benchmark (bench/)")
 CI = elsewhere(".ci/run (tools/run-tests.sh runs tools/install-deps.sh and "
                "this suite)")
 
@@ -406,6 +409,8 @@ COMMANDS = {
         lambda c, x: h_serve(c, x, guest=5930, wait="playing"),
     "gst-launch-1.0 spicesrc uri=spice://127.0.0.1:5930 ! spicetiler name=t t.draw ! s.draw t.stream ! spicestreamenc encoder=\"vp9enc deadline=1 cpu-used=8 target-bitrate=1500000\" ! s.stream_0 spicesink name=s port=5910":
         lambda c, x: h_serve(c, x, guest=5930),
+    "bench/codec-compare.py run --build build --out /tmp/codecs --encoders jpegenc-70,vp8enc,vp9enc,x264enc,openh264enc,av1enc --encoder 'mine=vp9enc deadline=1 cpu-used=6 end-usage=cq cq-level=30' --profiles lan,80/10,150/2 --activities busy,video,film,desktop-video --docs docs/benchmarks.md --stem codec-mine":
+        CODEC,
     "gst-spice-run -D PATTERN=snow -D ENCODER=\"vp9enc deadline=1 cpu-used=8\" serve-test":
         h_codec,
     "gst-spice-run -D PATTERN=snow -D ENCODER=\"jpegenc quality=60\" serve-test":
