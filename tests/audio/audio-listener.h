@@ -1,7 +1,10 @@
 /* gst-spice tests/audio: a spice-client-glib client that keeps what its
  * playback channel plays (no sound card: the playback-start/-data/-stop
  * signals, like an audio backend would see them) and can feed its record
- * channel. Runs on the default main context; the test pumps it.
+ * channel. Runs on the default main context, which the test thread owns
+ * (g_main_context_acquire) from start to stop: spice-gtk is not thread-safe,
+ * and a spicesrc in the same process would otherwise iterate it from its
+ * helper thread meanwhile (it runs on the test's pumps instead).
  */
 #pragma once
 
@@ -162,6 +165,8 @@ audio_listener_start (AudioListener * l, guint port, gboolean opus)
   gchar *p = g_strdup_printf ("%u", port);
 
   memset (l, 0, sizeof (*l));
+  while (!g_main_context_acquire (NULL))
+    g_usleep (1000);
   if (opus)
     g_unsetenv ("SPICE_DISABLE_OPUS");
   else
@@ -193,6 +198,7 @@ audio_listener_stop (AudioListener * l)
     l->session = NULL;
   }
   g_unsetenv ("SPICE_DISABLE_OPUS");
+  g_main_context_release (NULL);
   if (l->data)
     g_byte_array_unref (l->data);
   l->data = NULL;

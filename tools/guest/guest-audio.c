@@ -226,7 +226,7 @@ guest_audio_new (SpiceServer * server, const gchar * mode,
   gboolean tone;
 
   if (!mode || g_str_equal (mode, "off")) {
-    a = g_new0 (GuestAudio, 1);         /* no interfaces: commands fail */
+    a = g_new0 (GuestAudio, 1); /* no interfaces: commands fail */
     a->log = log;
     return a;
   }
