@@ -23,8 +23,8 @@ static SINK_DEBUG_CATEGORY (sink_playback_debug, "spicesinkplayback",
 static guint32
 mm_now (SinkSession * s)
 {
-  return sink_conn_env_mm_time (s->shared->env) + s->shared->env->
-      stream_latency;
+  return sink_conn_env_mm_time (s->shared->env) +
+      s->shared->env->stream_latency;
 }
 
 void
@@ -78,8 +78,7 @@ sink_playback_start (SinkSession * s)
   gst_spice_audio_write_playback_mode (a, mm_now (s), au->mode);
   sink_conn_send (s->playback, SPICE_MSG_PLAYBACK_MODE, a, NULL);
   g_byte_array_set_size (a, 0);
-  gst_spice_audio_write_playback_start (a, au->channels, au->rate,
-      mm_now (s));
+  gst_spice_audio_write_playback_start (a, au->channels, au->rate, mm_now (s));
   sink_conn_send (s->playback, SPICE_MSG_PLAYBACK_START, a, NULL);
   g_byte_array_unref (a);
   s->play.started = TRUE;
@@ -110,8 +109,7 @@ sink_playback_data (SinkSession * s, GBytes * packet)
   }
   /* u32 time, stamped at the write */
   fixed = g_bytes_new_static (zero, sizeof (zero));
-  sink_conn_send_bytes (s->playback, SPICE_MSG_PLAYBACK_DATA, fixed, 0,
-      packet);
+  sink_conn_send_bytes (s->playback, SPICE_MSG_PLAYBACK_DATA, fixed, 0, packet);
   g_bytes_unref (fixed);
   s->play.packets++;
   s->play.bytes += g_bytes_get_size (packet);

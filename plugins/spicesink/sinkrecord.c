@@ -77,8 +77,7 @@ sink_record_handle_data (SinkSession * s, guint16 type, const guint8 * body,
   s->rec.packets++;
   s->rec.bytes += n;
   buf = gst_buffer_new_memdup (data, n);
-  s->hooks->on_record (s, gst_spice_event_new_record_data (buf),
-      s->hooks_data);
+  s->hooks->on_record (s, gst_spice_event_new_record_data (buf), s->hooks_data);
   gst_buffer_unref (buf);
   return TRUE;
 }

@@ -182,16 +182,14 @@ audio_loop (gpointer data)
     GstEventType type = GST_EVENT_TYPE (obj);
     gboolean ok = gst_pad_push_event (pad, obj);
 
-    GST_DEBUG_OBJECT (pad, "pushed %s: %d", gst_event_type_get_name (type),
-        ok);
+    GST_DEBUG_OBJECT (pad, "pushed %s: %d", gst_event_type_get_name (type), ok);
   }
   gst_object_unref (pad);
 }
 
 /* ----------------------------------------------------------- the pad */
 
-static void
-record_event_in_context (GstSpiceSrcAudio * a, GstEvent * event);
+static void record_event_in_context (GstSpiceSrcAudio * a, GstEvent * event);
 
 typedef struct
 {
@@ -372,8 +370,7 @@ on_playback_data (SpicePlaybackChannel * ch, gpointer data, gint size,
   if (frames == 0)
     return;
   dur = gst_util_uint64_scale (frames, GST_SECOND, a->rate);
-  arrival = gst_spice_src_running_time_at (a->element,
-      g_get_monotonic_time ());
+  arrival = gst_spice_src_running_time_at (a->element, g_get_monotonic_time ());
   if (!GST_CLOCK_TIME_IS_VALID (arrival))
     return;                     /* not playing yet */
   arrival = arrival > dur ? arrival - dur : 0;
@@ -512,8 +509,7 @@ gst_spice_src_audio_channel_new (GstSpiceSrcAudio * a, SpiceChannel * ch)
 {
   if (SPICE_IS_PLAYBACK_CHANNEL (ch) && !a->playback) {
     a->playback = SPICE_PLAYBACK_CHANNEL (ch);
-    g_signal_connect (ch, "playback-start", G_CALLBACK (on_playback_start),
-        a);
+    g_signal_connect (ch, "playback-start", G_CALLBACK (on_playback_start), a);
     g_signal_connect (ch, "playback-data", G_CALLBACK (on_playback_data), a);
     g_signal_connect (ch, "playback-stop", G_CALLBACK (on_playback_stop), a);
     g_signal_connect (ch, "notify::volume", G_CALLBACK (on_volume), a);

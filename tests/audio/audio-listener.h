@@ -9,6 +9,7 @@
 #pragma once
 
 #include <spice-client.h>
+#include <math.h>
 #include <string.h>
 
 typedef struct
@@ -179,6 +180,29 @@ audio_listener_start (AudioListener * l, guint port, gboolean opus)
       G_CALLBACK (audio_listener_on_channel_new), l);
   g_assert_true (spice_session_connect (l->session));
   g_free (p);
+}
+
+/* sends a sine of @hz on the record channel for @seconds, in 10 ms packets
+ * of S16 stereo at @rate, pumping meanwhile */
+static inline void
+audio_listener_send_tone (AudioListener * l, guint hz, guint rate,
+    gdouble seconds)
+{
+  gint64 end = g_get_monotonic_time () + (gint64) (seconds * G_USEC_PER_SEC);
+  gdouble phase = 0;
+  guint frames = rate / 100, i;
+  gint16 *buf = g_new (gint16, frames * 2);
+
+  while (g_get_monotonic_time () < end) {
+    for (i = 0; i < frames; i++) {
+      buf[2 * i] = buf[2 * i + 1] = (gint16) (8000 * sin (phase));
+      phase += 2 * G_PI * hz / rate;
+    }
+    spice_record_channel_send_data (l->record, buf, frames * 4, 0);
+    audio_listener_pump ();
+    g_usleep (10000);
+  }
+  g_free (buf);
 }
 
 static inline void

@@ -9,11 +9,13 @@
  * its display is unaffected.
  */
 #include <gst/check/gstcheck.h>
+#include <signal.h>
 #include <stdio.h>
 #include <sys/socket.h>
 
 #include "guest-launcher.h"
 #include "spice-raw-client.h"
+#include "runner-process.h"
 #include "audio-check.h"
 #include "audio-listener.h"
 
@@ -72,40 +74,47 @@ chain_stop (Chain * c)
   guest_process_stop (c->guest);
 }
 
+/* the listener's next 5 s (after 1 s) hold the tone */
 static void
-run_tone (const gchar * branch, gboolean opus)
+check_tone_5s (AudioListener * l, const gchar * what)
 {
-  Chain c;
-  AudioListener l;
   gboolean never = FALSE;
   AudioToneReport r;
   gsize n;
   gint16 *left;
 
-  chain_start (&c, "tone", branch);
-  audio_listener_start (&l, c.port, opus);
-  fail_unless (audio_listener_pump_until (&l.playback_open, 20000),
+  fail_unless (audio_listener_pump_until (&l->playback_open, 20000),
       "the client's playback channel did not open");
-  /* the first data, then 5 s */
   audio_listener_pump_until (&never, 1000);
-  g_byte_array_set_size (l.data, 0);
+  g_byte_array_set_size (l->data, 0);
   audio_listener_pump_until (&never, 5000);
-  fail_if (l.error);
-  fail_unless (l.starts >= 1, "no PLAYBACK_START");
-  fail_unless_equals_int (l.rate, GUEST_AUDIO_RATE);
-  fail_unless_equals_int (l.channels, 2);
-  left = audio_check_left (l.data->data, l.data->len, 2, &n);
-  audio_check_tone (left, n, l.rate, &r);
+  fail_if (l->error);
+  fail_unless (l->starts >= 1, "no PLAYBACK_START");
+  fail_unless_equals_int (l->rate, GUEST_AUDIO_RATE);
+  fail_unless_equals_int (l->channels, 2);
+  left = audio_check_left (l->data->data, l->data->len, l->channels, &n);
+  audio_check_tone (left, n, l->rate, &r);
   g_free (left);
   GST_INFO ("%s: %" G_GSIZE_FORMAT " frames: %u windows, %u silent, %u "
-      "recognized, %u changes (%u bad)", branch, n, r.windows, r.silent,
+      "recognized, %u changes (%u bad)", what, n, r.windows, r.silent,
       r.recognized, r.changes, r.bad_changes);
-  fail_unless (n >= 4.5 * l.rate, "only %" G_GSIZE_FORMAT " frames in 5 s",
-      n);
-  fail_unless (r.recognized >= r.windows * 9 / 10, "%u of %u windows",
-      r.recognized, r.windows);
-  fail_unless (r.changes >= 8, "%u changes", r.changes);
+  fail_unless (n >= 4.5 * l->rate, "%s: only %" G_GSIZE_FORMAT
+      " frames in 5 s", what, n);
+  fail_unless (r.recognized >= r.windows * 9 / 10, "%s: %u of %u windows",
+      what, r.recognized, r.windows);
+  fail_unless (r.changes >= 8, "%s: %u changes", what, r.changes);
   fail_unless_equals_int (r.bad_changes, 0);
+}
+
+static void
+run_tone (const gchar * branch, gboolean opus)
+{
+  Chain c;
+  AudioListener l;
+
+  chain_start (&c, "tone", branch);
+  audio_listener_start (&l, c.port, opus);
+  check_tone_5s (&l, branch);
   audio_listener_stop (&l);
   chain_stop (&c);
 }
@@ -120,6 +129,59 @@ GST_END_TEST;
 GST_START_TEST (test_sink_tone_opus)
 {
   run_tone ("queue ! audioconvert ! opusenc frame-size=10", TRUE);
+}
+
+GST_END_TEST;
+
+/* the shipped transcode pipeline, through the runner */
+static void
+run_pipeline_tone (const gchar * encoder, gboolean opus)
+{
+  const gchar *args[] = { "--audio", "tone", NULL };
+  GError *err = NULL;
+  GuestProcess *gp = guest_process_start (args, &err);
+  gchar *tmpdir = test_tmpdir_new ("gst-spice-audio");
+  gchar *path = g_build_filename (g_getenv ("GST_SPICE_SOURCE_DIR"),
+      "pipelines", "transcode-vp8.pipeline", NULL);
+  guint port = test_pick_free_port ();
+  gchar *uri, *upstream, *listen, *enc;
+  RunnerProcess *run;
+  AudioListener l;
+
+  fail_unless (gp != NULL, "%s", err ? err->message : "");
+  uri = guest_process_get_uri (gp);
+  upstream = g_strdup_printf ("UPSTREAM=%s", uri);
+  listen = g_strdup_printf ("LISTEN_PORT=%u", port);
+  enc = g_strdup_printf ("AUDIO_ENCODER=%s", encoder);
+  run = runner_process_start_runner (tmpdir, "--stats-interval", "0",
+      "-D", upstream, "-D", listen, "-D", enc, path, NULL);
+  fail_unless (runner_process_wait_log (run, "playing", 1, 60000),
+      "transcode-vp8 did not start");
+  audio_listener_start (&l, port, opus);
+  check_tone_5s (&l, encoder);
+  audio_listener_stop (&l);
+  runner_process_signal (run, SIGTERM);
+  fail_unless_equals_int (runner_process_wait_exit (run, 20000), 0);
+  runner_process_free (run);
+  guest_process_stop (gp);
+  test_tmpdir_remove (tmpdir);
+  g_free (uri);
+  g_free (upstream);
+  g_free (listen);
+  g_free (enc);
+  g_free (path);
+}
+
+GST_START_TEST (test_pipeline_tone_opus)
+{
+  run_pipeline_tone ("opusenc frame-size=10 bitrate=64000", TRUE);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_pipeline_tone_raw)
+{
+  run_pipeline_tone ("identity", FALSE);
 }
 
 GST_END_TEST;
@@ -205,14 +267,82 @@ GST_START_TEST (test_sink_stalled_playback)
 
 GST_END_TEST;
 
+/* links a record channel of @raw's session and reads its RECORD_START */
+static SpiceRawConn *
+link_record (SpiceRawSession * raw, guint port)
+{
+  SpiceRawConn *rec = spice_raw_connect (port, 10);
+  guint16 type = 0;
+  guint8 *body = NULL;
+  gsize size = 0;
+
+  fail_unless (rec != NULL);
+  fail_unless (spice_raw_link (rec, raw->session_id, SPICE_CHANNEL_RECORD,
+          0x0d, 0, NULL, NULL));
+  fail_unless_equals_int (rec->link_result, 0);
+  fail_unless (spice_raw_read_msg (rec, 10000, &type, &body, &size));
+  fail_unless_equals_int (type, SPICE_MSG_RECORD_START);
+  fail_unless_equals_int (size, 10);
+  fail_unless_equals_int (GST_READ_UINT32_LE (body), 2);
+  fail_unless_equals_int (GST_READ_UINT32_LE (body + 6), 48000);
+  g_free (body);
+  return rec;
+}
+
+/* malformed record data closes that record channel alone */
+GST_START_TEST (test_sink_record_malformed)
+{
+  Chain c;
+  SpiceRawSession *raw;
+  SpiceRawConn *rec;
+  guint8 odd[4 + 3] = { 0 }, opus_mode[6] = { 0 }, good[4 + 8] = { 0 };
+
+  chain_start (&c, "on", "queue");
+  raw = spice_raw_session_new (c.port, NULL, SPICE_RAW_DISPLAY_CAPS_ALL);
+  fail_unless (raw != NULL);
+
+  /* not whole S16 stereo frames */
+  rec = link_record (raw, c.port);
+  fail_unless (spice_raw_send_msg (rec, SPICE_MSGC_RECORD_DATA, good,
+          sizeof (good)));
+  fail_unless (spice_raw_send_msg (rec, SPICE_MSGC_RECORD_DATA, odd,
+          sizeof (odd)));
+  fail_unless (spice_raw_wait_closed (rec, 5000),
+      "record channel kept after malformed data");
+  spice_raw_close (rec);
+
+  /* a mode we did not offer */
+  rec = link_record (raw, c.port);
+  GST_WRITE_UINT16_LE (opus_mode + 4, SPICE_AUDIO_DATA_MODE_OPUS);
+  fail_unless (spice_raw_send_msg (rec, SPICE_MSGC_RECORD_MODE, opus_mode,
+          sizeof (opus_mode)));
+  fail_unless (spice_raw_wait_closed (rec, 5000),
+      "record channel kept after an Opus RECORD_MODE");
+  spice_raw_close (rec);
+
+  /* too short for its header field */
+  rec = link_record (raw, c.port);
+  fail_unless (spice_raw_send_msg (rec, SPICE_MSGC_RECORD_DATA, odd, 2));
+  fail_unless (spice_raw_wait_closed (rec, 5000));
+  spice_raw_close (rec);
+
+  /* the session and the pipeline go on */
+  fail_unless (spice_raw_session_pump (raw, 500, never_done, NULL),
+      "raw client: %s", raw->error ? raw->error : "closed");
+  fail_unless (gst_element_get_state (c.pipe, NULL, NULL, 0) !=
+      GST_STATE_CHANGE_FAILURE);
+  spice_raw_session_free (raw);
+  chain_stop (&c);
+}
+
+GST_END_TEST;
+
 /* the client's microphone reaches the guest through the pipeline */
 GST_START_TEST (test_sink_record)
 {
   Chain c;
   AudioListener l;
   guint mark;
-  gint64 end;
-  gdouble phase = 0;
   gchar *line = NULL;
   guint frames, hz = 0;
   gint peak = 0;
@@ -224,19 +354,7 @@ GST_START_TEST (test_sink_record)
   fail_unless_equals_int (l.rec_rate, GUEST_AUDIO_RATE);
   fail_unless_equals_int (l.rec_channels, 2);
   mark = guest_process_mark (c.guest);
-  end = g_get_monotonic_time () + 3 * G_USEC_PER_SEC;
-  while (g_get_monotonic_time () < end) {
-    gint16 buf[480 * 2];
-    guint i;
-
-    for (i = 0; i < 480; i++) {
-      buf[2 * i] = buf[2 * i + 1] = (gint16) (8000 * sin (phase));
-      phase += 2 * G_PI * 700 / GUEST_AUDIO_RATE;
-    }
-    spice_record_channel_send_data (l.record, buf, sizeof (buf), 0);
-    audio_listener_pump ();
-    g_usleep (10000);
-  }
+  audio_listener_send_tone (&l, 700, GUEST_AUDIO_RATE, 3);
   /* the first window may start in silence: take the last one */
   for (;;) {
     guint idx = 0;
@@ -274,6 +392,9 @@ audio_sink_suite (void)
   tcase_add_test (tc, test_sink_opus_refused);
   tcase_add_test (tc, test_sink_stalled_playback);
   tcase_add_test (tc, test_sink_record);
+  tcase_add_test (tc, test_sink_record_malformed);
+  tcase_add_test (tc, test_pipeline_tone_opus);
+  tcase_add_test (tc, test_pipeline_tone_raw);
   return s;
 }
 

@@ -15,8 +15,7 @@ gst_spice_audio_raw_caps (gint rate, gint channels)
   if (rate > 0)
     gst_caps_set_simple (caps, "rate", G_TYPE_INT, rate, NULL);
   else
-    gst_caps_set_simple (caps, "rate", GST_TYPE_INT_RANGE, 1, G_MAXINT,
-        NULL);
+    gst_caps_set_simple (caps, "rate", GST_TYPE_INT_RANGE, 1, G_MAXINT, NULL);
   if (channels > 0)
     gst_caps_set_simple (caps, "channels", G_TYPE_INT, channels, NULL);
   else
@@ -168,8 +167,7 @@ gst_spice_event_parse_record_data (GstEvent * event, GstBuffer ** buffer)
 /* ------------------------------------------------------------- wire */
 
 void
-gst_spice_audio_write_playback_mode (GByteArray * a, guint32 time,
-    guint16 mode)
+gst_spice_audio_write_playback_mode (GByteArray * a, guint32 time, guint16 mode)
 {
   guint8 b[6];
 
