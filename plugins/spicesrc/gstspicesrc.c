@@ -27,6 +27,17 @@
  * mode), buttons 1 to 5 and scrolling. The server's cursor channel becomes
  * a sticky downstream custom event `spice-cursor` (see gstspiceevents.h).
  *
+ * ## Audio
+ *
+ * While the server plays sound, the `audio` sometimes pad gives it as
+ * `audio/x-raw, format=S16LE` at the playback channel's rate and channels,
+ * timestamped in running time on the video buffers' base. A stop of the
+ * upstream's playback is the serialized custom event `spice-audio-stop`
+ * and the next start a new stream on the same pad; volume and mute are the
+ * sticky event `spice-audio-volume`. Upstream `spice-record-*` events on
+ * that pad (from spicesink) feed the server's record channel
+ * (gstspiceaudio.h, docs/spicesrc.md "Audio").
+ *
  * ## Main context
  *
  * spice-client-glib runs on the global default #GMainContext. When the
