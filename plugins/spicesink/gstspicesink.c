@@ -34,6 +34,12 @@
  * owns an encoder applies them; spicesink sets no other element's
  * properties.
  *
+ * Sound comes on the `audio` pad (raw S16LE, or Opus in packets of at most
+ * 10 ms, what spice-gtk decodes: `opusenc frame-size=10`) and is served on
+ * the playback channel of every client while the pad is linked; the
+ * clients' record channels go upstream from that pad as
+ * `spice-record-*` events (gstspiceaudio.h, docs/design.md "Record").
+ *
  * The element keeps the pads, the properties, the state changes and the
  * event thread; it turns buffers into validated updates and frames for the
  * server (sinkserver.h), which owns everything below (docs/spicesink.md
@@ -122,6 +128,7 @@ struct _GstSpiceSink
   GstElement parent;
 
   GstPad *draw_pad;
+  GstPad *audio_pad;
   SinkServer *server;
 
   /* properties (object lock) */
@@ -138,6 +145,12 @@ struct _GstSpiceSink
   guint64 cursor_serial;
   gboolean have_cursor;
   GBytes *cursor_shape;
+
+  /* audio pad's streaming thread */
+  gboolean audio_opus;
+  gint audio_rate, audio_bpf, audio_channels;
+  gboolean audio_warned;
+  gboolean audio_stopped;       /* STOP sent: the next buffer starts again */
 
   /* event thread */
   GThreadPool *event_pool;
@@ -156,6 +169,14 @@ static GstStaticPadTemplate stream_template =
     GST_STATIC_CAPS ("image/jpeg; video/x-vp8; video/x-vp9; "
         "video/x-h264, stream-format = (string) byte-stream, "
         "alignment = (string) au"));
+
+static GstStaticPadTemplate audio_template = GST_STATIC_PAD_TEMPLATE ("audio",
+    GST_PAD_SINK, GST_PAD_ALWAYS,
+    GST_STATIC_CAPS ("audio/x-raw, format = (string) S16LE, "
+        "layout = (string) interleaved, rate = (int) [ 1, MAX ], "
+        "channels = (int) [ 1, 2 ]; "
+        "audio/x-opus, rate = (int) 48000, channels = (int) [ 1, 2 ], "
+        "channel-mapping-family = (int) 0"));
 
 #define gst_spice_sink_parent_class parent_class
 G_DEFINE_TYPE (GstSpiceSink, gst_spice_sink, GST_TYPE_ELEMENT);
@@ -225,6 +246,8 @@ pad_of (GstSpiceSink * sink, gint index)
 {
   gchar name[32];
 
+  if (index == SINK_SERVER_AUDIO_PAD)
+    return gst_object_ref (sink->audio_pad);
   if (index < 0)
     return gst_object_ref (sink->draw_pad);
   g_snprintf (name, sizeof (name), "stream_%d", index);
@@ -668,6 +691,144 @@ gst_spice_sink_stream_event (GstPad * pad, GstObject * parent, GstEvent * event)
   }
 }
 
+/* ----------------------------------------------------------- audio path */
+
+/* the audio pad's streaming thread */
+static GstFlowReturn
+gst_spice_sink_audio_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
+{
+  GstSpiceSink *sink = GST_SPICE_SINK (parent);
+  GstMapInfo map;
+  gsize off, chunk;
+
+  if (!sink->audio_rate) {
+    gst_buffer_unref (buf);
+    return GST_FLOW_NOT_NEGOTIATED;
+  }
+  if (sink->audio_stopped) {
+    sink->audio_stopped = FALSE;
+    sink_server_audio_start (sink->server, sink->audio_opus ?
+        SPICE_AUDIO_DATA_MODE_OPUS : SPICE_AUDIO_DATA_MODE_RAW,
+        sink->audio_rate, sink->audio_channels);
+  }
+  if (GST_BUFFER_FLAG_IS_SET (buf, GST_BUFFER_FLAG_HEADER) ||
+      !gst_buffer_map (buf, &map, GST_MAP_READ)) {
+    gst_buffer_unref (buf);
+    return GST_FLOW_OK;
+  }
+  if (sink->audio_opus) {
+    gint n = gst_spice_audio_opus_packet_samples (map.data, map.size);
+
+    /* spice-gtk decodes at most 10 ms (480 samples) a packet */
+    if (n > 0 && n <= 480) {
+      GBytes *b = g_bytes_new (map.data, map.size);
+
+      sink_server_audio_data (sink->server, b);
+      g_bytes_unref (b);
+    } else if (!sink->audio_warned) {
+      sink->audio_warned = TRUE;
+      GST_ELEMENT_WARNING (sink, STREAM, FORMAT,
+          ("Opus packets longer than 10 ms cannot be served: set opusenc "
+              "frame-size=10 (or less)"), ("packet of %d samples dropped "
+              "(and every such packet after it)", n));
+    }
+  } else {
+    /* raw: packets of at most 10 ms */
+    chunk = MAX (sink->audio_rate / 100, 1) * sink->audio_bpf;
+    for (off = 0; off + sink->audio_bpf <= map.size; off += chunk) {
+      gsize len = MIN (chunk, map.size - off);
+      GBytes *b;
+
+      len -= len % sink->audio_bpf;
+      b = g_bytes_new (map.data + off, len);
+      sink_server_audio_data (sink->server, b);
+      g_bytes_unref (b);
+    }
+  }
+  gst_buffer_unmap (buf, &map);
+  gst_buffer_unref (buf);
+  return GST_FLOW_OK;
+}
+
+/* the audio pad's streaming thread */
+static gboolean
+gst_spice_sink_audio_event (GstPad * pad, GstObject * parent, GstEvent * event)
+{
+  GstSpiceSink *sink = GST_SPICE_SINK (parent);
+  guint16 volume[GST_SPICE_AUDIO_MAX_CHANNELS];
+  guint n;
+  gboolean mute;
+
+  switch (GST_EVENT_TYPE (event)) {
+    case GST_EVENT_CAPS:{
+      GstCaps *caps;
+      const GstStructure *s;
+      gint rate = 0, channels = 0;
+
+      gst_event_parse_caps (event, &caps);
+      s = gst_caps_get_structure (caps, 0);
+      if (!gst_structure_get_int (s, "rate", &rate) ||
+          !gst_structure_get_int (s, "channels", &channels) || rate <= 0 ||
+          channels < 1 || channels > GST_SPICE_AUDIO_MAX_CHANNELS) {
+        GST_ELEMENT_WARNING (sink, STREAM, FORMAT,
+            ("Unexpected audio format on the audio pad"),
+            ("%" GST_PTR_FORMAT, caps));
+        gst_event_unref (event);
+        return FALSE;
+      }
+      sink->audio_opus = gst_structure_has_name (s, "audio/x-opus");
+      sink->audio_rate = rate;
+      sink->audio_bpf = 2 * channels;
+      sink->audio_channels = channels;
+      sink->audio_warned = FALSE;
+      sink->audio_stopped = FALSE;
+      sink_server_audio_start (sink->server, sink->audio_opus ?
+          SPICE_AUDIO_DATA_MODE_OPUS : SPICE_AUDIO_DATA_MODE_RAW, rate,
+          channels);
+      gst_event_unref (event);
+      return TRUE;
+    }
+    case GST_EVENT_CUSTOM_DOWNSTREAM_STICKY:
+      if (gst_spice_event_parse_audio_volume (event, &n, volume, &mute))
+        sink_server_audio_volume (sink->server, n, volume, mute);
+      gst_event_unref (event);
+      return TRUE;
+    case GST_EVENT_CUSTOM_DOWNSTREAM:
+      /* the upstream stopped playing: STOP; the next buffer starts again */
+      if (gst_spice_event_is_audio_stop (event)) {
+        sink->audio_stopped = TRUE;
+        sink_server_audio_stop (sink->server);
+      }
+      gst_event_unref (event);
+      return TRUE;
+    case GST_EVENT_EOS:
+      /* the sound ends. It does not count for the element's EOS (the
+       * picture goes on) */
+      sink->audio_stopped = TRUE;
+      sink_server_audio_stop (sink->server);
+      gst_event_unref (event);
+      return TRUE;
+    default:
+      gst_event_unref (event);
+      return TRUE;
+  }
+}
+
+/* application thread */
+static GstPadLinkReturn
+gst_spice_sink_audio_link (GstPad * pad, GstObject * parent, GstPad * peer)
+{
+  sink_server_audio_enable (GST_SPICE_SINK (parent)->server, TRUE);
+  return GST_PAD_LINK_OK;
+}
+
+/* application thread */
+static void
+gst_spice_sink_audio_unlink (GstPad * pad, GstObject * parent)
+{
+  sink_server_audio_enable (GST_SPICE_SINK (parent)->server, FALSE);
+}
+
 /* application thread */
 static GstPad *
 gst_spice_sink_request_new_pad (GstElement * element, GstPadTemplate * templ,
@@ -1028,6 +1189,16 @@ gst_spice_sink_init (GstSpiceSink * sink)
   gst_pad_set_event_function (sink->draw_pad,
       GST_DEBUG_FUNCPTR (gst_spice_sink_draw_event));
   gst_element_add_pad (GST_ELEMENT (sink), sink->draw_pad);
+  sink->audio_pad = gst_pad_new_from_static_template (&audio_template, "audio");
+  gst_pad_set_chain_function (sink->audio_pad,
+      GST_DEBUG_FUNCPTR (gst_spice_sink_audio_chain));
+  gst_pad_set_event_function (sink->audio_pad,
+      GST_DEBUG_FUNCPTR (gst_spice_sink_audio_event));
+  gst_pad_set_link_function (sink->audio_pad,
+      GST_DEBUG_FUNCPTR (gst_spice_sink_audio_link));
+  gst_pad_set_unlink_function (sink->audio_pad,
+      GST_DEBUG_FUNCPTR (gst_spice_sink_audio_unlink));
+  gst_element_add_pad (GST_ELEMENT (sink), sink->audio_pad);
   GST_OBJECT_FLAG_SET (sink, GST_ELEMENT_FLAG_SINK);
 }
 
@@ -1148,6 +1319,7 @@ gst_spice_sink_class_init (GstSpiceSinkClass * klass)
 
   gst_element_class_add_static_pad_template (element_class, &draw_template);
   gst_element_class_add_static_pad_template (element_class, &stream_template);
+  gst_element_class_add_static_pad_template (element_class, &audio_template);
   gst_element_class_set_static_metadata (element_class, "SPICE server sink",
       "Sink/Network", "Serves draws and encoded video streams to SPICE "
       "clients", "gst-spice developers");

@@ -36,10 +36,13 @@ static gboolean
 sink_main_handle_attach_channels (SinkSession * s, guint16 type,
     const guint8 * body, gsize size)
 {
+  /* playback and record last, while the audio pad is linked */
   static const guint8 types[] = { SPICE_CHANNEL_DISPLAY,
-    SPICE_CHANNEL_INPUTS, SPICE_CHANNEL_CURSOR
+    SPICE_CHANNEL_INPUTS, SPICE_CHANNEL_CURSOR, SPICE_CHANNEL_PLAYBACK,
+    SPICE_CHANNEL_RECORD
   };
-  static const guint8 ids[] = { 0, 0, 0 };
+  static const guint8 ids[] = { 0, 0, 0, 0, 0 };
+  guint n = s->shared->audio.enabled ? 5 : 3;
   GByteArray *a;
 
   if (s->main_st.attached) {
@@ -48,7 +51,7 @@ sink_main_handle_attach_channels (SinkSession * s, guint16 type,
   }
   s->main_st.attached = TRUE;
   a = g_byte_array_new ();
-  gst_spice_wire_write_channels_list (a, G_N_ELEMENTS (types), types, ids);
+  gst_spice_wire_write_channels_list (a, n, types, ids);
   sink_conn_send (s->main, SPICE_MSG_MAIN_CHANNELS_LIST, a, NULL);
   g_byte_array_unref (a);
   return TRUE;

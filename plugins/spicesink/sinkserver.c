@@ -86,6 +86,10 @@ struct _SinkServer
   SinkRate *rate;
   guint64 link_bps, link_draw_bps;      /* slowest client's */
 
+  /* audio */
+  SinkSession *record_session;  /* whose record goes upstream */
+  guint64 audio_packets_in;
+
   /* totals */
   guint64 updates_in, regions_in, stream_frames_in, clients_total,
       clients_refused;
@@ -120,6 +124,12 @@ sink_server_new (GstObject * owner, const SinkServerCallbacks * callbacks,
       SPICE_DISPLAY_CAP_STREAM_REPORT);
   gst_spice_caps_set (&server->env.channel_caps[SPICE_CHANNEL_INPUTS], 1,
       SPICE_INPUTS_CAP_KEY_SCANCODE);
+  gst_spice_caps_set (&server->env.channel_caps[SPICE_CHANNEL_PLAYBACK], 1,
+      SPICE_PLAYBACK_CAP_VOLUME);
+  gst_spice_caps_set (&server->env.channel_caps[SPICE_CHANNEL_PLAYBACK], 1,
+      SPICE_PLAYBACK_CAP_OPUS);
+  gst_spice_caps_set (&server->env.channel_caps[SPICE_CHANNEL_RECORD], 1,
+      SPICE_RECORD_CAP_VOLUME);
   server->shared.env = &server->env;
   server->shared.picture = sink_picture_new ();
   server->streams = g_ptr_array_new_with_free_func (g_free);
@@ -288,6 +298,8 @@ session_ended (SinkSession * s, gpointer user_data)
 
   server->sessions = g_list_remove (server->sessions, s);
   server->ended = g_list_prepend (server->ended, s);
+  if (server->record_session == s)
+    server->record_session = NULL;
   update_stream_control (server);
 }
 
@@ -300,11 +312,31 @@ session_navigation (SinkSession * s, GstEvent * event, gpointer user_data)
   server->cb->post_upstream (-1, event, server->cb_data);
 }
 
+/* server thread, lock held: one client's record goes upstream at a time
+ * (the first that started; the next after it stopped) */
+static void
+session_record (SinkSession * s, GstEvent * event, gpointer user_data)
+{
+  SinkServer *server = user_data;
+
+  if (gst_spice_event_parse_record_start (event, NULL, NULL) &&
+      !server->record_session)
+    server->record_session = s;
+  if (server->record_session != s) {
+    gst_event_unref (event);
+    return;
+  }
+  if (gst_spice_event_is_record_stop (event))
+    server->record_session = NULL;
+  server->cb->post_upstream (SINK_SERVER_AUDIO_PAD, event, server->cb_data);
+}
+
 static const SinkSessionHooks session_hooks = {
   .on_wants = session_wants,
   .on_display_changed = session_display_changed,
   .on_ended = session_ended,
   .on_navigation = session_navigation,
+  .on_record = session_record,
 };
 
 /* ---------------------------------------------------------- link stage */
@@ -915,6 +947,7 @@ sink_server_reset (SinkServer * server)
   sink_picture_commit (server->shared.picture, e);
   sink_picture_refresh_done (server->shared.picture);
   server->stream_ids_used = 0;
+  server->shared.audio.playing = FALSE;
   for (i = 0; i < server->streams->len; i++)
     ((ServerStream *) g_ptr_array_index (server->streams, i))->active = FALSE;
   g_mutex_unlock (&server->lock);
@@ -1255,6 +1288,79 @@ sink_server_stream_eos (SinkServer * server, guint index, gboolean eos)
   g_mutex_unlock (&server->lock);
 }
 
+/* ---------------------------------------------------------------- audio */
+
+void
+sink_server_audio_enable (SinkServer * server, gboolean enabled)
+{
+  g_mutex_lock (&server->lock);
+  server->shared.audio.enabled = enabled;
+  server->env.channel_served[SPICE_CHANNEL_PLAYBACK] = enabled;
+  server->env.channel_served[SPICE_CHANNEL_RECORD] = enabled;
+  g_mutex_unlock (&server->lock);
+}
+
+void
+sink_server_audio_start (SinkServer * server, guint16 mode, gint rate,
+    gint channels)
+{
+  SinkAudio *au = &server->shared.audio;
+  GList *l;
+
+  g_mutex_lock (&server->lock);
+  if (!au->playing || au->mode != mode || au->rate != rate ||
+      au->channels != channels) {
+    au->playing = TRUE;
+    au->mode = mode;
+    au->rate = rate;
+    au->channels = channels;
+    for (l = server->sessions; l; l = l->next)
+      sink_playback_start (l->data);
+  }
+  g_mutex_unlock (&server->lock);
+}
+
+void
+sink_server_audio_stop (SinkServer * server)
+{
+  GList *l;
+
+  g_mutex_lock (&server->lock);
+  server->shared.audio.playing = FALSE;
+  for (l = server->sessions; l; l = l->next)
+    sink_playback_stop (l->data);
+  g_mutex_unlock (&server->lock);
+}
+
+void
+sink_server_audio_data (SinkServer * server, GBytes * packet)
+{
+  GList *l;
+
+  g_mutex_lock (&server->lock);
+  server->audio_packets_in++;
+  for (l = server->sessions; l; l = l->next)
+    sink_playback_data (l->data, packet);
+  g_mutex_unlock (&server->lock);
+}
+
+void
+sink_server_audio_volume (SinkServer * server, guint n_channels,
+    const guint16 * volume, gboolean mute)
+{
+  SinkAudio *au = &server->shared.audio;
+  GList *l;
+
+  g_mutex_lock (&server->lock);
+  au->have_volume = TRUE;
+  au->n_volume = MIN (n_channels, GST_SPICE_AUDIO_MAX_CHANNELS);
+  memcpy (au->volume, volume, au->n_volume * sizeof (guint16));
+  au->mute = mute;
+  for (l = server->sessions; l; l = l->next)
+    sink_playback_volume (l->data);
+  g_mutex_unlock (&server->lock);
+}
+
 /* lock held */
 static gint
 alloc_spice_id (SinkServer * server)
@@ -1385,6 +1491,7 @@ sink_server_stats (SinkServer * server)
       "updates-in", G_TYPE_UINT64, server->updates_in,
       "regions-in", G_TYPE_UINT64, server->regions_in,
       "stream-frames-in", G_TYPE_UINT64, server->stream_frames_in,
+      "audio-packets-in", G_TYPE_UINT64, server->audio_packets_in,
       "refresh-requests", G_TYPE_UINT64,
       sink_picture_refresh_requests (server->shared.picture),
       "connections", G_TYPE_UINT, count_conns (server, FALSE),

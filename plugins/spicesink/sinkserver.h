@@ -21,6 +21,9 @@ G_BEGIN_DECLS
 
 typedef struct _SinkServer SinkServer;
 
+/* SinkServerCallbacks.post_upstream's index of the audio pad */
+#define SINK_SERVER_AUDIO_PAD (-2)
+
 /* How the server reaches the element (which implements it). */
 typedef struct
 {
@@ -31,7 +34,8 @@ typedef struct
   /* lock held: every client decodes stream pad @index's codec, or not */
   void (*stream_control) (guint index, gboolean enabled, gpointer user_data);
   /* any thread, lock held or not: push @event upstream from the draw pad
-   * (@index -1) or from stream pad @index */
+   * (@index -1), the audio pad (SINK_SERVER_AUDIO_PAD) or stream pad
+   * @index */
   void (*post_upstream) (gint index, GstEvent * event, gpointer user_data);
 } SinkServerCallbacks;
 
@@ -104,6 +108,19 @@ void     sink_server_stream_eos (SinkServer * server, guint index,
 GstFlowReturn sink_server_stream_frame (SinkServer * server, guint index,
     const GstVideoRectangle * dest, guint meta_id, gboolean key,
     GBytes * frame);
+
+/* ---- audio pad (sinkplayback.c, sinkrecord.c) ---- */
+/* application thread: the audio pad is linked (playback and record are
+ * served to the clients that connect from now on) */
+void     sink_server_audio_enable (SinkServer * server, gboolean enabled);
+/* the audio pad's streaming thread: caps (@mode SPICE_AUDIO_DATA_MODE_*)
+ * start playback, EOS stops it; @packet raw samples or one Opus packet */
+void     sink_server_audio_start (SinkServer * server, guint16 mode,
+    gint rate, gint channels);
+void     sink_server_audio_stop (SinkServer * server);
+void     sink_server_audio_data (SinkServer * server, GBytes * packet);
+void     sink_server_audio_volume (SinkServer * server, guint n_channels,
+    const guint16 * volume, gboolean mute);
 
 /* @index -1: the draw path, else stream pad @index; FLUSH_START/STOP */
 void     sink_server_set_flushing (SinkServer * server, gint index,

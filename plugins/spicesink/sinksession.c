@@ -27,6 +27,10 @@ slot_of (SinkSession * s, guint8 type)
       return &s->inputs;
     case SPICE_CHANNEL_CURSOR:
       return &s->cursor;
+    case SPICE_CHANNEL_PLAYBACK:
+      return &s->playback;
+    case SPICE_CHANNEL_RECORD:
+      return &s->record;
     default:
       return NULL;
   }
@@ -53,6 +57,12 @@ session_linked (SinkConn * conn, gpointer user_data)
       break;
     case SPICE_CHANNEL_CURSOR:
       sink_cursor_send (s, TRUE);
+      break;
+    case SPICE_CHANNEL_PLAYBACK:
+      sink_playback_linked (s);
+      break;
+    case SPICE_CHANNEL_RECORD:
+      sink_record_linked (s);
       break;
     default:
       break;
@@ -112,6 +122,12 @@ session_message (SinkConn * conn, guint16 type, const guint8 * body,
       case SPICE_CHANNEL_DISPLAY:
         ok = sink_display_handle (s, type, body, size);
         break;
+      case SPICE_CHANNEL_PLAYBACK:
+        ok = sink_playback_handle (s, type, body, size);
+        break;
+      case SPICE_CHANNEL_RECORD:
+        ok = sink_record_handle (s, type, body, size);
+        break;
       default:
         break;
     }
@@ -130,6 +146,10 @@ session_closed (SinkConn * conn, gpointer user_data)
   if (!slot || *slot != conn)
     return;
   *slot = NULL;
+  if (slot == &s->playback)
+    s->play.started = FALSE;
+  if (slot == &s->record)
+    sink_record_closed (s);
   if (slot == &s->display) {
     sink_display_closed (s);
     s->hooks->on_display_changed (s, s->hooks_data);
@@ -206,10 +226,12 @@ sink_session_attach (SinkSession * s, SinkConn * conn, guint8 type)
 void
 sink_session_close (SinkSession * s, const gchar * reason)
 {
-  SinkConn *chans[4] = { s->main, s->display, s->inputs, s->cursor };
+  SinkConn *chans[] = { s->main, s->display, s->inputs, s->cursor,
+    s->playback, s->record
+  };
   guint i;
 
-  for (i = 0; i < 4; i++)
+  for (i = 0; i < G_N_ELEMENTS (chans); i++)
     if (chans[i])
       sink_conn_close (chans[i], reason);
 }
@@ -218,11 +240,13 @@ sink_session_close (SinkSession * s, const gchar * reason)
 gint64
 sink_session_last_rx_us (SinkSession * s)
 {
-  SinkConn *chans[4] = { s->main, s->display, s->inputs, s->cursor };
+  SinkConn *chans[] = { s->main, s->display, s->inputs, s->cursor,
+    s->playback, s->record
+  };
   gint64 last = 0;
   guint i;
 
-  for (i = 0; i < 4; i++)
+  for (i = 0; i < G_N_ELEMENTS (chans); i++)
     if (chans[i])
       last = MAX (last, sink_conn_last_rx_us (chans[i]));
   return last;
@@ -272,14 +296,25 @@ sink_session_stats (SinkSession * s)
       "pointer-events", G_TYPE_UINT64,
       (guint64) g_atomic_pointer_get (&s->in.pointer_events),
       "ping-rtt-us", G_TYPE_INT64, s->main_st.rtt_us, NULL);
-  SinkConn *chans[4] = { s->main, s->display, s->inputs, s->cursor };
-  const gchar *names[4] = { "main", "display", "inputs", "cursor" };
+  SinkConn *chans[] = { s->main, s->display, s->inputs, s->cursor,
+    s->playback, s->record
+  };
+  const gchar *names[] = { "main", "display", "inputs", "cursor",
+    "playback", "record"
+  };
   guint i;
 
   if (d->have_margin)
     gst_structure_set (c, "stream-margin-ms", G_TYPE_INT, d->last_margin_ms,
         "stream-report-drops", G_TYPE_UINT64, d->report_drops, NULL);
-  for (i = 0; i < 4; i++) {
+  if (s->playback)
+    gst_structure_set (c, "audio-packets", G_TYPE_UINT64, s->play.packets,
+        "audio-bytes", G_TYPE_UINT64, s->play.bytes,
+        "audio-dropped", G_TYPE_UINT64, s->play.dropped, NULL);
+  if (s->record)
+    gst_structure_set (c, "record-packets", G_TYPE_UINT64, s->rec.packets,
+        "record-bytes", G_TYPE_UINT64, s->rec.bytes, NULL);
+  for (i = 0; i < G_N_ELEMENTS (chans); i++) {
     if (chans[i]) {
       GstStructure *cs = channel_stats (chans[i]);
 

@@ -9,6 +9,8 @@
 #include "sinkdisplay.h"
 #include "sinkinputs.h"
 #include "sinkcursor.h"
+#include "sinkplayback.h"
+#include "sinkrecord.h"
 
 G_BEGIN_DECLS
 
@@ -25,6 +27,8 @@ typedef struct
   /* server thread, lock NOT held: an input event for upstream */
   void (*on_navigation) (SinkSession * s, GstEvent * event,
       gpointer user_data);
+  /* server thread, lock held: a record event for upstream (takes it) */
+  void (*on_record) (SinkSession * s, GstEvent * event, gpointer user_data);
 } SinkSessionHooks;
 
 struct _SinkSession
@@ -35,11 +39,13 @@ struct _SinkSession
   const SinkShared *shared;
   const SinkSessionHooks *hooks;
   gpointer hooks_data;
-  SinkConn *main, *display, *inputs, *cursor;
+  SinkConn *main, *display, *inputs, *cursor, *playback, *record;
   SinkMainState main_st;
   SinkDisplayState disp;
   SinkInputsState in;
   SinkCursorState cur;
+  SinkPlaybackState play;
+  SinkRecordState rec;
 };
 
 /* all: lock held */

@@ -17,6 +17,19 @@ G_BEGIN_DECLS
 
 typedef struct _SinkSession SinkSession;
 
+/* The sound the element serves on its audio pad (sinkplayback.c) */
+typedef struct
+{
+  gboolean enabled;             /* the audio pad is linked: channels listed */
+  gboolean playing;             /* caps seen, no EOS since */
+  guint16 mode;                 /* SPICE_AUDIO_DATA_MODE_RAW or _OPUS */
+  gint rate, channels;
+  gboolean have_volume;
+  guint n_volume;
+  guint16 volume[GST_SPICE_AUDIO_MAX_CHANNELS];
+  gboolean mute;
+} SinkAudio;
+
 typedef struct
 {
   SinkConnEnv *env;
@@ -24,6 +37,7 @@ typedef struct
   gint width, height;           /* surface; atomic */
   GstSpiceCursor cursor;
   GBytes *cursor_shape;         /* BGRA pixels of cursor (or default) */
+  SinkAudio audio;
 } SinkShared;
 
 /* what a session asks its owner for (SinkSessionHooks.on_wants) */

@@ -27,6 +27,17 @@
  * mode), buttons 1 to 5 and scrolling. The server's cursor channel becomes
  * a sticky downstream custom event `spice-cursor` (see gstspiceevents.h).
  *
+ * ## Audio
+ *
+ * While the server plays sound, the `audio` sometimes pad gives it as
+ * `audio/x-raw, format=S16LE` at the playback channel's rate and channels,
+ * timestamped in running time on the video buffers' base. A stop of the
+ * upstream's playback is the serialized custom event `spice-audio-stop`
+ * and the next start a new stream on the same pad; volume and mute are the
+ * sticky event `spice-audio-volume`. Upstream `spice-record-*` events on
+ * that pad (from spicesink) feed the server's record channel
+ * (gstspiceaudio.h, docs/spicesrc.md "Audio").
+ *
  * ## Main context
  *
  * spice-client-glib runs on the global default #GMainContext. When the
@@ -62,6 +73,7 @@
 
 #include "gstspicesrc.h"
 #include "gstspicesrccontext.h"
+#include "gstspicesrcaudio.h"
 
 GST_DEBUG_CATEGORY_STATIC (gst_spice_src_debug);
 #define GST_CAT_DEFAULT gst_spice_src_debug
@@ -187,6 +199,7 @@ struct _GstSpiceSrc
   gboolean have_pos;
   gint last_x, last_y;
   guint64 cursor_serial;
+  GstSpiceSrcAudio *audio;      /* the audio pad and record channel */
 };
 
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
@@ -821,8 +834,10 @@ on_channel_new (SpiceSession * session, SpiceChannel * channel,
     g_signal_connect (channel, "cursor-reset", G_CALLBACK (on_cursor_reset),
         self);
     spice_channel_connect (channel);
+  } else {
+    gst_spice_src_audio_channel_new (self->audio, channel);
   }
-  /* audio, usb, smartcard, webdav, port: not connected */
+  /* usb, smartcard, webdav, port: not connected */
 }
 
 static void
@@ -847,6 +862,7 @@ on_channel_destroy (SpiceSession * session, SpiceChannel * channel,
     forget_channel (self, (gpointer *) & self->inputs_ch);
   else if (channel == (SpiceChannel *) self->cursor_ch)
     forget_channel (self, (gpointer *) & self->cursor_ch);
+  gst_spice_src_audio_forget (self->audio, channel);
 }
 
 static void
@@ -864,6 +880,7 @@ ctx_drop_session (GstSpiceSrc * self)
   forget_channel (self, (gpointer *) & self->display_ch);
   forget_channel (self, (gpointer *) & self->inputs_ch);
   forget_channel (self, (gpointer *) & self->cursor_ch);
+  gst_spice_src_audio_forget (self->audio, NULL);
   g_signal_handlers_disconnect_by_data (session, self);
   self->session = NULL;
   self->canvas = NULL;
@@ -919,7 +936,7 @@ ctx_connect (gpointer data)
     g_object_set (session, "ca-file", self->c_ca_file, NULL);
   if (self->c_cert_subject)
     g_object_set (session, "cert-subject", self->c_cert_subject, NULL);
-  g_object_set (session, "enable-audio", FALSE, "enable-usbredir", FALSE,
+  g_object_set (session, "enable-audio", TRUE, "enable-usbredir", FALSE,
       "enable-smartcard", FALSE,
       "preferred-compression", (gint) self->c_compression, NULL);
   self->session = session;
@@ -1304,6 +1321,7 @@ gst_spice_src_stop (GstBaseSrc * bsrc)
   memset (&self->cursor, 0, sizeof (self->cursor));
   self->cursor_pending = FALSE;
   g_mutex_unlock (&self->lock);
+  gst_spice_src_audio_stop (self->audio);
 
   if (!done)
     GST_WARNING_OBJECT (self, "nobody iterates the default main context: "
@@ -1491,23 +1509,19 @@ gst_spice_src_event (GstBaseSrc * bsrc, GstEvent * event)
   return GST_BASE_SRC_CLASS (parent_class)->event (bsrc, event);
 }
 
+/* any thread: EOS sent to the element ends the audio pad too */
+static gboolean
+gst_spice_src_send_event (GstElement * element, GstEvent * event)
+{
+  if (GST_EVENT_TYPE (event) == GST_EVENT_EOS)
+    gst_spice_src_audio_eos (GST_SPICE_SRC (element)->audio);
+  return GST_ELEMENT_CLASS (parent_class)->send_event (element, event);
+}
+
 static GstClockTime
 arrival_running_time (GstSpiceSrc * self, gint64 arrival_us)
 {
-  GstClock *clock = gst_element_get_clock (GST_ELEMENT (self));
-  GstClockTime base, now, age;
-
-  if (!clock)
-    return GST_CLOCK_TIME_NONE;
-  base = gst_element_get_base_time (GST_ELEMENT (self));
-  now = gst_clock_get_time (clock);
-  gst_object_unref (clock);
-  if (!GST_CLOCK_TIME_IS_VALID (base) || now < base)
-    return GST_CLOCK_TIME_NONE;
-  age = (GstClockTime) MAX (g_get_monotonic_time () - arrival_us, 0) *
-      GST_USECOND;
-  now -= base;
-  return now > age ? now - age : 0;
+  return gst_spice_src_running_time_at (GST_ELEMENT (self), arrival_us);
 }
 
 static GstFlowReturn
@@ -1693,6 +1707,7 @@ gst_spice_src_get_stats (GstSpiceSrc * self)
       "unknown", "last-error", G_TYPE_STRING,
       self->st_last_error ? self->st_last_error : "", NULL);
   g_mutex_unlock (&self->lock);
+  gst_spice_src_audio_stats (self->audio, s);
   return s;
 }
 
@@ -1872,6 +1887,7 @@ gst_spice_src_finalize (GObject * object)
   g_free (self->st_last_error);
   gst_clear_buffer (&self->cursor.shape);
   gst_spice_region_clear (&self->damage);
+  gst_spice_src_audio_free (self->audio);
   g_mutex_clear (&self->lock);
   g_cond_clear (&self->cond);
   G_OBJECT_CLASS (parent_class)->finalize (object);
@@ -1998,12 +2014,15 @@ gst_spice_src_class_init (GstSpiceSrcClass * klass)
           GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
 
   gst_element_class_add_static_pad_template (element_class, &src_template);
+  gst_element_class_add_static_pad_template (element_class,
+      &gst_spice_src_audio_template);
   gst_element_class_set_static_metadata (element_class, "SPICE source",
       "Source/Video/Network",
       "Receives the display of a SPICE server (virtual machine) as raw video "
       "with damage rectangles, and sends it navigation input",
       "gst-spice developers");
 
+  element_class->send_event = GST_DEBUG_FUNCPTR (gst_spice_src_send_event);
   bsrc_class->start = GST_DEBUG_FUNCPTR (gst_spice_src_start);
   bsrc_class->stop = GST_DEBUG_FUNCPTR (gst_spice_src_stop);
   bsrc_class->unlock = GST_DEBUG_FUNCPTR (gst_spice_src_unlock);
@@ -2038,6 +2057,7 @@ gst_spice_src_init (GstSpiceSrc * self)
   self->max_fps_d = 1;
   self->context_mode = DEFAULT_CONTEXT;
   self->last_pts = GST_CLOCK_TIME_NONE;
+  self->audio = gst_spice_src_audio_new (GST_ELEMENT (self));
 
   gst_base_src_set_live (GST_BASE_SRC (self), TRUE);
   gst_base_src_set_format (GST_BASE_SRC (self), GST_FORMAT_TIME);

@@ -60,6 +60,7 @@
  */
 #include "config.h"
 
+#include "guest-audio.h"
 #include "guest-core.h"
 #include "guest-render.h"
 
@@ -118,6 +119,8 @@ typedef struct
   gboolean frame_stamp;
   gchar *frame_times_path;
   gint width, height;
+  gchar *audio_mode;
+  GuestAudio *audio;
 
   guint32 seed;
   GMainLoop *loop;
@@ -1085,6 +1088,8 @@ handle_command (Guest * g, const gchar * line)
     } else {
       guest_log ("error bad cursor command: %s", line);
     }
+  } else if (g_str_equal (argv[0], "audio")) {
+    guest_audio_command (g->audio, argc, argv);
   } else if (g_str_equal (argv[0], "quit")) {
     quit_guest (g);
   } else {
@@ -1258,6 +1263,9 @@ main (int argc, char *argv[])
     {"frame-times", 0, 0, G_OPTION_ARG_FILENAME, &g->frame_times_path,
           "Append 'NAME N MONOTONIC_US' to FILE for every activity frame",
         "FILE"},
+    {"audio", 0, 0, G_OPTION_ARG_STRING, &g->audio_mode,
+          "off, on or tone: sound interfaces (guest-audio.c; default off)",
+        "MODE"},
     {NULL}
   };
 
@@ -1350,6 +1358,9 @@ main (int argc, char *argv[])
   spice_server_add_interface (g->server, &g->mouse.base);
   g->tablet.base.sif = &tablet_iface.base;
   spice_server_add_interface (g->server, &g->tablet.base);
+  g->audio = guest_audio_new (g->server, g->audio_mode, guest_log, &error);
+  if (!g->audio)
+    goto fail;
 
   spice_server_vm_start (g->server);
   create_primary (g);
@@ -1373,6 +1384,7 @@ main (int argc, char *argv[])
   if (g->stdin_watch)
     g_source_remove (g->stdin_watch);
   g_io_channel_unref (g->stdin_channel);
+  guest_audio_free (g->audio);
   spice_server_destroy (g->server);
   drain_queue (g->cmd_queue);
   drain_queue (g->cursor_queue);

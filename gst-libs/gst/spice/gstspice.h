@@ -16,3 +16,4 @@
 #include "gstspicesecret.h"
 #include "gstspicewire.h"
 #include "gstspiceticket.h"
+#include "gstspiceaudio.h"

@@ -400,6 +400,12 @@ static const MsgLimit client_limits[] = {
       "MOUSE_PRESS"},
   {SPICE_CHANNEL_INPUTS, SPICE_MSGC_INPUTS_MOUSE_RELEASE, 3, 3,
       "MOUSE_RELEASE"},
+  /* record: raw samples (at most 64 KiB a message), mode, start mark */
+  {SPICE_CHANNEL_RECORD, SPICE_MSGC_RECORD_DATA, 4, 4 + 65536,
+      "RECORD_DATA"},
+  {SPICE_CHANNEL_RECORD, SPICE_MSGC_RECORD_MODE, 6, 6 + 4096, "RECORD_MODE"},
+  {SPICE_CHANNEL_RECORD, SPICE_MSGC_RECORD_START_MARK, 4, 4,
+      "RECORD_START_MARK"},
 };
 
 static const MsgLimit *

@@ -1,0 +1,158 @@
+/* gst-spice tests/audio: the test guest's sound interfaces against a real
+ * spice-client-glib client: the tone arrives (raw and Opus) at the right
+ * frequencies without a missing segment, stop/start and volume/mute reach
+ * the client, and a tone the client records reaches the guest's record
+ * interface. */
+#include <gst/check/gstcheck.h>
+#include <stdio.h>
+
+#include "guest-launcher.h"
+#include "audio-check.h"
+#include "audio-listener.h"
+
+static GuestProcess *
+start_audio_guest (const gchar * mode)
+{
+  const gchar *args[] = { "--audio", mode, NULL };
+  GError *err = NULL;
+  GuestProcess *gp = guest_process_start (args, &err);
+
+  fail_unless (gp != NULL, "guest did not start: %s",
+      err ? err->message : "?");
+  return gp;
+}
+
+/* the tone the listener got over @seconds of playback */
+static void
+check_listener_tone (AudioListener * l, gdouble seconds)
+{
+  AudioToneReport r;
+  gsize n;
+  gint16 *left;
+
+  fail_unless (l->starts >= 1, "no playback-start");
+  fail_unless_equals_int (l->rate, GUEST_AUDIO_RATE);
+  fail_unless_equals_int (l->channels, GUEST_AUDIO_CHANNELS);
+  left = audio_check_left (l->data->data, l->data->len, l->channels, &n);
+  audio_check_tone (left, n, l->rate, &r);
+  g_free (left);
+  GST_INFO ("%" G_GSIZE_FORMAT " frames: %u windows, %u silent, %u "
+      "recognized, %u changes (%u bad)", n, r.windows, r.silent,
+      r.recognized, r.changes, r.bad_changes);
+  /* received at least 80 % of real time (start-up aside) */
+  fail_unless (n >= seconds * 0.8 * l->rate, "only %" G_GSIZE_FORMAT
+      " frames in %.1f s", n, seconds);
+  fail_unless (r.recognized >= r.windows * 8 / 10,
+      "tone recognized in %u of %u windows", r.recognized, r.windows);
+  fail_unless (r.changes >= seconds * 1000 / GUEST_AUDIO_SEGMENT_MS - 3,
+      "only %u segment changes", r.changes);
+  fail_unless_equals_int (r.bad_changes, 0);
+}
+
+static void
+run_tone (gboolean opus)
+{
+  GuestProcess *gp = start_audio_guest ("tone");
+  AudioListener l;
+  gboolean never = FALSE;
+
+  audio_listener_start (&l, guest_process_get_port (gp), opus);
+  fail_unless (audio_listener_pump_until (&l.playback_open, 20000));
+  audio_listener_pump_until (&never, 5000);
+  fail_if (l.error);
+  check_listener_tone (&l, 4.0);
+  audio_listener_stop (&l);
+  guest_process_stop (gp);
+}
+
+GST_START_TEST (test_guest_tone_raw)
+{
+  run_tone (FALSE);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_guest_tone_opus)
+{
+  run_tone (TRUE);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_guest_stop_start_volume)
+{
+  GuestProcess *gp = start_audio_guest ("on");
+  AudioListener l;
+  gboolean never = FALSE;
+  guint starts;
+
+  audio_listener_start (&l, guest_process_get_port (gp), FALSE);
+  fail_unless (audio_listener_pump_until (&l.playback_open, 20000));
+  audio_listener_pump_until (&never, 300);
+  fail_unless_equals_int (l.data->len, 0);
+  guest_process_command (gp, "audio start");
+  audio_listener_pump_until (&never, 1000);
+  fail_unless (l.starts >= 1 && l.data->len > 0);
+  guest_process_command (gp, "audio stop");
+  audio_listener_pump_until (&never, 500);
+  fail_unless_equals_int (l.stops, 1);
+  starts = l.starts;
+  guest_process_command (gp, "audio start");
+  audio_listener_pump_until (&never, 500);
+  fail_unless_equals_int (l.starts, starts + 1);
+  guest_process_command (gp, "audio volume 1000");
+  guest_process_command (gp, "audio mute 1");
+  audio_listener_pump_until (&never, 500);
+  fail_unless (l.volume_notifies >= 1, "no volume change at the client");
+  fail_unless (l.mute_notifies >= 1, "no mute change at the client");
+  audio_listener_stop (&l);
+  guest_process_stop (gp);
+}
+
+GST_END_TEST;
+
+/* the client sends a 700 Hz tone on its record channel */
+GST_START_TEST (test_guest_record)
+{
+  GuestProcess *gp = start_audio_guest ("on");
+  AudioListener l;
+  guint mark;
+  gchar *line;
+  guint frames, hz;
+  gint peak;
+
+  audio_listener_start (&l, guest_process_get_port (gp), FALSE);
+  fail_unless (audio_listener_pump_until (&l.record_started, 20000),
+      "the server never started the record channel");
+  fail_unless_equals_int (l.rec_rate, GUEST_AUDIO_RATE);
+  mark = guest_process_mark (gp);
+  audio_listener_send_tone (&l, 700, GUEST_AUDIO_RATE, 2);
+  line = guest_process_wait_line_from (gp, mark, "record level ", 5000, NULL);
+  fail_unless (line != NULL, "the guest recorded nothing");
+  fail_unless_equals_int (sscanf (line, "record level %u %u %d", &frames,
+          &hz, &peak), 3);
+  fail_unless (hz >= 680 && hz <= 720, "recorded %u Hz: %s", hz, line);
+  fail_unless (peak > 4000, "peak %d", peak);
+  g_free (line);
+  audio_listener_stop (&l);
+  guest_process_stop (gp);
+}
+
+GST_END_TEST;
+
+static Suite *
+audio_guest_suite (void)
+{
+  Suite *s = suite_create ("audio-guest");
+  TCase *tc = tcase_create ("general");
+
+  tcase_set_timeout (tc, 120);
+  suite_add_tcase (s, tc);
+  tcase_add_test (tc, test_guest_tone_raw);
+  tcase_add_test (tc, test_guest_tone_opus);
+  tcase_add_test (tc, test_guest_stop_start_volume);
+  tcase_add_test (tc, test_guest_record);
+  return s;
+}
+
+GST_CHECK_MAIN (audio_guest);

@@ -1,0 +1,301 @@
+/* gst-spice tests/audio: spicesrc's audio pad against the test guest's
+ * tone (a real libspice-server playing through spice-gtk): caps, the tone
+ * at the right frequencies, continuous timestamps on the video's base,
+ * spice-audio-stop at STOP and a new stream at START that the sink takes, volume/mute as the sticky
+ * spice-audio-volume event. */
+#include <gst/check/gstcheck.h>
+#include <gst/app/gstappsink.h>
+#include <gst/spice/gstspice.h>
+
+#include "guest-launcher.h"
+#include "audio-check.h"
+
+typedef struct
+{
+  GMutex lock;
+  guint stops, stream_starts, volumes;
+  guint n_volume;
+  guint16 volume[2];
+  gboolean mute;
+  guint buffers, gaps, disconts;
+  GstClockTime next_pts, last_pts;
+  GByteArray *data;
+  GstClockTime video_pts;
+} Probe;
+
+static GstPadProbeReturn
+audio_probe (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
+{
+  Probe *p = user_data;
+
+  g_mutex_lock (&p->lock);
+  if (info->type & GST_PAD_PROBE_TYPE_BUFFER) {
+    GstBuffer *b = GST_PAD_PROBE_INFO_BUFFER (info);
+    GstMapInfo map;
+
+    if (GST_BUFFER_FLAG_IS_SET (b, GST_BUFFER_FLAG_DISCONT))
+      p->disconts++;
+    else if (GST_CLOCK_TIME_IS_VALID (p->next_pts) &&
+        GST_BUFFER_PTS (b) != p->next_pts)
+      p->gaps++;
+    p->next_pts = GST_BUFFER_PTS (b) + GST_BUFFER_DURATION (b);
+    p->last_pts = GST_BUFFER_PTS (b);
+    p->buffers++;
+    gst_buffer_map (b, &map, GST_MAP_READ);
+    g_byte_array_append (p->data, map.data, map.size);
+    gst_buffer_unmap (b, &map);
+  } else {
+    GstEvent *e = GST_PAD_PROBE_INFO_EVENT (info);
+
+    switch (GST_EVENT_TYPE (e)) {
+      case GST_EVENT_CUSTOM_DOWNSTREAM:
+        if (gst_spice_event_is_audio_stop (e)) {
+          p->stops++;
+          p->next_pts = GST_CLOCK_TIME_NONE;
+        }
+        break;
+      case GST_EVENT_STREAM_START:
+        p->stream_starts++;
+        break;
+      case GST_EVENT_CUSTOM_DOWNSTREAM_STICKY:
+        if (gst_spice_event_parse_audio_volume (e, &p->n_volume, p->volume,
+                &p->mute))
+          p->volumes++;
+        break;
+      default:
+        break;
+    }
+  }
+  g_mutex_unlock (&p->lock);
+  return GST_PAD_PROBE_OK;
+}
+
+static GstPadProbeReturn
+video_probe (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
+{
+  Probe *p = user_data;
+
+  g_mutex_lock (&p->lock);
+  p->video_pts = GST_BUFFER_PTS (GST_PAD_PROBE_INFO_BUFFER (info));
+  g_mutex_unlock (&p->lock);
+  return GST_PAD_PROBE_OK;
+}
+
+/* waits until *counter >= want (under p->lock) */
+static gboolean
+wait_count (Probe * p, const guint * counter, guint want, guint timeout_ms)
+{
+  gint64 end = g_get_monotonic_time () + timeout_ms * 1000LL;
+  gboolean ok;
+
+  for (;;) {
+    g_mutex_lock (&p->lock);
+    ok = *counter >= want;
+    g_mutex_unlock (&p->lock);
+    if (ok || g_get_monotonic_time () > end)
+      return ok;
+    g_usleep (20000);
+  }
+}
+
+GST_START_TEST (test_src_audio_tone)
+{
+  const gchar *args[] = { "--audio", "tone", "--activity", "busy", NULL };
+  GError *err = NULL;
+  GuestProcess *gp = guest_process_start (args, &err);
+  gchar *uri, *desc;
+  GstElement *pipe, *asink, *vsink;
+  GstPad *pad;
+  Probe p = { 0 };
+  AudioToneReport r;
+  GstCaps *caps;
+  GstStructure *s;
+  gint rate = 0, channels = 0;
+  gint64 t0;
+  guint buffers0;
+  gsize n;
+  gint16 *left;
+  GstClockTime apts, vpts, stop_pts;
+
+  fail_unless (gp != NULL, "%s", err ? err->message : "");
+  g_mutex_init (&p.lock);
+  p.data = g_byte_array_new ();
+  p.next_pts = GST_CLOCK_TIME_NONE;
+  uri = guest_process_get_uri (gp);
+  desc = g_strdup_printf ("spicesrc name=src uri=%s ! fakesink name=v "
+      "sync=false src.audio ! appsink name=a sync=false max-buffers=4000 "
+      "wait-on-eos=false",
+      uri);
+  pipe = gst_parse_launch (desc, &err);
+  fail_unless (pipe != NULL, "%s", err ? err->message : "");
+  g_free (desc);
+  g_free (uri);
+  asink = gst_bin_get_by_name (GST_BIN (pipe), "a");
+  vsink = gst_bin_get_by_name (GST_BIN (pipe), "v");
+  pad = gst_element_get_static_pad (asink, "sink");
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER |
+      GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, audio_probe, &p, NULL);
+  gst_object_unref (pad);
+  pad = gst_element_get_static_pad (vsink, "sink");
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, video_probe, &p, NULL);
+  gst_object_unref (pad);
+  fail_unless (gst_element_set_state (pipe, GST_STATE_PLAYING) !=
+      GST_STATE_CHANGE_FAILURE);
+
+  /* 4 s of tone after the first buffer */
+  fail_unless (wait_count (&p, &p.buffers, 1, 20000), "no audio buffer");
+  g_mutex_lock (&p.lock);
+  g_byte_array_set_size (p.data, 0);
+  g_mutex_unlock (&p.lock);
+  t0 = g_get_monotonic_time ();
+  g_usleep (4 * G_USEC_PER_SEC);
+
+  pad = gst_element_get_static_pad (asink, "sink");
+  caps = gst_pad_get_current_caps (pad);
+  gst_object_unref (pad);
+  fail_unless (caps != NULL);
+  s = gst_caps_get_structure (caps, 0);
+  fail_unless_equals_string (gst_structure_get_string (s, "format"), "S16LE");
+  gst_structure_get_int (s, "rate", &rate);
+  gst_structure_get_int (s, "channels", &channels);
+  gst_caps_unref (caps);
+  fail_unless_equals_int (rate, GUEST_AUDIO_RATE);
+  fail_unless_equals_int (channels, 2);
+
+  g_mutex_lock (&p.lock);
+  left = audio_check_left (p.data->data, p.data->len, 2, &n);
+  apts = p.last_pts;
+  vpts = p.video_pts;
+  fail_unless_equals_int (p.gaps, 0);
+  fail_unless (p.disconts <= 2, "%u discontinuities", p.disconts);
+  g_mutex_unlock (&p.lock);
+  audio_check_tone (left, n, rate, &r);
+  g_free (left);
+  GST_INFO ("%" G_GSIZE_FORMAT " frames in %.2f s: %u windows, %u "
+      "recognized, %u changes (%u bad), audio pts %" GST_TIME_FORMAT
+      " video pts %" GST_TIME_FORMAT, n,
+      (g_get_monotonic_time () - t0) / 1e6, r.windows, r.recognized,
+      r.changes, r.bad_changes, GST_TIME_ARGS (apts), GST_TIME_ARGS (vpts));
+  fail_unless (n >= 3.6 * rate, "only %" G_GSIZE_FORMAT " frames in 4 s", n);
+  fail_unless (r.recognized >= r.windows * 9 / 10, "%u of %u windows",
+      r.recognized, r.windows);
+  fail_unless (r.changes >= 6);
+  fail_unless_equals_int (r.bad_changes, 0);
+  /* both on the same running-time base: the busy activity draws at 30 fps */
+  fail_unless (GST_CLOCK_TIME_IS_VALID (vpts));
+  fail_unless (ABS (GST_CLOCK_DIFF (apts, vpts)) < 500 * GST_MSECOND,
+      "audio %" GST_TIME_FORMAT " vs video %" GST_TIME_FORMAT,
+      GST_TIME_ARGS (apts), GST_TIME_ARGS (vpts));
+
+  /* STOP ends the stream, START begins a new one that still plays */
+  guest_process_command (gp, "audio stop");
+  fail_unless (wait_count (&p, &p.stops, 1, 10000), "no stop event");
+  g_mutex_lock (&p.lock);
+  stop_pts = p.last_pts;
+  g_mutex_unlock (&p.lock);
+  guest_process_command (gp, "audio start");
+  fail_unless (wait_count (&p, &p.stream_starts, 2, 10000),
+      "no new stream after start");
+  g_mutex_lock (&p.lock);
+  buffers0 = p.buffers;
+  g_mutex_unlock (&p.lock);
+  fail_unless (wait_count (&p, &p.buffers, buffers0 + 20, 10000),
+      "no data after the restart");
+  /* and the sink takes it (a basesink after EOS takes a new stream) */
+  {
+    GstClockTime newest = 0;
+    GstSample *sample;
+
+    while (newest <= stop_pts && (sample =
+            gst_app_sink_try_pull_sample (GST_APP_SINK (asink),
+                5 * GST_SECOND))) {
+      newest = GST_BUFFER_PTS (gst_sample_get_buffer (sample));
+      gst_sample_unref (sample);
+    }
+    fail_unless (newest > stop_pts, "appsink took nothing after the restart");
+  }
+
+  /* volume and mute */
+  guest_process_command (gp, "audio volume 1000");
+  guest_process_command (gp, "audio mute 1");
+  {
+    gint64 end = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
+    gboolean ok = FALSE;
+
+    while (!ok && g_get_monotonic_time () < end) {
+      g_usleep (20000);
+      g_mutex_lock (&p.lock);
+      ok = p.mute && p.n_volume == 2 && p.volume[0] == 1000;
+      g_mutex_unlock (&p.lock);
+    }
+    fail_unless (ok, "no volume 1000 / mute event (%u events, volume %u, "
+        "mute %d)", p.volumes, p.volume[0], p.mute);
+  }
+
+  gst_element_set_state (pipe, GST_STATE_NULL);
+  gst_object_unref (asink);
+  gst_object_unref (vsink);
+  gst_object_unref (pipe);
+  g_byte_array_unref (p.data);
+  g_mutex_clear (&p.lock);
+  guest_process_stop (gp);
+}
+
+GST_END_TEST;
+
+/* the shared helpers: events and the Opus packet length */
+GST_START_TEST (test_audio_helpers)
+{
+  guint16 vol[2] = { 100, 65535 }, got[2] = { 0, 0 };
+  guint n = 0;
+  gboolean mute = FALSE;
+  GstEvent *e = gst_spice_event_new_audio_volume (2, vol, TRUE);
+  GstBuffer *b = gst_buffer_new_allocate (NULL, 8, NULL), *gb = NULL;
+  gint rate = 0, channels = 0;
+  /* TOC: config 19 (CELT 20 ms... config 16+3: 20 ms), code 0 */
+  const guint8 celt20[] = { (19 << 3) | 0, 0 };
+  const guint8 celt10[] = { (18 << 3) | 0, 0 };
+  const guint8 two10[] = { (18 << 3) | 1, 0 };
+  const guint8 silk60x3[] = { (3 << 3) | 3, 3 };
+
+  fail_unless (gst_spice_event_parse_audio_volume (e, &n, got, &mute));
+  fail_unless (n == 2 && got[0] == 100 && got[1] == 65535 && mute);
+  gst_event_unref (e);
+  e = gst_spice_event_new_record_start (48000, 2);
+  fail_unless (gst_spice_event_parse_record_start (e, &rate, &channels));
+  fail_unless (rate == 48000 && channels == 2);
+  fail_if (gst_spice_event_is_record_stop (e));
+  gst_event_unref (e);
+  e = gst_spice_event_new_record_data (b);
+  fail_unless (gst_spice_event_parse_record_data (e, &gb));
+  fail_unless (gb == b);
+  gst_event_unref (e);
+  gst_buffer_unref (b);
+  fail_unless_equals_int (gst_spice_audio_opus_packet_samples (celt20, 2),
+      960);
+  fail_unless_equals_int (gst_spice_audio_opus_packet_samples (celt10, 2),
+      480);
+  fail_unless_equals_int (gst_spice_audio_opus_packet_samples (two10, 2),
+      960);
+  /* 3 x 60 ms is more than Opus allows (120 ms) */
+  fail_unless_equals_int (gst_spice_audio_opus_packet_samples (silk60x3, 2),
+      -1);
+  fail_unless_equals_int (gst_spice_audio_opus_packet_samples (NULL, 0), -1);
+}
+
+GST_END_TEST;
+
+static Suite *
+audio_src_suite (void)
+{
+  Suite *s = suite_create ("audio-src");
+  TCase *tc = tcase_create ("general");
+
+  tcase_set_timeout (tc, 120);
+  suite_add_tcase (s, tc);
+  tcase_add_test (tc, test_audio_helpers);
+  tcase_add_test (tc, test_src_audio_tone);
+  return s;
+}
+
+GST_CHECK_MAIN (audio_src);
