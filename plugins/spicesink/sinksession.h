@@ -9,6 +9,7 @@
 #include "sinkdisplay.h"
 #include "sinkinputs.h"
 #include "sinkcursor.h"
+#include "sinkagent.h"
 
 G_BEGIN_DECLS
 
@@ -40,6 +41,7 @@ struct _SinkSession
   SinkDisplayState disp;
   SinkInputsState in;
   SinkCursorState cur;
+  SinkAgentState agent;
 };
 
 /* all: lock held */

@@ -16,6 +16,7 @@ G_BEGIN_DECLS
 #define SINK_MAX_STREAMS GST_SPICE_WIRE_MAX_STREAMS
 
 typedef struct _SinkSession SinkSession;
+typedef struct _SinkAgentHub SinkAgentHub;
 
 typedef struct
 {
@@ -24,6 +25,7 @@ typedef struct
   gint width, height;           /* surface; atomic */
   GstSpiceCursor cursor;
   GBytes *cursor_shape;         /* BGRA pixels of cursor (or default) */
+  SinkAgentHub *agent;          /* the clipboard hub (sinkagent.c) */
 } SinkShared;
 
 /* what a session asks its owner for (SinkSessionHooks.on_wants) */
