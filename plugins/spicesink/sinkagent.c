@@ -21,7 +21,8 @@
  * Hostile input closes that client's main channel (and so its session),
  * with the reason in the log: an AGENT_DATA chunk that is empty or larger
  * than VD_AGENT_MAX_DATA_SIZE, more AGENT_DATA than its tokens, a
- * malformed message, clipboard data nobody asked for, a grab flood.
+ * malformed message, clipboard data nobody asked for, a grab flood, more
+ * than max-clipboard waiting because it gives no tokens back.
  */
 #include "sinksession.h"
 
@@ -168,6 +169,11 @@ agent_send (SinkSession * s, GByteArray * msg)
   }
   st->messages_out++;
   agent_flush (s);
+  if (st->out_bytes > hub_of (s)->max_clipboard + MAX_OTHER_MESSAGE) {
+    GST_WARNING ("session %08x (%s): agent tokens not returned (%"
+        G_GSIZE_FORMAT " bytes waiting)", s->id, s->peer, st->out_bytes);
+    sink_conn_close (s->main, "agent tokens not returned");
+  }
 }
 
 static gboolean
