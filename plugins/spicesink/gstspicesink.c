@@ -12,6 +12,12 @@
  * SPICE video streams, to any number of ordinary SPICE clients
  * (remote-viewer, spicy, spice-html5...).
  *
+ * spicesink is also the guest agent its clients see (clipboard both ways
+ * by demand, monitors config, file transfer refused): the guest's agent
+ * arrives from upstream as `spice-agent` / `spice-clipboard` events on the
+ * `draw` pad, and the clients' clipboard and monitors config go upstream
+ * as `spice-clipboard` / `spice-monitors-config` events (docs/spicesink.md).
+ *
  * Keyboard and mouse input of the clients travel upstream from the `draw`
  * pad as GstNavigation events (`key` is the X11 keysym name, plus an exact
  * `scancode` field in spice-gtk's convention: XT set 1, 0x100|code for
@@ -87,6 +93,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_spice_sink_debug);
 #define DEFAULT_MAX_CONN_RATE 0
 #define DEFAULT_CONN_BURST 20
 #define DEFAULT_MAX_PENDING 64
+#define DEFAULT_MAX_CLIPBOARD (16 * 1024 * 1024)
 
 enum
 {
@@ -109,6 +116,7 @@ enum
   PROP_MAX_CONN_RATE,
   PROP_CONN_BURST,
   PROP_MAX_PENDING,
+  PROP_MAX_CLIPBOARD,
   PROP_BOUND_PORT,
   PROP_BOUND_TLS_PORT,
   PROP_STATS,
@@ -579,6 +587,14 @@ gst_spice_sink_draw_event (GstPad * pad, GstObject * parent, GstEvent * event)
     case GST_EVENT_CUSTOM_DOWNSTREAM_STICKY:
       if (gst_event_has_name (event, GST_SPICE_EVENT_CURSOR))
         handle_cursor_event (sink, event);
+      else
+        sink_server_agent_event (sink->server, event);
+      gst_event_unref (event);
+      return TRUE;
+    case GST_EVENT_CUSTOM_DOWNSTREAM:
+      /* the guest's clipboard (the tiler forwards it on draw only as
+       * serialized events; the stream pads' copies are ignored) */
+      sink_server_agent_event (sink->server, event);
       gst_event_unref (event);
       return TRUE;
     case GST_EVENT_FLUSH_START:
@@ -1058,6 +1074,9 @@ gst_spice_sink_set_property (GObject * object, guint prop_id,
     case PROP_MAX_PENDING:
       sink->props.max_pending = g_value_get_uint (value);
       break;
+    case PROP_MAX_CLIPBOARD:
+      sink->props.max_clipboard = g_value_get_uint (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -1133,6 +1152,9 @@ gst_spice_sink_get_property (GObject * object, guint prop_id, GValue * value,
     case PROP_MAX_PENDING:
       g_value_set_uint (value, sink->props.max_pending);
       break;
+    case PROP_MAX_CLIPBOARD:
+      g_value_set_uint (value, sink->props.max_clipboard);
+      break;
     case PROP_BOUND_PORT:
       g_value_set_int (value, sink->bound_port);
       break;
@@ -1177,6 +1199,7 @@ gst_spice_sink_init (GstSpiceSink * sink)
   sink->props.max_conn_rate = DEFAULT_MAX_CONN_RATE;
   sink->props.conn_burst = DEFAULT_CONN_BURST;
   sink->props.max_pending = DEFAULT_MAX_PENDING;
+  sink->props.max_clipboard = DEFAULT_MAX_CLIPBOARD;
   sink->bound_port = sink->bound_tls_port = -1;
   sink->streams = g_ptr_array_new ();
   sink->server = sink_server_new (GST_OBJECT (sink), &server_callbacks, sink);
@@ -1301,6 +1324,12 @@ gst_spice_sink_class_init (GstSpiceSinkClass * klass)
           "Connections allowed in the link stage at the same time (all "
           "addresses); further ones are closed at once", 1, 100000,
           DEFAULT_MAX_PENDING, rw | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property (gobject_class, PROP_MAX_CLIPBOARD,
+      g_param_spec_uint ("max-clipboard", "Max clipboard",
+          "Largest clipboard (bytes) relayed between the clients and the "
+          "guest agent; a larger one is refused (the paste gets nothing)",
+          0, G_MAXINT32, DEFAULT_MAX_CLIPBOARD,
+          rw | GST_PARAM_MUTABLE_PLAYING));
   g_object_class_install_property (gobject_class, PROP_BOUND_PORT,
       g_param_spec_int ("bound-port", "Bound port",
           "Port actually listened on (-1 if none)", -1, 65535, -1,

@@ -2,7 +2,8 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * Sent: MAIN_INIT; CHANNELS_LIST on ATTACH_CHANNELS; MOUSE_MODE on
- * request; PING every second.
+ * request; PING every second. AGENT_START / AGENT_DATA / AGENT_TOKEN go to
+ * the agent endpoint (sinkagent.c).
  */
 #include "sinksession.h"
 
@@ -27,9 +28,11 @@ sink_main_linked (SinkSession * s)
 
   gst_spice_wire_write_main_init (a, s->id,
       SPICE_MOUSE_MODE_CLIENT | SPICE_MOUSE_MODE_SERVER,
-      SPICE_MOUSE_MODE_CLIENT, sink_conn_env_mm_time (s->shared->env));
+      SPICE_MOUSE_MODE_CLIENT, sink_agent_hub_connected (s->shared->agent),
+      SINK_AGENT_CLIENT_TOKENS, sink_conn_env_mm_time (s->shared->env));
   sink_conn_send (s->main, SPICE_MSG_MAIN_INIT, a, NULL);
   g_byte_array_unref (a);
+  sink_agent_join (s);
 }
 
 static gboolean
@@ -81,6 +84,9 @@ sink_main_handle_mouse_mode_request (SinkSession * s, guint16 type,
 static const SinkHandler handlers[] = {
   [SPICE_MSGC_MAIN_ATTACH_CHANNELS] = sink_main_handle_attach_channels,
   [SPICE_MSGC_MAIN_MOUSE_MODE_REQUEST] = sink_main_handle_mouse_mode_request,
+  [SPICE_MSGC_MAIN_AGENT_START] = sink_agent_handle,
+  [SPICE_MSGC_MAIN_AGENT_DATA] = sink_agent_handle,
+  [SPICE_MSGC_MAIN_AGENT_TOKEN] = sink_agent_handle,
   /* CLIENT_INFO: nothing to do */
 };
 

@@ -102,6 +102,19 @@ static const SinkConnHooks link_hooks;
 
 /* ------------------------------------------------------------ lifetime */
 
+/* lock held (SinkAgentHubCallbacks) */
+static void
+agent_post_upstream (GstEvent * event, gpointer user_data)
+{
+  SinkServer *server = user_data;
+
+  server->cb->post_upstream (-1, event, server->cb_data);
+}
+
+static const SinkAgentHubCallbacks agent_hub_callbacks = {
+  .post_upstream = agent_post_upstream,
+};
+
 /* the element's init */
 SinkServer *
 sink_server_new (GstObject * owner, const SinkServerCallbacks * callbacks,
@@ -132,6 +145,7 @@ sink_server_new (GstObject * owner, const SinkServerCallbacks * callbacks,
       SPICE_RECORD_CAP_VOLUME);
   server->shared.env = &server->env;
   server->shared.picture = sink_picture_new ();
+  server->shared.agent = sink_agent_hub_new (&agent_hub_callbacks, server);
   server->streams = g_ptr_array_new_with_free_func (g_free);
   server->rate = sink_rate_new ();
   server->draw_flushing = TRUE;
@@ -166,6 +180,7 @@ sink_server_free (SinkServer * server)
   sink_server_stop (server);
   sink_server_settings_clear (&server->set);
   sink_picture_free (server->shared.picture);
+  sink_agent_hub_free (server->shared.agent);
   if (server->shared.cursor_shape)
     g_bytes_unref (server->shared.cursor_shape);
   g_ptr_array_unref (server->streams);
@@ -185,6 +200,7 @@ sink_server_configure (SinkServer * server, const SinkServerSettings * set)
   server->env.queue_size = set->queue_size;
   server->env.notsent_lowat = set->notsent_lowat;
   server->env.stream_latency = set->stream_latency;
+  sink_agent_hub_set_max_clipboard (server->shared.agent, set->max_clipboard);
   g_mutex_unlock (&server->lock);
 }
 
@@ -948,6 +964,7 @@ sink_server_reset (SinkServer * server)
   sink_picture_refresh_done (server->shared.picture);
   server->stream_ids_used = 0;
   server->shared.audio.playing = FALSE;
+  sink_agent_hub_reset (server->shared.agent);
   for (i = 0; i < server->streams->len; i++)
     ((ServerStream *) g_ptr_array_index (server->streams, i))->active = FALSE;
   g_mutex_unlock (&server->lock);
@@ -1105,6 +1122,19 @@ sink_server_set_cursor (SinkServer * server, const GstSpiceCursor * cursor,
   for (l = server->sessions; l; l = l->next)
     sink_cursor_send (l->data, FALSE);
   g_mutex_unlock (&server->lock);
+}
+
+/* draw pad's streaming thread (its serialized agent events); takes the
+ * lock. FALSE if @event is no agent event. */
+gboolean
+sink_server_agent_event (SinkServer * server, GstEvent * event)
+{
+  gboolean ret;
+
+  g_mutex_lock (&server->lock);
+  ret = sink_agent_hub_guest_event (server->shared.agent, event);
+  g_mutex_unlock (&server->lock);
+  return ret;
 }
 
 /* Render path. The draws are marshalled and the picture edited without

@@ -57,6 +57,7 @@ typedef struct
   guint max_conn_rate;
   guint conn_burst;
   guint max_pending;
+  guint max_clipboard;          /* bytes of one clipboard (agent) */
 } SinkServerSettings;
 
 /* One validated region of an update (the payload shares the buffer) */
@@ -91,6 +92,9 @@ void     sink_server_set_surface (SinkServer * server, gint width,
     gint height);
 void     sink_server_set_cursor (SinkServer * server,
     const GstSpiceCursor * cursor, GBytes * shape);
+/* the guest agent's events (spice-agent, spice-clipboard); FALSE if
+ * @event is none */
+gboolean sink_server_agent_event (SinkServer * server, GstEvent * event);
 /* @regions: SinkUpdateRegion (validated against the surface). FLUSHING
  * while the draw path flushes. */
 GstFlowReturn sink_server_draw_update (SinkServer * server, GArray * regions,

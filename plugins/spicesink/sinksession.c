@@ -5,7 +5,8 @@
  * server); display, inputs and cursor channels join the session whose id
  * they give as connection_id. The session implements its connections'
  * hooks and hands each message to its channel's handler table
- * (sinkmain.c, sinkdisplay.c, sinkinputs.c, sinkcursor.c). The inputs
+ * (sinkmain.c with its agent endpoint sinkagent.c, sinkdisplay.c,
+ * sinkinputs.c, sinkcursor.c). The inputs
  * channel is dispatched without the server lock, the others with it.
  */
 #include "sinksession.h"
@@ -155,6 +156,7 @@ session_closed (SinkConn * conn, gpointer user_data)
     s->hooks->on_display_changed (s, s->hooks_data);
   }
   if (slot == &s->main) {
+    sink_agent_leave (s);
     /* the session ends with its main channel */
     sink_session_close (s, "session ended");
     s->hooks->on_ended (s, s->hooks_data);
@@ -304,6 +306,12 @@ sink_session_stats (SinkSession * s)
   };
   guint i;
 
+  if (s->agent.joined) {
+    GstStructure *as = sink_agent_stats (s);
+
+    gst_structure_set (c, "agent", GST_TYPE_STRUCTURE, as, NULL);
+    gst_structure_free (as);
+  }
   if (d->have_margin)
     gst_structure_set (c, "stream-margin-ms", G_TYPE_INT, d->last_margin_ms,
         "stream-report-drops", G_TYPE_UINT64, d->report_drops, NULL);

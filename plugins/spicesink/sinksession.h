@@ -11,6 +11,7 @@
 #include "sinkcursor.h"
 #include "sinkplayback.h"
 #include "sinkrecord.h"
+#include "sinkagent.h"
 
 G_BEGIN_DECLS
 
@@ -46,6 +47,7 @@ struct _SinkSession
   SinkCursorState cur;
   SinkPlaybackState play;
   SinkRecordState rec;
+  SinkAgentState agent;
 };
 
 /* all: lock held */

@@ -16,6 +16,7 @@ G_BEGIN_DECLS
 #define SINK_MAX_STREAMS GST_SPICE_WIRE_MAX_STREAMS
 
 typedef struct _SinkSession SinkSession;
+typedef struct _SinkAgentHub SinkAgentHub;
 
 /* The sound the element serves on its audio pad (sinkplayback.c) */
 typedef struct
@@ -38,6 +39,7 @@ typedef struct
   GstSpiceCursor cursor;
   GBytes *cursor_shape;         /* BGRA pixels of cursor (or default) */
   SinkAudio audio;
+  SinkAgentHub *agent;          /* the clipboard hub (sinkagent.c) */
 } SinkShared;
 
 /* what a session asks its owner for (SinkSessionHooks.on_wants) */

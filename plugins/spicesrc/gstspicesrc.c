@@ -74,6 +74,7 @@
 #include "gstspicesrc.h"
 #include "gstspicesrccontext.h"
 #include "gstspicesrcaudio.h"
+#include "gstspicesrcagent.h"
 
 GST_DEBUG_CATEGORY_STATIC (gst_spice_src_debug);
 #define GST_CAT_DEFAULT gst_spice_src_debug
@@ -173,6 +174,7 @@ struct _GstSpiceSrc
   guint st_reconnects;
   gchar *st_last_error;
   gint mouse_mode_shared;
+  GstSpiceSrcAgent *agent;      /* guest agent relay (gstspicesrcagent.c) */
 
   /* streaming thread */
   GstVideoInfo out_info;
@@ -798,6 +800,7 @@ on_channel_new (SpiceSession * session, SpiceChannel * channel,
         G_CALLBACK (on_channel_event), self);
     g_signal_connect (channel, "notify::mouse-mode",
         G_CALLBACK (on_mouse_mode), self);
+    gst_spice_src_agent_set_channel (self->agent, self->main_ch);
   } else if (SPICE_IS_DISPLAY_CHANNEL (channel)) {
     if (id != self->c_channel_id || self->display_ch)
       return;
@@ -844,6 +847,8 @@ static void
 forget_channel (GstSpiceSrc * self, gpointer * slot)
 {
   if (*slot) {
+    if (slot == (gpointer *) & self->main_ch)
+      gst_spice_src_agent_set_channel (self->agent, NULL);
     g_signal_handlers_disconnect_by_data (*slot, self);
     *slot = NULL;
   }
@@ -1268,6 +1273,7 @@ gst_spice_src_start (GstBaseSrc * bsrc)
   self->marked = FALSE;
   gst_spice_region_reset (&self->damage);
   self->cursor_pending = FALSE;
+  gst_spice_src_agent_reset_locked (self->agent);
   self->st_frames = self->st_rects = self->st_area = 0;
   self->st_invalidates = self->st_invalidates_helper = self->st_input = 0;
   self->st_reconnects = 0;
@@ -1320,6 +1326,7 @@ gst_spice_src_stop (GstBaseSrc * bsrc)
   gst_clear_buffer (&self->cursor.shape);
   memset (&self->cursor, 0, sizeof (self->cursor));
   self->cursor_pending = FALSE;
+  gst_spice_src_agent_reset_locked (self->agent);
   g_mutex_unlock (&self->lock);
   gst_spice_src_audio_stop (self->audio);
 
@@ -1506,6 +1513,8 @@ gst_spice_src_event (GstBaseSrc * bsrc, GstEvent * event)
 
   if (GST_EVENT_TYPE (event) == GST_EVENT_NAVIGATION)
     return gst_spice_src_handle_navigation (self, event);
+  if (gst_spice_src_agent_upstream_event (self->agent, event))
+    return TRUE;
   return GST_BASE_SRC_CLASS (parent_class)->event (bsrc, event);
 }
 
@@ -1562,6 +1571,16 @@ again:
       gst_pad_push_event (GST_BASE_SRC_PAD (self), ev);
       g_mutex_lock (&self->lock);
       continue;
+    }
+    if (self->pushed_any) {
+      GstEvent *ev = gst_spice_src_agent_pop_locked (self->agent);
+
+      if (ev) {
+        g_mutex_unlock (&self->lock);
+        gst_pad_push_event (GST_BASE_SRC_PAD (self), ev);
+        g_mutex_lock (&self->lock);
+        continue;
+      }
     }
     now = g_get_monotonic_time ();
     if (frame_ready_locked (self)) {
@@ -1888,6 +1907,7 @@ gst_spice_src_finalize (GObject * object)
   gst_clear_buffer (&self->cursor.shape);
   gst_spice_region_clear (&self->damage);
   gst_spice_src_audio_free (self->audio);
+  gst_spice_src_agent_free (self->agent);
   g_mutex_clear (&self->lock);
   g_cond_clear (&self->cond);
   G_OBJECT_CLASS (parent_class)->finalize (object);
@@ -2048,6 +2068,8 @@ gst_spice_src_init (GstSpiceSrc * self)
   g_mutex_init (&self->lock);
   g_cond_init (&self->cond);
   gst_spice_region_init (&self->damage);
+  self->agent = gst_spice_src_agent_new (GST_ELEMENT (self), &self->lock,
+      &self->cond);
   self->channel_id = DEFAULT_CHANNEL_ID;
   self->reconnect = DEFAULT_RECONNECT;
   self->reconnect_interval = DEFAULT_RECONNECT_INTERVAL;

@@ -492,7 +492,7 @@ GST_START_TEST (test_wire_writers_bytes)
 
   gst_spice_wire_write_ping (a, 7, G_GUINT64_CONSTANT (0x1122334455667788));
   assert_bytes (a, "07000000 8877665544332211", "ping");
-  gst_spice_wire_write_main_init (a, 0xabcd, 3, 2, 1000);
+  gst_spice_wire_write_main_init (a, 0xabcd, 3, 2, 0, 0, 1000);
   assert_bytes (a, "cdab0000 01000000 03000000 02000000 00000000 00000000"
       "e8030000 00000000", "main_init");
   gst_spice_wire_write_channels_list (a, 2, types, ids);
@@ -682,7 +682,7 @@ GST_START_TEST (test_wire_roundtrip)
   fail_if (gst_spice_wire_parse_header (hdr, sizeof (hdr), FALSE, &mh));
 
   /* main */
-  gst_spice_wire_write_main_init (a, 42, 3, 2, 1234);
+  gst_spice_wire_write_main_init (a, 42, 3, 2, 0, 0, 1234);
   fail_unless (gst_spice_wire_parse_main_init (a->data, a->len, &init));
   fail_unless (init.session_id == 42 && init.display_channels_hint == 1 &&
       init.supported_mouse_modes == 3 && init.current_mouse_mode == 2 &&

@@ -12,6 +12,7 @@
 #include "gstspicedraws.h"
 #include "gstspiceimage.h"
 #include "gstspiceevents.h"
+#include "gstspiceagent.h"
 #include "gstspicekeymap.h"
 #include "gstspicesecret.h"
 #include "gstspicewire.h"

@@ -16,6 +16,7 @@
 #include <gst/gst.h>
 #include <gst/base/gstbytereader.h>
 #include <gst/base/gstbytewriter.h>
+#include <spice/vd_agent.h>
 
 #include "gstspicewire.h"
 
@@ -381,6 +382,11 @@ static const MsgLimit client_limits[] = {
       "MOUSE_MODE_REQUEST"},
   {SPICE_CHANNEL_MAIN, SPICE_MSGC_MAIN_CLIENT_INFO, 8, 8,
       "CLIENT_INFO"},
+  {SPICE_CHANNEL_MAIN, SPICE_MSGC_MAIN_AGENT_START, 4, 4, "AGENT_START"},
+  /* one chunk of the VDAgentMessage stream (<spice/vd_agent.h>) */
+  {SPICE_CHANNEL_MAIN, SPICE_MSGC_MAIN_AGENT_DATA, 1, VD_AGENT_MAX_DATA_SIZE,
+      "AGENT_DATA"},
+  {SPICE_CHANNEL_MAIN, SPICE_MSGC_MAIN_AGENT_TOKEN, 4, 4, "AGENT_TOKEN"},
   {SPICE_CHANNEL_DISPLAY, SPICE_MSGC_DISPLAY_INIT, 14, 14,
       "DISPLAY_INIT"},
   {SPICE_CHANNEL_DISPLAY, SPICE_MSGC_DISPLAY_STREAM_REPORT, 32, 32,
@@ -480,7 +486,8 @@ gst_spice_wire_write_ping (GByteArray * a, guint32 id, guint64 timestamp)
 
 void
 gst_spice_wire_write_main_init (GByteArray * a, guint32 session_id,
-    guint32 supported_mouse_modes, guint32 current_mouse_mode, guint32 mm_time)
+    guint32 supported_mouse_modes, guint32 current_mouse_mode,
+    guint32 agent_connected, guint32 agent_tokens, guint32 mm_time)
 {
   GstByteWriter w;
 
@@ -489,8 +496,8 @@ gst_spice_wire_write_main_init (GByteArray * a, guint32 session_id,
   gst_byte_writer_put_uint32_le (&w, 1);        /* display_channels_hint */
   gst_byte_writer_put_uint32_le (&w, supported_mouse_modes);
   gst_byte_writer_put_uint32_le (&w, current_mouse_mode);
-  gst_byte_writer_put_uint32_le (&w, 0);        /* agent_connected */
-  gst_byte_writer_put_uint32_le (&w, 0);        /* agent_tokens */
+  gst_byte_writer_put_uint32_le (&w, agent_connected);
+  gst_byte_writer_put_uint32_le (&w, agent_tokens);
   gst_byte_writer_put_uint32_le (&w, mm_time);
   gst_byte_writer_put_uint32_le (&w, 0);        /* ram_hint */
   wire_close (&w);

@@ -153,7 +153,7 @@ void gst_spice_wire_write_ping (GByteArray * a, guint32 id, guint64 timestamp);
 GST_SPICE_API
 void gst_spice_wire_write_main_init (GByteArray * a, guint32 session_id,
     guint32 supported_mouse_modes, guint32 current_mouse_mode,
-    guint32 mm_time);
+    guint32 agent_connected, guint32 agent_tokens, guint32 mm_time);
 GST_SPICE_API
 void gst_spice_wire_write_channels_list (GByteArray * a, guint n,
     const guint8 * types, const guint8 * ids);

@@ -1,0 +1,530 @@
+/* gst-spice: the guest agent's traffic between spicesrc and spicesink
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include "gstspiceagent.h"
+
+static const GstStructure *
+named_structure (GstEvent * event, const gchar * name)
+{
+  const GstStructure *s = gst_event_get_structure (event);
+
+  if (!s || !gst_structure_has_name (s, name))
+    return NULL;
+  return s;
+}
+
+/* ---------------------------------------------------------- agent info */
+
+GstEvent *
+gst_spice_event_new_agent (const GstSpiceAgentInfo * info)
+{
+  GstStructure *s = gst_structure_new (GST_SPICE_EVENT_AGENT,
+      "connected", G_TYPE_BOOLEAN, info->connected,
+      "client-mouse", G_TYPE_BOOLEAN, info->client_mouse, NULL);
+  GValue arr = G_VALUE_INIT, v = G_VALUE_INIT;
+  guint i;
+
+  gst_value_array_init (&arr, VD_AGENT_CAPS_SIZE);
+  g_value_init (&v, G_TYPE_UINT);
+  for (i = 0; i < VD_AGENT_CAPS_SIZE; i++) {
+    g_value_set_uint (&v, info->connected ? info->caps[i] : 0);
+    gst_value_array_append_value (&arr, &v);
+  }
+  g_value_unset (&v);
+  gst_structure_take_value (s, "caps", &arr);
+  return gst_event_new_custom (GST_EVENT_CUSTOM_DOWNSTREAM_STICKY, s);
+}
+
+gboolean
+gst_spice_event_parse_agent (GstEvent * event, GstSpiceAgentInfo * info)
+{
+  const GstStructure *s;
+  const GValue *arr;
+  guint i, n;
+
+  if (GST_EVENT_TYPE (event) != GST_EVENT_CUSTOM_DOWNSTREAM_STICKY ||
+      !(s = named_structure (event, GST_SPICE_EVENT_AGENT)))
+    return FALSE;
+  memset (info, 0, sizeof (*info));
+  gst_structure_get_boolean (s, "connected", &info->connected);
+  gst_structure_get_boolean (s, "client-mouse", &info->client_mouse);
+  arr = gst_structure_get_value (s, "caps");
+  if (info->connected && arr && GST_VALUE_HOLDS_ARRAY (arr)) {
+    n = MIN (gst_value_array_get_size (arr), VD_AGENT_CAPS_SIZE);
+    for (i = 0; i < n; i++) {
+      const GValue *v = gst_value_array_get_value (arr, i);
+
+      if (G_VALUE_HOLDS_UINT (v))
+        info->caps[i] = g_value_get_uint (v);
+    }
+  }
+  return TRUE;
+}
+
+gboolean
+gst_spice_agent_info_has_cap (const GstSpiceAgentInfo * info, guint cap)
+{
+  return info->connected && cap < VD_AGENT_END_CAP &&
+      VD_AGENT_HAS_CAPABILITY (info->caps, VD_AGENT_CAPS_SIZE, cap);
+}
+
+/* ----------------------------------------------------------- clipboard */
+
+GstEvent *
+gst_spice_event_new_clipboard (gboolean upstream,
+    const GstSpiceClipboard * clip)
+{
+  GstStructure *s = gst_structure_new (GST_SPICE_EVENT_CLIPBOARD,
+      "action", G_TYPE_UINT, (guint) clip->action,
+      "selection", G_TYPE_UINT, clip->selection, NULL);
+
+  switch (clip->action) {
+    case GST_SPICE_CLIPBOARD_GRAB:{
+      GValue arr = G_VALUE_INIT, v = G_VALUE_INIT;
+      guint i;
+
+      gst_value_array_init (&arr, clip->n_types);
+      g_value_init (&v, G_TYPE_UINT);
+      for (i = 0; i < MIN (clip->n_types, GST_SPICE_CLIPBOARD_MAX_TYPES); i++) {
+        g_value_set_uint (&v, clip->types[i]);
+        gst_value_array_append_value (&arr, &v);
+      }
+      g_value_unset (&v);
+      gst_structure_take_value (s, "types", &arr);
+      break;
+    }
+    case GST_SPICE_CLIPBOARD_DATA:
+      if (clip->data)
+        gst_structure_set (s, "data", G_TYPE_BYTES, clip->data, NULL);
+      /* fall through */
+    case GST_SPICE_CLIPBOARD_REQUEST:
+      gst_structure_set (s, "type", G_TYPE_UINT, clip->type, NULL);
+      break;
+    default:
+      break;
+  }
+  return gst_event_new_custom (upstream ? GST_EVENT_CUSTOM_UPSTREAM :
+      GST_EVENT_CUSTOM_DOWNSTREAM, s);
+}
+
+gboolean
+gst_spice_event_parse_clipboard (GstEvent * event, GstSpiceClipboard * clip)
+{
+  const GstStructure *s;
+  const GValue *v;
+  guint action = 0, i;
+
+  if ((GST_EVENT_TYPE (event) != GST_EVENT_CUSTOM_DOWNSTREAM &&
+          GST_EVENT_TYPE (event) != GST_EVENT_CUSTOM_UPSTREAM) ||
+      !(s = named_structure (event, GST_SPICE_EVENT_CLIPBOARD)))
+    return FALSE;
+  memset (clip, 0, sizeof (*clip));
+  gst_structure_get_uint (s, "action", &action);
+  if (action < GST_SPICE_CLIPBOARD_GRAB || action > GST_SPICE_CLIPBOARD_RELEASE)
+    return FALSE;
+  clip->action = action;
+  gst_structure_get_uint (s, "selection", &clip->selection);
+  gst_structure_get_uint (s, "type", &clip->type);
+  v = gst_structure_get_value (s, "types");
+  if (v && GST_VALUE_HOLDS_ARRAY (v)) {
+    guint n = MIN (gst_value_array_get_size (v), GST_SPICE_CLIPBOARD_MAX_TYPES);
+
+    for (i = 0; i < n; i++) {
+      const GValue *t = gst_value_array_get_value (v, i);
+
+      if (G_VALUE_HOLDS_UINT (t))
+        clip->types[clip->n_types++] = g_value_get_uint (t);
+    }
+  }
+  v = gst_structure_get_value (s, "data");
+  if (v && G_VALUE_HOLDS (v, G_TYPE_BYTES) && g_value_get_boxed (v))
+    clip->data = g_bytes_ref (g_value_get_boxed (v));
+  return TRUE;
+}
+
+void
+gst_spice_clipboard_clear (GstSpiceClipboard * clip)
+{
+  g_clear_pointer (&clip->data, g_bytes_unref);
+}
+
+/* ------------------------------------------------------ monitors config */
+
+GstEvent *
+gst_spice_event_new_monitors_config (const GstSpiceMonitor * mons, guint n)
+{
+  GstStructure *s = gst_structure_new_empty (GST_SPICE_EVENT_MONITORS_CONFIG);
+  GValue arr = G_VALUE_INIT, v = G_VALUE_INIT;
+  guint i;
+
+  n = MIN (n, GST_SPICE_MAX_MONITORS);
+  gst_value_array_init (&arr, n * 4);
+  g_value_init (&v, G_TYPE_INT);
+  for (i = 0; i < n; i++) {
+    gint f[4] = { mons[i].x, mons[i].y, (gint) MIN (mons[i].width, G_MAXINT),
+      (gint) MIN (mons[i].height, G_MAXINT)
+    };
+    guint k;
+
+    for (k = 0; k < 4; k++) {
+      g_value_set_int (&v, f[k]);
+      gst_value_array_append_value (&arr, &v);
+    }
+  }
+  g_value_unset (&v);
+  gst_structure_take_value (s, "monitors", &arr);
+  return gst_event_new_custom (GST_EVENT_CUSTOM_UPSTREAM, s);
+}
+
+gboolean
+gst_spice_event_parse_monitors_config (GstEvent * event,
+    GstSpiceMonitor * mons, guint * n)
+{
+  const GstStructure *s;
+  const GValue *arr;
+  guint i, count;
+
+  if (GST_EVENT_TYPE (event) != GST_EVENT_CUSTOM_UPSTREAM ||
+      !(s = named_structure (event, GST_SPICE_EVENT_MONITORS_CONFIG)))
+    return FALSE;
+  *n = 0;
+  arr = gst_structure_get_value (s, "monitors");
+  if (!arr || !GST_VALUE_HOLDS_ARRAY (arr))
+    return TRUE;
+  count = MIN (gst_value_array_get_size (arr) / 4, GST_SPICE_MAX_MONITORS);
+  for (i = 0; i < count; i++) {
+    gint f[4] = { 0, };
+    guint k;
+
+    for (k = 0; k < 4; k++) {
+      const GValue *v = gst_value_array_get_value (arr, i * 4 + k);
+
+      if (G_VALUE_HOLDS_INT (v))
+        f[k] = g_value_get_int (v);
+    }
+    mons[i].x = f[0];
+    mons[i].y = f[1];
+    mons[i].width = MAX (f[2], 0);
+    mons[i].height = MAX (f[3], 0);
+  }
+  *n = count;
+  return TRUE;
+}
+
+/* ------------------------------------------------------------------ wire */
+
+#define MSG_HEAD_SIZE 20        /* sizeof (VDAgentMessage) */
+
+struct _GstSpiceAgentReader
+{
+  gsize max_size;
+  guint8 head[MSG_HEAD_SIZE];
+  guint head_len;
+  guint32 type;
+  guint64 opaque;
+  guint32 size;                 /* of the current body */
+  guint32 got;
+  gboolean skipping;
+  GByteArray *body;
+};
+
+GstSpiceAgentReader *
+gst_spice_agent_reader_new (gsize max_size)
+{
+  GstSpiceAgentReader *r = g_new0 (GstSpiceAgentReader, 1);
+
+  r->max_size = max_size;
+  r->body = g_byte_array_new ();
+  return r;
+}
+
+void
+gst_spice_agent_reader_free (GstSpiceAgentReader * r)
+{
+  if (!r)
+    return;
+  g_byte_array_unref (r->body);
+  g_free (r);
+}
+
+gboolean
+gst_spice_agent_reader_push (GstSpiceAgentReader * r, const guint8 * data,
+    gsize size, GstSpiceAgentMessageFunc func, gpointer user_data,
+    const gchar ** reason)
+{
+  *reason = NULL;
+  while (size > 0 || (r->head_len == MSG_HEAD_SIZE && r->got == r->size)) {
+    if (r->head_len < MSG_HEAD_SIZE) {
+      gsize n = MIN (size, MSG_HEAD_SIZE - r->head_len);
+
+      memcpy (r->head + r->head_len, data, n);
+      r->head_len += n;
+      data += n;
+      size -= n;
+      if (r->head_len < MSG_HEAD_SIZE)
+        return TRUE;
+      if (GST_READ_UINT32_LE (r->head) != VD_AGENT_PROTOCOL) {
+        *reason = "agent message of an unknown protocol";
+        return FALSE;
+      }
+      r->type = GST_READ_UINT32_LE (r->head + 4);
+      r->opaque = GST_READ_UINT64_LE (r->head + 8);
+      r->size = GST_READ_UINT32_LE (r->head + 16);
+      if (r->type == 0 || r->type >= VD_AGENT_END_MESSAGE) {
+        *reason = "agent message of an unknown type";
+        return FALSE;
+      }
+      r->got = 0;
+      r->skipping = r->size > r->max_size;
+      g_byte_array_set_size (r->body, 0);
+    }
+    if (r->got < r->size) {
+      gsize n = MIN (size, (gsize) (r->size - r->got));
+
+      if (!r->skipping)
+        g_byte_array_append (r->body, data, n);
+      r->got += n;
+      data += n;
+      size -= n;
+    }
+    if (r->got == r->size) {
+      gboolean ok;
+
+      r->head_len = 0;
+      ok = func (r->type, r->opaque, r->skipping ? NULL : r->body->data,
+          r->size, user_data);
+      g_byte_array_set_size (r->body, 0);
+      if (!ok) {
+        *reason = "agent message refused";
+        return FALSE;
+      }
+    }
+  }
+  return TRUE;
+}
+
+void
+gst_spice_agent_write_message (GByteArray * a, guint32 type,
+    const guint8 * body, gsize size)
+{
+  guint8 head[MSG_HEAD_SIZE];
+
+  GST_WRITE_UINT32_LE (head, VD_AGENT_PROTOCOL);
+  GST_WRITE_UINT32_LE (head + 4, type);
+  GST_WRITE_UINT64_LE (head + 8, 0);
+  GST_WRITE_UINT32_LE (head + 16, (guint32) size);
+  g_byte_array_append (a, head, sizeof (head));
+  if (size)
+    g_byte_array_append (a, body, size);
+}
+
+static const GstSpiceClipboardAction action_of_type[] = {
+  [VD_AGENT_CLIPBOARD_GRAB] = GST_SPICE_CLIPBOARD_GRAB,
+  [VD_AGENT_CLIPBOARD_REQUEST] = GST_SPICE_CLIPBOARD_REQUEST,
+  [VD_AGENT_CLIPBOARD] = GST_SPICE_CLIPBOARD_DATA,
+  [VD_AGENT_CLIPBOARD_RELEASE] = GST_SPICE_CLIPBOARD_RELEASE,
+};
+
+static const guint32 type_of_action[] = {
+  [GST_SPICE_CLIPBOARD_GRAB] = VD_AGENT_CLIPBOARD_GRAB,
+  [GST_SPICE_CLIPBOARD_REQUEST] = VD_AGENT_CLIPBOARD_REQUEST,
+  [GST_SPICE_CLIPBOARD_DATA] = VD_AGENT_CLIPBOARD,
+  [GST_SPICE_CLIPBOARD_RELEASE] = VD_AGENT_CLIPBOARD_RELEASE,
+};
+
+gboolean
+gst_spice_agent_parse_clipboard (guint32 type, const guint8 * body,
+    gsize size, gboolean selection, gboolean serial, GstSpiceClipboard * clip)
+{
+  gsize off = 0;
+
+  memset (clip, 0, sizeof (*clip));
+  if (type >= G_N_ELEMENTS (action_of_type) || !action_of_type[type])
+    return FALSE;
+  clip->action = action_of_type[type];
+  clip->selection = VD_AGENT_CLIPBOARD_SELECTION_CLIPBOARD;
+  if (selection) {
+    if (size < 4)
+      return FALSE;
+    clip->selection = body[0];
+    off = 4;
+    if (clip->selection > VD_AGENT_CLIPBOARD_SELECTION_SECONDARY)
+      return FALSE;
+  }
+  switch (clip->action) {
+    case GST_SPICE_CLIPBOARD_GRAB:
+      if (serial) {
+        if (size < off + 4)
+          return FALSE;
+        off += 4;
+      }
+      if ((size - off) % 4 != 0 ||
+          (size - off) / 4 > GST_SPICE_CLIPBOARD_MAX_TYPES)
+        return FALSE;
+      for (; off < size; off += 4)
+        clip->types[clip->n_types++] = GST_READ_UINT32_LE (body + off);
+      return TRUE;
+    case GST_SPICE_CLIPBOARD_REQUEST:
+      if (size != off + 4)
+        return FALSE;
+      clip->type = GST_READ_UINT32_LE (body + off);
+      return TRUE;
+    case GST_SPICE_CLIPBOARD_DATA:
+      if (size < off + 4)
+        return FALSE;
+      clip->type = GST_READ_UINT32_LE (body + off);
+      off += 4;
+      clip->data = g_bytes_new (body + off, size - off);
+      return TRUE;
+    default:                   /* RELEASE */
+      return size == off;
+  }
+}
+
+void
+gst_spice_agent_write_clipboard (GByteArray * a,
+    const GstSpiceClipboard * clip, gboolean selection, gboolean serial,
+    guint32 serial_value)
+{
+  GByteArray *b = g_byte_array_new ();
+  guint8 w[4];
+  guint i;
+
+  if (selection) {
+    guint8 sel[4] = { clip->selection, 0, 0, 0 };
+    g_byte_array_append (b, sel, 4);
+  }
+  switch (clip->action) {
+    case GST_SPICE_CLIPBOARD_GRAB:
+      if (serial) {
+        GST_WRITE_UINT32_LE (w, serial_value);
+        g_byte_array_append (b, w, 4);
+      }
+      for (i = 0; i < MIN (clip->n_types, GST_SPICE_CLIPBOARD_MAX_TYPES); i++) {
+        GST_WRITE_UINT32_LE (w, clip->types[i]);
+        g_byte_array_append (b, w, 4);
+      }
+      break;
+    case GST_SPICE_CLIPBOARD_REQUEST:
+    case GST_SPICE_CLIPBOARD_DATA:
+      GST_WRITE_UINT32_LE (w, clip->type);
+      g_byte_array_append (b, w, 4);
+      if (clip->action == GST_SPICE_CLIPBOARD_DATA && clip->data) {
+        gsize n;
+        const guint8 *d = g_bytes_get_data (clip->data, &n);
+
+        g_byte_array_append (b, d, n);
+      }
+      break;
+    default:
+      break;
+  }
+  gst_spice_agent_write_message (a, type_of_action[clip->action], b->data,
+      b->len);
+  g_byte_array_unref (b);
+}
+
+gboolean
+gst_spice_agent_parse_caps (const guint8 * body, gsize size,
+    gboolean * request, guint32 caps[VD_AGENT_CAPS_SIZE])
+{
+  guint i;
+
+  if (size < 4 || size % 4 != 0)
+    return FALSE;
+  *request = GST_READ_UINT32_LE (body) != 0;
+  for (i = 0; i < VD_AGENT_CAPS_SIZE; i++)
+    caps[i] = 4 + 4 * i < size ? GST_READ_UINT32_LE (body + 4 + 4 * i) : 0;
+  return TRUE;
+}
+
+void
+gst_spice_agent_write_caps (GByteArray * a, gboolean request,
+    const guint32 caps[VD_AGENT_CAPS_SIZE])
+{
+  guint8 b[4 + 4 * VD_AGENT_CAPS_SIZE];
+  guint i;
+
+  GST_WRITE_UINT32_LE (b, request ? 1 : 0);
+  for (i = 0; i < VD_AGENT_CAPS_SIZE; i++)
+    GST_WRITE_UINT32_LE (b + 4 + 4 * i, caps[i]);
+  gst_spice_agent_write_message (a, VD_AGENT_ANNOUNCE_CAPABILITIES, b,
+      sizeof (b));
+}
+
+#define MON_CONFIG_SIZE 20      /* sizeof (VDAgentMonConfig) */
+
+gboolean
+gst_spice_agent_parse_monitors_config (const guint8 * body, gsize size,
+    GstSpiceMonitor * mons, guint * n)
+{
+  guint32 count, flags, i;
+  gsize need;
+
+  *n = 0;
+  if (size < 8)
+    return FALSE;
+  count = GST_READ_UINT32_LE (body);
+  flags = GST_READ_UINT32_LE (body + 4);
+  if (count == 0 || count > 256)
+    return FALSE;
+  need = 8 + (gsize) count *MON_CONFIG_SIZE;
+  if (flags & VD_AGENT_CONFIG_MONITORS_FLAG_PHYSICAL_SIZE)
+    need += (gsize) count *4;   /* VDAgentMonitorMM */
+  if (size < need)
+    return FALSE;
+  for (i = 0; i < MIN (count, GST_SPICE_MAX_MONITORS); i++) {
+    const guint8 *m = body + 8 + i * MON_CONFIG_SIZE;
+
+    mons[i].height = GST_READ_UINT32_LE (m);
+    mons[i].width = GST_READ_UINT32_LE (m + 4);
+    mons[i].x = (gint32) GST_READ_UINT32_LE (m + 12);
+    mons[i].y = (gint32) GST_READ_UINT32_LE (m + 16);
+  }
+  *n = i;
+  return TRUE;
+}
+
+void
+gst_spice_agent_write_monitors_config (GByteArray * a,
+    const GstSpiceMonitor * mons, guint n)
+{
+  GByteArray *b = g_byte_array_sized_new (8 + n * MON_CONFIG_SIZE);
+  guint8 m[MON_CONFIG_SIZE];
+  guint i;
+
+  g_byte_array_set_size (b, 8);
+  GST_WRITE_UINT32_LE (b->data, n);
+  GST_WRITE_UINT32_LE (b->data + 4, VD_AGENT_CONFIG_MONITORS_FLAG_USE_POS);
+  for (i = 0; i < n; i++) {
+    GST_WRITE_UINT32_LE (m, mons[i].height);
+    GST_WRITE_UINT32_LE (m + 4, mons[i].width);
+    GST_WRITE_UINT32_LE (m + 8, 32);
+    GST_WRITE_UINT32_LE (m + 12, (guint32) mons[i].x);
+    GST_WRITE_UINT32_LE (m + 16, (guint32) mons[i].y);
+    g_byte_array_append (b, m, sizeof (m));
+  }
+  gst_spice_agent_write_message (a, VD_AGENT_MONITORS_CONFIG, b->data, b->len);
+  g_byte_array_unref (b);
+}
+
+gboolean
+gst_spice_agent_parse_file_xfer_id (const guint8 * body, gsize size,
+    guint32 * id)
+{
+  if (size < 4)
+    return FALSE;
+  *id = GST_READ_UINT32_LE (body);
+  return TRUE;
+}
+
+void
+gst_spice_agent_write_file_xfer_status (GByteArray * a, guint32 id,
+    guint32 result)
+{
+  guint8 b[8];
+
+  GST_WRITE_UINT32_LE (b, id);
+  GST_WRITE_UINT32_LE (b + 4, result);
+  gst_spice_agent_write_message (a, VD_AGENT_FILE_XFER_STATUS, b, sizeof (b));
+}

@@ -1,0 +1,706 @@
+/* spicesink: the agent endpoint of every session, and the hub between the
+ * sessions and the guest's agent upstream
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * The guest's agent is upstream's (spicesrc relays it with spice-gtk's
+ * API); every client sees spicesink as its agent on the main channel:
+ * AGENT_CONNECTED / _DISCONNECTED follow the "spice-agent" sticky event,
+ * AGENT_START / AGENT_TOKEN count the AGENT_DATA each side may send, and
+ * AGENT_DATA carries the VDAgentMessage stream in chunks of at most
+ * VD_AGENT_MAX_DATA_SIZE bytes (GstSpiceAgentReader puts them together).
+ *
+ * Clipboard (by demand): a grab from a client is offered to the other
+ * clients and to the guest, a grab from the guest to every client; a
+ * request goes to the selection's owner and its answer back to whoever
+ * asked. Clipboards above max-clipboard are refused with an empty answer.
+ * Monitors config: the oldest session that sent one drives the guest's
+ * size; the others' are kept for when it leaves. File transfer is refused
+ * (VD_AGENT_CAP_FILE_XFER_DISABLED, and a CANCELLED status to a client
+ * that tries anyway).
+ *
+ * Hostile input closes that client's main channel (and so its session),
+ * with the reason in the log: an AGENT_DATA chunk that is empty or larger
+ * than VD_AGENT_MAX_DATA_SIZE, more AGENT_DATA than its tokens, a
+ * malformed message, clipboard data nobody asked for, a grab flood, more
+ * than max-clipboard waiting because it gives no tokens back.
+ */
+#include "sinksession.h"
+
+#include "sinkdebug.h"
+
+static SINK_DEBUG_CATEGORY (sink_agent_debug, "spicesinkagent",
+    "spicesink agent endpoint and clipboard hub");
+#define GST_CAT_DEFAULT sink_agent_debug ()
+
+#define N_SELECTIONS (VD_AGENT_CLIPBOARD_SELECTION_SECONDARY + 1)
+#define MAX_PENDING_REQUESTS 64
+/* non-clipboard messages are small; the largest kept */
+#define MAX_OTHER_MESSAGE (64 * 1024)
+
+typedef struct
+{
+  gboolean guest;               /* the guest owns it */
+  SinkSession *client;          /* or this client; neither: nobody */
+} SinkAgentOwner;
+
+typedef struct
+{
+  SinkSession *from;            /* NULL: the guest asked */
+  SinkSession *to;              /* NULL: asked to the guest */
+  guint selection;
+  guint32 type;
+} SinkAgentRequest;
+
+struct _SinkAgentHub
+{
+  const SinkAgentHubCallbacks *cb;
+  gpointer cb_data;
+  GstSpiceAgentInfo guest;
+  gsize max_clipboard;
+  GList *sessions;              /* joined, oldest first */
+  SinkAgentOwner owner[N_SELECTIONS];
+  GQueue requests;              /* SinkAgentRequest, oldest first */
+  SinkSession *driver;          /* whose monitors config the guest follows */
+};
+
+static inline SinkAgentHub *
+hub_of (SinkSession * s)
+{
+  return s->shared->agent;
+}
+
+/* ---------------------------------------------------------------- hub */
+
+/* the element's init */
+SinkAgentHub *
+sink_agent_hub_new (const SinkAgentHubCallbacks * callbacks, gpointer user_data)
+{
+  SinkAgentHub *hub = g_new0 (SinkAgentHub, 1);
+
+  hub->cb = callbacks;
+  hub->cb_data = user_data;
+  hub->max_clipboard = SINK_AGENT_DEFAULT_MAX_CLIPBOARD;
+  g_queue_init (&hub->requests);
+  return hub;
+}
+
+/* after the server stopped (no session left) */
+void
+sink_agent_hub_free (SinkAgentHub * hub)
+{
+  g_queue_clear_full (&hub->requests, g_free);
+  g_list_free (hub->sessions);
+  g_free (hub);
+}
+
+void
+sink_agent_hub_set_max_clipboard (SinkAgentHub * hub, gsize max)
+{
+  hub->max_clipboard = max;
+}
+
+gboolean
+sink_agent_hub_connected (SinkAgentHub * hub)
+{
+  return hub->guest.connected;
+}
+
+/* the capabilities spicesink announces to its clients: what it honours */
+static void
+hub_caps (SinkAgentHub * hub, guint32 caps[VD_AGENT_CAPS_SIZE])
+{
+  static const guint passed[] = { VD_AGENT_CAP_MONITORS_CONFIG,
+    VD_AGENT_CAP_MONITORS_CONFIG_POSITION, VD_AGENT_CAP_GUEST_LINEEND_LF,
+    VD_AGENT_CAP_GUEST_LINEEND_CRLF
+  };
+  guint i;
+
+  memset (caps, 0, sizeof (guint32) * VD_AGENT_CAPS_SIZE);
+  VD_AGENT_SET_CAPABILITY (caps, VD_AGENT_CAP_CLIPBOARD_BY_DEMAND);
+  VD_AGENT_SET_CAPABILITY (caps, VD_AGENT_CAP_CLIPBOARD_SELECTION);
+  VD_AGENT_SET_CAPABILITY (caps, VD_AGENT_CAP_FILE_XFER_DISABLED);
+  for (i = 0; i < G_N_ELEMENTS (passed); i++)
+    if (gst_spice_agent_info_has_cap (&hub->guest, passed[i]))
+      VD_AGENT_SET_CAPABILITY (caps, passed[i]);
+}
+
+/* ----------------------------------------------------- sending to one */
+
+static void
+send_u32 (SinkSession * s, guint16 type, guint32 v)
+{
+  GByteArray *a = g_byte_array_sized_new (4);
+
+  g_byte_array_set_size (a, 4);
+  GST_WRITE_UINT32_LE (a->data, v);
+  sink_conn_send (s->main, type, a, NULL);
+  g_byte_array_unref (a);
+}
+
+/* AGENT_DATA while the client has tokens */
+static void
+agent_flush (SinkSession * s)
+{
+  SinkAgentState *st = &s->agent;
+  GBytes *chunk;
+
+  while (st->send_tokens > 0 && (chunk = g_queue_pop_head (&st->out))) {
+    st->out_bytes -= g_bytes_get_size (chunk);
+    st->send_tokens--;
+    sink_conn_send (s->main, SPICE_MSG_MAIN_AGENT_DATA, NULL, chunk);
+    g_bytes_unref (chunk);
+  }
+}
+
+/* one whole VDAgentMessage (@msg) to a started client, in chunks */
+static void
+agent_send (SinkSession * s, GByteArray * msg)
+{
+  SinkAgentState *st = &s->agent;
+  gsize off;
+
+  if (!st->started || !sink_conn_is_linked (s->main))
+    return;
+  for (off = 0; off < msg->len; off += VD_AGENT_MAX_DATA_SIZE) {
+    gsize n = MIN (VD_AGENT_MAX_DATA_SIZE, msg->len - off);
+
+    g_queue_push_tail (&st->out, g_bytes_new (msg->data + off, n));
+    st->out_bytes += n;
+  }
+  st->messages_out++;
+  agent_flush (s);
+  if (st->out_bytes > hub_of (s)->max_clipboard + MAX_OTHER_MESSAGE) {
+    GST_WARNING ("session %08x (%s): agent tokens not returned (%"
+        G_GSIZE_FORMAT " bytes waiting)", s->id, s->peer, st->out_bytes);
+    sink_conn_close (s->main, "agent tokens not returned");
+  }
+}
+
+static gboolean
+client_has_selection (SinkSession * s)
+{
+  return VD_AGENT_HAS_CAPABILITY (s->agent.caps, VD_AGENT_CAPS_SIZE,
+      VD_AGENT_CAP_CLIPBOARD_SELECTION);
+}
+
+/* a clipboard message to a client (one that can take its selection) */
+static void
+send_clipboard (SinkSession * s, const GstSpiceClipboard * clip)
+{
+  gboolean sel = client_has_selection (s);
+  GByteArray *a;
+
+  if (!sel && clip->selection != VD_AGENT_CLIPBOARD_SELECTION_CLIPBOARD)
+    return;
+  a = g_byte_array_new ();
+  gst_spice_agent_write_clipboard (a, clip, sel, FALSE, 0);
+  agent_send (s, a);
+  g_byte_array_unref (a);
+}
+
+static void
+send_caps (SinkSession * s, gboolean request)
+{
+  guint32 caps[VD_AGENT_CAPS_SIZE];
+  GByteArray *a = g_byte_array_new ();
+
+  hub_caps (hub_of (s), caps);
+  gst_spice_agent_write_caps (a, request, caps);
+  agent_send (s, a);
+  g_byte_array_unref (a);
+}
+
+/* ------------------------------------------------------------- routing */
+
+static void
+post_clipboard (SinkAgentHub * hub, const GstSpiceClipboard * clip)
+{
+  if (hub->guest.connected)
+    hub->cb->post_upstream (gst_spice_event_new_clipboard (TRUE, clip),
+        hub->cb_data);
+}
+
+/* @clip to every started client but @except */
+static void
+offer_clients (SinkAgentHub * hub, SinkSession * except,
+    const GstSpiceClipboard * clip)
+{
+  GList *l;
+
+  for (l = hub->sessions; l; l = l->next)
+    if (l->data != except)
+      send_clipboard (l->data, clip);
+}
+
+/* the answer (@data NULL: refused) to one request */
+static void
+answer (SinkAgentHub * hub, SinkAgentRequest * r, GBytes * data)
+{
+  GstSpiceClipboard clip = { GST_SPICE_CLIPBOARD_DATA, r->selection, 0,
+    {0,}, r->type, data
+  };
+  GBytes *empty = NULL;
+
+  if (data && g_bytes_get_size (data) > hub->max_clipboard) {
+    GST_INFO ("clipboard of %" G_GSIZE_FORMAT " bytes above max-clipboard "
+        "(%" G_GSIZE_FORMAT "): refused", g_bytes_get_size (data),
+        hub->max_clipboard);
+    data = NULL;
+  }
+  if (!data)
+    clip.data = empty = g_bytes_new (NULL, 0);
+  if (r->from)
+    send_clipboard (r->from, &clip);
+  else
+    post_clipboard (hub, &clip);
+  if (empty)
+    g_bytes_unref (empty);
+}
+
+/* answers (and forgets) the requests asked to @to (NULL the guest) for
+ * @selection (G_MAXUINT: any); @data NULL refuses them. Returns how many. */
+static guint
+answer_requests (SinkAgentHub * hub, SinkSession * to, guint selection,
+    GBytes * data)
+{
+  GList *l = hub->requests.head, *next;
+  guint n = 0;
+
+  for (; l; l = next) {
+    SinkAgentRequest *r = l->data;
+
+    next = l->next;
+    if (r->to != to || (selection != G_MAXUINT && r->selection != selection))
+      continue;
+    answer (hub, r, data);
+    g_queue_delete_link (&hub->requests, l);
+    g_free (r);
+    n++;
+  }
+  return n;
+}
+
+/* @from (NULL the guest) asks for @selection in @type */
+static void
+request (SinkAgentHub * hub, SinkSession * from, guint selection, guint32 type)
+{
+  SinkAgentOwner *o = &hub->owner[selection];
+  SinkAgentRequest *r = g_new0 (SinkAgentRequest, 1);
+  GstSpiceClipboard clip = { GST_SPICE_CLIPBOARD_REQUEST, selection, 0,
+    {0,}, type, NULL
+  };
+
+  r->from = from;
+  r->selection = selection;
+  r->type = type;
+  r->to = o->client;
+  if ((!o->guest && !o->client) || (o->client && o->client == from) ||
+      (o->guest && (!from || !hub->guest.connected)) ||
+      hub->requests.length >= MAX_PENDING_REQUESTS) {
+    answer (hub, r, NULL);      /* nobody to ask */
+    g_free (r);
+    return;
+  }
+  g_queue_push_tail (&hub->requests, r);
+  if (o->client)
+    send_clipboard (o->client, &clip);
+  else
+    post_clipboard (hub, &clip);
+}
+
+/* the new owner of @clip->selection: @client, or the guest (NULL) */
+static void
+grab (SinkAgentHub * hub, SinkSession * client, const GstSpiceClipboard * clip)
+{
+  SinkAgentOwner *o = &hub->owner[clip->selection];
+
+  o->guest = client == NULL;
+  o->client = client;
+  offer_clients (hub, client, clip);
+  if (client)
+    post_clipboard (hub, clip);
+}
+
+static void
+release (SinkAgentHub * hub, SinkSession * client, guint selection)
+{
+  SinkAgentOwner *o = &hub->owner[selection];
+  GstSpiceClipboard clip = { GST_SPICE_CLIPBOARD_RELEASE, selection, };
+
+  if (client ? o->client != client : !o->guest)
+    return;                     /* not the owner (any more) */
+  o->guest = FALSE;
+  o->client = NULL;
+  offer_clients (hub, client, &clip);
+  if (client)
+    post_clipboard (hub, &clip);
+}
+
+/* the guest follows @s's monitors config */
+static void
+drive (SinkAgentHub * hub, SinkSession * s)
+{
+  hub->driver = s;
+  if (!s || !s->agent.n_mons)
+    return;
+  GST_DEBUG ("session %08x drives the guest's monitors: %ux%u", s->id,
+      s->agent.mons[0].width, s->agent.mons[0].height);
+  if (hub->guest.connected)
+    hub->cb->post_upstream (gst_spice_event_new_monitors_config
+        (s->agent.mons, s->agent.n_mons), hub->cb_data);
+}
+
+/* ------------------------------------------------- from the guest */
+
+static void
+guest_info (SinkAgentHub * hub, const GstSpiceAgentInfo * info)
+{
+  gboolean was = hub->guest.connected;
+  gboolean caps_changed = memcmp (hub->guest.caps, info->caps,
+      sizeof (info->caps)) != 0;
+  GList *l;
+  guint i;
+
+  hub->guest = *info;
+  GST_INFO ("guest agent %s (caps %08x)", info->connected ? "connected" :
+      "absent", info->caps[0]);
+  if (was && !info->connected) {
+    answer_requests (hub, NULL, G_MAXUINT, NULL);
+    for (i = 0; i < N_SELECTIONS; i++)
+      release (hub, NULL, i);
+  }
+  for (l = hub->sessions; l; l = l->next) {
+    SinkSession *s = l->data;
+    SinkAgentState *st = &s->agent;
+
+    if (!sink_conn_is_linked (s->main))
+      continue;
+    if (!was && info->connected) {
+      st->started = FALSE;
+      st->recv_tokens = SINK_AGENT_CLIENT_TOKENS;
+      st->recv_consumed = 0;
+      if (sink_conn_has_channel_cap (s->main,
+              SPICE_MAIN_CAP_AGENT_CONNECTED_TOKENS))
+        send_u32 (s, SPICE_MSG_MAIN_AGENT_CONNECTED_TOKENS,
+            SINK_AGENT_CLIENT_TOKENS);
+      else
+        sink_conn_send (s->main, SPICE_MSG_MAIN_AGENT_CONNECTED, NULL, NULL);
+    } else if (was && !info->connected) {
+      st->started = FALSE;
+      g_queue_clear_full (&st->out, (GDestroyNotify) g_bytes_unref);
+      st->out_bytes = 0;
+      send_u32 (s, SPICE_MSG_MAIN_AGENT_DISCONNECTED, SPICE_LINK_ERR_OK);
+    } else if (info->connected && caps_changed) {
+      send_caps (s, FALSE);
+    }
+  }
+  if (!was && info->connected)
+    drive (hub, hub->driver);
+}
+
+/* the draw pad's serialized events, lock held */
+gboolean
+sink_agent_hub_guest_event (SinkAgentHub * hub, GstEvent * event)
+{
+  GstSpiceAgentInfo info;
+  GstSpiceClipboard clip;
+
+  if (gst_spice_event_parse_agent (event, &info)) {
+    guest_info (hub, &info);
+    return TRUE;
+  }
+  if (GST_EVENT_TYPE (event) != GST_EVENT_CUSTOM_DOWNSTREAM ||
+      !gst_spice_event_parse_clipboard (event, &clip))
+    return FALSE;
+  if (clip.selection >= N_SELECTIONS) {
+    gst_spice_clipboard_clear (&clip);
+    return TRUE;
+  }
+  switch (clip.action) {
+    case GST_SPICE_CLIPBOARD_GRAB:
+      grab (hub, NULL, &clip);
+      break;
+    case GST_SPICE_CLIPBOARD_RELEASE:
+      release (hub, NULL, clip.selection);
+      break;
+    case GST_SPICE_CLIPBOARD_REQUEST:
+      request (hub, NULL, clip.selection, clip.type);
+      break;
+    case GST_SPICE_CLIPBOARD_DATA:
+      if (!answer_requests (hub, NULL, clip.selection, clip.data))
+        GST_DEBUG ("guest clipboard data nobody waits for: dropped");
+      break;
+  }
+  gst_spice_clipboard_clear (&clip);
+  return TRUE;
+}
+
+/* the element's READY: the guest is gone for everyone */
+void
+sink_agent_hub_reset (SinkAgentHub * hub)
+{
+  GstSpiceAgentInfo none = { 0, };
+
+  guest_info (hub, &none);
+}
+
+/* ------------------------------------------------- from a client */
+
+/* a whole VDAgentMessage from @user_data's client; FALSE (with
+ * close_reason) refuses it */
+static gboolean
+client_message (guint32 type, guint64 opaque, const guint8 * body,
+    gsize size, gpointer user_data)
+{
+  SinkSession *s = user_data;
+  SinkAgentState *st = &s->agent;
+  SinkAgentHub *hub = hub_of (s);
+  GstSpiceClipboard clip;
+
+  st->messages_in++;
+  if (!body && type != VD_AGENT_CLIPBOARD) {
+    st->close_reason = "oversize agent message";
+    return FALSE;
+  }
+  switch (type) {
+    case VD_AGENT_ANNOUNCE_CAPABILITIES:{
+      gboolean req;
+
+      if (!gst_spice_agent_parse_caps (body, size, &req, st->caps)) {
+        st->close_reason = "malformed agent capabilities";
+        return FALSE;
+      }
+      if (req)
+        send_caps (s, FALSE);
+      return TRUE;
+    }
+    case VD_AGENT_CLIPBOARD:
+      if (!body) {
+        /* above max-clipboard: refused to whoever waits for this owner */
+        GST_INFO ("session %08x: clipboard of %" G_GSIZE_FORMAT " bytes "
+            "above max-clipboard: refused", s->id, size);
+        if (!answer_requests (hub, s, G_MAXUINT, NULL)) {
+          st->close_reason = "clipboard data without a request";
+          return FALSE;
+        }
+        return TRUE;
+      }
+      /* fall through */
+    case VD_AGENT_CLIPBOARD_GRAB:
+    case VD_AGENT_CLIPBOARD_REQUEST:
+    case VD_AGENT_CLIPBOARD_RELEASE:
+      if (!gst_spice_agent_parse_clipboard (type, body, size,
+              client_has_selection (s), FALSE, &clip)) {
+        st->close_reason = "malformed clipboard message";
+        return FALSE;
+      }
+      break;
+    case VD_AGENT_MONITORS_CONFIG:
+      if (!gst_spice_agent_parse_monitors_config (body, size, st->mons,
+              &st->n_mons)) {
+        st->close_reason = "malformed monitors config";
+        return FALSE;
+      }
+      if (!hub->driver)
+        hub->driver = s;
+      if (hub->driver == s)
+        drive (hub, s);
+      return TRUE;
+    case VD_AGENT_FILE_XFER_START:{
+      guint32 id;
+      GByteArray *a;
+
+      if (!gst_spice_agent_parse_file_xfer_id (body, size, &id)) {
+        st->close_reason = "malformed file transfer";
+        return FALSE;
+      }
+      GST_INFO ("session %08x: file transfer %u refused", s->id, id);
+      a = g_byte_array_new ();
+      gst_spice_agent_write_file_xfer_status (a, id,
+          VD_AGENT_FILE_XFER_STATUS_CANCELLED);
+      agent_send (s, a);
+      g_byte_array_unref (a);
+      return TRUE;
+    }
+    default:
+      /* MAX_CLIPBOARD, DISPLAY_CONFIG, file data/status...: nothing */
+      return TRUE;
+  }
+
+  switch (clip.action) {
+    case GST_SPICE_CLIPBOARD_GRAB:{
+      gint64 now = g_get_monotonic_time ();
+
+      if (now - st->grab_window_us > G_TIME_SPAN_SECOND) {
+        st->grab_window_us = now;
+        st->grabs = 0;
+      }
+      if (++st->grabs > SINK_AGENT_MAX_GRABS_PER_S) {
+        st->close_reason = "clipboard grab flood";
+        return FALSE;
+      }
+      grab (hub, s, &clip);
+      break;
+    }
+    case GST_SPICE_CLIPBOARD_RELEASE:
+      release (hub, s, clip.selection);
+      break;
+    case GST_SPICE_CLIPBOARD_REQUEST:
+      request (hub, s, clip.selection, clip.type);
+      break;
+    case GST_SPICE_CLIPBOARD_DATA:
+      if (!answer_requests (hub, s, clip.selection, clip.data)) {
+        gst_spice_clipboard_clear (&clip);
+        st->close_reason = "clipboard data without a request";
+        return FALSE;
+      }
+      break;
+  }
+  gst_spice_clipboard_clear (&clip);
+  return TRUE;
+}
+
+static gboolean
+refuse (SinkSession * s, const gchar * reason)
+{
+  GST_WARNING ("session %08x (%s): %s", s->id, s->peer, reason);
+  sink_conn_close (s->main, reason);
+  return FALSE;
+}
+
+static gboolean
+sink_agent_handle_start (SinkSession * s, guint16 type, const guint8 * body,
+    gsize size)
+{
+  SinkAgentState *st = &s->agent;
+
+  if (size != 4)
+    return refuse (s, "malformed AGENT_START");
+  if (!hub_of (s)->guest.connected)
+    return TRUE;                /* a late start for an agent gone */
+  st->started = TRUE;
+  st->send_tokens = GST_READ_UINT32_LE (body);
+  send_caps (s, TRUE);
+  return TRUE;
+}
+
+static gboolean
+sink_agent_handle_token (SinkSession * s, guint16 type, const guint8 * body,
+    gsize size)
+{
+  SinkAgentState *st = &s->agent;
+
+  if (size != 4)
+    return refuse (s, "malformed AGENT_TOKEN");
+  st->send_tokens = MIN (st->send_tokens + GST_READ_UINT32_LE (body),
+      (guint64) G_MAXUINT32);
+  agent_flush (s);
+  return TRUE;
+}
+
+static gboolean
+sink_agent_handle_data (SinkSession * s, guint16 type, const guint8 * body,
+    gsize size)
+{
+  SinkAgentState *st = &s->agent;
+  const gchar *reason = NULL;
+
+  if (--st->recv_tokens < 0)
+    return refuse (s, "AGENT_DATA beyond its tokens");
+  if (size == 0 || size > VD_AGENT_MAX_DATA_SIZE)
+    return refuse (s, "AGENT_DATA chunk of a bad size");
+  if (st->started && hub_of (s)->guest.connected) {
+    st->close_reason = NULL;
+    if (!gst_spice_agent_reader_push (st->reader, body, size,
+            client_message, s, &reason))
+      return refuse (s, st->close_reason ? st->close_reason : reason);
+  }
+  /* read: the token goes back (in batches) */
+  if (++st->recv_consumed >= SINK_AGENT_CLIENT_TOKENS / 2) {
+    send_u32 (s, SPICE_MSG_MAIN_AGENT_TOKEN, st->recv_consumed);
+    st->recv_tokens += st->recv_consumed;
+    st->recv_consumed = 0;
+  }
+  return TRUE;
+}
+
+static const SinkHandler handlers[] = {
+  [SPICE_MSGC_MAIN_AGENT_START] = sink_agent_handle_start,
+  [SPICE_MSGC_MAIN_AGENT_DATA] = sink_agent_handle_data,
+  [SPICE_MSGC_MAIN_AGENT_TOKEN] = sink_agent_handle_token,
+};
+
+gboolean
+sink_agent_handle (SinkSession * s, guint16 type, const guint8 * body,
+    gsize size)
+{
+  return sink_handlers_dispatch (handlers, G_N_ELEMENTS (handlers), s, type,
+      body, size);
+}
+
+/* ------------------------------------------------------------ lifetime */
+
+void
+sink_agent_join (SinkSession * s)
+{
+  SinkAgentHub *hub = hub_of (s);
+  SinkAgentState *st = &s->agent;
+
+  if (st->joined)
+    return;
+  st->joined = TRUE;
+  st->recv_tokens = SINK_AGENT_CLIENT_TOKENS;
+  g_queue_init (&st->out);
+  /* a clipboard message may carry max-clipboard bytes plus its own head */
+  st->reader = gst_spice_agent_reader_new (MAX (hub->max_clipboard + 8,
+          MAX_OTHER_MESSAGE));
+  hub->sessions = g_list_append (hub->sessions, s);
+}
+
+void
+sink_agent_leave (SinkSession * s)
+{
+  SinkAgentHub *hub = hub_of (s);
+  SinkAgentState *st = &s->agent;
+  GList *l, *next;
+  guint i;
+
+  if (!st->joined)
+    return;
+  st->joined = FALSE;
+  st->started = FALSE;
+  hub->sessions = g_list_remove (hub->sessions, s);
+  for (i = 0; i < N_SELECTIONS; i++)
+    release (hub, s, i);
+  answer_requests (hub, s, G_MAXUINT, NULL);
+  for (l = hub->requests.head; l; l = next) {
+    next = l->next;
+    if (((SinkAgentRequest *) l->data)->from == s) {
+      g_free (l->data);
+      g_queue_delete_link (&hub->requests, l);
+    }
+  }
+  if (hub->driver == s) {
+    SinkSession *next_driver = NULL;
+
+    for (l = hub->sessions; l && !next_driver; l = l->next)
+      if (((SinkSession *) l->data)->agent.n_mons)
+        next_driver = l->data;
+    drive (hub, next_driver);
+  }
+  g_queue_clear_full (&st->out, (GDestroyNotify) g_bytes_unref);
+  st->out_bytes = 0;
+  g_clear_pointer (&st->reader, gst_spice_agent_reader_free);
+}
+
+GstStructure *
+sink_agent_stats (SinkSession * s)
+{
+  SinkAgentState *st = &s->agent;
+
+  return gst_structure_new ("agent",
+      "started", G_TYPE_BOOLEAN, st->started,
+      "messages-received", G_TYPE_UINT64, st->messages_in,
+      "messages-sent", G_TYPE_UINT64, st->messages_out,
+      "drives-monitors", G_TYPE_BOOLEAN, hub_of (s)->driver == s, NULL);
+}

@@ -1,0 +1,170 @@
+#!/bin/bash
+# tests/agent: the clipboard through the shipped transcode-vp8 pipeline,
+# between real peers. Upstream: an X desktop on Xorg's spiceqxl driver
+# (libspice-server inside Xorg) with spice-vdagentd + spice-vdagent;
+# downstream: remote-viewer on an Xvfb. xclip on each display copies and
+# pastes; the test compares bytes. Then the pointer: client positions must
+# land 1:1 in the guest (xdotool getmouselocation there), and the
+# remote-viewer window is resized: the desktop must follow (not on
+# spice-vdagentd 0.22.1, which drops spice-gtk's monitors configs: the test
+# then checks that the config reached spicesrc and says so).
+#   test-agent-desktop.sh BUILD_DIR SOURCE_DIR
+# Exit 77 (skipped) when a peer is not installed.
+# SPDX-License-Identifier: LGPL-2.1-or-later
+set -u
+BUILD=${1:?build dir}; SRC=${2:?source dir}
+for p in Xorg spice-vdagentd spice-vdagent xclip Xvfb remote-viewer xdotool xdpyinfo; do
+  command -v $p >/dev/null || { echo "skip: $p missing"; exit 77; }
+done
+[ -f /etc/X11/spiceqxl.xorg.conf ] || { echo "skip: no spiceqxl"; exit 77; }
+
+DIR=$(mktemp -d /tmp/agent-desktop-XXXXXX)
+PIDS=()
+cleanup() {
+  for ((i=${#PIDS[@]}-1; i>=0; i--)); do kill "${PIDS[i]}" 2>/dev/null; done
+  sleep 0.5
+  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+  rm -f /tmp/.X$GD-lock /tmp/.X11-unix/X$GD /tmp/.X$CD-lock /tmp/.X11-unix/X$CD
+  [ "${KEEP:-}" ] || rm -rf "$DIR"
+}
+trap cleanup EXIT
+
+free_display() { local d=$1; while [ -e /tmp/.X$d-lock ]; do d=$((d+1)); done; echo $d; }
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+GD=$(free_display 40); CD=$(free_display $((GD+1)))
+GPORT=$(free_port); CPORT=$(free_port)
+fail() { echo "FAIL: $*"; echo "--- logs in $DIR"; for f in "$DIR"/*.log; do echo "== $f"; tail -20 "$f"; done; exit 1; }
+
+# ---- the desktop with its agent (environment.md 4d)
+mkdir -p "$DIR/xfer"
+sed -e '/Section "Device"/,/EndSection/{/Driver/a\
+    Option "SpiceAddr" "127.0.0.1"\
+    Option "SpicePort" "'$GPORT'"\
+    Option "SpiceDisableTicketing" "True"\
+    Option "NumHeads" "1"\
+    Option "SurfaceBufferSize" "128"\
+    Option "CommandBufferSize" "128"\
+    Option "FrameBufferSize" "16"\
+    Option "SpiceVdagentEnabled" "True"\
+    Option "SpiceVdagentVirtioPath" "'$DIR'/virtio"\
+    Option "SpiceVdagentUinputPath" "'$DIR'/uinput"
+}' /etc/X11/spiceqxl.xorg.conf > "$DIR/xorg.conf"
+Xorg -config "$DIR/xorg.conf" -noreset -nolisten tcp -logfile "$DIR/xorg.log" :$GD >"$DIR/xorg.out.log" 2>&1 &
+PIDS+=($!)
+for i in $(seq 100); do [ -S "$DIR/virtio" ] && DISPLAY=:$GD xdpyinfo >/dev/null 2>&1 && break; sleep 0.1; done
+[ -S "$DIR/virtio" ] || fail "Xorg did not open the vdagent socket"
+spice-vdagentd -f -x -X -S "$DIR/udcs" -s "$DIR/virtio" -u "$DIR/uinput" >"$DIR/vdagentd.log" 2>&1 &
+PIDS+=($!)
+for i in $(seq 50); do [ -S "$DIR/udcs" ] && break; sleep 0.1; done
+DISPLAY=:$GD spice-vdagent -x -f "$DIR/xfer" -s "$DIR/virtio" -S "$DIR/udcs" >"$DIR/vdagent.log" 2>&1 &
+PIDS+=($!)
+
+# ---- the shipped pipeline in between
+GST_DEBUG=${GST_DEBUG:-spicesinkagent:5,spicesrcagent:5,2} \
+  "$BUILD/tools/runner/gst-spice-run" -D UPSTREAM=spice://127.0.0.1:$GPORT \
+  -D LISTEN_PORT=$CPORT "$SRC/pipelines/transcode-vp8.pipeline" >"$DIR/pipeline.log" 2>&1 &
+PIPE=$!
+PIDS+=($PIPE)
+
+# ---- the client
+Xvfb :$CD -screen 0 1280x1024x24 -nolisten tcp >"$DIR/xvfb.log" 2>&1 &
+PIDS+=($!)
+for i in $(seq 50); do DISPLAY=:$CD xdpyinfo >/dev/null 2>&1 && break; sleep 0.1; done
+sleep 1
+DISPLAY=:$CD remote-viewer spice://127.0.0.1:$CPORT >"$DIR/viewer.log" 2>&1 &
+RV=$!
+PIDS+=($RV)
+
+# copy on display $1 ($3 target type) file $2, paste on display $4; waits
+# up to 30 s for the bytes to arrive exactly
+relay() {
+  local from=$1 file=$2 type=$3 to=$4 i
+  for i in $(seq 30); do
+    DISPLAY=:$from timeout 20 xclip -selection clipboard -t "$type" -i "$file" >/dev/null 2>&1 &
+    PIDS+=($!)
+    sleep 1
+    if DISPLAY=:$to timeout 10 xclip -selection clipboard -t "$type" -o > "$DIR/got" 2>/dev/null &&
+        cmp -s "$file" "$DIR/got"; then
+      return 0
+    fi
+  done
+  return 1
+}
+
+printf 'grüße aus dem Client, 世界 — %s\n' "$RANDOM" > "$DIR/t1"
+relay $CD "$DIR/t1" UTF8_STRING $GD || fail "client -> guest text"
+echo "ok: client -> guest text"
+printf 'from the guest: naïve 😀 %s' "$RANDOM" > "$DIR/t2"
+relay $GD "$DIR/t2" UTF8_STRING $CD || fail "guest -> client text"
+echo "ok: guest -> client text"
+python3 -c 'import random,sys; r=random.Random(7); w=["grüße","世界","naïve","spice","😀","\n"]
+sys.stdout.write(" ".join(r.choice(w) for _ in range(400000))[:1048576])' > "$DIR/t3"
+head -c 1048576 "$DIR/t3" > "$DIR/t3b"; iconv -f utf-8 -t utf-8 -c "$DIR/t3b" > "$DIR/t3"
+relay $CD "$DIR/t3" UTF8_STRING $GD || fail "client -> guest 1 MiB"
+echo "ok: client -> guest $(stat -c %s "$DIR/t3") bytes"
+relay $GD "$DIR/t3" UTF8_STRING $CD || fail "guest -> client 1 MiB"
+echo "ok: guest -> client 1 MiB"
+DISPLAY=:$CD import -window root -crop 200x150+0+0 "$DIR/p.png" 2>/dev/null ||
+  python3 -c 'import zlib,struct,sys
+def c(t,d): return struct.pack(">I",len(d))+t+d+struct.pack(">I",zlib.crc32(t+d))
+raw=b"".join(b"\0"+bytes((x*y)&255 for x in range(300)) for y in range(200))
+sys.stdout.buffer.write(b"\x89PNG\r\n\x1a\n"+c(b"IHDR",struct.pack(">IIBBBBB",100,200,8,2,0,0,0))+c(b"IDAT",zlib.compress(raw))+c(b"IEND",b""))' > "$DIR/p.png"
+relay $CD "$DIR/p.png" image/png $GD || fail "client -> guest PNG"
+echo "ok: client -> guest PNG"
+relay $GD "$DIR/p.png" image/png $CD || fail "guest -> client PNG"
+echo "ok: guest -> client PNG"
+
+W=$(DISPLAY=:$CD xdotool search --pid $RV --onlyvisible 2>/dev/null | head -1)
+[ -n "$W" ] || fail "no remote-viewer window"
+
+# ---- the pointer (client mouse mode): positions in the window land 1:1
+# in the guest; the first fixes the display's offset in the window, the
+# others must land at exactly that offset
+guest_at() { DISPLAY=:$GD xdotool getmouselocation | sed 's/x:\([0-9]*\) y:\([0-9]*\).*/\1 \2/'; }
+eval "$(DISPLAY=:$CD xdotool getwindowgeometry --shell $W)"
+off=
+for xy in "400 300" "150 500" "700 120" "333 444"; do
+  set -- $xy
+  cx=$((X + $1)); cy=$((Y + $2))
+  at=
+  for i in $(seq 20); do
+    DISPLAY=:$CD xdotool mousemove $((cx + 1)) $cy mousemove $cx $cy
+    sleep 0.3
+    at=$(guest_at)
+    set -- $at
+    o="$((cx - $1)) $((cy - $2))"
+    [ -z "$off" ] && [ "$1" != 0 ] && break
+    [ "$o" = "$off" ] && break
+  done
+  [ -n "$off" ] || off=$o
+  [ "$o" = "$off" ] || fail "pointer at $cx,$cy on the client is at $at in the guest (offset $o, not $off)"
+  echo "ok: pointer $cx,$cy -> guest $at"
+done
+
+# ---- resize: the desktop follows the window
+DISPLAY=:$CD xdotool windowsize $W 1000 700
+ok=
+for i in $(seq 30); do
+  size=$(DISPLAY=:$GD xdpyinfo | awk '/dimensions:/ {print $2}')
+  case "$size" in 1000x*) ok=1; break;; esac
+  sleep 1
+done
+if [ -z "$ok" ] && grep -q "invalid message size for VDAgentMonitorsConfig" "$DIR/vdagentd.log"; then
+  # spice-vdagentd 0.22.1 (do_client_monitors) wants exactly
+  # 8 + n * sizeof (VDAgentMonConfig) bytes and ignores the
+  # VD_AGENT_CONFIG_MONITORS_FLAG_PHYSICAL_SIZE array that spice-gtk 0.42
+  # appends, so it drops every monitors config -- from remote-viewer
+  # straight or from spicesrc alike. The config did reach it through the
+  # pipeline; the resize is not checked on this desktop.
+  grep -q "monitors config: 1 monitor" "$DIR/pipeline.log" ||
+    fail "the monitors config never reached spicesrc"
+  echo "known: spice-vdagentd rejects spice-gtk's monitors config (PHYSICAL_SIZE); resize not checked"
+  kill -0 $PIPE || fail "the pipeline died"
+  echo "PASS (clipboard, pointer; resize: see above)"
+  exit 0
+fi
+[ "$ok" ] || { grep -i monitor "$DIR/vdagentd.log" "$DIR/vdagent.log"; fail "desktop stayed $size"; }
+echo "ok: desktop follows the window: $size"
+
+kill -0 $PIPE || fail "the pipeline died"
+echo "PASS"

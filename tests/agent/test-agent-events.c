@@ -1,0 +1,257 @@
+/* tests/agent: the agent's events and VDAgentMessage wire code
+ * (gst-libs/gst/spice/gstspiceagent.h), tests/lib style
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include <string.h>
+#include <gst/check/gstcheck.h>
+#include <gst/spice/gstspice.h>
+
+GST_START_TEST (test_agent_info_event)
+{
+  GstSpiceAgentInfo in = { TRUE, {0,}, TRUE }, out;
+  GstEvent *ev;
+
+  VD_AGENT_SET_CAPABILITY (in.caps, VD_AGENT_CAP_CLIPBOARD_BY_DEMAND);
+  VD_AGENT_SET_CAPABILITY (in.caps, VD_AGENT_CAP_MONITORS_CONFIG);
+  ev = gst_spice_event_new_agent (&in);
+  fail_unless (GST_EVENT_TYPE (ev) == GST_EVENT_CUSTOM_DOWNSTREAM_STICKY);
+  fail_unless (gst_spice_event_parse_agent (ev, &out));
+  fail_unless (out.connected && out.client_mouse);
+  fail_unless (gst_spice_agent_info_has_cap (&out,
+          VD_AGENT_CAP_CLIPBOARD_BY_DEMAND));
+  fail_unless (gst_spice_agent_info_has_cap (&out,
+          VD_AGENT_CAP_MONITORS_CONFIG));
+  fail_if (gst_spice_agent_info_has_cap (&out, VD_AGENT_CAP_CLIPBOARD));
+  fail_if (gst_spice_event_parse_clipboard (ev, &(GstSpiceClipboard) {
+          0}
+      ));
+  gst_event_unref (ev);
+
+  /* absent: no capabilities whatever was set */
+  in.connected = FALSE;
+  ev = gst_spice_event_new_agent (&in);
+  fail_unless (gst_spice_event_parse_agent (ev, &out));
+  fail_if (out.connected);
+  fail_if (gst_spice_agent_info_has_cap (&out,
+          VD_AGENT_CAP_CLIPBOARD_BY_DEMAND));
+  gst_event_unref (ev);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_clipboard_events)
+{
+  const gchar *text = "grüße, 世界\n";
+  GstSpiceClipboard in = { GST_SPICE_CLIPBOARD_GRAB,
+    VD_AGENT_CLIPBOARD_SELECTION_PRIMARY, 2,
+    {VD_AGENT_CLIPBOARD_UTF8_TEXT, VD_AGENT_CLIPBOARD_IMAGE_PNG},
+  }, out;
+  GstEvent *ev;
+
+  ev = gst_spice_event_new_clipboard (TRUE, &in);
+  fail_unless (GST_EVENT_TYPE (ev) == GST_EVENT_CUSTOM_UPSTREAM);
+  fail_unless (gst_spice_event_parse_clipboard (ev, &out));
+  fail_unless_equals_int (out.action, GST_SPICE_CLIPBOARD_GRAB);
+  fail_unless_equals_int (out.selection, VD_AGENT_CLIPBOARD_SELECTION_PRIMARY);
+  fail_unless_equals_int (out.n_types, 2);
+  fail_unless_equals_int (out.types[1], VD_AGENT_CLIPBOARD_IMAGE_PNG);
+  gst_event_unref (ev);
+
+  in = (GstSpiceClipboard) {
+    GST_SPICE_CLIPBOARD_DATA, 0, 0, {
+  0}, VD_AGENT_CLIPBOARD_UTF8_TEXT, g_bytes_new (text, strlen (text))};
+  ev = gst_spice_event_new_clipboard (FALSE, &in);
+  fail_unless (GST_EVENT_TYPE (ev) == GST_EVENT_CUSTOM_DOWNSTREAM);
+  fail_unless (GST_EVENT_IS_SERIALIZED (ev));
+  fail_unless (gst_spice_event_parse_clipboard (ev, &out));
+  fail_unless_equals_int (out.action, GST_SPICE_CLIPBOARD_DATA);
+  fail_unless (out.data && g_bytes_equal (out.data, in.data));
+  gst_spice_clipboard_clear (&out);
+  gst_spice_clipboard_clear (&in);
+  gst_event_unref (ev);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_monitors_event)
+{
+  GstSpiceMonitor in[2] = { {0, 0, 1024, 768}, {1024, 0, 800, 600} },
+      out[GST_SPICE_MAX_MONITORS];
+  guint n = 0;
+  GstEvent *ev = gst_spice_event_new_monitors_config (in, 2);
+
+  fail_unless (gst_spice_event_parse_monitors_config (ev, out, &n));
+  fail_unless_equals_int (n, 2);
+  fail_unless (memcmp (in, out, sizeof (in)) == 0);
+  gst_event_unref (ev);
+}
+
+GST_END_TEST;
+
+typedef struct
+{
+  GPtrArray *msgs;              /* GBytes: type (4 bytes) + body */
+  guint skipped;
+} Collected;
+
+static gboolean
+collect (guint32 type, guint64 opaque, const guint8 * body, gsize size,
+    gpointer data)
+{
+  Collected *c = data;
+  GByteArray *a = g_byte_array_new ();
+  guint8 t[4];
+
+  if (!body) {
+    c->skipped++;
+    return TRUE;
+  }
+  GST_WRITE_UINT32_LE (t, type);
+  g_byte_array_append (a, t, 4);
+  g_byte_array_append (a, body, size);
+  g_ptr_array_add (c->msgs, g_byte_array_free_to_bytes (a));
+  return TRUE;
+}
+
+/* two messages, the first larger than one chunk, split at every chunk
+ * size; one too large for the reader, skipped */
+GST_START_TEST (test_reader_chunks)
+{
+  GByteArray *stream = g_byte_array_new ();
+  GstSpiceClipboard clip = { GST_SPICE_CLIPBOARD_DATA, 1, 0, {0,},
+  VD_AGENT_CLIPBOARD_UTF8_TEXT, NULL
+  }, parsed;
+  guint8 *big = g_malloc (5000);
+  guint32 caps[VD_AGENT_CAPS_SIZE] = { 0, }, caps2[VD_AGENT_CAPS_SIZE];
+  gboolean req;
+  guint i;
+  gsize chunk;
+
+  for (i = 0; i < 5000; i++)
+    big[i] = 'a' + i % 26;
+  clip.data = g_bytes_new_take (big, 5000);
+  gst_spice_agent_write_clipboard (stream, &clip, TRUE, FALSE, 0);
+  VD_AGENT_SET_CAPABILITY (caps, VD_AGENT_CAP_CLIPBOARD_SELECTION);
+  gst_spice_agent_write_caps (stream, TRUE, caps);
+
+  for (chunk = 1; chunk <= VD_AGENT_MAX_DATA_SIZE; chunk = chunk * 3 + 1) {
+    GstSpiceAgentReader *r = gst_spice_agent_reader_new (16 * 1024);
+    Collected c = { g_ptr_array_new_with_free_func ((GDestroyNotify)
+          g_bytes_unref), 0
+    };
+    const gchar *reason;
+    gsize off;
+    const guint8 *m;
+    gsize msize;
+
+    for (off = 0; off < stream->len; off += chunk)
+      fail_unless (gst_spice_agent_reader_push (r, stream->data + off,
+              MIN (chunk, stream->len - off), collect, &c, &reason));
+    fail_unless_equals_int (c.msgs->len, 2);
+    m = g_bytes_get_data (c.msgs->pdata[0], &msize);
+    fail_unless_equals_int (GST_READ_UINT32_LE (m), VD_AGENT_CLIPBOARD);
+    fail_unless (gst_spice_agent_parse_clipboard (VD_AGENT_CLIPBOARD, m + 4,
+            msize - 4, TRUE, FALSE, &parsed));
+    fail_unless_equals_int (parsed.selection, 1);
+    fail_unless (g_bytes_equal (parsed.data, clip.data));
+    gst_spice_clipboard_clear (&parsed);
+    m = g_bytes_get_data (c.msgs->pdata[1], &msize);
+    fail_unless (gst_spice_agent_parse_caps (m + 4, msize - 4, &req, caps2));
+    fail_unless (req && caps2[0] == caps[0]);
+    g_ptr_array_unref (c.msgs);
+    gst_spice_agent_reader_free (r);
+  }
+
+  /* a reader limited below the clipboard skips it, keeps the next */
+  {
+    GstSpiceAgentReader *r = gst_spice_agent_reader_new (1000);
+    Collected c = { g_ptr_array_new_with_free_func ((GDestroyNotify)
+          g_bytes_unref), 0
+    };
+    const gchar *reason;
+
+    fail_unless (gst_spice_agent_reader_push (r, stream->data, stream->len,
+            collect, &c, &reason));
+    fail_unless_equals_int (c.skipped, 1);
+    fail_unless_equals_int (c.msgs->len, 1);
+    g_ptr_array_unref (c.msgs);
+    gst_spice_agent_reader_free (r);
+  }
+  gst_spice_clipboard_clear (&clip);
+  g_byte_array_unref (stream);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_reader_malformed)
+{
+  guint8 bad[20] = { 2, 0, 0, 0, 4, 0, 0, 0 };  /* protocol 2 */
+  GstSpiceAgentReader *r = gst_spice_agent_reader_new (100);
+  Collected c = { g_ptr_array_new_with_free_func ((GDestroyNotify)
+        g_bytes_unref), 0
+  };
+  const gchar *reason = NULL;
+  GstSpiceClipboard clip;
+  guint8 grab[7] = { 0, };
+
+  fail_if (gst_spice_agent_reader_push (r, bad, sizeof (bad), collect, &c,
+          &reason));
+  fail_unless (reason != NULL);
+  gst_spice_agent_reader_free (r);
+  r = gst_spice_agent_reader_new (100);
+  bad[0] = 1;
+  bad[4] = VD_AGENT_END_MESSAGE;
+  fail_if (gst_spice_agent_reader_push (r, bad, sizeof (bad), collect, &c,
+          &reason));
+  gst_spice_agent_reader_free (r);
+  g_ptr_array_unref (c.msgs);
+
+  /* grab bodies not made of u32 types; selection out of range */
+  fail_if (gst_spice_agent_parse_clipboard (VD_AGENT_CLIPBOARD_GRAB, grab, 7,
+          TRUE, FALSE, &clip));
+  grab[0] = 7;
+  fail_if (gst_spice_agent_parse_clipboard (VD_AGENT_CLIPBOARD_GRAB, grab, 4,
+          TRUE, FALSE, &clip));
+  fail_if (gst_spice_agent_parse_clipboard (VD_AGENT_CLIPBOARD_REQUEST, grab,
+          2, FALSE, FALSE, &clip));
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_monitors_wire)
+{
+  GstSpiceMonitor in = { 10, 20, 1280, 720 }, out[GST_SPICE_MAX_MONITORS];
+  GByteArray *a = g_byte_array_new ();
+  guint n = 0;
+
+  gst_spice_agent_write_monitors_config (a, &in, 1);
+  fail_unless_equals_int (GST_READ_UINT32_LE (a->data + 4),
+      VD_AGENT_MONITORS_CONFIG);
+  fail_unless (gst_spice_agent_parse_monitors_config (a->data + 20,
+          a->len - 20, out, &n));
+  fail_unless_equals_int (n, 1);
+  fail_unless (memcmp (&in, out, sizeof (in)) == 0);
+  /* one monitor announced, none there */
+  fail_if (gst_spice_agent_parse_monitors_config (a->data + 20, 12, out, &n));
+  g_byte_array_unref (a);
+}
+
+GST_END_TEST;
+
+static Suite *
+agent_events_suite (void)
+{
+  Suite *s = suite_create ("agent-events");
+  TCase *tc = tcase_create ("general");
+
+  suite_add_tcase (s, tc);
+  tcase_add_test (tc, test_agent_info_event);
+  tcase_add_test (tc, test_clipboard_events);
+  tcase_add_test (tc, test_monitors_event);
+  tcase_add_test (tc, test_reader_chunks);
+  tcase_add_test (tc, test_reader_malformed);
+  tcase_add_test (tc, test_monitors_wire);
+  return s;
+}
+
+GST_CHECK_MAIN (agent_events);
