@@ -100,7 +100,8 @@ sink_rate_decide (const SinkRateInput * in, SinkRateTarget * out)
   frame_cap = (guint64) sink_link_bytes (in->link_bps, SINK_FRAME_LINK_MS,
       G_MAXSIZE) * 8 * (out->fps_n ? out->fps_n : SINK_RATE_SOURCE_FPS);
   target = MAX (MIN (target, frame_cap), SINK_RATE_MIN_BPS);
-  out->target_bps = target;
+  /* spice-rate carries bit/s in a guint */
+  out->target_bps = MIN (target, G_MAXUINT);
   current = in->current_bps ? in->current_bps : in->initial_bps;
   if (in->since_change_us < SINK_RATE_MIN_INTERVAL_US)
     return FALSE;
@@ -232,7 +233,7 @@ struct _SinkRateStream
   guint64 mean_frame_bytes;     /* over the last interval (delta frames if
                                  * any), 0 = too few frames */
   guint64 initial_bps;          /* the stream's own rate before the first
-                                 * change: the ceiling */
+                                 * change (stats; decisions wait for it) */
   guint64 target_bps;           /* in force, 0 = none (its own) */
   gint fps_n;
   guint scale;                  /* picture size divisor (0/1 = full) */
@@ -400,8 +401,7 @@ sink_rate_tick (SinkRate * rate, const SinkRateClients * clients,
 
     if (st->frames_in == 0)
       continue;
-    /* the ceiling is what the stream carries on its own: its measured
-     * rate while no target is in force */
+    /* decisions start once the stream's own rate is measured */
     if (st->target_bps == 0)
       st->initial_bps = MAX (st->initial_bps, st->in_bps);
     if (st->initial_bps == 0)
@@ -415,7 +415,12 @@ sink_rate_tick (SinkRate * rate, const SinkRateClients * clients,
     in.link_bps = clients->link_bps;
     in.draw_bps = clients->draw_bps;
     in.n_streams = n_live;
-    in.initial_bps = st->initial_bps;
+    /* no ceiling from here: the element that created the encoder holds
+     * it (spicestreamenc never goes above its description). A ceiling of
+     * the rate measured before the first target locked a stream that
+     * started small (a LAN MJPEG stream measured at 2.5 Mbit/s in its
+     * first interval was held there, at quality 10) */
+    in.initial_bps = 0;
     in.current_bps = st->target_bps;
     in.since_change_us = st->last_change_us ? now - st->last_change_us :
         G_MAXINT64;

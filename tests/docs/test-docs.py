@@ -113,7 +113,11 @@ class Ctx:
         wait_listening(self.ports[doc_port])
 
     def display(self):
-        if not self.xvfb:
+        # a few tries: an Xvfb that exits at start (a display another
+        # test's server just left behind) names no display
+        for attempt in range(3):
+            if self.xvfb and self.xvfb.poll() is None:
+                return
             r, w = os.pipe()
             self.xvfb = subprocess.Popen(["Xvfb", "-displayfd", str(w),
                                           "-screen", "0", "1280x1024x24",
@@ -123,7 +127,12 @@ class Ctx:
             os.close(w)
             num = os.read(r, 64).decode().strip()
             os.close(r)
-            self.env["DISPLAY"] = ":" + num
+            if num and self.xvfb.poll() is None:
+                self.env["DISPLAY"] = ":" + num
+                return
+            print("Xvfb did not start (attempt %d)" % (attempt + 1))
+            self.xvfb.wait()
+            time.sleep(1)
 
     def devenv(self, cmd, server=False):
         """a command typed in the guide's `meson devenv -C build --workdir .`

@@ -219,11 +219,13 @@ half_second (SinkRate * r, SinkRateStream * st, gsize size, gboolean key,
 
 #define DECISION(d) (&g_array_index (d, SinkRateDecision, 0))
 
-/* The orchestration (SinkRate): the ceiling is the stream's own measured
- * rate while no target is in force (the sink knows no encoder); a slow
- * link gives a lower target; nobody watching gives bitrate 0 (the encoder's
- * owner goes back to its own setting); frames of a paused stream are not
- * decided on. */
+/* The orchestration (SinkRate): decisions start once the stream's own rate
+ * is measured; a fast link gives what the link takes, with no ceiling from
+ * the sink (the encoder's owner, spicestreamenc, never goes above its
+ * description: a ceiling of the first measured rate held LAN streams that
+ * started small at that rate); a slow link gives a lower target; nobody
+ * watching gives bitrate 0 (the encoder's owner goes back to its own
+ * setting); frames of a paused stream are not decided on. */
 GST_START_TEST (test_orchestration)
 {
   SinkRate *r = sink_rate_new ();
@@ -242,11 +244,11 @@ GST_START_TEST (test_orchestration)
   /* 2 Mbit/s in: 25 frames of 10 kB per second, for 2 s */
   for (i = 0; i < 4; i++)
     half_second (r, st, 10000, TRUE, &fast, &now, d);
-  /* a fast link (budget >= 4x the ceiling, the measured ~1.9 Mbit/s): up
-   * to twice the stream's own rate, once */
+  /* a fast link (100 Mbit/s): once, what the link takes, far above the
+   * stream's own ~1.9 Mbit/s */
   fail_unless_equals_int (d->len, 1);
-  fail_unless (DECISION (d)->bitrate > 3000000);
-  fail_unless (DECISION (d)->bitrate < 4000000);
+  fail_unless (DECISION (d)->bitrate > 20000000, "%u",
+      DECISION (d)->bitrate);
   g_array_set_size (d, 0);
   /* a slow link: a lower target */
   half_second (r, st, 10000, FALSE, &slow, &now, d);
