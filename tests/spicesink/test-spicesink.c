@@ -1706,8 +1706,10 @@ GST_START_TEST (test_rate_slow_client)
   fail_unless_equals_int (ev, seen.last_bitrate);
   fail_unless (target / 1000 == ev / 1000, "target %" G_GUINT64_FORMAT
       " bit/s, event %u", target, ev);
-  /* the ceiling is what the sink measured of the stream itself */
-  fail_unless (measured > 1000000, "stream's own rate %" G_GUINT64_FORMAT,
+  /* decisions start once the sink has measured the stream itself (no
+   * ceiling from that measurement: the encoder's owner holds the ceiling;
+   * its value depends on how much of the first interval had frames) */
+  fail_unless (measured > 0, "stream's own rate %" G_GUINT64_FORMAT,
       measured);
   fail_unless (link > 0 && link < 4000000, "link estimate %" G_GUINT64_FORMAT,
       link);
