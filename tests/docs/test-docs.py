@@ -119,9 +119,13 @@ class Ctx:
             if self.xvfb and self.xvfb.poll() is None:
                 return
             r, w = os.pipe()
+            # -noreset: without it Xvfb resets when its last client leaves,
+            # and the next command's window, opened during the reset, gets
+            # "Could not open display" (one in two here)
             self.xvfb = subprocess.Popen(["Xvfb", "-displayfd", str(w),
                                           "-screen", "0", "1280x1024x24",
-                                          "-nolisten", "tcp"], pass_fds=(w,),
+                                          "-noreset", "-nolisten", "tcp"],
+                                         pass_fds=(w,),
                                          stdout=subprocess.DEVNULL,
                                          stderr=subprocess.DEVNULL)
             os.close(w)
