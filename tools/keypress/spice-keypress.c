@@ -481,7 +481,10 @@ write_json (void)
       (ctx.t_bytes1 - ctx.t_bytes0) / 1e6 : NAN;
   gdouble mean = 0;
 
-  qsort (sorted, n, sizeof (gdouble), cmp_double);
+  /* -n 0 (the quality phase alone): no samples, and lat_ms->data (so
+   * sorted) may be NULL, which qsort must not be given */
+  if (n > 1)
+    qsort (sorted, n, sizeof (gdouble), cmp_double);
   for (i = 0; i < n; i++)
     mean += sorted[i];
   mean = n ? mean / n : NAN;
