@@ -229,6 +229,15 @@ def h_serve(ctx, cmd, guest=None, password=None, gui=False, wait=None,
     argv = shlex.split(ctx.subst(cmd)) if cmd.startswith("meson devenv") \
         else ctx.devenv(ctx.subst(cmd), server=True)
     p = ctx.start(argv, "server")
+    if gui:
+        # a window on a just-started Xvfb: a first start that ends at once
+        # (seen in clean clones, with no error printed) is tried once more,
+        # and said
+        time.sleep(1)
+        if p.poll() is not None:
+            print("note %s: ended at once (%s), started again" % (
+                cmd, logtext(p)[-300:].strip()))
+            p = ctx.start(argv, "server")
     ok = True
     if wait:
         end = time.time() + 60
