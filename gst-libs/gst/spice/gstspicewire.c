@@ -758,24 +758,37 @@ gst_spice_wire_parse_pong (const guint8 * data, gsize size, guint32 * id,
   return TRUE;
 }
 
-gboolean
-gst_spice_wire_parse_ack_sync (const guint8 * data, gsize size,
-    guint32 * generation)
+/* a body that is exactly one little-endian u32 / u16 */
+static gboolean
+parse_u32_body (const guint8 * data, gsize size, guint32 * v)
 {
   GstByteReader r;
 
   return exact_reader_init (&r, data, size, 4) &&
-      gst_byte_reader_get_uint32_le (&r, generation);
+      gst_byte_reader_get_uint32_le (&r, v);
+}
+
+static gboolean
+parse_u16_body (const guint8 * data, gsize size, guint16 * v)
+{
+  GstByteReader r;
+
+  return exact_reader_init (&r, data, size, 2) &&
+      gst_byte_reader_get_uint16_le (&r, v);
+}
+
+gboolean
+gst_spice_wire_parse_ack_sync (const guint8 * data, gsize size,
+    guint32 * generation)
+{
+  return parse_u32_body (data, size, generation);
 }
 
 gboolean
 gst_spice_wire_parse_mouse_mode_request (const guint8 * data, gsize size,
     guint16 * mode)
 {
-  GstByteReader r;
-
-  return exact_reader_init (&r, data, size, 2) &&
-      gst_byte_reader_get_uint16_le (&r, mode);
+  return parse_u16_body (data, size, mode);
 }
 
 gboolean
@@ -810,20 +823,14 @@ gst_spice_wire_parse_stream_report (const guint8 * data, gsize size,
 gboolean
 gst_spice_wire_parse_key (const guint8 * data, gsize size, guint32 * code)
 {
-  GstByteReader r;
-
-  return exact_reader_init (&r, data, size, 4) &&
-      gst_byte_reader_get_uint32_le (&r, code);
+  return parse_u32_body (data, size, code);
 }
 
 gboolean
 gst_spice_wire_parse_key_modifiers (const guint8 * data, gsize size,
     guint16 * modifiers)
 {
-  GstByteReader r;
-
-  return exact_reader_init (&r, data, size, 2) &&
-      gst_byte_reader_get_uint16_le (&r, modifiers);
+  return parse_u16_body (data, size, modifiers);
 }
 
 gboolean
