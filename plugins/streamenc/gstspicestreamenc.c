@@ -37,6 +37,13 @@
  * #GstSpiceStreamEnc:applied-bitrate and #GstSpiceStreamEnc:stats show
  * what is in force.
  *
+ * An encoder that makes JPEG (jpegenc, or any whose output is image/jpeg)
+ * gets its input in full-range BT.601 (colorimetry `1:4:0:0`): SPICE
+ * clients decode MJPEG as JFIF, so limited-range input would show white as
+ * 235 and black as 16. The bin asks for that range in caps queries on its
+ * sink pad; spicetiler converts to it directly. Other encoders keep the
+ * default of their input (limited range, as their decoders assume).
+ *
  * ## Example launch line
  * |[
  * gst-launch-1.0 videotestsrc is-live=true pattern=ball ! spicetiler name=t \
@@ -55,6 +62,9 @@
 
 #include "gstspicestreamenc.h"
 #include "streamencrate.h"
+
+/* full-range BT.601 YCbCr, as JFIF decoders expect */
+#define JFIF_COLORIMETRY "1:4:0:0"
 
 GST_DEBUG_CATEGORY_STATIC (gst_spice_stream_enc_debug);
 #define GST_CAT_DEFAULT gst_spice_stream_enc_debug
@@ -105,6 +115,7 @@ struct _GstSpiceStreamEnc
   guint rate_events, changes;
   gboolean warned_unknown;
   gboolean jpeg_dirty;          /* a quality change waits for the next frame */
+  gboolean full_range;          /* the encoder makes JPEG: ask for JFIF input */
   gint rate_fps_n, rate_fps_d;  /* last spice-rate frame rate, 0 = none */
   gint64 window_start_us;
   guint64 window_bytes;
@@ -172,6 +183,26 @@ encoder_set_value (GstElement * enc, const gchar * name, guint value)
 
 /* -------------------------------------------------------- the encoder */
 
+/* Application thread (NULL→READY): whether the encoder's output is JPEG,
+ * which SPICE clients decode as JFIF (full-range BT.601 YCbCr). */
+static gboolean
+encoder_makes_jpeg (GstElement * enc)
+{
+  GstPad *pad = gst_element_get_static_pad (enc, "src");
+  GstCaps *caps, *jpeg;
+  gboolean ret;
+
+  if (!pad)
+    return FALSE;
+  caps = gst_pad_get_pad_template_caps (pad);
+  jpeg = gst_caps_new_empty_simple ("image/jpeg");
+  ret = gst_caps_can_intersect (caps, jpeg) && !gst_caps_is_any (caps);
+  gst_caps_unref (jpeg);
+  gst_caps_unref (caps);
+  gst_object_unref (pad);
+  return ret;
+}
+
 static StreamEncKind
 element_kind (GstElement * el)
 {
@@ -232,6 +263,7 @@ gst_spice_stream_enc_unbuild (GstSpiceStreamEnc * self)
   self->encoder = NULL;
   g_clear_pointer (&self->encoder_factory, g_free);
   self->kind = STREAMENC_KIND_UNKNOWN;
+  self->full_range = FALSE;
   self->initial_value = self->applied_value = 0;
   g_mutex_unlock (&self->lock);
   if (enc)
@@ -322,6 +354,7 @@ gst_spice_stream_enc_build (GstSpiceStreamEnc * self)
   self->encoder_factory = g_strdup (GST_OBJECT_NAME (gst_element_get_factory
           (enc)));
   self->kind = kind;
+  self->full_range = encoder_makes_jpeg (enc);
   self->initial_value = self->applied_value = value;
   self->warned_unknown = FALSE;
   g_mutex_unlock (&self->lock);
@@ -657,6 +690,36 @@ gst_spice_stream_enc_finalize (GObject * object)
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
 
+/* Upstream's streaming or application thread (caps queries on the sink
+ * pad): a JPEG encoder gets full-range BT.601 (JFIF, what clients decode),
+ * so spicetiler converts to that directly; other encoders get what their
+ * own caps say (limited range, as decoders assume). */
+static gboolean
+gst_spice_stream_enc_sink_query (GstPad * pad, GstObject * parent,
+    GstQuery * query)
+{
+  GstSpiceStreamEnc *self = GST_SPICE_STREAM_ENC (parent);
+  gboolean full_range, ret;
+  GstCaps *caps, *jfif, *res;
+
+  ret = gst_pad_query_default (pad, parent, query);
+  if (!ret || GST_QUERY_TYPE (query) != GST_QUERY_CAPS)
+    return ret;
+  g_mutex_lock (&self->lock);
+  full_range = self->full_range;
+  g_mutex_unlock (&self->lock);
+  if (!full_range)
+    return ret;
+  gst_query_parse_caps_result (query, &caps);
+  jfif = gst_caps_new_simple ("video/x-raw", "colorimetry", G_TYPE_STRING,
+      JFIF_COLORIMETRY, NULL);
+  res = gst_caps_intersect (caps, jfif);
+  gst_query_set_caps_result (query, res);
+  gst_caps_unref (res);
+  gst_caps_unref (jfif);
+  return ret;
+}
+
 static void
 gst_spice_stream_enc_class_init (GstSpiceStreamEncClass * klass)
 {
@@ -726,6 +789,7 @@ gst_spice_stream_enc_init (GstSpiceStreamEnc * self)
       gst_element_class_get_pad_template (GST_ELEMENT_GET_CLASS (self),
           "sink"));
   gst_object_unref (pad);
+  gst_pad_set_query_function (self->sinkpad, gst_spice_stream_enc_sink_query);
   gst_element_add_pad (GST_ELEMENT (self), self->sinkpad);
 
   self->srcpad = gst_ghost_pad_new_no_target_from_template ("src",

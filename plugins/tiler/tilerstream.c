@@ -54,6 +54,31 @@ tiler_stream_reset (TilerStream * s)
   s->caps_w = s->caps_h = 0;
 }
 
+/* Worker thread: the colorimetry downstream fixes, if any (spicestreamenc
+ * asks JPEG encoders' input in full range, as clients decode JFIF);
+ * otherwise the default of the format and size. The converter then
+ * writes that range directly. */
+static void
+negotiate_colorimetry (GstPad * pad, GstVideoInfo * info)
+{
+  GstCaps *filter, *peer;
+  GstVideoColorimetry cinfo;
+  const gchar *c;
+
+  filter = gst_video_info_to_caps (info);
+  gst_structure_remove_field (gst_caps_get_structure (filter, 0),
+      "colorimetry");
+  peer = gst_pad_peer_query_caps (pad, filter);
+  gst_caps_unref (filter);
+  if (peer && !gst_caps_is_any (peer) && !gst_caps_is_empty (peer)) {
+    c = gst_structure_get_string (gst_caps_get_structure (peer, 0),
+        "colorimetry");
+    if (c && gst_video_colorimetry_from_string (&cinfo, c))
+      info->colorimetry = cinfo;
+  }
+  gst_clear_caps (&peer);
+}
+
 static void
 push_caps (TilerStream * s, GstPad * pad, gint w, gint h, GstVideoFormat format)
 {
@@ -62,6 +87,7 @@ push_caps (TilerStream * s, GstPad * pad, gint w, gint h, GstVideoFormat format)
   if (w == s->caps_w && h == s->caps_h && format == s->caps_format)
     return;
   gst_video_info_set_format (&s->sinfo, format, w, h);
+  negotiate_colorimetry (pad, &s->sinfo);
   GST_VIDEO_INFO_FPS_N (&s->sinfo) = GST_VIDEO_INFO_FPS_N (&s->info);
   GST_VIDEO_INFO_FPS_D (&s->sinfo) = GST_VIDEO_INFO_FPS_D (&s->info);
   GST_VIDEO_INFO_PAR_N (&s->sinfo) = 1;

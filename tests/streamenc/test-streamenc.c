@@ -659,6 +659,48 @@ GST_START_TEST (test_end_to_end_slow_client)
 
 GST_END_TEST;
 
+/* the colorimetry the bin asks on its sink pad with @encoder (NULL: none);
+ * g_free() it */
+static gchar *
+sink_colorimetry (const gchar * encoder)
+{
+  GstElement *bin = gst_element_factory_make ("spicestreamenc", NULL);
+  GstCaps *caps;
+  GstPad *pad;
+  gchar *c;
+
+  g_object_set (bin, "encoder", encoder, NULL);
+  fail_unless_equals_int (gst_element_set_state (bin, GST_STATE_READY),
+      GST_STATE_CHANGE_SUCCESS);
+  pad = gst_element_get_static_pad (bin, "sink");
+  caps = gst_pad_query_caps (pad, NULL);
+  fail_if (gst_caps_is_empty (caps) || gst_caps_is_any (caps));
+  c = g_strdup (gst_structure_get_string (gst_caps_get_structure (caps, 0),
+          "colorimetry"));
+  gst_caps_unref (caps);
+  gst_object_unref (pad);
+  gst_element_set_state (bin, GST_STATE_NULL);
+  gst_object_unref (bin);
+  return c;
+}
+
+/* JPEG clients decode JFIF (full-range YCbCr): the bin asks its input in
+ * full range (spicetiler's converter then writes white as 255, not 235:
+ * tests/tiler test_stream_colorimetry_from_downstream); other encoders'
+ * input keeps the default */
+GST_START_TEST (test_jpeg_input_full_range)
+{
+  gchar *c;
+
+  c = sink_colorimetry ("jpegenc quality=100");
+  fail_unless_equals_string (c, "1:4:0:0");
+  g_free (c);
+  c = sink_colorimetry ("vp8enc deadline=1");
+  fail_unless (c == NULL, "vp8enc input asked as %s", c);
+}
+
+GST_END_TEST;
+
 static Suite *
 streamenc_suite (void)
 {
@@ -673,6 +715,7 @@ streamenc_suite (void)
   tcase_add_test (tc, test_openh264enc);
   tcase_add_test (tc, test_jpegenc);
   tcase_add_test (tc, test_jpegenc_slow_frames);
+  tcase_add_test (tc, test_jpeg_input_full_range);
   tcase_add_test (tc, test_unknown_encoder);
   tcase_add_test (tc, test_bad_description);
   tcase_add_test (tc, test_rebuild);

@@ -573,8 +573,10 @@ element_stat (GstElement * e, const gchar * field)
   return v;
 }
 
+/* the animation through @branch: every buffer keeps its stream meta; the
+ * stream pad's caps had @colorimetry (NULL: not checked) */
 static void
-check_meta_through (const gchar * branch)
+check_meta_through_as (const gchar * branch, const gchar * colorimetry)
 {
   gchar *desc = g_strdup_printf ("appsrc name=src format=time "
       "caps=video/x-raw,format=BGRx,width=640,height=480,framerate=30/1 ! "
@@ -623,6 +625,17 @@ check_meta_through (const gchar * branch)
   }
   fail_unless (n >= 10, "only %u buffers through %s", n, branch);
   fail_unless_equals_int (key, 1);
+  if (colorimetry) {
+    GstPad *pad = gst_element_get_static_pad (tiler, "stream");
+    GstCaps *caps = gst_pad_get_current_caps (pad);
+    const gchar *c = gst_structure_get_string (gst_caps_get_structure (caps,
+            0), "colorimetry");
+
+    fail_unless (g_strcmp0 (c, colorimetry) == 0, "stream colorimetry %s "
+        "through %s, wanted %s", c, branch, colorimetry);
+    gst_caps_unref (caps);
+    gst_object_unref (pad);
+  }
   gst_element_set_state (p, GST_STATE_NULL);
   gst_object_unref (src);
   gst_object_unref (sink);
@@ -632,12 +645,30 @@ check_meta_through (const gchar * branch)
   g_free (desc);
 }
 
+static void
+check_meta_through (const gchar * branch)
+{
+  check_meta_through_as (branch, NULL);
+}
+
 GST_START_TEST (test_stream_meta_survives_encoders)
 {
   check_meta_through ("vp8enc deadline=1");
   check_meta_through ("jpegenc");
   check_meta_through ("videoconvert ! videoscale ! "
       "video/x-raw,width=224,height=160");
+}
+
+GST_END_TEST;
+
+/* the converter writes the range downstream asks for: full range (JFIF)
+ * for spicestreamenc's JPEG encoder, the default (BT.601, limited) for
+ * VP8 */
+GST_START_TEST (test_stream_colorimetry_from_downstream)
+{
+  check_meta_through_as ("spicestreamenc encoder=jpegenc", "1:4:0:0");
+  check_meta_through_as ("spicestreamenc encoder=\"vp8enc deadline=1\"",
+      "bt601");
 }
 
 GST_END_TEST;
@@ -1477,6 +1508,7 @@ spicetiler_suite (void)
   tcase_add_test (tc, test_stream_steady_animation);
   tcase_add_test (tc, test_no_stream_for_static_content);
   tcase_add_test (tc, test_stream_meta_survives_encoders);
+  tcase_add_test (tc, test_stream_colorimetry_from_downstream);
   tcase_add_test (tc, test_stream_rate_and_control);
   tcase_add_test (tc, test_keypress_before_heavy_update);
   tcase_add_test (tc, test_refresh_full_lossless_redraw);
