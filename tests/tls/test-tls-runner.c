@@ -94,37 +94,65 @@ GST_START_TEST (test_tls_variables_in_every_pipeline)
 
 GST_END_TEST;
 
+/* transcode-lossless run by the runner from the test guest's TLS port */
+typedef struct
+{
+  TlsDir *t;
+  GuestProcess *gp;
+  gchar *tmp, *path, *up;
+} Upstream;
+
+static void
+upstream_start (Upstream * u)
+{
+  guint up_port;
+
+  u->t = tls_dir_new ();
+  u->gp = tls_guest_start (u->t, &up_port);
+  u->tmp = test_tmpdir_new ("gst-spice-tls-run");
+  u->path = runner_process_shipped_pipeline ("transcode-lossless");
+  u->up = g_strdup_printf ("UPSTREAM=spice://127.0.0.1?tls-port=%u", up_port);
+}
+
+static void
+upstream_stop (Upstream * u)
+{
+  guest_process_stop (u->gp);
+  g_free (u->up);
+  g_free (u->path);
+  test_tmpdir_remove (u->tmp);
+  tls_dir_free (u->t);
+}
+
 /* transcode-lossless from a TLS-only upstream (the test guest, CA and
  * subject checked) to a TLS-only listener: a client that checks the
  * certificate gets the guest's exact picture */
 GST_START_TEST (test_runner_tls_both_sides)
 {
-  TlsDir *t = tls_dir_new ();
-  guint up_port, port = test_pick_free_port ();
-  GuestProcess *gp = tls_guest_start (t, &up_port);
-  gchar *tmp = test_tmpdir_new ("gst-spice-tls-run");
-  gchar *path = runner_process_shipped_pipeline ("transcode-lossless");
-  gchar *up = g_strdup_printf ("UPSTREAM=spice://127.0.0.1?tls-port=%u",
-      up_port);
-  gchar *ca = g_strdup_printf ("UPSTREAM_CA_FILE=%s", t->ca);
-  gchar *tls_port = g_strdup_printf ("TLS_PORT=%u", port);
-  gchar *cert = g_strdup_printf ("TLS_CERT_FILE=%s", t->cert);
-  gchar *key = g_strdup_printf ("TLS_KEY_FILE=%s", t->key);
-  RunnerProcess *run = runner_process_start_runner (tmp, "--stats-interval",
-      "0", "-D", up, "-D", ca, "-D", "UPSTREAM_HOST_SUBJECT=" TLS_SUBJECT,
-      "-D", "LISTEN_PORT=-1", "-D", tls_port, "-D", cert, "-D", key, path,
-      NULL);
+  Upstream u;
+  guint port = test_pick_free_port ();
+  gchar *ca, *tls_port, *cert, *key;
+  RunnerProcess *run;
   guint8 *dump = NULL, *shot = NULL;
   gint w, h, sw = 0, sh = 0;
   guint64 diff = G_MAXUINT64;
   gint64 end;
 
+  upstream_start (&u);
+  ca = g_strdup_printf ("UPSTREAM_CA_FILE=%s", u.t->ca);
+  tls_port = g_strdup_printf ("TLS_PORT=%u", port);
+  cert = g_strdup_printf ("TLS_CERT_FILE=%s", u.t->cert);
+  key = g_strdup_printf ("TLS_KEY_FILE=%s", u.t->key);
+  run = runner_process_start_runner (u.tmp, "--stats-interval", "0", "-D",
+      u.up, "-D", ca, "-D", "UPSTREAM_HOST_SUBJECT=" TLS_SUBJECT, "-D",
+      "LISTEN_PORT=-1", "-D", tls_port, "-D", cert, "-D", key, u.path, NULL);
   fail_unless (runner_process_wait_log (run, "playing", 1,
           30000 * test_time_factor ()), "%s", runner_process_log (run));
-  fail_unless (guest_process_dump (gp, &dump, &w, &h));
+  fail_unless (guest_process_dump (u.gp, &dump, &w, &h));
   end = g_get_monotonic_time () + 20 * G_USEC_PER_SEC * test_time_factor ();
   while (diff != 0 && g_get_monotonic_time () < end) {
-    if (tls_client_shot (port, t->ca, TLS_SUBJECT, &shot, &sw, &sh, NULL) == 0) {
+    if (tls_client_shot (port, u.t->ca, TLS_SUBJECT, &shot, &sw, &sh,
+            NULL) == 0) {
       diff = sw == w && sh == h ? test_bgrx_count_diff (shot, w * 4, dump,
           w * 4, w, h, NULL, NULL) : G_MAXUINT64;
       g_clear_pointer (&shot, g_free);
@@ -138,16 +166,12 @@ GST_START_TEST (test_runner_tls_both_sides)
   runner_process_signal (run, SIGTERM);
   fail_unless_equals_int (runner_process_wait_exit (run, 20000), 0);
   runner_process_free (run);
-  guest_process_stop (gp);
   g_free (dump);
-  g_free (up);
   g_free (ca);
   g_free (tls_port);
   g_free (cert);
   g_free (key);
-  g_free (path);
-  test_tmpdir_remove (tmp);
-  tls_dir_free (t);
+  upstream_stop (&u);
 }
 
 GST_END_TEST;
@@ -156,33 +180,22 @@ GST_END_TEST;
  * says so and the runner exits 77 (not restarted by systemd) */
 GST_START_TEST (test_runner_wrong_upstream_ca)
 {
-  TlsDir *t = tls_dir_new ();
-  guint up_port;
-  GuestProcess *gp = tls_guest_start (t, &up_port);
-  gchar *tmp = test_tmpdir_new ("gst-spice-tls-run");
-  gchar *path = runner_process_shipped_pipeline ("transcode-lossless");
-  gchar *up = g_strdup_printf ("UPSTREAM=spice://127.0.0.1?tls-port=%u",
-      up_port);
-  gchar *ca = g_strdup_printf ("UPSTREAM_CA_FILE=%s", t->other_ca);
-  gchar *why = g_strdup_printf ("is not signed by a CA in ca-file %s",
-      t->other_ca);
-  gchar *log = NULL;
+  Upstream u;
+  gchar *ca, *why, *log = NULL;
 
-  fail_unless_equals_int (check_sync (tmp, &log, "--stats-interval", "0",
-          "-D", up, "-D", ca, "-D", "UPSTREAM_HOST_SUBJECT=" TLS_SUBJECT, "-D",
-          "LISTEN_PORT=0", path, NULL), EXIT_REFUSED);
+  upstream_start (&u);
+  ca = g_strdup_printf ("UPSTREAM_CA_FILE=%s", u.t->other_ca);
+  why = g_strdup_printf ("is not signed by a CA in ca-file %s", u.t->other_ca);
+  fail_unless_equals_int (check_sync (u.tmp, &log, "--stats-interval", "0",
+          "-D", u.up, "-D", ca, "-D", "UPSTREAM_HOST_SUBJECT=" TLS_SUBJECT,
+          "-D", "LISTEN_PORT=0", u.path, NULL), EXIT_REFUSED);
   fail_unless (strstr (log, why), "%s", log);
   fail_unless (strstr (log, "not restarting (exit 77)"), "%s", log);
   g_printerr ("%s", log);
   g_free (log);
-
-  guest_process_stop (gp);
   g_free (why);
-  g_free (up);
   g_free (ca);
-  g_free (path);
-  test_tmpdir_remove (tmp);
-  tls_dir_free (t);
+  upstream_stop (&u);
 }
 
 GST_END_TEST;
