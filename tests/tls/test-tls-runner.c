@@ -151,8 +151,7 @@ GST_START_TEST (test_runner_tls_both_sides)
   fail_unless (guest_process_dump (u.gp, &dump, &w, &h));
   end = g_get_monotonic_time () + 20 * G_USEC_PER_SEC * test_time_factor ();
   while (diff != 0 && g_get_monotonic_time () < end) {
-    if (tls_client_shot (port, u.t->ca, TLS_SUBJECT, &shot, &sw, &sh,
-            NULL) == 0) {
+    if (tls_client_shot (port, u.t->ca, TLS_SUBJECT, &shot, &sw, &sh) == 0) {
       diff = sw == w && sh == h ? test_bgrx_count_diff (shot, w * 4, dump,
           w * 4, w, h, NULL, NULL) : G_MAXUINT64;
       g_clear_pointer (&shot, g_free);
