@@ -699,10 +699,12 @@ ctx_handle_failure (GstSpiceSrc * self, SpiceChannel * channel,
       msg = g_strdup_printf ("SPICE authentication failed for %s", self->c_uri);
       break;
     case SPICE_CHANNEL_ERROR_TLS:
-      /* blocks this thread for a moment: the server just answered */
+      /* blocks this thread for a moment (the server just answered),
+       * at most connect-timeout or 5 s per step */
       why = gst_spice_src_tls_diagnose (self->c_host, self->c_tls_port,
           self->c_ca_file, self->c_cert_subject,
-          MIN (self->c_connect_timeout, 5), &cert_refused);
+          self->c_connect_timeout ? MIN (self->c_connect_timeout, 5) : 5,
+          &cert_refused);
       msg = g_strdup_printf ("TLS connection to SPICE server %s failed: %s",
           self->c_uri, why);
       g_free (why);
