@@ -809,7 +809,9 @@ sink_server_start (SinkServer * server, GError ** error)
     goto fail;
   }
   if (set->tls_port >= 0) {
-    if (!set->cert_file || !set->key_file) {
+    /* "" is unset: pipelines pass tls-cert-file="${TLS_CERT_FILE:-}" */
+    if (!set->cert_file || !*set->cert_file || !set->key_file ||
+        !*set->key_file) {
       g_set_error (error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_SETTINGS,
           "'tls-port' needs 'tls-cert-file' and 'tls-key-file'");
       goto fail;

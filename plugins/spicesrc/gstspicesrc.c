@@ -75,6 +75,7 @@
 #include "gstspicesrccontext.h"
 #include "gstspicesrcaudio.h"
 #include "gstspicesrcagent.h"
+#include "gstspicesrctls.h"
 
 GST_DEBUG_CATEGORY_STATIC (gst_spice_src_debug);
 #define GST_CAT_DEFAULT gst_spice_src_debug
@@ -320,14 +321,15 @@ parse_port (const gchar * s, gchar ** out, GError ** error)
   return TRUE;
 }
 
-/* spice://host[:port][?port=N&tls-port=N&password=P] */
+/* spice://host[:port][?port=N&tls-port=N&password=P]; spice+tls://host:port
+ * is spice://host?tls-port=port (spice-gtk's two forms) */
 static gboolean
 gst_spice_src_parse_uri (const gchar * uri, gchar ** host, gchar ** port,
     gchar ** tls_port, gchar ** password, GError ** error)
 {
   GUri *u;
   const gchar *query;
-  gboolean ok = FALSE;
+  gboolean ok = FALSE, tls_scheme;
 
   *host = *port = *tls_port = *password = NULL;
   if (!uri || !*uri) {
@@ -337,9 +339,10 @@ gst_spice_src_parse_uri (const gchar * uri, gchar ** host, gchar ** port,
   u = g_uri_parse (uri, G_URI_FLAGS_ENCODED_QUERY, error);
   if (!u)
     return FALSE;
-  if (g_ascii_strcasecmp (g_uri_get_scheme (u), "spice") != 0) {
+  tls_scheme = g_ascii_strcasecmp (g_uri_get_scheme (u), "spice+tls") == 0;
+  if (!tls_scheme && g_ascii_strcasecmp (g_uri_get_scheme (u), "spice") != 0) {
     g_set_error (error, G_URI_ERROR, G_URI_ERROR_BAD_SCHEME,
-        "scheme must be spice://");
+        "scheme must be spice:// or spice+tls://");
     goto out;
   }
   if (!g_uri_get_host (u) || !*g_uri_get_host (u)) {
@@ -348,7 +351,8 @@ gst_spice_src_parse_uri (const gchar * uri, gchar ** host, gchar ** port,
   }
   *host = g_strdup (g_uri_get_host (u));
   if (g_uri_get_port (u) > 0)
-    *port = g_strdup_printf ("%d", g_uri_get_port (u));
+    *(tls_scheme ? tls_port : port) = g_strdup_printf ("%d",
+        g_uri_get_port (u));
   query = g_uri_get_query (u);
   if (query && *query) {
     GHashTable *params = g_uri_parse_params (query, -1, "&",
@@ -677,10 +681,10 @@ ctx_handle_failure (GstSpiceSrc * self, SpiceChannel * channel,
 {
   const GError *gerr = channel ? spice_channel_get_error (channel) : NULL;
   const gchar *detail = gerr ? gerr->message : "";
-  gboolean fatal;
+  gboolean fatal, cert_refused = FALSE;
   GstSpiceSrcReconnect policy;
   guint interval;
-  gchar *msg;
+  gchar *msg, *why;
 
   GST_OBJECT_LOCK (self);
   policy = self->reconnect;
@@ -695,8 +699,15 @@ ctx_handle_failure (GstSpiceSrc * self, SpiceChannel * channel,
       msg = g_strdup_printf ("SPICE authentication failed for %s", self->c_uri);
       break;
     case SPICE_CHANNEL_ERROR_TLS:
-      msg = g_strdup_printf ("TLS connection to SPICE server %s failed",
-          self->c_uri);
+      /* blocks this thread for a moment (the server just answered),
+       * at most connect-timeout or 5 s per step */
+      why = gst_spice_src_tls_diagnose (self->c_host, self->c_tls_port,
+          self->c_ca_file, self->c_cert_subject,
+          self->c_connect_timeout ? MIN (self->c_connect_timeout, 5) : 5,
+          &cert_refused);
+      msg = g_strdup_printf ("TLS connection to SPICE server %s failed: %s",
+          self->c_uri, why);
+      g_free (why);
       break;
     case SPICE_CHANNEL_ERROR_CONNECT:
       /* without a channel: the connect timeout */
@@ -724,9 +735,17 @@ ctx_handle_failure (GstSpiceSrc * self, SpiceChannel * channel,
         GST_ELEMENT_ERROR (self, RESOURCE, NOT_AUTHORIZED, ("%s", msg),
             ("%s", detail));
         break;
+      case SPICE_CHANNEL_ERROR_TLS:
+        /* a certificate we refuse is a configuration that cannot work */
+        if (cert_refused)
+          GST_ELEMENT_ERROR (self, RESOURCE, NOT_AUTHORIZED, ("%s", msg),
+              ("%s", detail));
+        else
+          GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ, ("%s", msg),
+              ("%s", detail));
+        break;
       case SPICE_CHANNEL_ERROR_CONNECT:
       case SPICE_CHANNEL_ERROR_LINK:
-      case SPICE_CHANNEL_ERROR_TLS:
         GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ, ("%s", msg),
             ("%s", detail));
         break;
@@ -1255,10 +1274,13 @@ gst_spice_src_start (GstBaseSrc * bsrc)
   } else {
     self->c_password = password;
   }
+  /* "" is unset: pipelines pass ca-file="${UPSTREAM_CA_FILE:-}" */
   g_free (self->c_ca_file);
-  self->c_ca_file = g_strdup (self->ca_file);
+  self->c_ca_file = self->ca_file && *self->ca_file ?
+      g_strdup (self->ca_file) : NULL;
   g_free (self->c_cert_subject);
-  self->c_cert_subject = g_strdup (self->cert_subject);
+  self->c_cert_subject = self->cert_subject && *self->cert_subject ?
+      g_strdup (self->cert_subject) : NULL;
   self->c_channel_id = self->channel_id;
   self->c_connect_timeout = self->connect_timeout;
   self->c_compression = self->compression;
@@ -1931,11 +1953,13 @@ gst_spice_src_class_init (GstSpiceSrcClass * klass)
    * GstSpiceSrc:uri:
    *
    * `spice://host:port`; `?tls-port=N` adds a TLS port (alone or next to
-   * the plain one), `?password=P` a password.
+   * the plain one), `?password=P` a password. `spice+tls://host:port` is
+   * `spice://host?tls-port=port`.
    */
   g_object_class_install_property (gobject_class, PROP_URI,
       g_param_spec_string ("uri", "URI",
-          "SPICE server URI: spice://host:port[?tls-port=N][&password=P]",
+          "SPICE server URI: spice://host:port[?tls-port=N][&password=P] "
+          "or spice+tls://host:port",
           DEFAULT_URI, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
           GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_PASSWORD,
@@ -1956,16 +1980,34 @@ gst_spice_src_class_init (GstSpiceSrcClass * klass)
           "overrides password and the URI's password)", NULL,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
           GST_PARAM_MUTABLE_READY));
+  /**
+   * GstSpiceSrc:ca-file:
+   *
+   * PEM file with the CA certificate(s) that the server's TLS certificate
+   * must be signed by. NULL or "": the system's trust store (OpenSSL's
+   * default paths, `SSL_CERT_FILE`). A certificate that fails a check is a RESOURCE/NOT_AUTHORIZED
+   * error whose message names the check (not signed by the CA, subject,
+   * host name, expired).
+   */
   g_object_class_install_property (gobject_class, PROP_CA_FILE,
       g_param_spec_string ("ca-file", "CA file",
           "PEM file with the certificate authority that signed the server's "
-          "TLS certificate", DEFAULT_CA_FILE,
+          "TLS certificate (NULL or empty: the system's)", DEFAULT_CA_FILE,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
           GST_PARAM_MUTABLE_READY));
+  /**
+   * GstSpiceSrc:cert-subject:
+   *
+   * The subject that the server's certificate must have, most significant
+   * component first as `openssl x509 -subject` prints it without spaces
+   * (`C=XX,O=Example,CN=vm1`). Set, it replaces the host name check;
+   * NULL or "": the certificate must name the URI's host.
+   */
   g_object_class_install_property (gobject_class, PROP_CERT_SUBJECT,
       g_param_spec_string ("cert-subject", "Certificate subject",
           "Expected subject of the server's TLS certificate "
-          "(e.g. \"C=XX,O=Example,CN=host\"); NULL checks the host name",
+          "(e.g. \"C=XX,O=Example,CN=host\"); NULL or empty checks the "
+          "host name",
           DEFAULT_CERT_SUBJECT, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
           GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_CHANNEL_ID,
@@ -2098,7 +2140,7 @@ gst_spice_src_uri_get_type (GType type)
 static const gchar *const *
 gst_spice_src_uri_get_protocols (GType type)
 {
-  static const gchar *protocols[] = { "spice", NULL };
+  static const gchar *protocols[] = { "spice", "spice+tls", NULL };
 
   return protocols;
 }

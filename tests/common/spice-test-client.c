@@ -14,7 +14,7 @@
 #include "ppm.h"
 
 static gchar *host = NULL, *port = NULL, *tls_port = NULL, *ca_file = NULL,
-    *password = NULL, *out = NULL, *keys = NULL;
+    *cert_subject = NULL, *password = NULL, *out = NULL, *keys = NULL;
 static gint settle_ms = 400, min_inv = 1, duration_ms = 0, timeout_s = 30;
 static gboolean log_inv = FALSE;
 
@@ -177,6 +177,8 @@ main (int argc, char **argv)
     {"port", 'p', 0, G_OPTION_ARG_STRING, &port, "port", NULL},
     {"tls-port", 's', 0, G_OPTION_ARG_STRING, &tls_port, "TLS port", NULL},
     {"ca-file", 0, 0, G_OPTION_ARG_FILENAME, &ca_file, "CA file", NULL},
+    {"cert-subject", 0, 0, G_OPTION_ARG_STRING, &cert_subject,
+        "subject the server's certificate must have", NULL},
     {"password", 'w', 0, G_OPTION_ARG_STRING, &password, "password", NULL},
     {"out", 'o', 0, G_OPTION_ARG_FILENAME, &out, "PPM output", NULL},
     {"settle-ms", 0, 0, G_OPTION_ARG_INT, &settle_ms, "quiet time", NULL},
@@ -207,6 +209,8 @@ main (int argc, char **argv)
     g_object_set (session, "tls-port", tls_port, NULL);
   if (ca_file)
     g_object_set (session, "ca-file", ca_file, NULL);
+  if (cert_subject)
+    g_object_set (session, "cert-subject", cert_subject, NULL);
   if (password)
     g_object_set (session, "password", password, NULL);
   g_signal_connect (session, "channel-new", G_CALLBACK (channel_new), NULL);

@@ -446,6 +446,24 @@ COMMANDS = {
     "systemctl reload gst-spice@vm1": RELOAD,
     "journalctl -u gst-spice@vm1": elsewhere(
         "tests/runner (what the runner logs to stderr, the journal)"),
+    # operator-guide.md, "TLS": the certificates are made here as written;
+    # the pipeline and the client need a TLS upstream and names that
+    # resolve, which tests/tls provides
+    "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca-key.pem -out ca-cert.pem -days 3650 -subj \"/CN=Example SPICE CA\"":
+        h_run,
+    "openssl req -newkey rsa:2048 -nodes -keyout server-key.pem -out server.csr -subj \"/C=XX/O=Example/CN=gw1.example.org\"":
+        h_run,
+    "printf 'subjectAltName=DNS:gw1.example.org\\n' > ext.cnf": h_run,
+    "openssl x509 -req -in server.csr -CA ca-cert.pem -CAkey ca-key.pem -CAcreateserial -out server-cert.pem -days 825 -extfile ext.cnf":
+        lambda c, x: h_run(c, x, expect="subject=C = XX, O = Example, "
+                           "CN = gw1.example.org"),
+    "gst-spice-run -D UPSTREAM=\"spice://vm1.lan?tls-port=5901\" -D UPSTREAM_CA_FILE=/etc/pki/qemu/ca-cert.pem -D UPSTREAM_HOST_SUBJECT=\"C=XX,O=Example,CN=vm1\" -D LISTEN_ADDRESS=0.0.0.0 -D PASSWORD_FILE=clients.pw -D LISTEN_PORT=-1 -D TLS_PORT=5911 -D TLS_CERT_FILE=server-cert.pem -D TLS_KEY_FILE=server-key.pem transcode-vp8":
+        elsewhere("tests/tls (tls-runner: transcode-lossless with these "
+                  "variables, TLS-only upstream to TLS-only listener, exact "
+                  "picture; a wrong UPSTREAM_CA_FILE exits 77)"),
+    "remote-viewer --spice-ca-file=ca-cert.pem --spice-host-subject=\"C=XX,O=Example,CN=gw1.example.org\" \"spice://gw1.example.org?tls-port=5911\"":
+        elsewhere("tests/tls (tls-sink: spice-gtk with ca-file and "
+                  "cert-subject, refused with a wrong CA or subject)"),
 }
 
 

@@ -357,7 +357,8 @@ update_rect (Fixture * f, const GstVideoRectangle * r, guint seed)
 }
 
 /* spice-test-client: waits for the display to settle, returns exit status;
- * *bgrx on 0; *log = its stdout */
+ * *bgrx on 0; *log = its stdout. @port 0: no plain port (give "-s", PORT
+ * in @extra for TLS only) */
 static inline gint
 client_shot (guint16 port, const gchar * const *extra, guint8 ** bgrx,
     gint * w, gint * h, gchar ** log)
@@ -370,8 +371,10 @@ client_shot (guint16 port, const gchar * const *extra, guint8 ** bgrx,
   gint n = 0, st, i;
 
   argv[n++] = tc;
-  argv[n++] = "-p";
-  argv[n++] = ps;
+  if (port) {
+    argv[n++] = "-p";
+    argv[n++] = ps;
+  }
   argv[n++] = "-o";
   argv[n++] = file;
   for (i = 0; extra && extra[i] && n < 30; i++)

@@ -22,6 +22,9 @@
  *   spice-test-guest --port 5900 --activity busy &
  *   spicy-screenshot -h 127.0.0.1 -p 5900 -o x.ppm
  *
+ * --tls-port N --x509-dir DIR adds a TLS port with qemu's file names in
+ * DIR: ca-cert.pem, server-cert.pem, server-key.pem.
+ *
  * stdout: one machine-readable line per event, flushed at once:
  *   listening port=N                 ready for clients
  *   key down 0xNN | key up 0xNN      keyboard scancode, set 1; E0-prefixed keys
@@ -103,6 +106,8 @@ typedef struct
 {
   /* options */
   gint port;
+  gint tls_port;
+  gchar *x509_dir;
   gchar *addr;
   gchar *password;
   gchar *streaming_video;
@@ -1174,6 +1179,29 @@ configure_server (Guest * g, GError ** error)
 
   spice_server_set_addr (g->server, g->addr, 0);
   spice_server_set_port (g->server, g->port);
+  if (g->tls_port) {
+    gchar *ca, *cert, *key;
+    gint r;
+
+    if (!g->x509_dir) {
+      g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+          "--tls-port needs --x509-dir");
+      return FALSE;
+    }
+    ca = g_build_filename (g->x509_dir, "ca-cert.pem", NULL);
+    cert = g_build_filename (g->x509_dir, "server-cert.pem", NULL);
+    key = g_build_filename (g->x509_dir, "server-key.pem", NULL);
+    r = spice_server_set_tls (g->server, g->tls_port, ca, cert, key, NULL,
+        NULL, NULL);
+    g_free (ca);
+    g_free (cert);
+    g_free (key);
+    if (r != 0) {
+      g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+          "spice-server refused --tls-port %d", g->tls_port);
+      return FALSE;
+    }
+  }
   if (g->password && *g->password)
     spice_server_set_ticket (g->server, g->password, 0, 0, 0);
   else
@@ -1224,6 +1252,11 @@ main (int argc, char *argv[])
   GOptionEntry entries[] = {
     {"port", 'p', 0, G_OPTION_ARG_INT, &g->port,
         "TCP port (default 5900)", "N"},
+    {"tls-port", 0, 0, G_OPTION_ARG_INT, &g->tls_port,
+        "TLS port too (default: none)", "N"},
+    {"x509-dir", 0, 0, G_OPTION_ARG_FILENAME, &g->x509_dir,
+          "ca-cert.pem, server-cert.pem and server-key.pem for --tls-port",
+        "DIR"},
     {"addr", 'a', 0, G_OPTION_ARG_STRING, &g->addr,
         "Listen address (default 127.0.0.1)", "ADDR"},
     {"password", 'w', 0, G_OPTION_ARG_STRING, &g->password,
@@ -1300,12 +1333,13 @@ main (int argc, char *argv[])
     seed64 = (gint64) s;
   }
   g->seed = (guint32) seed64;
-  if (g->port < 1 || g->port > 65535 || g->fps < 0 || g->fps > 1000 ||
+  if (g->port < 1 || g->port > 65535 || g->tls_port < 0 ||
+      g->tls_port > 65535 || g->fps < 0 || g->fps > 1000 ||
       g->width < GUEST_MIN_SIZE || g->width > GUEST_MAX_SIZE ||
       g->height < GUEST_MIN_SIZE || g->height > GUEST_MAX_SIZE) {
     g_set_error (&error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
-        "out of range: --port 1..65535, --fps 0..1000, --width/--height "
-        "%d..%d", GUEST_MIN_SIZE, GUEST_MAX_SIZE);
+        "out of range: --port/--tls-port 1..65535, --fps 0..1000, "
+        "--width/--height " "%d..%d", GUEST_MIN_SIZE, GUEST_MAX_SIZE);
     goto fail;
   }
   if (g->activity_name &&
@@ -1374,7 +1408,10 @@ main (int argc, char *argv[])
   g->stdin_watch = g_io_add_watch (g->stdin_channel,
       G_IO_IN | G_IO_HUP | G_IO_ERR, on_stdin, g);
 
-  guest_log ("listening port=%d", g->port);
+  if (g->tls_port)
+    guest_log ("listening port=%d tls-port=%d", g->port, g->tls_port);
+  else
+    guest_log ("listening port=%d", g->port);
   if (initial != GUEST_ACTIVITY_IDLE)
     start_activity (g, initial);
 

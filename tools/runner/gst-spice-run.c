@@ -447,8 +447,9 @@ uri_for_log (const gchar * uri)
 }
 
 /* What the elements would refuse at start, found before anything stops:
- * unreadable password files, bad URIs, a listening address that is not
- * loopback without a password. Logs one line and returns FALSE. */
+ * unreadable password, CA, certificate and key files, bad URIs, a
+ * listening address that is not loopback without a password. Logs one line
+ * and returns FALSE. */
 static gboolean
 check_element (const gchar * path, GstElement * e)
 {
@@ -456,12 +457,20 @@ check_element (const gchar * path, GstElement * e)
   gchar *s;
   gboolean ok = TRUE;
 
-  if ((s = get_string (e, "password-file")) && g_access (s, R_OK) != 0) {
-    LOG ("%s: element %s: cannot read password file %s: %s\n", path, name,
-        s, g_strerror (errno));
-    ok = FALSE;
+  static const gchar *const files[][2] = {
+    {"password-file", "password file"}, {"ca-file", "CA file"},
+    {"tls-cert-file", "TLS certificate"}, {"tls-key-file", "TLS key"}
+  };
+  guint i;
+
+  for (i = 0; ok && i < G_N_ELEMENTS (files); i++) {
+    if ((s = get_string (e, files[i][0])) && g_access (s, R_OK) != 0) {
+      LOG ("%s: element %s: cannot read %s %s: %s\n", path, name,
+          files[i][1], s, g_strerror (errno));
+      ok = FALSE;
+    }
+    g_free (s);
   }
-  g_free (s);
   if (ok && GST_IS_URI_HANDLER (e) && (s = get_string (e, "uri"))) {
     GError *err = NULL;
 
