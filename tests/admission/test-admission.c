@@ -624,6 +624,61 @@ GST_START_TEST (test_every_event_class_is_one_line)
 
 GST_END_TEST;
 
+/* IPv6: a /64 is one source (::1 counts as ::/64), and the element's own
+ * message has the fields the runner prints */
+GST_START_TEST (test_ipv6_prefix_is_one_source)
+{
+  GstElement *pipe = gst_parse_launch ("videotestsrc is-live=true ! "
+      "video/x-raw,format=BGRx,width=64,height=48 ! spicetiler ! "
+      "spicesink name=s address=::1 port=0 max-links-per-source=1", NULL);
+  GstElement *sink = gst_bin_get_by_name (GST_BIN (pipe), "s");
+  GstBus *bus = gst_element_get_bus (pipe);
+  GSocketClient *client = g_socket_client_new ();
+  GSocketConnection *c[2];
+  const GstStructure *st = NULL;
+  GstMessage *msg = NULL;
+  gint port = -1, i;
+  gint64 end;
+
+  fail_unless (pipe != NULL && sink != NULL);
+  fail_unless (gst_element_set_state (pipe, GST_STATE_PLAYING) !=
+      GST_STATE_CHANGE_FAILURE);
+  g_object_get (sink, "bound-port", &port, NULL);
+  fail_unless (port > 0);
+  for (i = 0; i < 2; i++) {
+    c[i] = g_socket_client_connect_to_host (client, "::1", port, NULL, NULL);
+    fail_unless (c[i] != NULL);
+  }
+  end = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
+  while (!st && g_get_monotonic_time () < end) {
+    gst_clear_message (&msg);
+    msg = gst_bus_timed_pop_filtered (bus, 100 * GST_MSECOND,
+        GST_MESSAGE_ELEMENT);
+    if (msg && gst_structure_has_name (gst_message_get_structure (msg),
+            "spice-security"))
+      st = gst_message_get_structure (msg);
+  }
+  fail_unless (st != NULL, "no spice-security message");
+  GST_INFO ("%" GST_PTR_FORMAT, st);
+  fail_unless_equals_string (gst_structure_get_string (st, "event"),
+      "refused");
+  fail_unless_equals_string (gst_structure_get_string (st, "reason"),
+      "max-links-per-source");
+  fail_unless_equals_string (gst_structure_get_string (st, "peer"), "::1");
+  fail_unless_equals_string (gst_structure_get_string (st, "source"),
+      "::/64");
+  gst_message_unref (msg);
+  for (i = 0; i < 2; i++)
+    g_object_unref (c[i]);
+  g_object_unref (client);
+  gst_element_set_state (pipe, GST_STATE_NULL);
+  gst_object_unref (bus);
+  gst_object_unref (sink);
+  gst_object_unref (pipe);
+}
+
+GST_END_TEST;
+
 /* The fail2ban filter shown in docs/operator-guide.md is the shipped one */
 GST_START_TEST (test_documented_filter_is_shipped)
 {
@@ -667,6 +722,7 @@ admission_suite (void)
   tcase_set_timeout (tc, 120);
   tcase_add_checked_fixture (tc, setup, teardown);
   tcase_add_test (tc, test_documented_filter_is_shipped);
+  tcase_add_test (tc, test_ipv6_prefix_is_one_source);
   tcase_add_test (tc, test_one_source_cannot_lock_out_the_rest);
   tcase_add_test (tc, test_every_event_class_is_one_line);
   suite_add_tcase (s, tc);
