@@ -90,9 +90,12 @@ GST_DEBUG_CATEGORY_STATIC (gst_spice_sink_debug);
 #define DEFAULT_NOTSENT_LOWAT (64 * 1024)
 #define DEFAULT_HANDSHAKE_TIMEOUT 10000
 #define DEFAULT_IDLE_TIMEOUT 300000
-#define DEFAULT_MAX_CONN_RATE 0
+#define DEFAULT_MAX_CONN_RATE -1
 #define DEFAULT_CONN_BURST 20
 #define DEFAULT_MAX_PENDING 64
+#define DEFAULT_MAX_LINKS_PER_SOURCE 8
+#define DEFAULT_MAX_SESSIONS_PER_SOURCE -1
+#define DEFAULT_IPV6_SOURCE_PREFIX 64
 #define DEFAULT_MAX_CLIPBOARD (16 * 1024 * 1024)
 
 enum
@@ -116,6 +119,9 @@ enum
   PROP_MAX_CONN_RATE,
   PROP_CONN_BURST,
   PROP_MAX_PENDING,
+  PROP_MAX_LINKS_PER_SOURCE,
+  PROP_MAX_SESSIONS_PER_SOURCE,
+  PROP_IPV6_SOURCE_PREFIX,
   PROP_MAX_CLIPBOARD,
   PROP_BOUND_PORT,
   PROP_BOUND_TLS_PORT,
@@ -199,6 +205,7 @@ typedef struct
 {
   GstPad *pad;
   GstEvent *event;
+  GstMessage *message;          /* instead: post it on the bus */
 } PendingEvent;
 
 /* event thread */
@@ -207,6 +214,11 @@ event_thread_func (gpointer data, gpointer user_data)
 {
   PendingEvent *pe = data;
 
+  if (pe->message) {
+    gst_element_post_message (GST_ELEMENT (user_data), pe->message);
+    g_free (pe);
+    return;
+  }
   if (!gst_pad_push_event (pe->pad, pe->event))
     GST_LOG_OBJECT (pe->pad, "upstream event not handled");
   gst_object_unref (pe->pad);
@@ -304,11 +316,31 @@ server_post_upstream (gint index, GstEvent * event, gpointer user_data)
   post_on (user_data, index, event);
 }
 
+/* a security or health event: an element message, posted from the event
+ * thread (never under the server lock, where a bus sync handler that reads
+ * `stats` would deadlock) */
+static void
+server_post_report (GstStructure * report, gpointer user_data)
+{
+  GstSpiceSink *sink = user_data;
+  PendingEvent *pe;
+
+  GST_INFO_OBJECT (sink, "%" GST_PTR_FORMAT, report);
+  if (!sink->event_pool) {
+    gst_structure_free (report);
+    return;
+  }
+  pe = g_new0 (PendingEvent, 1);
+  pe->message = gst_message_new_element (GST_OBJECT (sink), report);
+  g_thread_pool_push (sink->event_pool, pe, NULL);
+}
+
 static const SinkServerCallbacks server_callbacks = {
   .request_refresh = server_request_refresh,
   .request_key_unit = server_request_key_unit,
   .stream_control = server_stream_control,
   .post_upstream = server_post_upstream,
+  .post_report = server_post_report,
 };
 
 /* any thread: the properties the server uses, copied to it */
@@ -1066,13 +1098,22 @@ gst_spice_sink_set_property (GObject * object, guint prop_id,
       sink->props.idle_timeout = g_value_get_uint (value);
       break;
     case PROP_MAX_CONN_RATE:
-      sink->props.max_conn_rate = g_value_get_uint (value);
+      sink->props.max_conn_rate = g_value_get_int (value);
       break;
     case PROP_CONN_BURST:
       sink->props.conn_burst = g_value_get_uint (value);
       break;
     case PROP_MAX_PENDING:
       sink->props.max_pending = g_value_get_uint (value);
+      break;
+    case PROP_MAX_LINKS_PER_SOURCE:
+      sink->props.max_links_per_source = g_value_get_uint (value);
+      break;
+    case PROP_MAX_SESSIONS_PER_SOURCE:
+      sink->props.max_sessions_per_source = g_value_get_int (value);
+      break;
+    case PROP_IPV6_SOURCE_PREFIX:
+      sink->props.ipv6_source_prefix = g_value_get_uint (value);
       break;
     case PROP_MAX_CLIPBOARD:
       sink->props.max_clipboard = g_value_get_uint (value);
@@ -1144,13 +1185,22 @@ gst_spice_sink_get_property (GObject * object, guint prop_id, GValue * value,
       g_value_set_uint (value, sink->props.idle_timeout);
       break;
     case PROP_MAX_CONN_RATE:
-      g_value_set_uint (value, sink->props.max_conn_rate);
+      g_value_set_int (value, sink->props.max_conn_rate);
       break;
     case PROP_CONN_BURST:
       g_value_set_uint (value, sink->props.conn_burst);
       break;
     case PROP_MAX_PENDING:
       g_value_set_uint (value, sink->props.max_pending);
+      break;
+    case PROP_MAX_LINKS_PER_SOURCE:
+      g_value_set_uint (value, sink->props.max_links_per_source);
+      break;
+    case PROP_MAX_SESSIONS_PER_SOURCE:
+      g_value_set_int (value, sink->props.max_sessions_per_source);
+      break;
+    case PROP_IPV6_SOURCE_PREFIX:
+      g_value_set_uint (value, sink->props.ipv6_source_prefix);
       break;
     case PROP_MAX_CLIPBOARD:
       g_value_set_uint (value, sink->props.max_clipboard);
@@ -1199,6 +1249,9 @@ gst_spice_sink_init (GstSpiceSink * sink)
   sink->props.max_conn_rate = DEFAULT_MAX_CONN_RATE;
   sink->props.conn_burst = DEFAULT_CONN_BURST;
   sink->props.max_pending = DEFAULT_MAX_PENDING;
+  sink->props.max_links_per_source = DEFAULT_MAX_LINKS_PER_SOURCE;
+  sink->props.max_sessions_per_source = DEFAULT_MAX_SESSIONS_PER_SOURCE;
+  sink->props.ipv6_source_prefix = DEFAULT_IPV6_SOURCE_PREFIX;
   sink->props.max_clipboard = DEFAULT_MAX_CLIPBOARD;
   sink->bound_port = sink->bound_tls_port = -1;
   sink->streams = g_ptr_array_new ();
@@ -1308,11 +1361,12 @@ gst_spice_sink_class_init (GstSpiceSinkClass * klass)
           "second); 0 = never", 0, G_MAXINT, DEFAULT_IDLE_TIMEOUT,
           rw | GST_PARAM_MUTABLE_PLAYING));
   g_object_class_install_property (gobject_class, PROP_MAX_CONN_RATE,
-      g_param_spec_uint ("max-connections-per-second",
+      g_param_spec_int ("max-connections-per-second",
           "Max connections per second",
-          "New connections accepted per second from one source address "
-          "(token bucket with connection-burst); over it they are closed at "
-          "once. A SPICE session opens 4 connections. 0 = no limit", 0,
+          "New connections accepted per second from one source (token "
+          "bucket with connection-burst); over it they are closed at once. "
+          "A SPICE session opens 4 connections. 0 = no limit; -1 = "
+          "automatic: no limit on a loopback address, 10 on any other", -1,
           100000, DEFAULT_MAX_CONN_RATE, rw | GST_PARAM_MUTABLE_PLAYING));
   g_object_class_install_property (gobject_class, PROP_CONN_BURST,
       g_param_spec_uint ("connection-burst", "Connection burst",
@@ -1324,6 +1378,34 @@ gst_spice_sink_class_init (GstSpiceSinkClass * klass)
           "Connections allowed in the link stage at the same time (all "
           "addresses); further ones are closed at once", 1, 100000,
           DEFAULT_MAX_PENDING, rw | GST_PARAM_MUTABLE_PLAYING));
+  /**
+   * GstSpiceSink:max-links-per-source:
+   *
+   * Fair admission: one source (an IPv4 address, an IPv6 prefix of
+   * #GstSpiceSink:ipv6-source-prefix bits) holds at most this many of the
+   * #GstSpiceSink:max-pending-links, so that a source that floods, sends
+   * one byte a second or holds idle connections does not keep the others
+   * out.
+   */
+  g_object_class_install_property (gobject_class, PROP_MAX_LINKS_PER_SOURCE,
+      g_param_spec_uint ("max-links-per-source", "Max links per source",
+          "Connections one source (IPv4 address, IPv6 prefix) may have in "
+          "the link stage at the same time; further ones are closed at "
+          "once. 0 = no per-source limit", 0, 100000,
+          DEFAULT_MAX_LINKS_PER_SOURCE, rw | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property (gobject_class,
+      PROP_MAX_SESSIONS_PER_SOURCE, g_param_spec_int ("max-sessions-per-source",
+          "Max sessions per source", "Client sessions one source may hold; "
+          "0 = only max-clients; -1 = automatic: max-clients on a loopback "
+          "address (tunnels and proxies come from one address), half of "
+          "max-clients (at least 1) on any other", -1, 256,
+          DEFAULT_MAX_SESSIONS_PER_SOURCE, rw | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property (gobject_class, PROP_IPV6_SOURCE_PREFIX,
+      g_param_spec_uint ("ipv6-source-prefix", "IPv6 source prefix",
+          "Leading bits of a client's IPv6 address that make its source for "
+          "the per-source limits, the rate limit and the events (64: a /64 "
+          "is one source)", 1, 128, DEFAULT_IPV6_SOURCE_PREFIX,
+          rw | GST_PARAM_MUTABLE_PLAYING));
   g_object_class_install_property (gobject_class, PROP_MAX_CLIPBOARD,
       g_param_spec_uint ("max-clipboard", "Max clipboard",
           "Largest clipboard (bytes) relayed between the clients and the "

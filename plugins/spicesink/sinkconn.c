@@ -32,7 +32,7 @@ static SINK_DEBUG_CATEGORY (sink_pacing_debug, "spicesinkpacing",
 #define GST_CAT_DEFAULT sink_conn_debug ()
 
 #define READ_BUDGET 64          /* messages per dispatch */
-#define STALL_TIMEOUT_US (20 * G_TIME_SPAN_SECOND)
+#define STALL_TIMEOUT_US (SINK_CONN_STALL_TIMEOUT_MS * G_TIME_SPAN_MILLISECOND)
 #define MAX_IOV 32
 
 typedef enum
@@ -72,6 +72,7 @@ struct _SinkConn
   gboolean tls;
   gchar *peer;                  /* "address:port" */
   gchar *peer_host;
+  gchar *source;                /* the owner's admission key */
   SinkConnState state;          /* written by the server thread, lock held */
   gint64 start_us;
   gint64 last_progress_us;      /* last write (or enqueue on empty) */
@@ -200,6 +201,7 @@ sink_conn_free (SinkConn * conn)
   g_free (conn->rbuf);
   g_free (conn->peer);
   g_free (conn->peer_host);
+  g_free (conn->source);
   g_free (conn);
 }
 
@@ -270,6 +272,27 @@ const gchar *
 sink_conn_peer_host (SinkConn * conn)
 {
   return conn->peer_host;
+}
+
+void
+sink_conn_set_source (SinkConn * conn, const gchar * source)
+{
+  g_free (conn->source);
+  conn->source = g_strdup (source);
+}
+
+const gchar *
+sink_conn_source (SinkConn * conn)
+{
+  return conn->source ? conn->source : conn->peer_host;
+}
+
+/* lock held: hands @ev to the owner (SinkConnEnv.report) */
+static void
+report (SinkConn * conn, const SinkEvent * ev)
+{
+  if (conn->env->report)
+    conn->env->report (conn, ev, conn->env->report_data);
 }
 
 gboolean
@@ -756,13 +779,18 @@ stop_reading (SinkConn * conn)
   destroy_source (&conn->in_src);
 }
 
-/* lock held */
+/* lock held: @token is the event's reason (bad-message in the link
+ * stage), @reason the text */
 static void
-link_error (SinkConn * conn, guint32 err, const gchar * reason)
+link_error (SinkConn * conn, guint32 err, const gchar * token,
+    const gchar * reason)
 {
   GByteArray *a = g_byte_array_new ();
+  SinkEvent ev = SINK_EVENT_INIT (FALSE, "bad-message", token);
 
   GST_WARNING ("link from %s refused (error %u): %s", conn->peer, err, reason);
+  ev.detail = reason;
+  report (conn, &ev);
   gst_spice_wire_write_link_reply (a, err, NULL, NULL, 0, NULL, 0);
   send_raw (conn, a);
   g_byte_array_unref (a);
@@ -811,7 +839,8 @@ handle_link_mess (SinkConn * conn)
   const guint8 *pub;
 
   if (!gst_spice_wire_parse_link_mess (conn->rbuf, conn->rlen, m)) {
-    link_error (conn, SPICE_LINK_ERR_INVALID_DATA, "malformed link message");
+    link_error (conn, SPICE_LINK_ERR_INVALID_DATA, "malformed-link",
+        "malformed link message");
     return;
   }
   conn->mini = gst_spice_caps_test (m->common_caps, m->n_common,
@@ -819,7 +848,7 @@ handle_link_mess (SinkConn * conn)
   if (m->channel_type >= SPICE_END_CHANNEL ||
       !conn->env->channel_served[m->channel_type] || m->channel_id != 0) {
     link_error (conn, SPICE_LINK_ERR_CHANNEL_NOT_AVAILABLE,
-        "channel not served");
+        "channel-not-served", "channel not served");
     return;
   }
   channel = conn->env->channel_caps[m->channel_type];
@@ -877,19 +906,31 @@ check_header (SinkConn * conn)
   guint8 type = conn->link.channel_type;
   guint32 min, max;
   gchar *r = NULL;
+  SinkEvent ev = SINK_EVENT_INIT (FALSE, "bad-message", NULL);
 
-  if (!gst_spice_wire_parse_header (conn->rbuf, conn->rlen, conn->mini, h))
+  if (!gst_spice_wire_parse_header (conn->rbuf, conn->rlen, conn->mini, h)) {
     r = g_strdup ("malformed message header");
-  else if (!gst_spice_wire_client_msg_limits (type, h->type, &min, &max))
+    ev.reason = "malformed-header";
+  } else if (!gst_spice_wire_client_msg_limits (type, h->type, &min, &max)) {
     r = g_strdup_printf ("unexpected message type %u", h->type);
-  else if (h->size < min || h->size > max)
+    ev.reason = "unexpected-type";
+  } else if (h->size < min || h->size > max) {
     r = g_strdup_printf ("message %s has bad size %u (allowed %u..%u)",
         gst_spice_wire_client_msg_name (type, h->type), h->size, min, max);
+    ev.reason = "bad-size";
+    ev.limit = max;
+  }
   if (!r)
     return TRUE;
   GST_WARNING ("%s: %s", conn->peer, r);
+  ev.detail = r;
+  if (ev.reason != NULL && g_strcmp0 (ev.reason, "malformed-header") != 0) {
+    ev.msg_type = h->type;
+    ev.msg_size = (gint) MIN (h->size, (guint32) G_MAXINT);
+  }
   g_mutex_lock (conn->env->lock);
   conn->env->closed_bad_message++;
+  report (conn, &ev);
   sink_conn_close (conn, r);
   g_mutex_unlock (conn->env->lock);
   g_free (r);
@@ -911,7 +952,10 @@ process_chunk (SinkConn * conn)
       if (!gst_spice_wire_parse_link_header (conn->rbuf, conn->rlen,
               GST_SPICE_WIRE_LINK_MESS_SIZE, &h, &err))
         link_error (conn, err, err == SPICE_LINK_ERR_INVALID_MAGIC ?
-            "wrong magic" : err == SPICE_LINK_ERR_VERSION_MISMATCH ?
+            "wrong-magic" : err == SPICE_LINK_ERR_VERSION_MISMATCH ?
+            "version-mismatch" : "bad-link-size",
+            err == SPICE_LINK_ERR_INVALID_MAGIC ? "wrong magic" :
+            err == SPICE_LINK_ERR_VERSION_MISMATCH ?
             "unsupported protocol version" : "bad link message size");
       else
         set_need (conn, CONN_LINK_MESS, h.size);
@@ -925,10 +969,13 @@ process_chunk (SinkConn * conn)
       break;
     case CONN_AUTH_MECH:
       g_mutex_lock (conn->env->lock);
-      if (GST_READ_UINT32_LE (conn->rbuf) != SPICE_COMMON_CAP_AUTH_SPICE)
-        link_result (conn, SPICE_LINK_ERR_INVALID_DATA,
-            "unsupported auth mechanism");
-      else
+      if (GST_READ_UINT32_LE (conn->rbuf) != SPICE_COMMON_CAP_AUTH_SPICE) {
+        SinkEvent ev = SINK_EVENT_INIT (FALSE, "bad-message", "auth-mechanism");
+
+        ev.detail = "unsupported auth mechanism";
+        report (conn, &ev);
+        link_result (conn, SPICE_LINK_ERR_INVALID_DATA, ev.detail);
+      } else
         set_need (conn, CONN_TICKET, GST_SPICE_WIRE_TICKET_SIZE);
       g_mutex_unlock (conn->env->lock);
       break;
@@ -1044,6 +1091,10 @@ tls_handshake_done (GObject * source, GAsyncResult * res, gpointer user_data)
   if (conn->state == CONN_TLS_HANDSHAKE) {
     if (!ok) {
       gchar *r = g_strdup_printf ("TLS handshake failed: %s", err->message);
+      SinkEvent ev = SINK_EVENT_INIT (FALSE, "tls-failure", "handshake");
+
+      ev.detail = r;
+      report (conn, &ev);
       sink_conn_close (conn, r);
       g_free (r);
     } else {

@@ -23,6 +23,22 @@ G_BEGIN_DECLS
 
 typedef struct _SinkConn SinkConn;
 
+/* One security or health event of the server (a `spice-security` /
+ * `spice-health` element message, docs/spicesink.md "Events"). Strings
+ * are static or outlive the call. */
+typedef struct
+{
+  gboolean health;              /* spice-health, else spice-security */
+  const gchar *event;           /* "wrong-ticket", "refused", ... */
+  const gchar *reason;          /* a stable token: the limit or the cause */
+  guint limit;                  /* the limit's value, 0 none */
+  const gchar *detail;          /* for people, may be NULL */
+  gint msg_type, msg_size;      /* bad-message in the data stage, else -1 */
+} SinkEvent;
+
+#define SINK_EVENT_INIT(health_, event_, reason_) \
+  { (health_), (event_), (reason_), 0, NULL, -1, -1 }
+
 /* What connections share, owned by the server: resources and settings
  * (settings read with the lock held). */
 typedef struct
@@ -41,6 +57,9 @@ typedef struct
   guint stream_latency;
   /* counted by the connections (lock held) */
   guint64 closed_bad_message;
+  /* lock held, any stage: the owner posts @ev about @conn */
+  void (*report) (SinkConn * conn, const SinkEvent * ev, gpointer data);
+  gpointer report_data;
 } SinkConnEnv;
 
 typedef struct
@@ -86,6 +105,9 @@ gboolean  sink_conn_is_freeable (SinkConn * conn);
 guint     sink_conn_id (SinkConn * conn);
 const gchar *sink_conn_peer (SinkConn * conn);
 const gchar *sink_conn_peer_host (SinkConn * conn);
+/* the source the admission limits count it under (the owner's key) */
+void      sink_conn_set_source (SinkConn * conn, const gchar * source);
+const gchar *sink_conn_source (SinkConn * conn);
 gboolean  sink_conn_tls (SinkConn * conn);
 guint8    sink_conn_channel_type (SinkConn * conn);
 /* the channel capabilities the client announced */
@@ -94,6 +116,9 @@ gint64    sink_conn_last_rx_us (SinkConn * conn);
 gsize     sink_conn_queued_bytes (SinkConn * conn);
 gint64    sink_conn_last_progress_us (SinkConn * conn);
 void      sink_conn_counters (SinkConn * conn, SinkConnCounters * c);
+
+/* a connection whose queue does not move for this long is closed */
+#define SINK_CONN_STALL_TIMEOUT_MS 20000
 
 typedef enum
 {

@@ -23,6 +23,21 @@ static SINK_DEBUG_CATEGORY (sink_server_debug, "spicesinkserver",
 /* the per-address connection buckets are dropped when full again; above
  * this many addresses all of them are (memory bound against many sources) */
 #define MAX_RATE_BUCKETS 4096
+/* events: at most one message per (source, event, reason) in this time;
+ * the next says how many were suppressed (docs/spicesink.md "Events") */
+#define EVENT_INTERVAL_US G_TIME_SPAN_SECOND
+#define MAX_EVENT_SLOTS 4096
+/* automatic limits on an address that is not loopback */
+#define AUTO_CONN_RATE 10
+#define LISTEN_BACKLOG 256
+
+/* the events of one (source, event, reason) */
+typedef struct
+{
+  gint64 last_us;               /* last posted */
+  guint64 suppressed;           /* not posted since (pending included) */
+  GstStructure *pending;        /* the latest one not posted */
+} SinkEventSlot;
 
 /* token bucket of one source address (max-connections-per-second) */
 typedef struct
@@ -73,7 +88,9 @@ struct _SinkServer
   GTlsCertificate *cert;
   gint bound_port[2];
   GList *conns;                 /* SinkConn* */
-  GHashTable *rate_buckets;     /* address -> SinkRateBucket */
+  GHashTable *rate_buckets;     /* source -> SinkRateBucket */
+  GHashTable *event_slots;      /* "source event reason" -> SinkEventSlot */
+  gboolean loopback;            /* listening on a loopback address */
   GList *sessions;              /* SinkSession* */
   GList *ended;                 /* SinkSession* to free */
   guint next_conn_id;
@@ -94,11 +111,163 @@ struct _SinkServer
   guint64 updates_in, regions_in, stream_frames_in, clients_total,
       clients_refused;
   guint64 connections_total, refused_rate, refused_pending,
+      refused_source_links, refused_source_sessions,
       closed_handshake_timeout, closed_idle, closed_stalled, auth_failures;
 };
 
 static const SinkSessionHooks session_hooks;
 static const SinkConnHooks link_hooks;
+
+/* ------------------------------------------------------------- events */
+
+static void
+event_slot_free (gpointer data)
+{
+  SinkEventSlot *slot = data;
+
+  if (slot->pending)
+    gst_structure_free (slot->pending);
+  g_free (slot);
+}
+
+/* lock held: posts @st with its suppressed count */
+static void
+event_post (SinkServer * server, GstStructure * st, guint64 suppressed)
+{
+  gst_structure_set (st, "suppressed", G_TYPE_UINT64, suppressed, NULL);
+  server->cb->post_report (st, server->cb_data);
+}
+
+/* Lock held, any thread of the server: one event about @peer (counted
+ * under @source). Posted at once unless one of the same (source, event,
+ * reason) was posted within EVENT_INTERVAL_US; then it is kept, and the
+ * timer posts the latest kept one with the count of the others. */
+static void
+server_report (SinkServer * server, const gchar * source, const gchar * peer,
+    const SinkEvent * ev)
+{
+  gint64 now = g_get_monotonic_time ();
+  GstStructure *st;
+  SinkEventSlot *slot;
+  gchar *key;
+
+  st = gst_structure_new (ev->health ? GST_SPICE_MESSAGE_HEALTH :
+      GST_SPICE_MESSAGE_SECURITY, "event", G_TYPE_STRING, ev->event,
+      "peer", G_TYPE_STRING, peer, "source", G_TYPE_STRING, source,
+      "reason", G_TYPE_STRING, ev->reason, NULL);
+  if (ev->limit)
+    gst_structure_set (st, "limit", G_TYPE_UINT, ev->limit, NULL);
+  if (ev->msg_type >= 0)
+    gst_structure_set (st, "type", G_TYPE_UINT, (guint) ev->msg_type,
+        "size", G_TYPE_UINT, (guint) ev->msg_size, NULL);
+  if (ev->detail)
+    gst_structure_set (st, "detail", G_TYPE_STRING, ev->detail, NULL);
+  if (!server->event_slots) {
+    event_post (server, st, 0);
+    return;
+  }
+  key = g_strdup_printf ("%s %s %s", source, ev->event, ev->reason);
+  slot = g_hash_table_lookup (server->event_slots, key);
+  if (!slot) {
+    if (g_hash_table_size (server->event_slots) >= MAX_EVENT_SLOTS) {
+      GST_WARNING_OBJECT (server->owner, "%u event sources: starting the "
+          "event table afresh", g_hash_table_size (server->event_slots));
+      g_hash_table_remove_all (server->event_slots);
+    }
+    slot = g_new0 (SinkEventSlot, 1);
+    slot->last_us = now - EVENT_INTERVAL_US;
+    g_hash_table_insert (server->event_slots, key, slot);
+    key = NULL;
+  }
+  g_free (key);
+  if (now - slot->last_us >= EVENT_INTERVAL_US) {
+    /* a kept one not posted yet is one of the suppressed */
+    g_clear_pointer (&slot->pending, gst_structure_free);
+    event_post (server, st, slot->suppressed);
+    slot->suppressed = 0;
+    slot->last_us = now;
+  } else {
+    g_clear_pointer (&slot->pending, gst_structure_free);
+    slot->pending = st;
+    slot->suppressed++;
+  }
+}
+
+/* server thread, lock held (timer, every second): posts what was kept */
+static gboolean
+event_slot_flush (gpointer key, gpointer value, gpointer user_data)
+{
+  SinkServer *server = user_data;
+  SinkEventSlot *slot = value;
+  gint64 now = g_get_monotonic_time ();
+
+  if (slot->pending && now - slot->last_us >= EVENT_INTERVAL_US) {
+    event_post (server, slot->pending, slot->suppressed - 1);
+    slot->pending = NULL;
+    slot->suppressed = 0;
+    slot->last_us = now;
+    return FALSE;
+  }
+  return !slot->pending && now - slot->last_us > 10 * EVENT_INTERVAL_US;
+}
+
+/* lock held (SinkConnEnv.report) */
+static void
+conn_report (SinkConn * conn, const SinkEvent * ev, gpointer user_data)
+{
+  server_report (user_data, sink_conn_source (conn),
+      sink_conn_peer_host (conn), ev);
+}
+
+/* Lock held: the admission key of @host: an IPv4 address itself, an IPv6
+ * address its first ipv6-source-prefix bits ("2001:db8:1:2::/64"), an
+ * IPv4-mapped IPv6 address the IPv4 one. */
+static gchar *
+source_key (SinkServer * server, const gchar * host)
+{
+  GInetAddress *a = g_inet_address_new_from_string (host);
+  guint8 b[16];
+  guint bits = MIN (server->set.ipv6_source_prefix, 128), i;
+  gchar *str, *key;
+
+  if (!a || g_inet_address_get_family (a) != G_SOCKET_FAMILY_IPV6) {
+    g_clear_object (&a);
+    return g_strdup (host);
+  }
+  memcpy (b, g_inet_address_to_bytes (a), 16);
+  g_object_unref (a);
+  if (memcmp (b, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12) == 0)
+    return g_strdup_printf ("%u.%u.%u.%u", b[12], b[13], b[14], b[15]);
+  for (i = 0; i < 16; i++) {
+    if (bits >= 8 * (i + 1))
+      continue;
+    b[i] &= bits > 8 * i ? (guint8) (0xff << (8 - (bits - 8 * i))) : 0;
+  }
+  a = g_inet_address_new_from_bytes (b, G_SOCKET_FAMILY_IPV6);
+  str = g_inet_address_to_string (a);
+  g_object_unref (a);
+  key = bits < 128 ? g_strdup_printf ("%s/%u", str, bits) : g_strdup (str);
+  g_free (str);
+  return key;
+}
+
+/* lock held: max-connections-per-second in effect */
+static guint
+conn_rate_limit (SinkServer * server)
+{
+  if (server->set.max_conn_rate >= 0)
+    return (guint) server->set.max_conn_rate;
+  return server->loopback ? 0 : AUTO_CONN_RATE;
+}
+
+/* lock held: max-sessions-per-source in effect, 0 none */
+static guint
+sessions_per_source_limit (SinkServer * server)
+{
+  if (server->set.max_sessions_per_source >= 0)
+    return (guint) server->set.max_sessions_per_source;
+  return server->loopback ? 0 : MAX (1, server->set.max_clients / 2);
+}
 
 /* ------------------------------------------------------------ lifetime */
 
@@ -129,6 +298,8 @@ sink_server_new (GstObject * owner, const SinkServerCallbacks * callbacks,
   g_cond_init (&server->room);
   server->env.lock = &server->lock;
   server->env.room = &server->room;
+  server->env.report = conn_report;
+  server->env.report_data = server;
   server->env.channel_served[SPICE_CHANNEL_MAIN] = TRUE;
   server->env.channel_served[SPICE_CHANNEL_DISPLAY] = TRUE;
   server->env.channel_served[SPICE_CHANNEL_INPUTS] = TRUE;
@@ -389,18 +560,44 @@ link_session (SinkConn * conn, const GstSpiceLinkMess * m,
   if (password_required (server) &&
       !gst_spice_ticket_key_check (server->env.ticket_key, ticket,
           ticket_size, server->set.password)) {
+    SinkEvent ev = SINK_EVENT_INIT (FALSE, "wrong-ticket", "wrong-password");
+
     server->auth_failures++;
-    *reason = "wrong password";
+    *reason = ev.detail = "wrong password";
+    conn_report (conn, &ev, server);
     return SPICE_LINK_ERR_PERMISSION_DENIED;
   }
   if (m->channel_type == SPICE_CHANNEL_MAIN) {
+    SinkEvent ev = SINK_EVENT_INIT (FALSE, "refused", NULL);
+    guint per_source = sessions_per_source_limit (server), n = 0;
     guint32 id;
+    GList *l;
 
+    for (l = server->sessions; per_source && l; l = l->next) {
+      gchar *src = source_key (server, ((SinkSession *) l->data)->peer_host);
+
+      n += g_strcmp0 (src, sink_conn_source (conn)) == 0;
+      g_free (src);
+    }
     if (g_list_length (server->sessions) >= server->set.max_clients) {
       server->clients_refused++;
       GST_WARNING_OBJECT (server->owner, "%s: max-clients=%u reached",
           sink_conn_peer (conn), server->set.max_clients);
-      *reason = "max-clients reached";
+      *reason = ev.detail = "max-clients reached";
+      ev.reason = "max-clients";
+      ev.limit = server->set.max_clients;
+      conn_report (conn, &ev, server);
+      return SPICE_LINK_ERR_ERROR;
+    }
+    if (per_source && n >= per_source) {
+      server->refused_source_sessions++;
+      GST_WARNING_OBJECT (server->owner, "%s: %u sessions of source %s "
+          "(max-sessions-per-source=%u)", sink_conn_peer (conn), n,
+          sink_conn_source (conn), per_source);
+      *reason = ev.detail = "max-sessions-per-source reached";
+      ev.reason = "max-sessions-per-source";
+      ev.limit = per_source;
+      conn_report (conn, &ev, server);
       return SPICE_LINK_ERR_ERROR;
     }
     do {
@@ -413,7 +610,10 @@ link_session (SinkConn * conn, const GstSpiceLinkMess * m,
   }
   s = session_find (server, m->connection_id);
   if (!s || !sink_conn_is_linked (s->main)) {
-    *reason = "unknown session id";
+    SinkEvent ev = SINK_EVENT_INIT (FALSE, "refused", "unknown-session");
+
+    *reason = ev.detail = "unknown session id";
+    conn_report (conn, &ev, server);
     return SPICE_LINK_ERR_BAD_CONNECTION_ID;
   }
   if (!sink_session_attach (s, conn, m->channel_type)) {
@@ -458,30 +658,71 @@ count_conns (SinkServer * server, gboolean pending_only)
   return n;
 }
 
+/* lock held: connections of @source in the link stage */
+static guint
+count_source_pending (SinkServer * server, const gchar * source)
+{
+  GList *l;
+  guint n = 0;
+
+  for (l = server->conns; l; l = l->next) {
+    SinkConn *c = l->data;
+
+    if (!sink_conn_is_dead (c) && !sink_conn_is_linked (c) &&
+        g_strcmp0 (sink_conn_source (c), source) == 0)
+      n++;
+  }
+  return n;
+}
+
+/* lock held: a refusal at accept, reported */
+static void
+refuse (SinkServer * server, const gchar * source, const gchar * host,
+    const gchar * reason, guint limit, const gchar * detail)
+{
+  SinkEvent ev = SINK_EVENT_INIT (FALSE, "refused", reason);
+
+  ev.limit = limit;
+  ev.detail = detail;
+  server_report (server, source, host, &ev);
+}
+
 /* Server thread, lock held: connection limits checked before anything is
- * allocated for a new socket: max-pending-links (all addresses) and
- * max-connections-per-second with connection-burst (per address). */
+ * allocated for a new socket: max-pending-links (all sources),
+ * max-links-per-source, and max-connections-per-second with
+ * connection-burst (per source). *@source: the socket's admission key. */
 static gboolean
-accept_allowed (SinkServer * server, GSocket * sock)
+accept_allowed (SinkServer * server, GSocket * sock, gchar ** source)
 {
   SinkServerSettings *set = &server->set;
   gint64 now = g_get_monotonic_time ();
+  guint rate = conn_rate_limit (server), n;
   gboolean ok = TRUE;
   SinkRateBucket *b;
-  gchar *host;
+  gchar *host = socket_peer_host (sock);
+  gchar *key = source_key (server, host);
 
-  if (count_conns (server, TRUE) >= set->max_pending) {
-    host = socket_peer_host (sock);
+  if ((n = count_conns (server, TRUE)) >= set->max_pending) {
     server->refused_pending++;
     GST_WARNING_OBJECT (server->owner, "connection from %s refused: %u "
         "connections already in the link stage (max-pending-links=%u)", host,
-        count_conns (server, TRUE), set->max_pending);
-    g_free (host);
-    return FALSE;
-  }
-  if (set->max_conn_rate > 0 && server->rate_buckets) {
-    host = socket_peer_host (sock);
-    b = g_hash_table_lookup (server->rate_buckets, host);
+        n, set->max_pending);
+    refuse (server, key, host, "max-pending-links", set->max_pending,
+        "connections in the link stage (all sources)");
+    ok = FALSE;
+  } else if (set->max_links_per_source &&
+      (n = count_source_pending (server, key)) >= set->max_links_per_source) {
+    server->refused_source_links++;
+    /* a flood: the operator's line is the (rate-limited) event */
+    GST_INFO_OBJECT (server->owner, "connection from %s refused: %u "
+        "connections of source %s already in the link stage "
+        "(max-links-per-source=%u)", host, n, key, set->max_links_per_source);
+    refuse (server, key, host, "max-links-per-source",
+        set->max_links_per_source, "connections of this source in the "
+        "link stage");
+    ok = FALSE;
+  } else if (rate > 0 && server->rate_buckets) {
+    b = g_hash_table_lookup (server->rate_buckets, key);
     if (!b) {
       if (g_hash_table_size (server->rate_buckets) >= MAX_RATE_BUCKETS) {
         GST_WARNING_OBJECT (server->owner, "%u source addresses in the "
@@ -492,10 +733,10 @@ accept_allowed (SinkServer * server, GSocket * sock)
       b = g_new0 (SinkRateBucket, 1);
       b->tokens = set->conn_burst;
       b->last_us = now;
-      g_hash_table_insert (server->rate_buckets, g_strdup (host), b);
+      g_hash_table_insert (server->rate_buckets, g_strdup (key), b);
     }
     b->tokens = MIN ((gdouble) set->conn_burst, b->tokens +
-        (now - b->last_us) * (gdouble) set->max_conn_rate / G_TIME_SPAN_SECOND);
+        (now - b->last_us) * (gdouble) rate / G_TIME_SPAN_SECOND);
     b->last_us = now;
     if (b->tokens >= 1.0) {
       b->tokens -= 1.0;
@@ -507,18 +748,23 @@ accept_allowed (SinkServer * server, GSocket * sock)
         GST_WARNING_OBJECT (server->owner, "connection from %s refused: "
             "more than max-connections-per-second=%u (connection-burst=%u) "
             "from this address (%" G_GUINT64_FORMAT " more refused since the "
-            "last warning)", host, set->max_conn_rate, set->conn_burst,
-            b->suppressed);
+            "last warning)", host, rate, set->conn_burst, b->suppressed);
         b->last_warn_us = now;
         b->suppressed = 0;
       } else {
         b->suppressed++;
       }
+      refuse (server, key, host, "max-connections-per-second", rate,
+          "new connections of this source per second");
     }
-    g_free (host);
   }
-  if (ok)
+  g_free (host);
+  if (ok) {
     server->connections_total++;
+    *source = key;
+  } else {
+    g_free (key);
+  }
   return ok;
 }
 
@@ -531,9 +777,11 @@ prune_bucket (gpointer key, gpointer value, gpointer user_data)
   gint64 now = g_get_monotonic_time ();
 
   /* full again (and no refusal to report): forget the address */
+  guint rate = conn_rate_limit (server);
+
   return b->suppressed == 0 && (b->tokens + (now - b->last_us) *
-      (gdouble) server->set.max_conn_rate / G_TIME_SPAN_SECOND >=
-      server->set.conn_burst || server->set.max_conn_rate == 0);
+      (gdouble) rate / G_TIME_SPAN_SECOND >= server->set.conn_burst ||
+      rate == 0);
 }
 
 /* server thread */
@@ -547,6 +795,7 @@ accept_cb (GSocket * lsock, GIOCondition cond, gpointer user_data)
   for (i = 0; i < 16; i++) {
     GError *err = NULL;
     GSocket *sock = g_socket_accept (lsock, NULL, &err);
+    gchar *source = NULL;
     SinkConn *conn;
 
     if (!sock) {
@@ -557,13 +806,15 @@ accept_cb (GSocket * lsock, GIOCondition cond, gpointer user_data)
     }
     g_socket_set_blocking (sock, FALSE);
     g_mutex_lock (&server->lock);
-    if (!accept_allowed (server, sock)) {
+    if (!accept_allowed (server, sock, &source)) {
       g_mutex_unlock (&server->lock);
       g_socket_close (sock, NULL);
       g_object_unref (sock);
       continue;
     }
     conn = sink_conn_new (&server->env, sock, tls, ++server->next_conn_id);
+    sink_conn_set_source (conn, source);
+    g_free (source);
     server->conns = g_list_append (server->conns, conn);
     GST_DEBUG_OBJECT (server->owner, "connection %u from %s%s",
         sink_conn_id (conn), sink_conn_peer (conn), tls ? " (TLS)" : "");
@@ -678,21 +929,42 @@ timer_cb (gpointer user_data)
       continue;
     }
     switch (sink_conn_check_timeouts (conn, now, set->handshake_timeout)) {
-      case SINK_CONN_LINK_EXPIRED:
+      case SINK_CONN_LINK_EXPIRED:{
+        SinkEvent ev = SINK_EVENT_INIT (FALSE, "handshake-timeout",
+            "handshake-timeout");
+
         server->closed_handshake_timeout++;
         reason = g_strdup_printf ("handshake-timeout=%u ms",
             set->handshake_timeout);
+        ev.limit = set->handshake_timeout;
+        ev.detail = "no channel linked in time";
+        conn_report (conn, &ev, server);
         sink_conn_close (conn, reason);
         g_free (reason);
         continue;
-      case SINK_CONN_ERROR_UNREAD:
+      }
+      case SINK_CONN_ERROR_UNREAD:{
+        SinkEvent ev = SINK_EVENT_INIT (FALSE, "handshake-timeout",
+            "link-error-unread");
+
         server->closed_handshake_timeout++;
-        sink_conn_close (conn, "peer does not read the link error");
+        ev.limit = set->handshake_timeout;
+        ev.detail = "peer does not read the link error";
+        conn_report (conn, &ev, server);
+        sink_conn_close (conn, ev.detail);
         continue;
-      case SINK_CONN_STALLED:
+      }
+      case SINK_CONN_STALLED:{
+        SinkEvent ev = SINK_EVENT_INIT (TRUE, "stalled-close",
+            "stall-timeout");
+
         server->closed_stalled++;
-        sink_conn_close (conn, "client stopped reading");
+        ev.limit = SINK_CONN_STALL_TIMEOUT_MS;
+        ev.detail = "client stopped reading";
+        conn_report (conn, &ev, server);
+        sink_conn_close (conn, ev.detail);
         continue;
+      }
       case SINK_CONN_IN_TIME:
         break;
     }
@@ -706,10 +978,17 @@ timer_cb (gpointer user_data)
     next = l->next;
     if (set->idle_timeout && sink_conn_is_linked (s->main) &&
         now - last > (gint64) set->idle_timeout * G_TIME_SPAN_MILLISECOND) {
+      SinkEvent ev = SINK_EVENT_INIT (TRUE, "idle-close", "idle-timeout");
+      gchar *src = source_key (server, s->peer_host);
+
       server->closed_idle++;
       GST_WARNING_OBJECT (server->owner, "%s: nothing received for %"
           G_GINT64_FORMAT " ms (idle-timeout=%u ms): closing the session",
           s->peer, (now - last) / 1000, set->idle_timeout);
+      ev.limit = set->idle_timeout;
+      ev.detail = "nothing received from the client";
+      server_report (server, src, s->peer_host, &ev);
+      g_free (src);
       sink_session_close (s, "idle timeout");
       continue;
     }
@@ -728,6 +1007,9 @@ timer_cb (gpointer user_data)
     server->last_stats_us = now;
     if (server->rate_buckets)
       g_hash_table_foreach_remove (server->rate_buckets, prune_bucket, server);
+    if (server->event_slots)
+      g_hash_table_foreach_remove (server->event_slots, event_slot_flush,
+          server);
   }
   rate_tick (server, now);
   if (want_refresh)
@@ -763,6 +1045,8 @@ listen_on (GInetAddress * addr, gint port, gint * bound, GError ** error)
   if (!sock)
     return NULL;
   g_socket_set_blocking (sock, FALSE);
+  /* a flood of one source must not fill the accept queue for the rest */
+  g_socket_set_listen_backlog (sock, LISTEN_BACKLOG);
   sa = g_inet_socket_address_new (addr, (guint16) port);
   if (!g_socket_bind (sock, sa, TRUE, error) || !g_socket_listen (sock, error)) {
     g_object_unref (sa);
@@ -795,7 +1079,8 @@ sink_server_start (SinkServer * server, GError ** error)
         "address '%s' is not an IP address", astr);
     return FALSE;
   }
-  if (!g_inet_address_get_is_loopback (addr) && !password_required (server) &&
+  server->loopback = g_inet_address_get_is_loopback (addr);
+  if (!server->loopback && !password_required (server) &&
       !set->disable_ticketing) {
     g_set_error (error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_SETTINGS,
         "refusing to listen on non-loopback address %s without a password: "
@@ -839,6 +1124,8 @@ sink_server_start (SinkServer * server, GError ** error)
   server->last_stats_us = server->env.mm_base_us;
   server->rate_buckets = g_hash_table_new_full (g_str_hash, g_str_equal,
       g_free, g_free);
+  server->event_slots = g_hash_table_new_full (g_str_hash, g_str_equal,
+      g_free, event_slot_free);
   server->env.ctx = g_main_context_new ();
   server->loop = g_main_loop_new (server->env.ctx, FALSE);
   for (i = 0; i < 2; i++) {
@@ -947,6 +1234,7 @@ sink_server_stop (SinkServer * server)
   server->env.ticket_key = NULL;
   g_mutex_lock (&server->lock);
   g_clear_pointer (&server->rate_buckets, g_hash_table_unref);
+  g_clear_pointer (&server->event_slots, g_hash_table_unref);
   g_mutex_unlock (&server->lock);
 }
 
@@ -1530,6 +1818,9 @@ sink_server_stats (SinkServer * server)
       "connections-total", G_TYPE_UINT64, server->connections_total,
       "refused-rate", G_TYPE_UINT64, server->refused_rate,
       "refused-pending", G_TYPE_UINT64, server->refused_pending,
+      "refused-source-links", G_TYPE_UINT64, server->refused_source_links,
+      "refused-source-sessions", G_TYPE_UINT64,
+      server->refused_source_sessions,
       "closed-handshake-timeout", G_TYPE_UINT64,
       server->closed_handshake_timeout,
       "closed-idle", G_TYPE_UINT64, server->closed_idle,

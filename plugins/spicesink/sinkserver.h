@@ -33,6 +33,9 @@ typedef struct
   void (*request_key_unit) (guint index, gpointer user_data);
   /* lock held: every client decodes stream pad @index's codec, or not */
   void (*stream_control) (guint index, gboolean enabled, gpointer user_data);
+  /* lock held: post @report (a spice-security or spice-health structure,
+   * taken) as an element message, not from this thread */
+  void (*post_report) (GstStructure * report, gpointer user_data);
   /* any thread, lock held or not: push @event upstream from the draw pad
    * (@index -1), the audio pad (SINK_SERVER_AUDIO_PAD) or stream pad
    * @index */
@@ -54,9 +57,13 @@ typedef struct
   guint notsent_lowat;
   guint handshake_timeout;
   guint idle_timeout;
-  guint max_conn_rate;
+  gint max_conn_rate;           /* -1: automatic (by address) */
   guint conn_burst;
   guint max_pending;
+  guint max_links_per_source;   /* 0: no per-source limit */
+  gint max_sessions_per_source; /* -1: automatic (by address) */
+  guint ipv6_source_prefix;     /* bits of an IPv6 address that make its
+                                 * source */
   guint max_clipboard;          /* bytes of one clipboard (agent) */
 } SinkServerSettings;
 

@@ -197,6 +197,11 @@ struct _GstSpiceSrc
   guint reconnect_id;
   guint connect_timeout_id;
   gboolean session_opened;
+  /* spice-health events (context thread): lost since the last open, the
+   * last upstream-lost posted and those not posted since */
+  gboolean upstream_lost;
+  gint64 lost_posted_us;
+  guint64 lost_suppressed;
   gint mouse_mode;
   guint buttons;
   gboolean have_pos;
@@ -675,6 +680,40 @@ ctx_reconnect_timeout (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
+/* context thread: a spice-health element message (gstspiceevents.h);
+ * upstream-lost at most once a second, the next one counts the others.
+ * @what goes in the detail after host and port (never the URI: it may
+ * hold the password). */
+static void
+ctx_post_health (GstSpiceSrc * self, const gchar * event,
+    const gchar * reason, const gchar * what)
+{
+  gint64 now = g_get_monotonic_time ();
+  gboolean lost = g_str_equal (event, "upstream-lost");
+  GstStructure *st;
+  gchar *detail;
+
+  if (lost) {
+    if (self->lost_posted_us && now - self->lost_posted_us < G_TIME_SPAN_SECOND) {
+      self->lost_suppressed++;
+      return;
+    }
+    self->lost_posted_us = now;
+  }
+  detail = g_strdup_printf ("%s port %s: %s", self->c_host,
+      self->c_port ? self->c_port : self->c_tls_port, what);
+  st = gst_structure_new (GST_SPICE_MESSAGE_HEALTH, "event", G_TYPE_STRING,
+      event, "peer", G_TYPE_STRING, self->c_host, "source", G_TYPE_STRING,
+      self->c_host, "reason", G_TYPE_STRING, reason, "detail", G_TYPE_STRING,
+      detail, "suppressed", G_TYPE_UINT64, lost ? self->lost_suppressed :
+      (guint64) 0, NULL);
+  g_free (detail);
+  if (lost)
+    self->lost_suppressed = 0;
+  gst_element_post_message (GST_ELEMENT (self),
+      gst_message_new_element (GST_OBJECT (self), st));
+}
+
 static void
 ctx_handle_failure (GstSpiceSrc * self, SpiceChannel * channel,
     SpiceChannelEvent event)
@@ -726,6 +765,13 @@ ctx_handle_failure (GstSpiceSrc * self, SpiceChannel * channel,
   }
   GST_WARNING_OBJECT (self, "%s (%s)%s", msg, detail,
       fatal ? "" : ", reconnecting");
+  ctx_post_health (self, "upstream-lost",
+      event == SPICE_CHANNEL_ERROR_AUTH ? "auth" :
+      event == SPICE_CHANNEL_ERROR_TLS ? "tls" :
+      event == SPICE_CHANNEL_ERROR_CONNECT ? "connect" :
+      event == SPICE_CHANNEL_ERROR_LINK ? "link" : "lost",
+      *detail ? detail : "no session");
+  self->upstream_lost = TRUE;
 
   /* post our error before create() can return FLOW_ERROR (basesrc would
    * post its generic "Internal data stream error" first) */
@@ -777,6 +823,10 @@ on_channel_event (SpiceChannel * channel, SpiceChannelEvent event,
     case SPICE_CHANNEL_OPENED:
       if (SPICE_IS_MAIN_CHANNEL (channel)) {
         self->session_opened = TRUE;
+        if (self->upstream_lost)
+          ctx_post_health (self, "upstream-reconnected", "connected",
+              "session open");
+        self->upstream_lost = FALSE;
         if (self->connect_timeout_id) {
           g_source_remove (self->connect_timeout_id);
           self->connect_timeout_id = 0;
@@ -1299,6 +1349,9 @@ gst_spice_src_start (GstBaseSrc * bsrc)
   self->st_frames = self->st_rects = self->st_area = 0;
   self->st_invalidates = self->st_invalidates_helper = self->st_input = 0;
   self->st_reconnects = 0;
+  self->upstream_lost = FALSE;
+  self->lost_posted_us = 0;
+  self->lost_suppressed = 0;
   g_clear_pointer (&self->st_last_error, g_free);
   self->mouse_mode_shared = 0;
   self->started = TRUE;

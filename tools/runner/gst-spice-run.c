@@ -27,7 +27,9 @@
  *  - systemd: READY=1 once PLAYING, WATCHDOG=1 while the main loop runs,
  *    STATUS= lines;
  *  - a periodic one-line stats log and an optional Prometheus endpoint
- *    with every element's `stats` property.
+ *    with every element's `stats` property;
+ *  - the elements' security and health events, one stable line each
+ *    (runner-events.c), counted in the metrics.
  *
  * Exit codes (sysexits.h), see the table in docs/operator-guide.md.
  */
@@ -46,6 +48,7 @@
 #endif
 
 #include "pipeline-file.h"
+#include "runner-events.h"
 #include "runner-metrics.h"
 #include "runner-stats.h"
 
@@ -110,6 +113,7 @@ typedef struct
   gboolean notified_ready;
   gint exit_code;
   RunnerMetrics *metrics;
+  RunnerEvents *events;
   /* upstream watch: the spicesrc elements' reconnects seen so far */
   GHashTable *upstream_seen;
   gboolean upstream_waiting;
@@ -902,6 +906,9 @@ on_bus (GstBus * bus, GstMessage * msg, gpointer user_data)
       gst_element_set_state (r->pipeline, GST_STATE_PAUSED);
       gst_element_set_state (r->pipeline, GST_STATE_PLAYING);
       break;
+    case GST_MESSAGE_ELEMENT:
+      runner_events_handle (r->events, msg);
+      break;
     default:
       break;
   }
@@ -1100,6 +1107,15 @@ on_watchdog_timer (gpointer user_data)
 }
 #endif
 
+/* main thread (the metrics endpoint): the event counters */
+static void
+append_event_metrics (GString * out, gpointer user_data)
+{
+  Runner *r = user_data;
+
+  runner_events_prometheus (r->events, out);
+}
+
 static GstElement *
 get_pipeline (gpointer user_data)
 {
@@ -1234,6 +1250,7 @@ main (int argc, char **argv)
     return run_check (&r);
 
   r.upstream_seen = g_hash_table_new_full (NULL, NULL, NULL, g_free);
+  r.events = runner_events_new ();
   r.config = config_load (&r, TRUE, &code);
   if (!r.config)
     return code;
@@ -1250,7 +1267,8 @@ main (int argc, char **argv)
     }
     r.loop = g_main_loop_new (NULL, FALSE);
     if (r.metrics_addr) {
-      r.metrics = runner_metrics_start (r.metrics_addr, get_pipeline, &r, &err);
+      r.metrics = runner_metrics_start (r.metrics_addr, get_pipeline,
+          append_event_metrics, &r, &err);
       if (!r.metrics) {
         /* a busy port is transient; a malformed address is usage */
         gboolean busy = g_error_matches (err, G_IO_ERROR,
@@ -1287,6 +1305,7 @@ main (int argc, char **argv)
   g_free (r.desc);
   g_free (r.start_time);
   g_hash_table_unref (r.upstream_seen);
+  runner_events_free (r.events);
   g_strfreev (r.defines);
   g_strfreev (r.env_files);
   g_free (r.metrics_addr);

@@ -15,6 +15,7 @@ struct _RunnerMetrics
 {
   SoupServer *server;
   RunnerMetricsGetPipeline get_pipeline;
+  RunnerMetricsAppend append;
   gpointer user_data;
 };
 
@@ -24,7 +25,8 @@ metrics_handler (SoupServer * server, SoupServerMessage * msg,
 {
   RunnerMetrics *m = user_data;
   GstElement *pipeline;
-  gchar *text;
+  GString *text;
+  gchar *stats;
 
   if (soup_server_message_get_method (msg) != SOUP_METHOD_GET &&
       soup_server_message_get_method (msg) != SOUP_METHOD_HEAD) {
@@ -32,18 +34,24 @@ metrics_handler (SoupServer * server, SoupServerMessage * msg,
     return;
   }
   pipeline = m->get_pipeline (m->user_data);
-  text = runner_stats_prometheus (pipeline);
+  stats = runner_stats_prometheus (pipeline);
+  text = g_string_new (stats);
+  g_free (stats);
   if (pipeline)
     gst_object_unref (pipeline);
+  if (m->append)
+    m->append (text, m->user_data);
   soup_server_message_set_status (msg, SOUP_STATUS_OK, NULL);
   soup_server_message_set_response (msg,
-      "text/plain; version=0.0.4; charset=utf-8", SOUP_MEMORY_TAKE, text,
-      strlen (text));
+      "text/plain; version=0.0.4; charset=utf-8", SOUP_MEMORY_TAKE,
+      text->str, text->len);
+  g_string_free (text, FALSE);
 }
 
 RunnerMetrics *
 runner_metrics_start (const gchar * address,
-    RunnerMetricsGetPipeline get_pipeline, gpointer user_data, GError ** error)
+    RunnerMetricsGetPipeline get_pipeline, RunnerMetricsAppend append,
+    gpointer user_data, GError ** error)
 {
   RunnerMetrics *m;
   GSocketConnectable *conn;
@@ -68,6 +76,7 @@ runner_metrics_start (const gchar * address,
 
   m = g_new0 (RunnerMetrics, 1);
   m->get_pipeline = get_pipeline;
+  m->append = append;
   m->user_data = user_data;
   m->server = soup_server_new ("server-header", "gst-spice-run", NULL);
   soup_server_add_handler (m->server, "/metrics", metrics_handler, m, NULL);
@@ -94,7 +103,8 @@ runner_metrics_stop (RunnerMetrics * m)
 
 RunnerMetrics *
 runner_metrics_start (const gchar * address,
-    RunnerMetricsGetPipeline get_pipeline, gpointer user_data, GError ** error)
+    RunnerMetricsGetPipeline get_pipeline, RunnerMetricsAppend append,
+    gpointer user_data, GError ** error)
 {
   g_set_error (error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
       "this build has no metrics endpoint (libsoup 3 was not found)");

@@ -9,11 +9,14 @@ G_BEGIN_DECLS
 
 typedef struct _RunnerMetrics RunnerMetrics;
 typedef GstElement *(*RunnerMetricsGetPipeline) (gpointer user_data);
+/* appends the runner's own samples (its event counters) */
+typedef void (*RunnerMetricsAppend) (GString * out, gpointer user_data);
 
-/* @address: "HOST:PORT" (e.g. 127.0.0.1:9110). Serves GET /metrics. */
+/* @address: "HOST:PORT" (e.g. 127.0.0.1:9110). Serves GET /metrics: the
+ * elements' stats, then what @append adds (may be NULL). */
 RunnerMetrics *runner_metrics_start (const gchar * address,
-    RunnerMetricsGetPipeline get_pipeline, gpointer user_data,
-    GError ** error);
+    RunnerMetricsGetPipeline get_pipeline, RunnerMetricsAppend append,
+    gpointer user_data, GError ** error);
 void           runner_metrics_stop (RunnerMetrics * metrics);
 
 G_END_DECLS

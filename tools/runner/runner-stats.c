@@ -194,8 +194,8 @@ metric_name (const gchar * prefix, const gchar * field)
   return name;
 }
 
-static void
-label_escape (GString * out, const gchar * value)
+void
+runner_stats_label_escape (GString * out, const gchar * value)
 {
   for (; *value; value++) {
     if (*value == '\\' || *value == '"')
@@ -231,7 +231,7 @@ static void
 label_append (GString * l, const gchar * key, const gchar * value)
 {
   g_string_append_printf (l, "%s%s=\"", l->len ? "," : "", key);
-  label_escape (l, value);
+  runner_stats_label_escape (l, value);
   g_string_append_c (l, '"');
 }
 

@@ -21,5 +21,7 @@ void runner_stats_foreach (GstElement * pipeline, RunnerStatsFunc func,
     gpointer user_data);
 gchar *runner_stats_line (GstElement * pipeline);
 gchar *runner_stats_prometheus (GstElement * pipeline);
+/* Appends @value escaped for a Prometheus label value (\\, \", \n). */
+void runner_stats_label_escape (GString * out, const gchar * value);
 
 G_END_DECLS

@@ -9,6 +9,16 @@
 
 G_BEGIN_DECLS
 
+/* Element messages (GST_MESSAGE_ELEMENT) of spicesink and spicesrc: one
+ * security or health event each, with string fields `event`, `peer`,
+ * `source`, `reason` (a stable token) and optionally `detail`, uint
+ * `limit`, `type`, `size`, and uint64 `suppressed` (events of the same
+ * source, event and reason not posted since the previous one). Rate
+ * limited by the element; gst-spice-run prints each as one line
+ * (docs/operator-guide.md "Security and health events"). */
+#define GST_SPICE_MESSAGE_SECURITY "spice-security"
+#define GST_SPICE_MESSAGE_HEALTH "spice-health"
+
 /* Upstream, from spicesink: a client needs the whole picture. The tiler
  * answers with a full lossless redraw from its shadow (an update flagged
  * GST_SPICE_DRAWS_FLAG_REFRESH) and a force-key-unit on every stream. */
