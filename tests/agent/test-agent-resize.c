@@ -16,6 +16,7 @@
 #include "guest-render.h"
 #include "ppm.h"
 #include "runner-process.h"
+#include "agent-spin.h"
 
 /* progress on stderr, seconds since the test started */
 static gint64 t0;
@@ -29,6 +30,7 @@ typedef struct
 {
   SpiceSession *session;
   SpiceMainChannel *main;
+  SpiceInputsChannel *inputs;
   gboolean agent;
   /* the primary surface spice-gtk keeps for the display channel */
   gint w, h, stride;
@@ -74,22 +76,10 @@ on_channel_new (SpiceSession * s, SpiceChannel * ch, Client * c)
     g_signal_connect (ch, "display-primary-destroy",
         G_CALLBACK (on_primary_destroy), c);
     spice_channel_connect (ch);
+  } else if (SPICE_IS_INPUTS_CHANNEL (ch)) {
+    c->inputs = SPICE_INPUTS_CHANNEL (ch);
+    spice_channel_connect (ch);
   }
-}
-
-/* iterates the default context until @cond or @ms */
-static gboolean
-spin_until (gboolean (*cond) (gpointer), gpointer data, guint ms)
-{
-  gint64 deadline = g_get_monotonic_time () + ms * (gint64) 1000;
-
-  while (!cond (data)) {
-    if (g_get_monotonic_time () > deadline)
-      return FALSE;
-    g_main_context_iteration (NULL, FALSE);
-    g_usleep (1000);
-  }
-  return TRUE;
 }
 
 static gboolean
@@ -97,7 +87,7 @@ client_ready (gpointer data)
 {
   Client *c = data;
 
-  return c->agent && c->main && c->pixels &&
+  return c->agent && c->main && c->pixels && c->inputs &&
       spice_main_channel_agent_test_capability (c->main,
       VD_AGENT_CAP_MONITORS_CONFIG);
 }
@@ -170,7 +160,7 @@ GST_START_TEST (test_desktop_follows_window)
   Client c = { 0, };
   guint mark;
   static const gint sizes[][2] = { {1000, 640}, {800, 600}, {1366, 768} };
-  guint i;
+  guint i, j;
 
   t0 = g_get_monotonic_time ();
   fail_unless (gp != NULL, "%s", err ? err->message : "");
@@ -217,6 +207,27 @@ GST_START_TEST (test_desktop_follows_window)
         1);
     assert_client_shows (&c, w, h);
     LOG ("client shows the exact %dx%d picture", w, h);
+    /* and the pointer (client mode) lands where the client puts it, up to
+     * the new bottom-right corner */
+    for (j = 0; j < 2; j++) {
+      gint x = j ? w - 1 : w / 3, y = j ? h - 1 : h / 5;
+      gchar *pos = g_strdup_printf ("mouse position %d %d ", x, y);
+
+      gint64 end = g_get_monotonic_time () + 20 * G_USEC_PER_SEC;
+
+      mark = guest_process_mark (gp);
+      spice_inputs_channel_position (c.inputs, x, y, 0, 0);
+      while (!(line = guest_process_find_line (gp, mark, pos, NULL)) &&
+          g_get_monotonic_time () < end) {
+        g_main_context_iteration (NULL, FALSE);
+        g_usleep (10 * 1000);
+      }
+      fail_unless (line != NULL, "the guest never saw the pointer at %d,%d",
+          x, y);
+      LOG ("guest: %s", line);
+      g_free (line);
+      g_free (pos);
+    }
     g_free (want);
   }
 

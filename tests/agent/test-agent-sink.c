@@ -8,6 +8,7 @@
 #include "spicesink-test-util.h"
 
 #include <spice-client.h>
+#include "agent-spin.h"
 
 /* ------------------------------------------------ the guest's side */
 
@@ -96,21 +97,6 @@ guest_send (Guest * g, const GstSpiceClipboard * clip)
 {
   fail_unless (gst_pad_send_event (g->drawpad,
           gst_spice_event_new_clipboard (FALSE, clip)));
-}
-
-/* iterates the default context (spice-gtk's) until @cond or @ms */
-static gboolean
-spin_until (gboolean (*cond) (gpointer), gpointer data, guint ms)
-{
-  gint64 deadline = g_get_monotonic_time () + ms * (gint64) 1000;
-
-  while (!cond (data)) {
-    if (g_get_monotonic_time () > deadline)
-      return FALSE;
-    g_main_context_iteration (NULL, FALSE);
-    g_usleep (1000);
-  }
-  return TRUE;
 }
 
 typedef struct
