@@ -8,6 +8,7 @@
 #include "spicesink-test-util.h"
 
 #include <spice-client.h>
+#include "agent-spin.h"
 
 /* ------------------------------------------------ the guest's side */
 
@@ -96,21 +97,6 @@ guest_send (Guest * g, const GstSpiceClipboard * clip)
 {
   fail_unless (gst_pad_send_event (g->drawpad,
           gst_spice_event_new_clipboard (FALSE, clip)));
-}
-
-/* iterates the default context (spice-gtk's) until @cond or @ms */
-static gboolean
-spin_until (gboolean (*cond) (gpointer), gpointer data, guint ms)
-{
-  gint64 deadline = g_get_monotonic_time () + ms * (gint64) 1000;
-
-  while (!cond (data)) {
-    if (g_get_monotonic_time () > deadline)
-      return FALSE;
-    g_main_context_iteration (NULL, FALSE);
-    g_usleep (1000);
-  }
-  return TRUE;
 }
 
 typedef struct
@@ -500,12 +486,13 @@ GST_END_TEST;
 
 /* ------------------------------------------------ hostile raw clients */
 
+/* a raw client that started the agent with @tokens for the sink */
 static SpiceRawConn *
-raw_agent (Guest * g)
+raw_agent_tokens (Guest * g, guint32 tokens)
 {
   SpiceRawConn *c = spice_raw_connect (g->f->port, 5);
   guint16 type;
-  guint8 *body = NULL, start[4] = { 0xff, 0xff, 0xff, 0xff };
+  guint8 *body = NULL, start[4];
   gsize size;
   GstSpiceMainInit init;
 
@@ -522,8 +509,15 @@ raw_agent (Guest * g)
   g_free (body);
   fail_unless_equals_int (init.agent_connected, 1);
   fail_unless_equals_int (init.agent_tokens, 10);
+  GST_WRITE_UINT32_LE (start, tokens);
   fail_unless (spice_raw_send_msg (c, SPICE_MSGC_MAIN_AGENT_START, start, 4));
   return c;
+}
+
+static SpiceRawConn *
+raw_agent (Guest * g)
+{
+  return raw_agent_tokens (g, G_MAXUINT32);
 }
 
 static gboolean
@@ -633,6 +627,41 @@ GST_START_TEST (test_hostile)
 
 GST_END_TEST;
 
+/* a client that takes one AGENT_DATA and never gives the token back: the
+ * guest's messages for it pile up in spicesink; past max-clipboard + 64 KiB
+ * it is closed with its reason, and the other client and the guest go on */
+GST_START_TEST (test_tokens_not_returned)
+{
+  Guest *g = guest_new ("max-clipboard=1000", FALSE);
+  Client *good = client_new (g->f->port);
+  SpiceRawConn *c;
+  GstSpiceClipboard grab = { GST_SPICE_CLIPBOARD_GRAB,
+    VD_AGENT_CLIPBOARD_SELECTION_CLIPBOARD, 1,
+    {VD_AGENT_CLIPBOARD_UTF8_TEXT,}, 0, NULL
+  };
+  guint i;
+
+  gst_debug_set_threshold_for_name ("spicesink*", GST_LEVEL_WARNING);
+  gst_debug_add_log_function (log_func, NULL, NULL);
+  c = raw_agent_tokens (g, 1);
+  /* each guest grab is one small message to every client */
+  for (i = 0; i < 20000 && !warned (g, "agent tokens not returned"); i++) {
+    guest_send (g, &grab);
+    if (i % 64 == 0)
+      g_main_context_iteration (NULL, FALSE);
+  }
+  GST_INFO ("closed after %u guest grabs", i);
+  fail_unless (i > 1000, "closed too early, after %u small messages", i);
+  expect_closed (g, c, good, "agent tokens not returned");
+  /* the good client saw the guest's grabs and returned its tokens */
+  fail_unless (good->grabs[VD_AGENT_CLIPBOARD_SELECTION_CLIPBOARD] > 0);
+  gst_debug_remove_log_function (log_func);
+  client_free (good);
+  guest_free (g);
+}
+
+GST_END_TEST;
+
 static Suite *
 agent_sink_suite (void)
 {
@@ -647,6 +676,7 @@ agent_sink_suite (void)
   tcase_add_test (tc, test_two_clients);
   tcase_add_test (tc, test_monitors_config);
   tcase_add_test (tc, test_hostile);
+  tcase_add_test (tc, test_tokens_not_returned);
   return s;
 }
 

@@ -51,6 +51,7 @@
  *   frozen NAME N                    `freeze`: the area keeps frame N
  *   frame NAME N                     frame N drawn (`step`, or --log-frames)
  *   resized W H                      new primary surface drawn
+ *   agent ...                        --agent: see guest-agent.c
  *   dumped PATH                      framebuffer written
  *   cursor NAME ...                  cursor command issued (set/move/hide)
  *   error TEXT                       a command failed
@@ -63,6 +64,7 @@
  */
 #include "config.h"
 
+#include "guest-agent.h"
 #include "guest-audio.h"
 #include "guest-core.h"
 #include "guest-render.h"
@@ -126,6 +128,8 @@ typedef struct
   gint width, height;
   gchar *audio_mode;
   GuestAudio *audio;
+  gboolean agent_enabled;
+  GuestAgent *agent;
 
   guint32 seed;
   GMainLoop *loop;
@@ -1000,6 +1004,16 @@ do_resize (Guest * g, gint w, gint h)
   guest_log ("resized %d %d", w, h);
 }
 
+/* main thread: a client's monitors config, through the agent */
+static void
+on_agent_resize (gint w, gint h, gpointer user_data)
+{
+  Guest *g = user_data;
+
+  if (w != g->w || h != g->h)
+    do_resize (g, w, h);
+}
+
 static void
 quit_guest (Guest * g)
 {
@@ -1287,6 +1301,9 @@ main (int argc, char *argv[])
         "auto, never or always (default: spice-server's, auto)", "MODE"},
     {"allow-multiple-clients", 0, 0, G_OPTION_ARG_NONE, &g->allow_mc,
         "Let several clients connect at once (SPICE_DEBUG_ALLOW_MC)", NULL},
+    {"agent", 0, 0, G_OPTION_ARG_NONE, &g->agent_enabled,
+        "Attach a guest agent (vdagent char device): a client's monitors "
+          "config resizes the surface", NULL},
     {"exit-on-eof", 0, 0, G_OPTION_ARG_NONE, &g->exit_on_eof,
         "Quit when stdin reaches end of file", NULL},
     {"log-frames", 0, 0, G_OPTION_ARG_NONE, &g->log_frames,
@@ -1395,6 +1412,9 @@ main (int argc, char *argv[])
   g->audio = guest_audio_new (g->server, g->audio_mode, guest_log, &error);
   if (!g->audio)
     goto fail;
+  if (g->agent_enabled)
+    g->agent = guest_agent_new (g->server, GUEST_MIN_SIZE, GUEST_MAX_SIZE,
+        on_agent_resize, g, guest_log);
 
   spice_server_vm_start (g->server);
   create_primary (g);
@@ -1421,6 +1441,7 @@ main (int argc, char *argv[])
   if (g->stdin_watch)
     g_source_remove (g->stdin_watch);
   g_io_channel_unref (g->stdin_channel);
+  guest_agent_free (g->agent);
   guest_audio_free (g->audio);
   spice_server_destroy (g->server);
   drain_queue (g->cmd_queue);

@@ -452,7 +452,7 @@ gst_spice_agent_write_caps (GByteArray * a, gboolean request,
       sizeof (b));
 }
 
-#define MON_CONFIG_SIZE 20      /* sizeof (VDAgentMonConfig) */
+#define MON_CONFIG_SIZE sizeof (VDAgentMonConfig)
 
 gboolean
 gst_spice_agent_parse_monitors_config (const guint8 * body, gsize size,
@@ -470,7 +470,7 @@ gst_spice_agent_parse_monitors_config (const guint8 * body, gsize size,
     return FALSE;
   need = 8 + (gsize) count *MON_CONFIG_SIZE;
   if (flags & VD_AGENT_CONFIG_MONITORS_FLAG_PHYSICAL_SIZE)
-    need += (gsize) count *4;   /* VDAgentMonitorMM */
+    need += (gsize) count *sizeof (VDAgentMonitorMM);
   if (size < need)
     return FALSE;
   for (i = 0; i < MIN (count, GST_SPICE_MAX_MONITORS); i++) {

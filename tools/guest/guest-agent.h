@@ -1,0 +1,31 @@
+/* gst-spice test guest: a small guest agent on libspice-server's char device
+ * interface (subtype "vdagent", the way qemu attaches virtio-serial's
+ * com.redhat.spice.0 port). See guest-agent.c and docs/test-guest.md
+ * "Agent".
+ */
+#ifndef GUEST_AGENT_H
+#define GUEST_AGENT_H
+
+#include <glib.h>
+#include <spice.h>
+
+G_BEGIN_DECLS
+
+typedef struct _GuestAgent GuestAgent;
+typedef void (*GuestAgentLogFunc) (const gchar * fmt, ...);
+/* a client's monitors config asked for a @width x @height primary surface
+ * (already within the guest's size limits) */
+typedef void (*GuestAgentResizeFunc) (gint width, gint height,
+    gpointer user_data);
+
+/* Main thread, after spice_server_init(): attaches the agent, so clients see
+ * AGENT_CONNECTED. Sizes asked for are clamped to @min_size..@max_size. */
+GuestAgent *guest_agent_new (SpiceServer * server, gint min_size,
+    gint max_size, GuestAgentResizeFunc resize, gpointer user_data,
+    GuestAgentLogFunc log);
+/* Main thread */
+void guest_agent_free (GuestAgent * a);
+
+G_END_DECLS
+
+#endif /* GUEST_AGENT_H */
