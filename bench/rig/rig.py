@@ -483,20 +483,27 @@ def sound_of_cell(kp, glines):
     out = {k: a.get(k) for k in ("format", "rate", "frames", "packets", "wire_bytes",
                                  "min_latency_ms", "max_gap_ms", "skew_ms", "skew_p5_ms",
                                  "skew_p50_ms", "skew_p95_ms", "matched", "onsets")}
-    flips = {}
+    flips, frames = {}, {}
     for x in glines:
         m = re.match(r"audio burst (\d+) (\d+) (-?\d+)$", x)
         if m:
             flips[int(m.group(1))] = int(m.group(3))
+            frames[int(m.group(1))] = int(m.group(2))
     if "press" in a and flips:
-        lat_a, lat_v = [], []
-        for p, v, o in zip(a["press"], a["video_us"], a["onset_us"]):
+        lat_a, lat_v, offs = [], [], []
+        for p, v, o, f in zip(a["press"], a["video_us"], a["onset_us"],
+                              a.get("onset_frame", [])):
             if p in flips:
                 lat_v.append((v - flips[p]) / 1e3)
                 if o >= 0:
                     lat_a.append((o - flips[p]) / 1e3)
+                    offs.append(f - frames[p])
         out["audio_latency_ms"] = lat_a
         out["video_latency_ms"] = lat_v
+        # the client's stream position of each onset minus the guest's: the
+        # same for every press unless a pair is wrong or frames were lost
+        # or repeated between two bursts
+        out["stream_offset_spread_frames"] = max(offs) - min(offs) if offs else None
         for name, v in (("audio", lat_a), ("video", lat_v)):
             out["%s_p50_ms" % name] = pct(v, 0.5)
             out["%s_p95_ms" % name] = pct(v, 0.95)

@@ -138,6 +138,7 @@ typedef struct
   guint boundaries;             /* located */
   guint bad_steps;              /* a change that is not +1 step */
   gint64 max_dev_frames;        /* |boundary interval - segment| at most */
+  gint64 worst_dev_frames;      /* that one, signed: < 0 lost, > 0 repeated */
   gdouble first_boundary_s;     /* where the first one is, in the signal */
 } AudioGapReport;
 
@@ -213,10 +214,12 @@ audio_check_gaps (const gint16 * s, gsize n, guint rate, AudioGapReport * r)
       if (at < 0) {
         r->bad_steps++;
       } else {
-        if (prev_at >= 0)
-          r->max_dev_frames = MAX (r->max_dev_frames,
-              (gint64) llround (fabs (at - prev_at - segment)));
-        else
+        gint64 dev = llround (at - prev_at - segment);
+
+        if (prev_at >= 0 && ABS (dev) > r->max_dev_frames) {
+          r->max_dev_frames = ABS (dev);
+          r->worst_dev_frames = dev;
+        } else if (prev_at < 0)
           r->first_boundary_s = at / rate;
         prev_at = at;
         r->boundaries++;

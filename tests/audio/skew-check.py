@@ -7,9 +7,10 @@ shaped link:
 2. transcode: through the shipped transcode-vp8 pipeline (its Opus
    branch), and with AUDIO_ENCODER=identity (raw S16);
    each: every measured press has a burst onset, it comes after the
-   guest's flip (its `audio burst` line) and within 2 s of it, the client
-   tells Opus from raw, and skew = (flip -> onset) - (flip -> draw) press by
-   press (the client's and the guest's clocks agree). The +-40 ms target is
+   guest's flip (its `audio burst` line), at the same stream position
+   relative to the guest's burst frame for every press (no wrong pair, no
+   frame lost or repeated between bursts), and the client tells Opus from
+   raw. The +-40 ms target is
    the rig's to report (docs/benchmarks.md "Sound"), not asserted here: on
    a loaded 2-core machine loopback latencies reach hundreds of ms;
 3. a silent guest (--audio on, no bursts): no onset is found, so the
@@ -39,6 +40,10 @@ def load(name, path):
 qc = load("quality_check", "tests/rig/quality-check.py")   # processes, ports
 rig = load("rig", "bench/rig/rig.py")
 PRESSES = 8
+# each onset's position in the received stream against the guest's burst
+# frame: constant within 2 ms (Opus smears an onset by less), while a wrong
+# pair is off by a press gap (0.4 s and more)
+SPREAD_FRAMES = 96
 
 
 def cell(tmp, tag, audio, encoder=None):
@@ -83,22 +88,20 @@ def cell(tmp, tag, audio, encoder=None):
 def check_bursts(tag, s, fmt):
     errs = []
     print("%s: %s, %s of %d presses matched, skew p5/p50/p95 %s/%s/%s ms, flip->onset "
-          "p50/p95 %s/%s ms, flip->draw p50 %s ms" % (
+          "p50/p95 %s/%s ms, flip->draw p50 %s ms, stream offset spread %s frames" % (
               tag, s["format"], s["matched"], PRESSES, s["skew_p5_ms"], s["skew_p50_ms"],
               s["skew_p95_ms"], s.get("audio_p50_ms"), s.get("audio_p95_ms"),
-              s.get("video_p50_ms")))
+              s.get("video_p50_ms"), s.get("stream_offset_spread_frames")))
     if s["format"] != fmt:
         errs.append("%s: format %s, not %s" % (tag, s["format"], fmt))
     if s["matched"] != PRESSES or len(s.get("audio_latency_ms", [])) != PRESSES:
         errs.append("%s: %s of %d presses with an onset" % (tag, s["matched"], PRESSES))
     for v in s.get("audio_latency_ms", []):
-        if not 0 < v < 2000:
+        if v <= 0:
             errs.append("%s: flip -> onset %.1f ms" % (tag, v))
-    skews = sorted(a - v for a, v in zip(s.get("audio_latency_ms", []),
-                                         s.get("video_latency_ms", [])))
-    if len(skews) == len(s["skew_ms"]) and any(
-            abs(x - y) > 0.01 for x, y in zip(skews, sorted(s["skew_ms"]))):
-        errs.append("%s: skew %s is not onset - draw %s" % (tag, s["skew_ms"], skews))
+    spread = s.get("stream_offset_spread_frames")
+    if spread is None or spread > SPREAD_FRAMES:
+        errs.append("%s: onsets off the guest's burst frames by %s frames" % (tag, spread))
     return errs
 
 

@@ -142,7 +142,7 @@ check_tone_continuous (AudioListener * l, gdouble seconds, const gchar * what)
       "%u blocks, %u bad; %u boundaries, %u bad steps, largest deviation %"
       G_GINT64_FORMAT " frames; longest pause between packets %.1f ms", what,
       n, wall, n / (wall * l->rate), r.blocks, r.bad_blocks, r.boundaries,
-      r.bad_steps, r.max_dev_frames, l->max_data_gap_us / 1e3);
+      r.bad_steps, r.worst_dev_frames, l->max_data_gap_us / 1e3);
   fail_unless (fabs (n - wall * l->rate) <= 0.02 * wall * l->rate,
       "%s: %" G_GSIZE_FORMAT " frames in %.2f s", what, n, wall);
   fail_unless_equals_int (r.bad_blocks, 0);
@@ -150,8 +150,9 @@ check_tone_continuous (AudioListener * l, gdouble seconds, const gchar * what)
   fail_unless (r.boundaries >= seconds * 1000 / GUEST_AUDIO_SEGMENT_MS - 2,
       "%s: %u boundaries in %.0f s", what, r.boundaries, seconds);
   fail_unless (r.max_dev_frames <= AUDIO_GAP_BOUND_FRAMES,
-      "%s: a segment off by %" G_GINT64_FORMAT " frames (gap or repeat)",
-      what, r.max_dev_frames);
+      "%s: a segment off by %" G_GINT64_FORMAT " frames (< 0: lost, > 0: "
+      "repeated; longest pause between packets %.1f ms)", what,
+      r.worst_dev_frames, l->max_data_gap_us / 1e3);
 }
 
 static void

@@ -40,9 +40,8 @@
  * packet as it arrives would sound it, before any buffering of its own
  * audio backend (the channel's min-latency, reported beside; spice-gtk
  * delays only video streams by it, not draws such as the key box). Per
- * measured press: skew = that onset (the first after the press, before the
- * next press) minus the draw that showed the new box colour; positive:
- * the sound comes late.
+ * measured press: skew = its onset (audio_pair_onsets) minus the draw that
+ * showed the new box colour; positive: the sound comes late.
  *
  * Output: one JSON object (--json FILE, default stdout) with the samples and
  * p50/p95/max (linear-interpolated percentiles), timeouts, the received
@@ -157,6 +156,7 @@ typedef struct
   gint64 a_last_us, a_max_gap_us;
   guint64 a_quiet;              /* frames below the onset level, in a row */
   GArray *a_onsets;             /* gint64 µs of each burst onset heard */
+  GArray *a_onset_frames;       /* guint64 its frame in the stream received */
   GArray *a_press_us;           /* gint64 t_press of press i (0-based) */
   GArray *a_samples;            /* AudioSample, the measured presses */
 } Ctx;
@@ -513,18 +513,26 @@ quality_json (GString * s)
 
 /* ---- sound --------------------------------------------------------------- */
 
-/* the first onset in [from, to) (-1: none) */
-static gint64
-audio_onset_between (gint64 from, gint64 to)
+/* The onset of every press (warm-up included; -1: none), in order: press
+ * i takes the first onset not taken yet that comes after it. Bursts and
+ * onsets keep their order, so this holds when the sound comes later than
+ * the next press too; a burst lost on the way would shift the pairs after
+ * it (the rig checks each against the guest's flip time). */
+static gint *
+audio_pair_onsets (void)
 {
-  guint i;
+  gint *onset = g_new (gint, MAX (ctx.a_press_us->len, 1));
+  guint i, j = 0;
 
-  for (i = 0; i < ctx.a_onsets->len; i++) {
-    gint64 t = g_array_index (ctx.a_onsets, gint64, i);
-    if (t >= from && t < to)
-      return t;
+  for (i = 0; i < ctx.a_press_us->len; i++) {
+    gint64 t_press = g_array_index (ctx.a_press_us, gint64, i);
+
+    while (j < ctx.a_onsets->len &&
+        g_array_index (ctx.a_onsets, gint64, j) < t_press)
+      j++;
+    onset[i] = j < ctx.a_onsets->len ? (gint) j++ : -1;
   }
-  return -1;
+  return onset;
 }
 
 static void
@@ -535,8 +543,9 @@ audio_json (GString * s)
   GArray *sk = g_array_new (FALSE, FALSE, sizeof (gdouble));
   guint i, n;
   guint min_latency = 0;
-
   gulong wire = 0;
+  gint *paired = audio_pair_onsets ();
+  GString *oframe = g_string_new (NULL);
 
   if (ctx.playback && g_object_class_find_property (G_OBJECT_GET_CLASS
           (ctx.playback), "min-latency"))
@@ -545,15 +554,15 @@ audio_json (GString * s)
     g_object_get (ctx.playback, "total-read-bytes", &wire, NULL);
   for (i = 0; i < (ctx.audio_burst ? ctx.a_samples->len : 0); i++) {
     const AudioSample *as = &g_array_index (ctx.a_samples, AudioSample, i);
-    gint64 from = g_array_index (ctx.a_press_us, gint64, as->press);
-    gint64 to = (guint) as->press + 1 < ctx.a_press_us->len ?
-        g_array_index (ctx.a_press_us, gint64, as->press + 1) : G_MAXINT64;
-    gint64 t = audio_onset_between (from, to);
+    gint k = paired[as->press];
+    gint64 t = k < 0 ? -1 : g_array_index (ctx.a_onsets, gint64, k);
     const gchar *sep = i ? "," : "";
 
     g_string_append_printf (press, "%s%d", sep, as->press + 1);
     g_string_append_printf (video, "%s%" G_GINT64_FORMAT, sep, as->t_video);
     g_string_append_printf (onset, "%s%" G_GINT64_FORMAT, sep, t);
+    g_string_append_printf (oframe, "%s%" G_GINT64_FORMAT, sep, k < 0 ? -1 :
+        (gint64) g_array_index (ctx.a_onset_frames, guint64, k));
     if (t >= 0) {
       gdouble ms = (t - as->t_video) / 1e3;
       g_array_append_val (sk, ms);
@@ -575,9 +584,9 @@ audio_json (GString * s)
     if (n > 1)
       qsort (sk->data, n, sizeof (gdouble), cmp_double);
     g_string_append_printf (s, "\"onsets\":%u,\"press\":[%s],"
-        "\"video_us\":[%s],\"onset_us\":[%s],\"skew_ms\":[%s],"
-        "\"matched\":%u,", ctx.a_onsets->len, press->str, video->str,
-        onset->str, skew->str, n);
+        "\"video_us\":[%s],\"onset_us\":[%s],\"onset_frame\":[%s],"
+        "\"skew_ms\":[%s],\"matched\":%u,", ctx.a_onsets->len, press->str,
+        video->str, onset->str, oframe->str, skew->str, n);
     json_num (s, "skew_p5_ms", percentile ((gdouble *) sk->data, n, 0.05),
         TRUE);
     json_num (s, "skew_p50_ms", percentile ((gdouble *) sk->data, n, 0.50),
@@ -590,7 +599,9 @@ audio_json (GString * s)
   g_string_free (video, TRUE);
   g_string_free (onset, TRUE);
   g_string_free (skew, TRUE);
+  g_string_free (oframe, TRUE);
   g_array_free (sk, TRUE);
+  g_free (paired);
 }
 
 /* Main thread (spice-gtk's signals) */
@@ -633,7 +644,10 @@ on_playback_data (SpicePlaybackChannel * ch, gpointer data, gint size,
     }
     if (ctx.a_quiet >= quiet) {
       gint64 t = now + (gint64) i * G_USEC_PER_SEC / ctx.a_rate;
+      guint64 f = ctx.a_frames - frames + i;
+
       g_array_append_val (ctx.a_onsets, t);
+      g_array_append_val (ctx.a_onset_frames, f);
       logv ("burst onset (+%.2f ms in its packet)", i * 1e3 / ctx.a_rate);
     }
     ctx.a_quiet = 0;
@@ -1101,10 +1115,7 @@ next_step (void)
 static gboolean
 audio_last_onset (gpointer data)
 {
-  gint64 last = ctx.a_press_us->len ?
-      g_array_index (ctx.a_press_us, gint64, ctx.a_press_us->len - 1) : 0;
-
-  if (audio_onset_between (last, G_MAXINT64) < 0 &&
+  if (ctx.a_onsets->len < ctx.a_press_us->len &&
       g_get_monotonic_time () - ctx.t_bytes1 < AUDIO_LAST_WAIT_MS * 1000)
     return G_SOURCE_CONTINUE;
   ctx.timer = 0;
@@ -1379,6 +1390,7 @@ main (int argc, char **argv)
   ctx.lat_ms = g_array_new (FALSE, FALSE, sizeof (gdouble));
   ctx.channels = g_ptr_array_new_with_free_func (g_object_unref);
   ctx.a_onsets = g_array_new (FALSE, FALSE, sizeof (gint64));
+  ctx.a_onset_frames = g_array_new (FALSE, FALSE, sizeof (guint64));
   ctx.a_press_us = g_array_new (FALSE, FALSE, sizeof (gint64));
   ctx.a_samples = g_array_new (FALSE, FALSE, sizeof (AudioSample));
   ctx.session = spice_session_new ();
