@@ -945,17 +945,18 @@ def cmd_sound(args):
     md.append("")
     md.append("| link | activity | mode | audio | n | skew p5 / p50 / p95 ms | "
               "flip → draw p50 / p95 ms | flip → onset p50 / p95 ms | min-latency ms | "
-              "longest pause ms |")
-    md.append("|---|---|---|---|---|---|---|---|---|---|")
+              "longest pause ms | onset frame spread |")
+    md.append("|---|---|---|---|---|---|---|---|---|---|---|")
     burst = [c for c in cells if (c.get("sound") or {}).get("matched") is not None]
     for c in burst:
         s = c["sound"]
-        md.append("| %s | %s | %s | %s | %s | %s / %s / %s | %s / %s | %s / %s | %s | %s |" % (
+        md.append("| %s | %s | %s | %s | %s | %s / %s / %s | %s / %s | %s / %s | %s | %s | %s |" % (
             c["profile"], c["activity"], c["mode"], s.get("format"), s.get("matched"),
             f(s.get("skew_p5_ms")), f(s.get("skew_p50_ms")), f(s.get("skew_p95_ms")),
             f(s.get("video_p50_ms"), "%.1f"), f(s.get("video_p95_ms"), "%.1f"),
             f(s.get("audio_p50_ms"), "%.1f"), f(s.get("audio_p95_ms"), "%.1f"),
-            s.get("min_latency_ms"), f(s.get("max_gap_ms"), "%.0f")))
+            s.get("min_latency_ms"), f(s.get("max_gap_ms"), "%.0f"),
+            s.get("stream_offset_spread_frames")))
     md.append("")
     # added audio latency: a transcode burst mode against relay-all-burst
     by = {(c["profile"], c["activity"], c["mode"]): c for c in burst}
