@@ -6,6 +6,10 @@
   rig.py report DIR [--docs docs/benchmarks.md] [--title T] [--note TEXT]
                                                    markdown table + gnuplot PNGs
   rig.py estimate ...                               print how long a matrix takes
+  rig.py sound  DIR...                              markdown for the sound cells
+                                                   (modes.ini client_args --audio…):
+                                                   skew, audio latency, keypress
+                                                   with audio against without
 
 Every profile's link is created with tools/linkemu/linkemu-setup.sh and
 verified (ping RTT within 2 ms, TCP rate within 10 %) before use; a profile
@@ -265,18 +269,13 @@ class SsSampler(threading.Thread):
                     log.write("%.2f sendq=%d rtt=%s cwnd=%s\n" % (t, best[0], best[1], best[2]))
 
     def summary(self):
-        def pct(v, q):
-            v = sorted(x for x in v if x is not None)
-            if not v:
-                return None
-            pos = q * (len(v) - 1)
-            lo = int(pos)
-            hi = min(lo + 1, len(v) - 1)
-            return round(v[lo] + (pos - lo) * (v[hi] - v[lo]), 1)
+        def pct1(v, q):
+            x = pct(v, q)
+            return None if x is None else round(x, 1)
         q = [s[0] / 1024 for s in self.samples]
-        return {"n": len(self.samples), "sendq_kib_p50": pct(q, 0.5), "sendq_kib_p95": pct(q, 0.95),
-                "srtt_ms_p50": pct([s[1] for s in self.samples], 0.5),
-                "cwnd_p50": pct([s[2] for s in self.samples], 0.5)}
+        return {"n": len(self.samples), "sendq_kib_p50": pct1(q, 0.5), "sendq_kib_p95": pct1(q, 0.95),
+                "srtt_ms_p50": pct1([s[1] for s in self.samples], 0.5),
+                "cwnd_p50": pct1([s[2] for s in self.samples], 0.5)}
 
 
 def linkemu_delta(a, b):
@@ -372,6 +371,7 @@ def run_cell(args, link, modes, profile, activity, mode, celldir, procs):
         if quality:
             kargv += ["--quality", str(args.quality), "--activity", activity,
                       "--picture-seed", "1", "--frame-times", ftimes]
+        kargv += shlex.split(cfg.get("client_args", ""))
         le0 = link.linkemu_stats()
         lpid = int(st["LINKEMU_PID"]) if st.get("LINKEMU_PID") else None
         c_link0 = cpu_ticks(lpid) if lpid else 0
@@ -430,6 +430,9 @@ def run_cell(args, link, modes, profile, activity, mode, celldir, procs):
                 glines = f.read().splitlines()
             res["guest_key_downs"] = sum(1 for x in glines if x.startswith("key down "))
             res["guest_box_draws"] = sum(1 for x in glines if re.match(r"box \d+$", x))
+            sound = sound_of_cell(res.get("keypress"), glines)
+            if sound:
+                res["sound"] = sound
             presses = args.samples + args.warmup_presses
             if res["status"] == "ok" and res["guest_key_downs"] != presses:
                 res["status"] = "error"
@@ -456,6 +459,55 @@ def run_cell(args, link, modes, profile, activity, mode, celldir, procs):
         ref = os.path.join(celldir, "reference.ppm")
         if os.path.exists(ref) and not args.keep_reference:
             os.unlink(ref)
+
+
+def pct(v, q):
+    """Linear-interpolated percentile q (0..1) of v, None if empty."""
+    v = sorted(x for x in v if x is not None)
+    if not v:
+        return None
+    pos = q * (len(v) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (pos - lo) * (v[hi] - v[lo])
+
+
+def sound_of_cell(kp, glines):
+    """A burst cell (guest --audio burst, spice-keypress --audio-burst):
+    per measured press, the guest's flip time (its `audio burst N FRAME T_US`
+    line; CLOCK_MONOTONIC, which the client's namespace shares) against the
+    client's draw of the new box colour and its burst onset."""
+    a = (kp or {}).get("audio")
+    if not a:
+        return None
+    out = {k: a.get(k) for k in ("format", "rate", "frames", "packets", "wire_bytes",
+                                 "min_latency_ms", "max_gap_ms", "skew_ms", "skew_p5_ms",
+                                 "skew_p50_ms", "skew_p95_ms", "matched", "onsets")}
+    flips, frames = {}, {}
+    for x in glines:
+        m = re.match(r"audio burst (\d+) (\d+) (-?\d+)$", x)
+        if m:
+            flips[int(m.group(1))] = int(m.group(3))
+            frames[int(m.group(1))] = int(m.group(2))
+    if "press" in a and flips:
+        lat_a, lat_v, offs = [], [], []
+        for p, v, o, f in zip(a["press"], a["video_us"], a["onset_us"],
+                              a.get("onset_frame", [])):
+            if p in flips:
+                lat_v.append((v - flips[p]) / 1e3)
+                if o >= 0:
+                    lat_a.append((o - flips[p]) / 1e3)
+                    offs.append(f - frames[p])
+        out["audio_latency_ms"] = lat_a
+        out["video_latency_ms"] = lat_v
+        # the client's stream position of each onset minus the guest's: the
+        # same for every press unless a pair is wrong or frames were lost
+        # or repeated between two bursts
+        out["stream_offset_spread_frames"] = max(offs) - min(offs) if offs else None
+        for name, v in (("audio", lat_a), ("video", lat_v)):
+            out["%s_p50_ms" % name] = pct(v, 0.5)
+            out["%s_p95_ms" % name] = pct(v, 0.95)
+    return out
 
 
 def machine_info(cc):
@@ -878,6 +930,83 @@ def cmd_report(args):
     return 0
 
 
+def cmd_sound(args):
+    """Markdown for the sound cells: skew and audio latency of the burst
+    modes, keypress with and without audio on the same link."""
+    results = load_results(args.dir)
+    cells = [c for c in results["cells"] if c.get("status") == "ok"]
+    f = lambda v, fmt="%+.1f": "–" if v is None else fmt % v
+    md = []
+    m = results["machine"]
+    for cmd in results["commands"]:
+        md.append("- Command: `%s`" % cmd)
+    md.append("- Machine: %s cores, %s, load average at start %s; %s." % (
+        m["nproc"], m["cpu"], "/".join(str(x) for x in m["loadavg_at_start"]), m["date"]))
+    md.append("")
+    md.append("| link | activity | mode | audio | n | skew p5 / p50 / p95 ms | "
+              "flip → draw p50 / p95 ms | flip → onset p50 / p95 ms | min-latency ms | "
+              "longest pause ms | onset frame spread |")
+    md.append("|---|---|---|---|---|---|---|---|---|---|---|")
+    burst = [c for c in cells if (c.get("sound") or {}).get("matched") is not None]
+    for c in burst:
+        s = c["sound"]
+        md.append("| %s | %s | %s | %s | %s | %s / %s / %s | %s / %s | %s / %s | %s | %s | %s |" % (
+            c["profile"], c["activity"], c["mode"], s.get("format"), s.get("matched"),
+            f(s.get("skew_p5_ms")), f(s.get("skew_p50_ms")), f(s.get("skew_p95_ms")),
+            f(s.get("video_p50_ms"), "%.1f"), f(s.get("video_p95_ms"), "%.1f"),
+            f(s.get("audio_p50_ms"), "%.1f"), f(s.get("audio_p95_ms"), "%.1f"),
+            s.get("min_latency_ms"), f(s.get("max_gap_ms"), "%.0f"),
+            s.get("stream_offset_spread_frames")))
+    md.append("")
+    # added audio latency: a transcode burst mode against relay-all-burst
+    by = {(c["profile"], c["activity"], c["mode"]): c for c in burst}
+    rows = []
+    for (prof, act, mode), c in by.items():
+        r = by.get((prof, act, "relay-all-burst"))
+        if mode == "relay-all-burst" or not r:
+            continue
+        a, b = c["sound"], r["sound"]
+        if a.get("audio_p50_ms") is None or b.get("audio_p50_ms") is None:
+            continue
+        rows.append("| %s | %s | %s | %.1f / %.1f | %.1f / %.1f | %+.1f / %+.1f |" % (
+            prof, act, mode, a["audio_p50_ms"], a["audio_p95_ms"], b["audio_p50_ms"],
+            b["audio_p95_ms"], a["audio_p50_ms"] - b["audio_p50_ms"],
+            a["audio_p95_ms"] - b["audio_p95_ms"]))
+    if rows:
+        md.append("| link | activity | mode | flip → onset p50 / p95 ms | relay-all | "
+                  "added p50 / p95 ms |")
+        md.append("|---|---|---|---|---|---|")
+        md.extend(rows)
+        md.append("")
+    # keypress with audio playing against the same cell without
+    rows = []
+    for c in cells:
+        a = (c.get("keypress") or {}).get("audio")
+        base = c["mode"].rsplit("-", 1)[0]
+        if not a or c["mode"] == base:
+            continue
+        r = next((x for x in cells if x["profile"] == c["profile"] and
+                  x["activity"] == c["activity"] and x["mode"] == base), None)
+        if not r or (r.get("keypress") or {}).get("audio"):
+            continue
+        k, kb = c["keypress"], r["keypress"]
+        rows.append("| %s | %s | %s vs %s | %s | %.1f / %.1f | %.1f / %.1f | %+.1f / %+.1f | "
+                    "%.2f / %.2f |" % (
+                        c["profile"], c["activity"], c["mode"], base, a.get("format"),
+                        k["p50_ms"], k["p95_ms"], kb["p50_ms"], kb["p95_ms"],
+                        k["p50_ms"] - kb["p50_ms"], k["p95_ms"] - kb["p95_ms"],
+                        k.get("mbit_s") or 0, kb.get("mbit_s") or 0))
+    if rows:
+        md.append("| link | activity | modes | audio | keypress p50 / p95 ms with audio | "
+                  "without | difference p50 / p95 ms | Mbit/s with / without |")
+        md.append("|---|---|---|---|---|---|---|---|")
+        md.extend(rows)
+        md.append("")
+    text = "\n".join(md)
+    print(text)
+    return 0
+
+
 def cmd_estimate(args):
     n = len(args.profiles) * len(args.activities) * len(args.modes)
     per = 4 + args.warmup + (args.samples + args.warmup_presses) * ((args.gap_min + args.gap_max) / 2 + 0.15) + 1
@@ -937,6 +1066,8 @@ def main():
     r.add_argument("--profiles", default=None, help="only these links (comma list)")
     r.add_argument("--activities", default=None, help="only these activities")
     r.add_argument("--modes", default=None, help="only these modes")
+    so = sub.add_parser("sound")
+    so.add_argument("dir", nargs="+", help="run directories (merged in order)")
     args = ap.parse_args()
     if args.cmd in ("run", "estimate"):
         args.profiles = csv(args.profiles, ALL_PROFILES)
@@ -951,6 +1082,8 @@ def main():
         if args.cmd == "run":
             return cmd_run(args)
         return cmd_estimate(args)
+    if args.cmd == "sound":
+        return cmd_sound(args)
     return cmd_report(args)
 
 

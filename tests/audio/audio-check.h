@@ -111,3 +111,122 @@ audio_check_left (const guint8 * data, gsize bytes, guint channels,
   *n_out = n;
   return out;
 }
+
+/* ---- the 30 s continuity check (gaps, duplicates) ----------------------
+ *
+ * The tone is cut in blocks of AUDIO_GAP_BLOCK_MS (10 ms: the tone's
+ * frequencies are exact multiples of 100 Hz, so a block holds whole
+ * periods). Every block must carry one tone step, except the one or two
+ * that straddle a segment boundary. Each boundary is then located to a
+ * fraction of a millisecond: a block-long window is slid across it, and
+ * where the new step's share of the two steps' power crosses one half, the
+ * window's middle is the boundary. Consecutive boundaries must be exactly
+ * one segment (GUEST_AUDIO_SEGMENT_MS) apart, within AUDIO_GAP_BOUND_FRAMES:
+ * a missing or repeated packet (10 ms, or an Opus frame of 2.5 ms) moves
+ * the next boundary by its length, far more than the bound.
+ */
+#define AUDIO_GAP_BLOCK_MS 10
+/* 1 ms at 48 kHz: what the location of a boundary may be off by, Opus
+ * included (measured: well below it, see the test's log) */
+#define AUDIO_GAP_BOUND_FRAMES 48
+#define AUDIO_GAP_SLIDE_FRAMES 12
+
+typedef struct
+{
+  guint blocks;                 /* analysed */
+  guint bad_blocks;             /* no step, away from a boundary */
+  guint boundaries;             /* located */
+  guint bad_steps;              /* a change that is not +1 step */
+  gint64 max_dev_frames;        /* |boundary interval - segment| at most */
+  gint64 worst_dev_frames;      /* that one, signed: < 0 lost, > 0 repeated */
+  gdouble first_boundary_s;     /* where the first one is, in the signal */
+} AudioGapReport;
+
+/* new step's share of the two steps' power in [p, p + w) */
+static inline gdouble
+audio_check_share (const gint16 * s, gsize p, gsize w, guint rate,
+    gint old_step, gint new_step)
+{
+  gdouble po = audio_check_power (s + p, w, rate,
+      guest_audio_tone_hz (old_step));
+  gdouble pn = audio_check_power (s + p, w, rate,
+      guest_audio_tone_hz (new_step));
+
+  return pn + po > 0 ? pn / (pn + po) : 0.5;
+}
+
+/* the boundary between @old_step (the block at @a) and @new_step (the
+ * block at @b > @a), in frames: -1 if the share never crosses one half */
+static inline gdouble
+audio_check_locate (const gint16 * s, gsize n, guint rate, gsize a, gsize b,
+    gint old_step, gint new_step)
+{
+  gsize w = rate * AUDIO_GAP_BLOCK_MS / 1000;
+  gsize p = a * w > w / 2 ? a * w - w / 2 : 0;
+  gsize end = MIN ((b + 1) * w, n - w);
+  gdouble prev = audio_check_share (s, p, w, rate, old_step, new_step);
+
+  for (; p + AUDIO_GAP_SLIDE_FRAMES <= end; p += AUDIO_GAP_SLIDE_FRAMES) {
+    gdouble next = audio_check_share (s, p + AUDIO_GAP_SLIDE_FRAMES, w, rate,
+        old_step, new_step);
+
+    if (prev < 0.5 && next >= 0.5)
+      return p + AUDIO_GAP_SLIDE_FRAMES * (0.5 - prev) / (next - prev) +
+          w / 2.0;
+    prev = next;
+  }
+  return -1;
+}
+
+/* @s: mono (the left channel) */
+static inline void
+audio_check_gaps (const gint16 * s, gsize n, guint rate, AudioGapReport * r)
+{
+  gsize w = rate * AUDIO_GAP_BLOCK_MS / 1000, nb = n / w, k, last_k = 0;
+  gint *step = g_new (gint, MAX (nb, 1));
+  gint last = -1;
+  gdouble prev_at = -1;
+  const gdouble segment = (gdouble) rate * GUEST_AUDIO_SEGMENT_MS / 1000;
+
+  memset (r, 0, sizeof (*r));
+  r->blocks = nb;
+  r->first_boundary_s = -1;
+  for (k = 0; k < nb; k++)
+    step[k] = audio_check_window (s + k * w, w, rate);
+  for (k = 0; k < nb; k++) {
+    if (step[k] < 0) {
+      /* allowed only at a boundary, at most two blocks (a boundary near a
+       * block's edge spoils two), or where the signal is cut at its ends */
+      gsize j = k;
+
+      while (j < nb && step[j] < 0)
+        j++;
+      if (j - k > 2 || (last >= 0 && j < nb && step[j] == last))
+        r->bad_blocks += j - k;
+      k = j - 1;
+      continue;
+    }
+    if (last >= 0 && step[k] != last) {
+      gdouble at = audio_check_locate (s, n, rate, last_k, k, last, step[k]);
+
+      if (step[k] != (last + 1) % GUEST_AUDIO_STEPS)
+        r->bad_steps++;
+      if (at < 0) {
+        r->bad_steps++;
+      } else {
+        gint64 dev = llround (at - prev_at - segment);
+
+        if (prev_at >= 0 && ABS (dev) > r->max_dev_frames) {
+          r->max_dev_frames = ABS (dev);
+          r->worst_dev_frames = dev;
+        } else if (prev_at < 0)
+          r->first_boundary_s = at / rate;
+        prev_at = at;
+        r->boundaries++;
+      }
+    }
+    last = step[k];
+    last_k = k;
+  }
+  g_free (step);
+}

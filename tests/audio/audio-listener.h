@@ -25,6 +25,7 @@ typedef struct
   gint format, channels, rate;
   GByteArray *data;             /* S16 interleaved, all starts together */
   gint64 first_data_us, last_data_us;
+  gint64 max_data_gap_us;       /* longest pause between two data signals */
   guint volume_notifies, mute_notifies;
   /* record: the server asked for the microphone */
   gboolean record_started;
@@ -91,6 +92,8 @@ audio_listener_on_data (SpicePlaybackChannel * ch, gpointer data, gint size,
 
   if (!l->first_data_us)
     l->first_data_us = now;
+  else
+    l->max_data_gap_us = MAX (l->max_data_gap_us, now - l->last_data_us);
   l->last_data_us = now;
   g_byte_array_append (l->data, data, size);
 }

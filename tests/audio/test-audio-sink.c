@@ -4,7 +4,8 @@
  *                 spicesrc.audio -> queue [-> opusenc] -> spicesink.audio
  *   -> a spice-client-glib client (audio-listener.h)
  * The guest's tone reaches the client at the right frequencies without a
- * missing segment, raw and Opus; a tone the client records reaches the
+ * missing segment, raw and Opus (through the shipped transcode-vp8
+ * pipeline: 30 s, no gap or repeated samples beyond 1 ms); a tone the client records reaches the
  * guest's record interface; a client without Opus gets no Opus stream and
  * its display is unaffected.
  */
@@ -74,25 +75,40 @@ chain_stop (Chain * c)
   guest_process_stop (c->guest);
 }
 
-/* the listener's next 5 s (after 1 s) hold the tone */
-static void
-check_tone_5s (AudioListener * l, const gchar * what)
+/* Once the client's playback channel is open and 1 s has gone by, keeps
+ * what it receives over the next @seconds alone: its left channel (@n
+ * frames), and in @wall the seconds that took */
+static gint16 *
+listen_for (AudioListener * l, gdouble seconds, gsize * n, gdouble * wall)
 {
   gboolean never = FALSE;
-  AudioToneReport r;
-  gsize n;
-  gint16 *left;
+  gint64 t0;
 
   fail_unless (audio_listener_pump_until (&l->playback_open, 20000),
       "the client's playback channel did not open");
   audio_listener_pump_until (&never, 1000);
   g_byte_array_set_size (l->data, 0);
-  audio_listener_pump_until (&never, 5000);
+  l->max_data_gap_us = 0;
+  l->first_data_us = 0;
+  t0 = g_get_monotonic_time ();
+  audio_listener_pump_until (&never, (guint) (seconds * 1000));
+  *wall = (g_get_monotonic_time () - t0) / 1e6;
   fail_if (l->error);
   fail_unless (l->starts >= 1, "no PLAYBACK_START");
   fail_unless_equals_int (l->rate, GUEST_AUDIO_RATE);
   fail_unless_equals_int (l->channels, 2);
-  left = audio_check_left (l->data->data, l->data->len, l->channels, &n);
+  return audio_check_left (l->data->data, l->data->len, l->channels, n);
+}
+
+/* the listener's next 5 s (after 1 s) hold the tone */
+static void
+check_tone_5s (AudioListener * l, const gchar * what)
+{
+  AudioToneReport r;
+  gsize n;
+  gdouble wall;
+  gint16 *left = listen_for (l, 5, &n, &wall);
+
   audio_check_tone (left, n, l->rate, &r);
   g_free (left);
   GST_INFO ("%s: %" G_GSIZE_FORMAT " frames: %u windows, %u silent, %u "
@@ -104,6 +120,39 @@ check_tone_5s (AudioListener * l, const gchar * what)
       what, r.recognized, r.windows);
   fail_unless (r.changes >= 8, "%s: %u changes", what, r.changes);
   fail_unless_equals_int (r.bad_changes, 0);
+}
+
+/* The listener's next @seconds (after 1 s) hold the tone without a gap
+ * (audio-check.h, audio_check_gaps): every 10 ms block carries the tone,
+ * the segment boundaries are one segment apart within
+ * AUDIO_GAP_BOUND_FRAMES (no sample missing or repeated beyond that), and
+ * the frames received are the seconds' worth within 2 %. */
+static void
+check_tone_continuous (AudioListener * l, gdouble seconds, const gchar * what)
+{
+  AudioGapReport r;
+  gsize n;
+  gdouble wall;
+  gint16 *left = listen_for (l, seconds, &n, &wall);
+
+  fail_unless_equals_int (l->starts, 1);
+  audio_check_gaps (left, n, l->rate, &r);
+  g_free (left);
+  GST_INFO ("%s: %" G_GSIZE_FORMAT " frames in %.2f s (%.4f of real time), "
+      "%u blocks, %u bad; %u boundaries, %u bad steps, largest deviation %"
+      G_GINT64_FORMAT " frames; longest pause between packets %.1f ms", what,
+      n, wall, n / (wall * l->rate), r.blocks, r.bad_blocks, r.boundaries,
+      r.bad_steps, r.worst_dev_frames, l->max_data_gap_us / 1e3);
+  fail_unless (fabs (n - wall * l->rate) <= 0.02 * wall * l->rate,
+      "%s: %" G_GSIZE_FORMAT " frames in %.2f s", what, n, wall);
+  fail_unless_equals_int (r.bad_blocks, 0);
+  fail_unless_equals_int (r.bad_steps, 0);
+  fail_unless (r.boundaries >= seconds * 1000 / GUEST_AUDIO_SEGMENT_MS - 2,
+      "%s: %u boundaries in %.0f s", what, r.boundaries, seconds);
+  fail_unless (r.max_dev_frames <= AUDIO_GAP_BOUND_FRAMES,
+      "%s: a segment off by %" G_GINT64_FORMAT " frames (< 0: lost, > 0: "
+      "repeated; longest pause between packets %.1f ms)", what,
+      r.worst_dev_frames, l->max_data_gap_us / 1e3);
 }
 
 static void
@@ -133,7 +182,8 @@ GST_START_TEST (test_sink_tone_opus)
 
 GST_END_TEST;
 
-/* the shipped transcode pipeline, through the runner */
+/* the shipped transcode pipeline, through the runner: 30 s without a gap
+ * at the spice-gtk client */
 static void
 run_pipeline_tone (const gchar * encoder, gboolean opus)
 {
@@ -158,7 +208,7 @@ run_pipeline_tone (const gchar * encoder, gboolean opus)
   fail_unless (runner_process_wait_log (run, "playing", 1, 60000),
       "transcode-vp8 did not start");
   audio_listener_start (&l, port, opus);
-  check_tone_5s (&l, encoder);
+  check_tone_continuous (&l, 30, encoder);
   audio_listener_stop (&l);
   runner_process_signal (run, SIGTERM);
   fail_unless_equals_int (runner_process_wait_exit (run, 20000), 0);

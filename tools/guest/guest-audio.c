@@ -8,6 +8,13 @@
  * the clock (a 10 ms timer catching up on the monotonic time), whether or
  * not a client listens, like a VM's sound card.
  *
+ * `--audio burst` plays silence, and a GUEST_AUDIO_BURST_MS burst of
+ * GUEST_AUDIO_BURST_HZ (starting at full amplitude) whenever the guest
+ * flips its key box (guest_audio_burst()): the burst's first sample is the
+ * one due at the flip's instant, so a client can compare when it hears the
+ * burst with when it sees the box change (audio-to-video skew), and with
+ * the flip's time in the log line (audio latency).
+ *
  * Record: the interface is started at once (the guest "opens its
  * microphone"); what clients send is read every 20 ms and summarized every
  * GUEST_AUDIO_SEGMENT_MS as a `record level` line with the frequency the
@@ -16,6 +23,9 @@
  * stdout lines:
  *   audio start RATE           playback started
  *   audio tone N HZ            tone segment N started (only in tone mode)
+ *   audio burst N FRAME T_US   burst N (the Nth box flip) starts at stream
+ *                              frame FRAME (since `audio start`); T_US: the
+ *                              flip's g_get_monotonic_time ()
  *   audio stop                 playback stopped
  *   audio volume V | audio mute M
  *   record start RATE          record interface started
@@ -35,6 +45,7 @@
 #define TONE_AMPLITUDE 8000.0
 /* a crossing counts only past this level (hysteresis against noise) */
 #define CROSS_LEVEL 256
+#define BURST_FRAMES (GUEST_AUDIO_RATE / 1000 * GUEST_AUDIO_BURST_MS)
 
 struct _GuestAudio
 {
@@ -46,6 +57,8 @@ struct _GuestAudio
   /* playback */
   gboolean playing;
   gboolean tone;                /* FALSE: silence */
+  gboolean burst_mode;          /* --audio burst: bursts on box flips */
+  guint64 burst_start, burst_end;       /* frames; empty: none pending */
   guint tick_source;
   gint64 start_us;
   guint64 frames_done;          /* since start_us */
@@ -93,11 +106,18 @@ next_frame (GuestAudio * a)
   if (seg != a->segment || !a->segment_logged) {
     a->segment = seg;
     a->segment_logged = TRUE;
-    if (a->tone)
+    if (a->tone && !a->burst_mode)
       a->log ("audio tone %" G_GUINT64_FORMAT " %u", seg,
           guest_audio_tone_hz (seg));
   }
-  if (a->tone) {
+  if (a->burst_mode) {
+    if (a->frames_done >= a->burst_start && a->frames_done < a->burst_end) {
+      /* cosine: the first sample is at full amplitude, a sharp onset */
+      v = (gint16) lrint (TONE_AMPLITUDE * cos (2.0 * G_PI *
+              GUEST_AUDIO_BURST_HZ * (a->frames_done - a->burst_start) /
+              GUEST_AUDIO_RATE));
+    }
+  } else if (a->tone) {
     v = (gint16) lrint (TONE_AMPLITUDE * sin (a->phase));
     a->phase += 2.0 * G_PI * guest_audio_tone_hz (seg) / GUEST_AUDIO_RATE;
     if (a->phase > 2.0 * G_PI)
@@ -147,6 +167,7 @@ playback_start (GuestAudio * a)
   a->segment = 0;
   a->segment_logged = FALSE;
   a->phase = 0;
+  a->burst_start = a->burst_end = 0;
   spice_server_playback_start (&a->play);
   a->log ("audio start %u", GUEST_AUDIO_RATE);
   a->tick_source = g_timeout_add (TICK_MS, playback_tick, a);
@@ -230,16 +251,18 @@ guest_audio_new (SpiceServer * server, const gchar * mode,
     a->log = log;
     return a;
   }
-  if (!g_str_equal (mode, "on") && !g_str_equal (mode, "tone")) {
+  if (!g_str_equal (mode, "on") && !g_str_equal (mode, "tone") &&
+      !g_str_equal (mode, "burst")) {
     g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
-        "--audio must be off, on or tone");
+        "--audio must be off, on, tone or burst");
     return NULL;
   }
-  tone = g_str_equal (mode, "tone");
+  tone = !g_str_equal (mode, "on");
   a = g_new0 (GuestAudio, 1);
   a->server = server;
   a->log = log;
   a->tone = TRUE;
+  a->burst_mode = g_str_equal (mode, "burst");
   a->play.base.sif = &playback_iface.base;
   spice_server_add_interface (server, &a->play.base);
   spice_server_set_playback_rate (&a->play, GUEST_AUDIO_RATE);
@@ -286,6 +309,23 @@ guest_audio_command (GuestAudio * a, gint argc, gchar ** argv)
   } else {
     a->log ("error bad audio command: %s", what);
   }
+}
+
+void
+guest_audio_burst (GuestAudio * a, guint n)
+{
+  gint64 now = g_get_monotonic_time ();
+  guint64 due;
+
+  if (!a->burst_mode || !a->playing)
+    return;
+  due = (guint64) (now - a->start_us) * GUEST_AUDIO_RATE / G_USEC_PER_SEC;
+  /* the clock's tick may not have produced every frame due yet; it never
+   * produced one past now */
+  a->burst_start = MAX (due, a->frames_done);
+  a->burst_end = a->burst_start + BURST_FRAMES;
+  a->log ("audio burst %u %" G_GUINT64_FORMAT " %" G_GINT64_FORMAT, n,
+      a->burst_start, now);
 }
 
 void

@@ -20,6 +20,10 @@ G_BEGIN_DECLS
 #define GUEST_AUDIO_BASE_HZ 500
 #define GUEST_AUDIO_STEP_HZ 100
 #define GUEST_AUDIO_STEPS 8
+/* --audio burst: a burst of GUEST_AUDIO_BURST_HZ, GUEST_AUDIO_BURST_MS long,
+ * at every key box flip, silence otherwise */
+#define GUEST_AUDIO_BURST_HZ 1000
+#define GUEST_AUDIO_BURST_MS 100
 
 /* the frequency of tone segment @n */
 static inline guint
@@ -37,12 +41,16 @@ typedef void (*GuestAudioLogFunc) (const gchar * fmt, ...);
 
 /* Main thread, before spice_server_vm_start(). @mode: NULL or "off" (no
  * sound interfaces), "on" (playback and record interfaces, silent until
- * `audio start`) or "tone" (plays the tone at once). NULL + @error on a bad
- * mode. */
+ * `audio start`), "tone" (plays the tone at once) or "burst" (plays at
+ * once: silence, and a burst at every guest_audio_burst()). NULL + @error
+ * on a bad mode. */
 GuestAudio *guest_audio_new (SpiceServer * server, const gchar * mode,
     GuestAudioLogFunc log, GError ** error);
 /* Main thread: one `audio ...` stdin command (argv[0] == "audio") */
 void guest_audio_command (GuestAudio * a, gint argc, gchar ** argv);
+/* Main thread, at the instant the guest flips its key box for the @n-th
+ * time: in burst mode, a burst starts at the frame due now (logged) */
+void guest_audio_burst (GuestAudio * a, guint n);
 void guest_audio_free (GuestAudio * a);
 #endif
 

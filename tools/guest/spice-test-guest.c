@@ -699,6 +699,7 @@ toggle_box (Guest * g)
   GuestRect r;
 
   g->key_presses++;
+  guest_audio_burst (g->audio, g->key_presses);
   guest_render_key_box (g->fb, g->w, g->h, g->stride, g->key_presses & 1);
   if (guest_render_key_box_rect (g->w, g->h, &r))
     push_draw (g, &r);
@@ -1314,7 +1315,7 @@ main (int argc, char *argv[])
           "Append 'NAME N MONOTONIC_US' to FILE for every activity frame",
         "FILE"},
     {"audio", 0, 0, G_OPTION_ARG_STRING, &g->audio_mode,
-          "off, on or tone: sound interfaces (guest-audio.c; default off)",
+          "off, on, tone or burst: sound interfaces (guest-audio.c; default off)",
         "MODE"},
     {NULL}
   };

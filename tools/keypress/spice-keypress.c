@@ -28,6 +28,21 @@
  * it (frame-quality.h), and its age: shown time minus the time the guest
  * queued it (--frame-times, the guest's log; both use CLOCK_MONOTONIC).
  *
+ * Optional sound (--audio): the client also links the playback channel
+ * (spice-gtk's, decoding Opus itself) and reports what it received: format,
+ * frames, packets, the longest pause between two PLAYBACK_DATA. With
+ * --audio-burst (the test guest started with `--audio burst`, which plays
+ * silence and a tone burst at the instant it flips the key box) it finds
+ * every burst's onset in the samples: the first frame above
+ * AUDIO_ONSET_LEVEL after at least AUDIO_QUIET_MS of quiet. The onset's
+ * time is the arrival of the PLAYBACK_DATA holding it plus the onset's
+ * offset in that packet at the stream's rate: when a client that plays each
+ * packet as it arrives would sound it, before any buffering of its own
+ * audio backend (the channel's min-latency, reported beside; spice-gtk
+ * delays only video streams by it, not draws such as the key box). Per
+ * measured press: skew = its onset (audio_pair_onsets) minus the draw that
+ * showed the new box colour; positive: the sound comes late.
+ *
  * Output: one JSON object (--json FILE, default stdout) with the samples and
  * p50/p95/max (linear-interpolated percentiles), timeouts, the received
  * Mbit/s over the measurement window (all channels' total-read-bytes) and the
@@ -56,6 +71,11 @@
 #define BOX_SIZE 96
 #define COLOR_OFF 0xc03030
 #define COLOR_ON  0x30c030
+/* a burst onset: a frame this loud after AUDIO_QUIET_MS of frames below it
+ * (the guest's burst starts at amplitude 8000) */
+#define AUDIO_ONSET_LEVEL 3000
+#define AUDIO_QUIET_MS 50
+#define AUDIO_LAST_WAIT_MS 3000
 
 typedef enum
 {
@@ -82,6 +102,8 @@ typedef struct
   gchar *activity_name, *frame_times;
   gint64 picture_seed;
   gint quality_max_frames;
+  gboolean audio, audio_burst;
+  gboolean audio_burst_waited;
 
   /* state */
   GMainLoop *loop;
@@ -125,7 +147,25 @@ typedef struct
   gint64 t_q0, t_q1;
   guint64 q_bytes0, q_bytes1, q_dbytes0, q_dbytes1;
   gchar *q_error;
+
+  /* sound */
+  SpiceChannel *playback;
+  guint a_starts;
+  gint a_channels, a_rate;
+  guint64 a_frames, a_packets;
+  gint64 a_last_us, a_max_gap_us;
+  guint64 a_quiet;              /* frames below the onset level, in a row */
+  GArray *a_onsets;             /* gint64 µs of each burst onset heard */
+  GArray *a_onset_frames;       /* guint64 its frame in the stream received */
+  GArray *a_press_us;           /* gint64 t_press of press i (0-based) */
+  GArray *a_samples;            /* AudioSample, the measured presses */
 } Ctx;
+
+typedef struct
+{
+  gint press;                   /* 0-based, warm-up included */
+  gint64 t_video;               /* the draw that showed the new colour */
+} AudioSample;
 
 typedef struct
 {
@@ -471,6 +511,149 @@ quality_json (GString * s)
   g_string_append (s, "]},");
 }
 
+/* ---- sound --------------------------------------------------------------- */
+
+/* The onset of every press (warm-up included; -1: none), in order: press
+ * i takes the first onset not taken yet that comes after it. Bursts and
+ * onsets keep their order, so this holds when the sound comes later than
+ * the next press too; a burst lost on the way would shift the pairs after
+ * it (the rig checks each against the guest's flip time). */
+static gint *
+audio_pair_onsets (void)
+{
+  gint *onset = g_new (gint, MAX (ctx.a_press_us->len, 1));
+  guint i, j = 0;
+
+  for (i = 0; i < ctx.a_press_us->len; i++) {
+    gint64 t_press = g_array_index (ctx.a_press_us, gint64, i);
+
+    while (j < ctx.a_onsets->len &&
+        g_array_index (ctx.a_onsets, gint64, j) < t_press)
+      j++;
+    onset[i] = j < ctx.a_onsets->len ? (gint) j++ : -1;
+  }
+  return onset;
+}
+
+static void
+audio_json (GString * s)
+{
+  GString *press = g_string_new (NULL), *video = g_string_new (NULL);
+  GString *onset = g_string_new (NULL), *skew = g_string_new (NULL);
+  GArray *sk = g_array_new (FALSE, FALSE, sizeof (gdouble));
+  guint i, n;
+  guint min_latency = 0;
+  gulong wire = 0;
+  gint *paired = audio_pair_onsets ();
+  GString *oframe = g_string_new (NULL);
+
+  if (ctx.playback && g_object_class_find_property (G_OBJECT_GET_CLASS
+          (ctx.playback), "min-latency"))
+    g_object_get (ctx.playback, "min-latency", &min_latency, NULL);
+  if (ctx.playback)
+    g_object_get (ctx.playback, "total-read-bytes", &wire, NULL);
+  for (i = 0; i < (ctx.audio_burst ? ctx.a_samples->len : 0); i++) {
+    const AudioSample *as = &g_array_index (ctx.a_samples, AudioSample, i);
+    gint k = paired[as->press];
+    gint64 t = k < 0 ? -1 : g_array_index (ctx.a_onsets, gint64, k);
+    const gchar *sep = i ? "," : "";
+
+    g_string_append_printf (press, "%s%d", sep, as->press + 1);
+    g_string_append_printf (video, "%s%" G_GINT64_FORMAT, sep, as->t_video);
+    g_string_append_printf (onset, "%s%" G_GINT64_FORMAT, sep, t);
+    g_string_append_printf (oframe, "%s%" G_GINT64_FORMAT, sep, k < 0 ? -1 :
+        (gint64) g_array_index (ctx.a_onset_frames, guint64, k));
+    if (t >= 0) {
+      gdouble ms = (t - as->t_video) / 1e3;
+      g_array_append_val (sk, ms);
+      g_string_append_printf (skew, "%s%.3f", skew->len ? "," : "", ms);
+    }
+  }
+  /* spice-gtk signals S16 whatever the channel's mode: tell Opus from raw
+   * by the bytes on the wire (raw: 4 a stereo frame, Opus at 64 kbit/s
+   * about 0.17) */
+  g_string_append_printf (s, "\"audio\":{\"starts\":%u,\"format\":\"%s\","
+      "\"channels\":%d,\"rate\":%d,\"frames\":%" G_GUINT64_FORMAT ","
+      "\"packets\":%" G_GUINT64_FORMAT ",\"wire_bytes\":%lu,"
+      "\"min_latency_ms\":%u,", ctx.a_starts, !ctx.a_frames ? "none" :
+      wire < ctx.a_frames * 2 ? "opus" : "raw", ctx.a_channels, ctx.a_rate,
+      ctx.a_frames, ctx.a_packets, wire, min_latency);
+  json_num (s, "max_gap_ms", ctx.a_max_gap_us / 1e3, ctx.audio_burst);
+  if (ctx.audio_burst) {
+    n = sk->len;
+    if (n > 1)
+      qsort (sk->data, n, sizeof (gdouble), cmp_double);
+    g_string_append_printf (s, "\"onsets\":%u,\"press\":[%s],"
+        "\"video_us\":[%s],\"onset_us\":[%s],\"onset_frame\":[%s],"
+        "\"skew_ms\":[%s],\"matched\":%u,", ctx.a_onsets->len, press->str,
+        video->str, onset->str, oframe->str, skew->str, n);
+    json_num (s, "skew_p5_ms", percentile ((gdouble *) sk->data, n, 0.05),
+        TRUE);
+    json_num (s, "skew_p50_ms", percentile ((gdouble *) sk->data, n, 0.50),
+        TRUE);
+    json_num (s, "skew_p95_ms", percentile ((gdouble *) sk->data, n, 0.95),
+        FALSE);
+  }
+  g_string_append (s, "},");
+  g_string_free (press, TRUE);
+  g_string_free (video, TRUE);
+  g_string_free (onset, TRUE);
+  g_string_free (skew, TRUE);
+  g_string_free (oframe, TRUE);
+  g_array_free (sk, TRUE);
+  g_free (paired);
+}
+
+/* Main thread (spice-gtk's signals) */
+static void
+on_playback_start (SpicePlaybackChannel * ch, gint format, gint channels,
+    gint rate, gpointer d)
+{
+  ctx.a_starts++;
+  ctx.a_channels = channels;
+  ctx.a_rate = rate;
+  ctx.a_last_us = 0;
+  logv ("playback start: %d channels, %d Hz", channels, rate);
+}
+
+/* Main thread. S16 interleaved (spice-gtk decoded Opus already). */
+static void
+on_playback_data (SpicePlaybackChannel * ch, gpointer data, gint size,
+    gpointer d)
+{
+  gint64 now = g_get_monotonic_time ();
+  const gint16 *v = data;
+  guint64 quiet;
+  gint frames, i;
+
+  if (ctx.a_channels <= 0 || ctx.a_rate <= 0)
+    return;
+  quiet = (guint64) ctx.a_rate * AUDIO_QUIET_MS / 1000;
+  frames = size / 2 / ctx.a_channels;
+  if (ctx.a_last_us)
+    ctx.a_max_gap_us = MAX (ctx.a_max_gap_us, now - ctx.a_last_us);
+  ctx.a_last_us = now;
+  ctx.a_frames += frames;
+  ctx.a_packets++;
+  if (!ctx.audio_burst)
+    return;
+  for (i = 0; i < frames; i++) {
+    if (ABS (v[i * ctx.a_channels]) < AUDIO_ONSET_LEVEL) {
+      ctx.a_quiet++;
+      continue;
+    }
+    if (ctx.a_quiet >= quiet) {
+      gint64 t = now + (gint64) i * G_USEC_PER_SEC / ctx.a_rate;
+      guint64 f = ctx.a_frames - frames + i;
+
+      g_array_append_val (ctx.a_onsets, t);
+      g_array_append_val (ctx.a_onset_frames, f);
+      logv ("burst onset (+%.2f ms in its packet)", i * 1e3 / ctx.a_rate);
+    }
+    ctx.a_quiet = 0;
+  }
+}
+
 static void
 write_json (void)
 {
@@ -525,6 +708,8 @@ write_json (void)
   }
   if (ctx.quality_s > 0)
     quality_json (s);
+  if (ctx.audio)
+    audio_json (s);
   g_string_append_printf (s, "\"scancode\":%d,\"seed\":%" G_GINT64_FORMAT "}\n",
       ctx.scancode, ctx.seed);
   if (ctx.json_path && strcmp (ctx.json_path, "-") != 0) {
@@ -851,6 +1036,8 @@ do_press (gpointer data)
   ctx.expect = now_colour == COLOR_OFF ? COLOR_ON : COLOR_OFF;
   ctx.state = ST_WAITING;
   ctx.t_press = g_get_monotonic_time ();
+  if (ctx.audio_burst)
+    g_array_append_val (ctx.a_press_us, ctx.t_press);
   spice_inputs_channel_key_press (ctx.inputs, (guint) ctx.scancode);
   g_timeout_add (ctx.release_ms, release_key, NULL);
   set_timer (ctx.timeout_s, on_timeout);
@@ -887,8 +1074,13 @@ on_timeout (gpointer data)
 static void
 sample_done (gboolean measured, gdouble ms)
 {
-  if (measured && ctx.presses >= ctx.warmup_presses)
+  if (measured && ctx.presses >= ctx.warmup_presses) {
     g_array_append_val (ctx.lat_ms, ms);
+    if (ctx.audio_burst) {
+      AudioSample as = { ctx.presses, g_get_monotonic_time () };
+      g_array_append_val (ctx.a_samples, as);
+    }
+  }
   logv ("press %d: %s %.2f ms", ctx.presses + 1,
       ctx.presses < ctx.warmup_presses ? "warm-up" : "sample", ms);
   ctx.presses++;
@@ -918,10 +1110,29 @@ next_step (void)
   set_timer (gap, do_press);
 }
 
+/* With --audio-burst, after the last press: its burst may still be on the
+ * way (the sound comes late): wait up to AUDIO_LAST_WAIT_MS for it */
+static gboolean
+audio_last_onset (gpointer data)
+{
+  if (ctx.a_onsets->len < ctx.a_press_us->len &&
+      g_get_monotonic_time () - ctx.t_bytes1 < AUDIO_LAST_WAIT_MS * 1000)
+    return G_SOURCE_CONTINUE;
+  ctx.timer = 0;
+  ctx.audio_burst_waited = TRUE;
+  after_quality ();
+  return G_SOURCE_REMOVE;
+}
+
 /* after the presses and the quality phase: the exact picture, or the end */
 static void
 after_quality (void)
 {
+  if (ctx.audio_burst && !ctx.audio_burst_waited) {
+    clear_timer ();
+    ctx.timer = g_timeout_add (10, audio_last_onset, NULL);
+    return;
+  }
   if (ctx.guest_control)
     start_exact ();
   else
@@ -1032,6 +1243,13 @@ on_channel_new (SpiceSession * s, SpiceChannel * ch, gpointer d)
     g_signal_connect (ch, "display-mark", G_CALLBACK (on_mark), NULL);
     g_signal_connect (ch, "channel-event", G_CALLBACK (on_channel_event), NULL);
     spice_channel_connect (ch);
+  } else if (SPICE_IS_PLAYBACK_CHANNEL (ch) && ctx.audio) {
+    ctx.playback = ch;
+    g_signal_connect (ch, "playback-start", G_CALLBACK (on_playback_start),
+        NULL);
+    g_signal_connect (ch, "playback-data", G_CALLBACK (on_playback_data), NULL);
+    g_signal_connect (ch, "channel-event", G_CALLBACK (on_channel_event), NULL);
+    spice_channel_connect (ch);
   } else if (SPICE_IS_INPUTS_CHANNEL (ch)) {
     ctx.inputs = SPICE_INPUTS_CHANNEL (ch);
     g_signal_connect (ch, "channel-event", G_CALLBACK (on_channel_event), NULL);
@@ -1101,6 +1319,11 @@ main (int argc, char **argv)
         "The guest's --frame-times log, for frame ages", "FILE"},
     {"quality-max-frames", 0, 0, G_OPTION_ARG_INT, &ctx.quality_max_frames,
         "Keep at most N shown frames (1.3 MB each) (300)", "N"},
+    {"audio", 0, 0, G_OPTION_ARG_NONE, &ctx.audio,
+        "Link the playback channel and report what it received", NULL},
+    {"audio-burst", 0, 0, G_OPTION_ARG_NONE, &ctx.audio_burst,
+        "With the guest's --audio burst: audio-to-video skew per press "
+          "(implies --audio)", NULL},
     {"json", 'o', 0, G_OPTION_ARG_FILENAME, &ctx.json_path,
         "Write JSON here (default stdout)", "FILE"},
     {"verbose", 'v', 0, G_OPTION_ARG_NONE, &ctx.verbose, "Log to stderr",
@@ -1156,6 +1379,8 @@ main (int argc, char **argv)
     fprintf (stderr, "spice-keypress: bad arguments\n");
     return 2;
   }
+  if (ctx.audio_burst)
+    ctx.audio = TRUE;
   if (ctx.guest_control && !ctx.reference)
     ctx.reference = g_strdup_printf ("%s.ref.ppm", ctx.guest_control);
 
@@ -1164,8 +1389,14 @@ main (int argc, char **argv)
   ctx.rand = g_rand_new_with_seed ((guint32) ctx.seed);
   ctx.lat_ms = g_array_new (FALSE, FALSE, sizeof (gdouble));
   ctx.channels = g_ptr_array_new_with_free_func (g_object_unref);
+  ctx.a_onsets = g_array_new (FALSE, FALSE, sizeof (gint64));
+  ctx.a_onset_frames = g_array_new (FALSE, FALSE, sizeof (guint64));
+  ctx.a_press_us = g_array_new (FALSE, FALSE, sizeof (gint64));
+  ctx.a_samples = g_array_new (FALSE, FALSE, sizeof (AudioSample));
   ctx.session = spice_session_new ();
   g_object_set (ctx.session, "uri", ctx.uri, NULL);
+  if (ctx.audio)
+    g_object_set (ctx.session, "enable-audio", TRUE, NULL);
   if (ctx.password)
     g_object_set (ctx.session, "password", ctx.password, NULL);
   g_signal_connect (ctx.session, "channel-new", G_CALLBACK (on_channel_new),
