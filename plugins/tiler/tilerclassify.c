@@ -43,6 +43,21 @@ tiler_classify_content (const guint8 * bgrx, gint stride, gint w, gint h)
 
   if (w < 4 || h < 4)
     return TILER_CONTENT_SYNTHETIC;
+  /* the repeats first: noisy content (most of a busy screen) needs no
+   * look at the steps, which cost as much again */
+  for (y = 1; y < h; y += 2) {
+    const guint32 *row = (const guint32 *) (bgrx + (gsize) y * stride);
+    const guint32 *up = (const guint32 *) (bgrx + (gsize) (y - 1) * stride);
+
+    for (x = 1; x < w; x++) {
+      guint32 p = row[x] & 0xffffff;
+
+      equal += p == (row[x - 1] & 0xffffff) || p == (up[x] & 0xffffff);
+    }
+    total += w - 1;
+  }
+  if (equal * 100 < total * TILER_PHOTO_EQUAL_PERCENT)
+    return TILER_CONTENT_NOISY;
   for (y = 1; y < h; y += 2) {
     const guint32 *row = (const guint32 *) (bgrx + (gsize) y * stride);
     const guint32 *up = (const guint32 *) (bgrx + (gsize) (y - 1) * stride);
@@ -51,15 +66,9 @@ tiler_classify_content (const guint8 * bgrx, gint stride, gint w, gint h)
       guint32 p = row[x] & 0xffffff, l = row[x - 1] & 0xffffff;
       guint32 u = up[x] & 0xffffff;
 
-      if (p == l || p == u)
-        equal++;
-      else if (small_step (p, l) || small_step (p, u))
-        smooth++;
+      smooth += p != l && p != u && (small_step (p, l) || small_step (p, u));
     }
-    total += w - 1;
   }
-  if (equal * 100 < total * TILER_PHOTO_EQUAL_PERCENT)
-    return TILER_CONTENT_NOISY;
   if (smooth * 100 >= total * TILER_PHOTO_SMOOTH_PERCENT)
     return TILER_CONTENT_SMOOTH;
   return TILER_CONTENT_SYNTHETIC;
