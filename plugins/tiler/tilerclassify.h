@@ -19,6 +19,19 @@ G_BEGIN_DECLS
 #define TILER_SMOOTH_STEP 12
 #define TILER_PHOTO_SMOOTH_PERCENT 25
 
+typedef enum
+{
+  TILER_CONTENT_SYNTHETIC,      /* text, UI, flat areas: lossless */
+  TILER_CONTENT_SMOOTH,         /* natural content with repeats: a stream's
+                                 * content, but lossless as draws */
+  TILER_CONTENT_NOISY,          /* few repeats (photo, video, noise): may be
+                                 * sent lossy */
+} TilerContent;
+
+/* what the 16x16-ish block at @bgrx (@w x @h, @stride bytes a row) holds */
+TilerContent tiler_classify_content (const guint8 * bgrx, gint stride,
+    gint w, gint h);
+/* whether the block is photographic (smooth or noisy): the heat map's view */
 gboolean tiler_classify_is_photo (const guint8 * bgrx, gint stride, gint w,
     gint h);
 

@@ -906,12 +906,17 @@ classify_cells (TilerEngine * e, gboolean new_frame, gboolean full)
     guint ci = d->touched[i];
     gint cx = ci % d->ncx, cy = ci / d->ncx;
     GstVideoRectangle c;
+    TilerContent content;
     gboolean photo;
 
     tiler_diff_cell_rect (d, cx, cy, &c);
-    photo = tiler_classify_is_photo (src + (gsize) c.y * fstride +
+    content = tiler_classify_content (src + (gsize) c.y * fstride +
         (gsize) c.x * 4, fstride, c.w, c.h);
-    d->flags[ci] |= TILER_CELL_CLASSIFIED | (photo ? TILER_CELL_PHOTO : 0);
+    /* smooth content counts for the heat map (a stream), but only noisy
+     * cells may go out as lossy draws */
+    photo = content != TILER_CONTENT_SYNTHETIC;
+    d->flags[ci] |= TILER_CELL_CLASSIFIED |
+        (content == TILER_CONTENT_NOISY ? TILER_CELL_PHOTO : 0);
     if (!new_frame || !cell_newly_damaged (e, &c, full))
       continue;
     tiler_heat_touch (&e->heat, c.x / d->tile, c.y / d->tile, e->cur_now,
@@ -1083,6 +1088,10 @@ tiler_engine_update (TilerEngine * e, TilerUpdateKind kind,
   gst_spice_region_reset (&e->carry);
   s_changed = classify_cells (e, kind == TILER_UPDATE_FRAME, full);
   s_changed = decide_stream (e, kind, s_changed);
+  /* scroll copies made before the stream decision go before the stream
+   * frame: a stream that starts now may cover where they paint */
+  if (e->stream.active)
+    finish_update (e);
   if (in->refresh)
     push_refresh (e);
   res->n_before_stream = res->n_updates;

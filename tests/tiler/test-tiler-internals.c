@@ -273,6 +273,8 @@ GST_START_TEST (test_classifier)
   for (x = 0; x < 256; x++)
     px[x] = rnd (&seed);
   fail_unless (tiler_classify_is_photo ((guint8 *) px, 64, 16, 16));
+  fail_unless_equals_int (tiler_classify_content ((guint8 *) px, 64, 16, 16),
+      TILER_CONTENT_NOISY);
   /* smooth diagonal gradient with 2 noise bits: photographic */
   for (y = 0; y < 16; y++)
     for (x = 0; x < 16; x++)
@@ -288,6 +290,9 @@ GST_START_TEST (test_classifier)
       px[y * 16 + x] = 0xff000000 | (v << 16) | ((v / 2 + 40) << 8) | 30;
     }
   fail_unless (tiler_classify_is_photo ((guint8 *) px, 64, 16, 16));
+  /* ... smooth: a stream's content, but lossless as draws */
+  fail_unless_equals_int (tiler_classify_content ((guint8 *) px, 64, 16, 16),
+      TILER_CONTENT_SMOOTH);
   /* anti-aliased text: strokes with a grey fringe, big steps only */
   for (y = 0; y < 16; y++)
     for (x = 0; x < 16; x++) {
