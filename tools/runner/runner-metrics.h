@@ -10,7 +10,9 @@ G_BEGIN_DECLS
 typedef struct _RunnerMetrics RunnerMetrics;
 typedef GstElement *(*RunnerMetricsGetPipeline) (gpointer user_data);
 
-/* @address: "HOST:PORT" (e.g. 127.0.0.1:9110). Serves GET /metrics. */
+/* @address: "HOST:PORT" (e.g. 127.0.0.1:9110). Serves GET /metrics, and
+ * /healthz (200 while the main loop runs) and /ready (200 while the
+ * pipeline is PLAYING, else 503) for orchestrators' probes. */
 RunnerMetrics *runner_metrics_start (const gchar * address,
     RunnerMetricsGetPipeline get_pipeline, gpointer user_data,
     GError ** error);
