@@ -446,6 +446,15 @@ COMMANDS = {
     "systemctl reload gst-spice@vm1": RELOAD,
     "journalctl -u gst-spice@vm1": elsewhere(
         "tests/runner (what the runner logs to stderr, the journal)"),
+    "kubectl apply -f gst-spice-vm1.yaml": elsewhere(
+        "tests/scale/test-k8s.py (the manifests against the Kubernetes API "
+        "types, their container command run against a test guest)"),
+    "nice -n -5 bench/sessions.py run --update-docs": elsewhere(
+        "tests/scale/test-sessions.py (a short run, N=1 and 2); the full run "
+        "is a 20-minute benchmark"),
+    "bench/sessions.py report docs/benchmarks/sessions.json": elsewhere(
+        "tests/scale/test-sessions.py (the committed tables are what it "
+        "writes from the committed JSON)"),
 }
 
 
