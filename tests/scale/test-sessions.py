@@ -22,7 +22,7 @@ SRC = os.environ.get("GST_SPICE_SOURCE_DIR") or os.path.abspath(
 BUILD = os.environ.get("GST_SPICE_BUILD_DIR") or os.path.join(SRC, "build")
 sys.path.insert(0, os.path.join(SRC, "tests", "install"))
 sys.path.insert(0, os.path.join(SRC, "bench"))
-from optest import check, finish  # noqa: E402
+from optest import check, finish, skip_if_sanitized  # noqa: E402
 import sessions  # noqa: E402
 
 SCRIPT = os.path.join(SRC, "bench", "sessions.py")
@@ -35,6 +35,9 @@ def block(path, name):
 
 
 def main():
+    # a benchmark of sanitizer builds measures the sanitizer; the first pass
+    # of tools/run-tests.sh covers the script
+    skip_if_sanitized(BUILD)
     tmp = tempfile.mkdtemp(prefix="gst-spice-sessions-")
     try:
         out = os.path.join(tmp, "run")
