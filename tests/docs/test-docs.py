@@ -451,7 +451,7 @@ COMMANDS = {
         "types, their container command run against a test guest)"),
     "nice -n -5 bench/sessions.py run --update-docs": elsewhere(
         "tests/scale/test-sessions.py (a short run, N=1 and 2); the full run "
-        "is a 20-minute benchmark"),
+        "is a 15-minute benchmark"),
     "bench/sessions.py report docs/benchmarks/sessions.json": elsewhere(
         "tests/scale/test-sessions.py (the committed tables are what it "
         "writes from the committed JSON)"),
