@@ -101,8 +101,8 @@ class Procs:
             self.stop(p, grace=2.0)
 
 
-def proc_tree(pid):
-    """pid and its live descendants."""
+def children_map():
+    """ppid -> [pid] of every live process (one pass over /proc)."""
     children = {}
     for d in os.listdir("/proc"):
         if not d.isdigit():
@@ -114,6 +114,13 @@ def proc_tree(pid):
             continue
         ppid = int(st[st.rfind(")") + 2:].split()[1])
         children.setdefault(ppid, []).append(int(d))
+    return children
+
+
+def proc_tree(pid, children=None):
+    """pid and its live descendants (@children: a children_map() to reuse)."""
+    if children is None:
+        children = children_map()
     out, todo = [], [pid]
     while todo:
         p = todo.pop()
@@ -122,9 +129,9 @@ def proc_tree(pid):
     return out
 
 
-def cpu_ticks(pid):
+def cpu_ticks(pid, children=None):
     total = 0
-    for p in proc_tree(pid):
+    for p in proc_tree(pid, children):
         try:
             with open("/proc/%d/stat" % p) as f:
                 st = f.read()
@@ -135,13 +142,14 @@ def cpu_ticks(pid):
     return total
 
 
-def peak_rss_kib(pid):
+def peak_rss_kib(pid, children=None, key="VmHWM"):
+    """Sum of a /proc/PID/status field over the tree (VmHWM: peak RSS, kB)."""
     total = 0
-    for p in proc_tree(pid):
+    for p in proc_tree(pid, children):
         try:
             with open("/proc/%d/status" % p) as f:
                 for line in f:
-                    if line.startswith("VmHWM:"):
+                    if line.startswith(key + ":"):
                         total += int(line.split()[1])
         except OSError:
             pass

@@ -464,6 +464,15 @@ COMMANDS = {
     "remote-viewer --spice-ca-file=ca-cert.pem --spice-host-subject=\"C=XX,O=Example,CN=gw1.example.org\" \"spice://gw1.example.org?tls-port=5911\"":
         elsewhere("tests/tls (tls-sink: spice-gtk with ca-file and "
                   "cert-subject, refused with a wrong CA or subject)"),
+    "kubectl apply -f gst-spice-vm1.yaml": elsewhere(
+        "tests/scale/test-k8s.py (the manifests against the Kubernetes API "
+        "types, their container command run against a test guest)"),
+    "nice -n -5 bench/sessions.py run --update-docs": elsewhere(
+        "tests/scale/test-sessions.py (a short run, N=1 and 2); the full run "
+        "is a 15-minute benchmark"),
+    "bench/sessions.py report docs/benchmarks/sessions.json": elsewhere(
+        "tests/scale/test-sessions.py (the committed tables are what it "
+        "writes from the committed JSON)"),
 }
 
 

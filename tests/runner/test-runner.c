@@ -834,6 +834,81 @@ GST_START_TEST (test_metrics_port_busy_is_transient)
 
 GST_END_TEST;
 
+/* ---- probes for orchestrators ---- */
+
+/* The status line of an HTTP response ("HTTP/1.1 200 OK"), or "" */
+static gchar *
+http_status (guint port, const gchar * path)
+{
+  gchar *resp = test_http_get (port, path), *eol;
+
+  if (!resp)
+    return g_strdup ("");
+  if ((eol = strstr (resp, "\r\n")))
+    *eol = '\0';
+  return resp;
+}
+
+/* /healthz answers 200 while the runner runs; /ready 200 while the
+ * pipeline plays and 503 while a restart is pending (docs/operator-guide.md
+ * "Kubernetes"). */
+GST_START_TEST (test_health_and_ready)
+{
+  gchar *live = write_file ("live.pipeline", LIVE_PIPELINE);
+  gchar *eos = write_file ("eos.pipeline",
+      "videotestsrc num-buffers=3 ! fakesink\n");
+  guint port = test_pick_free_port ();
+  gchar *addr = g_strdup_printf ("127.0.0.1:%u", port);
+  gchar *st = NULL;
+  gboolean saw_503 = FALSE;
+  gint64 end;
+  Run *run;
+
+  /* a pipeline that ends at once: restarts after 1, 2, 4 … s, not ready
+   * in between, alive all along */
+  run = run_start ("--metrics", addr, "--stats-interval", "0",
+      "--max-restarts", "5", eos, NULL);
+  fail_unless (run_wait_log (run, "playing", 1, 30000));
+  end = g_get_monotonic_time () + 15 * G_USEC_PER_SEC;
+  while (g_get_monotonic_time () < end && !saw_503) {
+    g_free (st);
+    st = http_status (port, "/ready");
+    if (g_str_has_suffix (st, " 503 Service Unavailable")) {
+      saw_503 = TRUE;
+      g_free (st);
+      st = http_status (port, "/healthz");
+      fail_unless (g_str_has_suffix (st, " 200 OK"), "/healthz: %s", st);
+    }
+    g_usleep (50 * 1000);
+  }
+  fail_unless (saw_503, "/ready never answered 503 between restarts: %s", st);
+  g_free (st);
+  run_signal (run, SIGTERM);
+  fail_unless_equals_int (run_wait_exit (run, 10000), 0);
+  run_free (run);
+
+  /* a playing pipeline: ready */
+  run = run_start ("--metrics", addr, "--stats-interval", "0", live, NULL);
+  fail_unless (run_wait_log (run, "playing", 1, 30000));
+  st = http_status (port, "/ready");
+  fail_unless (g_str_has_suffix (st, " 200 OK"), "/ready: %s", st);
+  g_free (st);
+  st = test_http_get (port, "/ready");
+  fail_unless (st && g_str_has_suffix (st, "\r\n\r\nplaying\n"), "%s", st);
+  g_free (st);
+  st = http_status (port, "/healthz");
+  fail_unless (g_str_has_suffix (st, " 200 OK"), "/healthz: %s", st);
+  g_free (st);
+  run_signal (run, SIGTERM);
+  fail_unless_equals_int (run_wait_exit (run, 10000), 0);
+  run_free (run);
+  g_free (addr);
+  g_free (live);
+  g_free (eos);
+}
+
+GST_END_TEST;
+
 /* ---- systemd notification ---- */
 
 /* The runner speaks sd_notify to $NOTIFY_SOCKET: READY=1 once PLAYING,
@@ -917,6 +992,7 @@ runner_suite (void)
   tcase_add_test (tc, test_metrics_two_clients_strict);
   tcase_add_test (tc, test_strict_parser_rejects);
   tcase_add_test (tc, test_metrics_port_busy_is_transient);
+  tcase_add_test (tc, test_health_and_ready);
   return s;
 }
 

@@ -1193,7 +1193,8 @@ main (int argc, char **argv)
     {"stats-interval", 's', 0, G_OPTION_ARG_INT, &r.stats_interval,
         "Log the elements' stats every N seconds, 0 = never (default 60)", "N"},
     {"metrics", 'm', 0, G_OPTION_ARG_STRING, &r.metrics_addr,
-        "Serve Prometheus metrics on http://HOST:PORT/metrics", "HOST:PORT"},
+        "Serve Prometheus metrics on http://HOST:PORT/metrics, and "
+          "/healthz and /ready for probes", "HOST:PORT"},
     {G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &files, NULL,
         "FILE"},
     {NULL}

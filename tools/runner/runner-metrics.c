@@ -19,6 +19,18 @@ struct _RunnerMetrics
   gpointer user_data;
 };
 
+/* GET and HEAD only: anything else is answered 405 here. Main thread. */
+static gboolean
+method_allowed (SoupServerMessage * msg)
+{
+  const char *method = soup_server_message_get_method (msg);
+
+  if (method == SOUP_METHOD_GET || method == SOUP_METHOD_HEAD)
+    return TRUE;
+  soup_server_message_set_status (msg, SOUP_STATUS_METHOD_NOT_ALLOWED, NULL);
+  return FALSE;
+}
+
 static void
 metrics_handler (SoupServer * server, SoupServerMessage * msg,
     const char *path, GHashTable * query, gpointer user_data)
@@ -28,11 +40,8 @@ metrics_handler (SoupServer * server, SoupServerMessage * msg,
   GString *text;
   gchar *stats;
 
-  if (soup_server_message_get_method (msg) != SOUP_METHOD_GET &&
-      soup_server_message_get_method (msg) != SOUP_METHOD_HEAD) {
-    soup_server_message_set_status (msg, SOUP_STATUS_METHOD_NOT_ALLOWED, NULL);
+  if (!method_allowed (msg))
     return;
-  }
   pipeline = m->get_pipeline (m->user_data);
   stats = runner_stats_prometheus (pipeline);
   text = g_string_new (stats);
@@ -46,6 +55,38 @@ metrics_handler (SoupServer * server, SoupServerMessage * msg,
       "text/plain; version=0.0.4; charset=utf-8", SOUP_MEMORY_TAKE,
       text->str, text->len);
   g_string_free (text, FALSE);
+}
+
+/* GET /healthz: 200 whenever the runner's main loop answers (a liveness
+ * probe; the runner restarts a failing pipeline itself). GET /ready: 200
+ * while the pipeline is PLAYING (spicesink listens, clients can connect),
+ * 503 while it starts, waits for a restart or is replaced by a reload (a
+ * readiness probe). Main thread (the runner's main context). */
+static void
+health_handler (SoupServer * server, SoupServerMessage * msg,
+    const char *path, GHashTable * query, gpointer user_data)
+{
+  RunnerMetrics *m = user_data;
+  GstElement *pipeline;
+  GstState state = GST_STATE_VOID_PENDING;
+  gboolean ok = TRUE;
+  const gchar *text = "ok\n";
+
+  if (!method_allowed (msg))
+    return;
+  if (g_str_equal (path, "/ready")) {
+    pipeline = m->get_pipeline (m->user_data);
+    if (pipeline) {
+      gst_element_get_state (pipeline, &state, NULL, 0);
+      gst_object_unref (pipeline);
+    }
+    ok = state == GST_STATE_PLAYING;
+    text = ok ? "playing\n" : "not playing\n";
+  }
+  soup_server_message_set_status (msg, ok ? SOUP_STATUS_OK :
+      SOUP_STATUS_SERVICE_UNAVAILABLE, NULL);
+  soup_server_message_set_response (msg, "text/plain; charset=utf-8",
+      SOUP_MEMORY_STATIC, text, strlen (text));
 }
 
 RunnerMetrics *
@@ -80,6 +121,8 @@ runner_metrics_start (const gchar * address,
   m->user_data = user_data;
   m->server = soup_server_new ("server-header", "gst-spice-run", NULL);
   soup_server_add_handler (m->server, "/metrics", metrics_handler, m, NULL);
+  soup_server_add_handler (m->server, "/healthz", health_handler, m, NULL);
+  soup_server_add_handler (m->server, "/ready", health_handler, m, NULL);
   if (!soup_server_listen (m->server, addr, 0, error)) {
     g_object_unref (addr);
     runner_metrics_stop (m);

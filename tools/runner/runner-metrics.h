@@ -13,7 +13,9 @@ typedef GstElement *(*RunnerMetricsGetPipeline) (gpointer user_data);
 typedef void (*RunnerMetricsAppend) (GString * out, gpointer user_data);
 
 /* @address: "HOST:PORT" (e.g. 127.0.0.1:9110). Serves GET /metrics: the
- * elements' stats, then what @append adds (may be NULL). */
+ * elements' stats, then what @append adds (may be NULL); and /healthz (200
+ * while the main loop runs) and /ready (200 while the pipeline is PLAYING,
+ * else 503) for orchestrators' probes. */
 RunnerMetrics *runner_metrics_start (const gchar * address,
     RunnerMetricsGetPipeline get_pipeline, RunnerMetricsAppend append,
     gpointer user_data, GError ** error);
