@@ -1150,7 +1150,9 @@ main (int argc, char **argv)
         ctx.activity_name);
     return 2;
   }
-  if (ctx.samples < (ctx.quality_s > 0 ? 0 : 1) || ctx.warmup_presses < 0
+  /* -n 0: no press, only the quality and/or the exact-picture phase */
+  if (ctx.samples < (ctx.quality_s > 0 || ctx.guest_control ? 0 : 1)
+      || ctx.warmup_presses < 0
       || ctx.gap_max < ctx.gap_min || ctx.inset < 0
       || ctx.inset >= BOX_SIZE / 2) {
     fprintf (stderr, "spice-keypress: bad arguments\n");
