@@ -599,8 +599,11 @@ exact_poll (gpointer data)
       return G_SOURCE_REMOVE;
   }
   if (g_get_monotonic_time () - ctx.t_stop > ctx.exact_timeout_s * 1e6) {
-    logv ("no exact picture after %.1f s (%" G_GINT64_FORMAT " pixels differ)",
-        ctx.exact_timeout_s, ctx.last_diff);
+    SpiceDisplayPrimary p;
+    gboolean have = get_primary (&p);
+    logv ("no exact picture after %.1f s (%" G_GINT64_FORMAT " pixels differ; "
+        "surface %dx%d, reference %dx%d)", ctx.exact_timeout_s, ctx.last_diff,
+        have ? p.width : 0, have ? p.height : 0, ctx.ref_w, ctx.ref_h);
     ctx.timer = 0;
     finish ();
     return G_SOURCE_REMOVE;
