@@ -79,10 +79,18 @@ class Procs(rig.Procs):
     def __init__(self):
         super().__init__()
         self.lock = threading.Lock()
+        self.closed = False
 
     def start(self, argv, **kw):
         with self.lock:
+            if self.closed:
+                raise RuntimeError("stopping: no new process")
             return super().start(argv, **kw)
+
+    def stop_all(self):
+        with self.lock:
+            self.closed = True
+        super().stop_all()
 
     def forget(self, p):
         with self.lock:
@@ -294,7 +302,7 @@ class Soak:
 
     # ---- clients ------------------------------------------------------------
 
-    def keypress_argv(self, host, ref, cjson, exact_phase):
+    def keypress_argv(self, host, ref, cjson, ctl, exact_phase):
         a = self.args
         argv = [os.path.join(a.build, "tools", "keypress", "spice-keypress"),
                 "--uri", "spice://%s:%d" % (host, self.port), "--password", PASSWORD,
@@ -303,9 +311,11 @@ class Soak:
         if exact_phase:
             # no press: the exact-picture phase at once. The guest control is
             # the soak's business: the client's own "activity idle / dump"
-            # request goes to /dev/null, and the soak hands it the guest's
-            # dump as its reference at the next freeze
-            argv += ["-n", "0", "--warmup", "0", "--guest-control", "/dev/null",
+            # request goes to a file of its own that nobody reads (not
+            # /dev/null: where that is a regular file, other processes read
+            # it as their stdin), and the soak hands it the guest's dump as
+            # its reference at the next freeze
+            argv += ["-n", "0", "--warmup", "0", "--guest-control", ctl,
                      "--reference", ref, "--exact-timeout", str(a.exact_timeout)]
         else:
             argv += ["-n", "1", "--warmup", "100000"]
@@ -321,10 +331,13 @@ class Soak:
         ref = os.path.join(cdir, name + ".ref.ppm")
         cjson = os.path.join(cdir, name + ".json")
         clog = os.path.join(cdir, name + ".log")
+        ctl = os.path.join(cdir, name + ".ctl")
+        open(ctl, "w").close()
         if kind == "shaped":
-            argv = self.in_cli(self.keypress_argv(self.srv_ip, ref, cjson, True))
+            argv = self.in_cli(self.keypress_argv(self.srv_ip, ref, cjson, ctl, True))
         else:
-            argv = self.in_srv(self.keypress_argv("127.0.0.1", ref, cjson, kind != "stalled"))
+            argv = self.in_srv(self.keypress_argv("127.0.0.1", ref, cjson, ctl,
+                                                  kind != "stalled"))
         f = open(clog, "w")
         p = self.procs.start(argv, stdout=f, stderr=subprocess.STDOUT)
         f.close()
