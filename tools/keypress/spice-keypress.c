@@ -784,8 +784,11 @@ exact_poll (gpointer data)
       return G_SOURCE_REMOVE;
   }
   if (g_get_monotonic_time () - ctx.t_stop > ctx.exact_timeout_s * 1e6) {
-    logv ("no exact picture after %.1f s (%" G_GINT64_FORMAT " pixels differ)",
-        ctx.exact_timeout_s, ctx.last_diff);
+    SpiceDisplayPrimary p;
+    gboolean have = get_primary (&p);
+    logv ("no exact picture after %.1f s (%" G_GINT64_FORMAT " pixels differ; "
+        "surface %dx%d, reference %dx%d)", ctx.exact_timeout_s, ctx.last_diff,
+        have ? p.width : 0, have ? p.height : 0, ctx.ref_w, ctx.ref_h);
     ctx.timer = 0;
     finish ();
     return G_SOURCE_REMOVE;
@@ -1373,7 +1376,9 @@ main (int argc, char **argv)
         ctx.activity_name);
     return 2;
   }
-  if (ctx.samples < (ctx.quality_s > 0 ? 0 : 1) || ctx.warmup_presses < 0
+  /* -n 0: no press, only the quality and/or the exact-picture phase */
+  if (ctx.samples < (ctx.quality_s > 0 || ctx.guest_control ? 0 : 1)
+      || ctx.warmup_presses < 0
       || ctx.gap_max < ctx.gap_min || ctx.inset < 0
       || ctx.inset >= BOX_SIZE / 2) {
     fprintf (stderr, "spice-keypress: bad arguments\n");
