@@ -235,8 +235,8 @@ def h_serve(ctx, cmd, guest=None, password=None, gui=False, wait=None,
         # and said
         time.sleep(1)
         if p.poll() is not None:
-            print("note %s: ended at once (%s), started again" % (
-                cmd, logtext(p)[-300:].strip()))
+            print("note %s: ended at once (exit %s: %s), started again" % (
+                cmd, p.returncode, logtext(p)[-300:].strip()))
             p = ctx.start(argv, "server")
     ok = True
     if wait:
@@ -250,7 +250,8 @@ def h_serve(ctx, cmd, guest=None, password=None, gui=False, wait=None,
     else:
         time.sleep(3)
     check(p.poll() is None, "%s: still running (%s)" % (
-        cmd, "" if p.poll() is None else logtext(p)[-1500:]))
+        cmd, "" if p.poll() is None else "exit %s: %s" % (
+            p.returncode, logtext(p)[-1500:])))
     ctx.server = p
     return p
 
