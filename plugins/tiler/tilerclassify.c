@@ -35,14 +35,16 @@ small_step (guint32 a, guint32 b)
 gboolean
 tiler_classify_is_photo (const guint8 * bgrx, gint stride, gint w, gint h)
 {
-  guint equal = 0, smooth = 0, total = 0;
+  guint64 equal = 0, smooth = 0, seen = 0, total;
   gint x, y;
 
   if (w < 4 || h < 4)
     return FALSE;
+  total = (guint64) (h / 2) * (w - 1);
   for (y = 1; y < h; y += 2) {
     const guint32 *row = (const guint32 *) (bgrx + (gsize) y * stride);
     const guint32 *up = (const guint32 *) (bgrx + (gsize) (y - 1) * stride);
+    guint64 left;
 
     for (x = 1; x < w; x++) {
       guint32 p = row[x] & 0xffffff, l = row[x - 1] & 0xffffff;
@@ -53,7 +55,15 @@ tiler_classify_is_photo (const guint8 * bgrx, gint stride, gint w, gint h)
       else if (small_step (p, l) || small_step (p, u))
         smooth++;
     }
-    total += w - 1;
+    seen += w - 1;
+    /* the counts only grow: stop once the rest cannot change the answer */
+    left = total - seen;
+    if (smooth * 100 >= total * TILER_PHOTO_SMOOTH_PERCENT ||
+        (equal + left) * 100 < total * TILER_PHOTO_EQUAL_PERCENT)
+      return TRUE;
+    if (equal * 100 >= total * TILER_PHOTO_EQUAL_PERCENT &&
+        (smooth + left) * 100 < total * TILER_PHOTO_SMOOTH_PERCENT)
+      return FALSE;
   }
   return equal * 100 < total * TILER_PHOTO_EQUAL_PERCENT ||
       smooth * 100 >= total * TILER_PHOTO_SMOOTH_PERCENT;
