@@ -95,6 +95,12 @@ GST_DEBUG_CATEGORY_STATIC (gst_spice_src_debug);
 #define MARK_TIMEOUT_US (1 * G_USEC_PER_SEC)
 /* bound on the damage rectangles kept per frame */
 #define MAX_DAMAGE_RECTS 64
+/* pushed frames spicesrc keeps a reference to: once downstream has let go
+ * of one, the next frame goes into it and only the damage since it is
+ * copied (three: the one being made, the tiler's current and pending) */
+#define N_HELD_FRAMES 3
+/* frames of damage remembered for that; older frames are copied whole */
+#define DAMAGE_HISTORY 8
 /* how long stop() waits for the session teardown on the context */
 #define TEARDOWN_TIMEOUT_US (2 * G_USEC_PER_SEC)
 
@@ -172,6 +178,8 @@ struct _GstSpiceSrc
   guint64 st_invalidates;
   guint64 st_invalidates_helper;
   guint64 st_input;
+  guint64 st_copied_area;
+  guint64 st_frames_reused;
   guint st_reconnects;
   gchar *st_last_error;
   gint mouse_mode_shared;
@@ -184,6 +192,14 @@ struct _GstSpiceSrc
   GstClockTime last_pts;
   gint64 last_push_us;
   gboolean pushed_any;
+  /* frames we pushed and still reference (refcount 1: only us, writable
+   * again), with the seq each holds; damage of frame seq is hist[seq %
+   * DAMAGE_HISTORY] when hist_seq there is seq + 1 */
+  gboolean hold_frames;
+  GstBuffer *held[N_HELD_FRAMES];
+  guint64 held_seq[N_HELD_FRAMES];
+  GstSpiceRegion hist[DAMAGE_HISTORY];
+  guint64 hist_seq[DAMAGE_HISTORY];
 
   /* context only */
   SpiceSession *session;
@@ -460,6 +476,7 @@ frame_ready_locked (GstSpiceSrc * self)
  * default main context */
 
 static void ctx_drop_session (GstSpiceSrc * self);
+static void held_frames_reset (GstSpiceSrc * self);
 static gboolean ctx_connect (gpointer data);
 
 static void
@@ -1348,6 +1365,7 @@ gst_spice_src_start (GstBaseSrc * bsrc)
   gst_spice_src_agent_reset_locked (self->agent);
   self->st_frames = self->st_rects = self->st_area = 0;
   self->st_invalidates = self->st_invalidates_helper = self->st_input = 0;
+  self->st_copied_area = self->st_frames_reused = 0;
   self->st_reconnects = 0;
   self->upstream_lost = FALSE;
   self->lost_posted_us = 0;
@@ -1358,6 +1376,8 @@ gst_spice_src_start (GstBaseSrc * bsrc)
   g_mutex_unlock (&self->lock);
 
   self->out_valid = FALSE;
+  self->hold_frames = FALSE;
+  held_frames_reset (self);
   self->seq = 0;
   self->last_pts = GST_CLOCK_TIME_NONE;
   self->last_push_us = 0;
@@ -1404,6 +1424,7 @@ gst_spice_src_stop (GstBaseSrc * bsrc)
   gst_spice_src_agent_reset_locked (self->agent);
   g_mutex_unlock (&self->lock);
   gst_spice_src_audio_stop (self->audio);
+  held_frames_reset (self);
 
   if (!done)
     GST_WARNING_OBJECT (self, "nobody iterates the default main context: "
@@ -1516,6 +1537,7 @@ gst_spice_src_set_caps (GstBaseSrc * bsrc, GstCaps * caps)
 static gboolean
 gst_spice_src_decide_allocation (GstBaseSrc * bsrc, GstQuery * query)
 {
+  GstSpiceSrc *self = GST_SPICE_SRC (bsrc);
   GstCaps *caps;
   GstVideoInfo info;
   GstBufferPool *pool = NULL;
@@ -1561,6 +1583,10 @@ gst_spice_src_decide_allocation (GstBaseSrc * bsrc, GstQuery * query)
       min = max = 0;
     }
   }
+  /* held frames come from the old pool, and a pool with a maximum could
+   * run dry while we hold some */
+  held_frames_reset (self);
+  self->hold_frames = max == 0;
   if (update)
     gst_query_set_nth_allocation_pool (query, 0, pool, size, min, max);
   else
@@ -1608,6 +1634,109 @@ arrival_running_time (GstSpiceSrc * self, gint64 arrival_us)
   return gst_spice_src_running_time_at (GST_ELEMENT (self), arrival_us);
 }
 
+/* streaming thread (or stop(), once it is gone): forget the held frames
+ * and the damage history */
+static void
+held_frames_reset (GstSpiceSrc * self)
+{
+  guint i;
+
+  for (i = 0; i < N_HELD_FRAMES; i++)
+    gst_clear_buffer (&self->held[i]);
+  for (i = 0; i < DAMAGE_HISTORY; i++) {
+    gst_spice_region_reset (&self->hist[i]);
+    self->hist_seq[i] = 0;
+  }
+}
+
+/* streaming thread: a held frame that downstream has let go of (we hold
+ * the only reference and its memory is ours alone), the newest such;
+ * NULL if none. Its seq goes to @seq. */
+static GstBuffer *
+held_frames_take (GstSpiceSrc * self, guint64 * seq)
+{
+  GstBuffer *buf;
+  gint i, best = -1;
+
+  for (i = 0; i < N_HELD_FRAMES; i++) {
+    buf = self->held[i];
+    if (buf && gst_buffer_is_writable (buf) &&
+        gst_buffer_is_all_memory_writable (buf) &&
+        (best < 0 || self->held_seq[i] > self->held_seq[best]))
+      best = i;
+  }
+  if (best < 0)
+    return NULL;
+  buf = self->held[best];
+  self->held[best] = NULL;
+  *seq = self->held_seq[best];
+  return buf;
+}
+
+/* streaming thread: keep a reference to @buf, which holds frame @seq,
+ * in place of an empty slot or the oldest frame */
+static void
+held_frames_put (GstSpiceSrc * self, GstBuffer * buf, guint64 seq)
+{
+  gint i, slot = 0;
+
+  for (i = 0; i < N_HELD_FRAMES; i++) {
+    if (!self->held[i]) {
+      slot = i;
+      break;
+    }
+    if (self->held_seq[i] < self->held_seq[slot])
+      slot = i;
+  }
+  gst_clear_buffer (&self->held[slot]);
+  self->held[slot] = gst_buffer_ref (buf);
+  self->held_seq[slot] = seq;
+}
+
+/* streaming thread, self->lock held: bring @dst, which holds frame
+ * @held_seq (G_MAXUINT64: unknown content), to the mirror's picture of
+ * frame self->seq, whose own damage is @damage: only the damage of the
+ * frames in between is copied, when it is remembered; then remember
+ * @damage */
+static void
+copy_frame_locked (GstSpiceSrc * self, guint8 * dst, gint dstride,
+    const GstSpiceRegion * damage, guint64 held_seq)
+{
+  guint64 full_area = (guint64) self->width * self->height, k;
+  gboolean whole = held_seq >= self->seq;
+  GstSpiceRegion u;
+  guint i, slot = self->seq % DAMAGE_HISTORY;
+
+  gst_spice_region_init (&u);
+  if (!whole) {
+    gst_spice_region_copy (&u, damage);
+    for (k = held_seq + 1; k < self->seq && !whole; k++) {
+      i = k % DAMAGE_HISTORY;
+      if (self->hist_seq[i] != k + 1)
+        whole = TRUE;
+      else
+        gst_spice_region_add_region (&u, &self->hist[i]);
+    }
+    whole = whole || gst_spice_region_area (&u) * 4 >= full_area * 3;
+  }
+  if (whole) {
+    gst_spice_blit_bgrx (dst, dstride, 0, 0, self->mirror,
+        self->mirror_stride, 0, 0, self->width, self->height);
+    self->st_copied_area += full_area;
+  } else {
+    const GstVideoRectangle *r = gst_spice_region_rects (&u);
+
+    for (i = 0; i < gst_spice_region_n_rects (&u); i++)
+      gst_spice_blit_bgrx (dst, dstride, r[i].x, r[i].y, self->mirror,
+          self->mirror_stride, r[i].x, r[i].y, r[i].w, r[i].h);
+    self->st_copied_area += gst_spice_region_area (&u);
+    self->st_frames_reused++;
+  }
+  gst_spice_region_clear (&u);
+  gst_spice_region_copy (&self->hist[slot], damage);
+  self->hist_seq[slot] = self->seq + 1;
+}
+
 static GstFlowReturn
 gst_spice_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
 {
@@ -1622,6 +1751,7 @@ gst_spice_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
   gint fn, fd;
   guint8 *dst;
   gint dstride;
+  guint64 held_seq;
   GstClockTime pts;
 
   g_mutex_lock (&self->lock);
@@ -1712,15 +1842,27 @@ again:
   }
   g_mutex_unlock (&self->lock);
 
-  pool = gst_base_src_get_buffer_pool (bsrc);
-  if (!pool) {
-    GST_ELEMENT_ERROR (self, RESOURCE, FAILED, (NULL), ("no buffer pool"));
-    return GST_FLOW_ERROR;
+  held_seq = G_MAXUINT64;
+  buf = self->hold_frames ? held_frames_take (self, &held_seq) : NULL;
+  if (buf) {
+    GstSpiceDamageMeta *old = gst_buffer_get_spice_damage_meta (buf);
+
+    if (old)
+      gst_buffer_remove_meta (buf, (GstMeta *) old);
+    GST_BUFFER_FLAG_UNSET (buf, GST_BUFFER_FLAG_DISCONT);
+    GST_BUFFER_OFFSET (buf) = GST_BUFFER_OFFSET_NONE;
+    GST_BUFFER_OFFSET_END (buf) = GST_BUFFER_OFFSET_NONE;
+  } else {
+    pool = gst_base_src_get_buffer_pool (bsrc);
+    if (!pool) {
+      GST_ELEMENT_ERROR (self, RESOURCE, FAILED, (NULL), ("no buffer pool"));
+      return GST_FLOW_ERROR;
+    }
+    ret = gst_buffer_pool_acquire_buffer (pool, &buf, NULL);
+    gst_object_unref (pool);
+    if (ret != GST_FLOW_OK)
+      return ret;
   }
-  ret = gst_buffer_pool_acquire_buffer (pool, &buf, NULL);
-  gst_object_unref (pool);
-  if (ret != GST_FLOW_OK)
-    return ret;
   if (!gst_video_frame_map (&frame, &self->out_info, buf, GST_MAP_WRITE)) {
     gst_buffer_unref (buf);
     GST_ELEMENT_ERROR (self, RESOURCE, WRITE, (NULL), ("can't map buffer"));
@@ -1739,10 +1881,10 @@ again:
   }
   dst = GST_VIDEO_FRAME_PLANE_DATA (&frame, 0);
   dstride = GST_VIDEO_FRAME_PLANE_STRIDE (&frame, 0);
-  gst_spice_blit_bgrx (dst, dstride, 0, 0, self->mirror, self->mirror_stride,
-      0, 0, self->width, self->height);
   damage = self->damage;
   gst_spice_region_init (&self->damage);
+  gst_spice_region_clip (&damage, self->width, self->height);
+  copy_frame_locked (self, dst, dstride, &damage, held_seq);
   arrival_us = self->damage_us;
   self->st_frames++;
   self->st_rects += gst_spice_region_n_rects (&damage);
@@ -1750,8 +1892,6 @@ again:
   g_mutex_unlock (&self->lock);
   gst_video_frame_unmap (&frame);
 
-  gst_spice_region_clip (&damage, GST_VIDEO_INFO_WIDTH (&self->out_info),
-      GST_VIDEO_INFO_HEIGHT (&self->out_info));
   gst_buffer_add_spice_damage_meta (buf, self->seq++,
       gst_spice_region_rects (&damage), gst_spice_region_n_rects (&damage));
   gst_spice_region_clear (&damage);
@@ -1772,6 +1912,8 @@ again:
 
   GST_LOG_OBJECT (self, "frame %" G_GUINT64_FORMAT " pts %" GST_TIME_FORMAT,
       self->seq - 1, GST_TIME_ARGS (pts));
+  if (self->hold_frames)
+    held_frames_put (self, buf, self->seq - 1);
   *outbuf = buf;
   return GST_FLOW_OK;
 }
@@ -1793,6 +1935,8 @@ gst_spice_src_get_stats (GstSpiceSrc * self)
       "invalidates-on-helper", G_TYPE_UINT64, self->st_invalidates_helper,
       "reconnects", G_TYPE_UINT, self->st_reconnects,
       "input-events", G_TYPE_UINT64, self->st_input,
+      "copied-area", G_TYPE_UINT64, self->st_copied_area,
+      "frames-reused", G_TYPE_UINT64, self->st_frames_reused,
       "width", G_TYPE_INT, self->have_surface ? self->width : 0,
       "height", G_TYPE_INT, self->have_surface ? self->height : 0,
       "mouse-mode", G_TYPE_STRING,
@@ -1964,6 +2108,7 @@ static void
 gst_spice_src_finalize (GObject * object)
 {
   GstSpiceSrc *self = GST_SPICE_SRC (object);
+  guint i;
 
   g_free (self->uri);
   g_free (self->password);
@@ -1981,6 +2126,10 @@ gst_spice_src_finalize (GObject * object)
   g_free (self->st_last_error);
   gst_clear_buffer (&self->cursor.shape);
   gst_spice_region_clear (&self->damage);
+  for (i = 0; i < N_HELD_FRAMES; i++)
+    gst_clear_buffer (&self->held[i]);
+  for (i = 0; i < DAMAGE_HISTORY; i++)
+    gst_spice_region_clear (&self->hist[i]);
   gst_spice_src_audio_free (self->audio);
   gst_spice_src_agent_free (self->agent);
   g_mutex_clear (&self->lock);
@@ -2120,8 +2269,11 @@ gst_spice_src_class_init (GstSpiceSrcClass * klass)
    * Counters since the element started: `frames`, `damage-rects`,
    * `damage-area` (pixels), `invalidates` (draws reported by spice-gtk),
    * `invalidates-on-helper` (of those, how many the helper thread
-   * dispatched), `reconnects`, `input-events`, `width`, `height`,
-   * `mouse-mode` and `last-error`.
+   * dispatched), `reconnects`, `input-events`, `copied-area` (pixels
+   * copied into buffers: a buffer that downstream has released is reused
+   * and gets only the damage since the frame it held), `frames-reused`
+   * (frames made that way), `width`, `height`, `mouse-mode` and
+   * `last-error`.
    */
   g_object_class_install_property (gobject_class, PROP_STATS,
       g_param_spec_boxed ("stats", "Statistics",
@@ -2160,9 +2312,13 @@ gst_spice_src_class_init (GstSpiceSrcClass * klass)
 static void
 gst_spice_src_init (GstSpiceSrc * self)
 {
+  guint i;
+
   g_mutex_init (&self->lock);
   g_cond_init (&self->cond);
   gst_spice_region_init (&self->damage);
+  for (i = 0; i < DAMAGE_HISTORY; i++)
+    gst_spice_region_init (&self->hist[i]);
   self->agent = gst_spice_src_agent_new (GST_ELEMENT (self), &self->lock,
       &self->cond);
   self->channel_id = DEFAULT_CHANNEL_ID;

@@ -572,7 +572,9 @@ copy_scrolled (TilerEngine * e, const GstSpiceRegion * damage,
     GstVideoRectangle area, dest, from;
     gint src_y, k;
 
-    if (!changed_box (d, &r[i], &area) ||
+    /* nothing inside the stream is copied: do not look for it there */
+    if (!changed_box (d, &r[i], &area) || (e->stream.active &&
+            gst_spice_rect_contains (&e->stream.rect, &area)) ||
         !tiler_scroll_begin (&e->scroll, src, fstride, e->shadow,
             e->shadow_stride, &area))
       continue;

@@ -1,5 +1,6 @@
 /* The shipped pipelines, run by gst-spice-run against the real test guest
- * and checked with spicy-screenshot (a real spice-gtk client).
+ * and checked with spicy-screenshot (a real spice-gtk client), and, idle,
+ * with a raw client that counts what arrives.
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
 #include <gst/check/gstcheck.h>
@@ -7,11 +8,13 @@
 #include <signal.h>
 #include <string.h>
 #include <sysexits.h>
+#include <unistd.h>
 
 #include "guest-launcher.h"
 #include "guest-render.h"
 #include "ppm.h"
 #include "runner-process.h"
+#include "spice-raw-client.h"
 
 static gchar *tmpdir;
 
@@ -523,6 +526,167 @@ GST_START_TEST (test_record_survives_reload)
 
 GST_END_TEST;
 
+/* ---- an idle desktop costs nothing: only keep-alives, next to no CPU ---- */
+
+/* the idle window, and the CPU the pipeline process may use in it: the
+ * target is 0.005 cores; the bound leaves room for a loaded machine and
+ * still fails on any loop that polls (a thread spinning is 1 core, one
+ * waking 1000 times a second with a little work a few hundredths) */
+#define IDLE_WINDOW_S 10
+#define IDLE_CORES_MAX 0.02
+/* no display message for this long: the picture (and its refinement) is
+ * complete */
+#define SETTLE_S 3
+
+static const gchar *idle_pipelines[] = { "transcode-vp8", "transcode-mjpeg" };
+
+static guint64
+proc_ticks (const gchar * pid)
+{
+  gchar *path = g_strdup_printf ("/proc/%s/stat", pid), *text = NULL, *p;
+  gchar **f;
+  guint64 t;
+
+  fail_unless (g_file_get_contents (path, &text, NULL, NULL));
+  /* fields after the command name, which may hold spaces: state is 3 */
+  p = strrchr (text, ')');
+  fail_unless (p != NULL);
+  f = g_strsplit (p + 2, " ", 0);
+  fail_unless (g_strv_length (f) > 13);
+  t = g_ascii_strtoull (f[11], NULL, 10) + g_ascii_strtoull (f[12], NULL,
+      10);
+  g_strfreev (f);
+  g_free (text);
+  g_free (path);
+  return t;
+}
+
+static gboolean
+picture_is (SpiceRawSession * s, gpointer expected)
+{
+  return s->canvas && s->width == GUEST_DEFAULT_WIDTH &&
+      s->height == GUEST_DEFAULT_HEIGHT &&
+      spice_raw_session_compare (s, expected, GUEST_DEFAULT_WIDTH * 4) == 0;
+}
+
+/* one message from @c, a PING answered with its PONG; counts it */
+static gboolean
+read_one (SpiceRawConn * c, guint * pings, guint * others, guint16 * other,
+    guint64 * bytes)
+{
+  guint16 type;
+  guint8 *body;
+  gsize size;
+
+  if (!spice_raw_read_msg (c, 5000, &type, &body, &size))
+    return FALSE;
+  *bytes += size + 6;           /* mini header */
+  if (type == SPICE_MSG_PING) {
+    (*pings)++;
+    /* PONG carries the PING's id and timestamp */
+    spice_raw_send_msg (c, SPICE_MSGC_PONG, body, MIN (size, 12));
+  } else {
+    (*others)++;
+    *other = type;
+  }
+  g_free (body);
+  return TRUE;
+}
+
+GST_START_TEST (test_idle_sends_only_keepalives)
+{
+  const gchar *name = idle_pipelines[__i__];
+  const gchar *guest_args[] = { "--activity", "idle", NULL };
+  GError *err = NULL;
+  GuestProcess *gp = guest_process_start (guest_args, &err);
+  gchar *path = pipeline_path (name), *upstream, *listen;
+  gchar *uri;
+  const gchar *pid;
+  guint port = test_pick_free_port ();
+  guint pings = 0, others = 0;
+  guint16 other = 0;
+  guint64 bytes = 0, draws, t0, t1;
+  guint8 *expected;
+  RunnerProcess *run;
+  SpiceRawSession *s;
+  gint64 start, end;
+  gdouble cores;
+
+  fail_unless (gp != NULL, "%s", err ? err->message : "");
+  uri = guest_process_get_uri (gp);
+  upstream = g_strdup_printf ("UPSTREAM=%s", uri);
+  g_free (uri);
+  listen = g_strdup_printf ("LISTEN_PORT=%u", port);
+  run = runner_process_start_runner (tmpdir, "--stats-interval", "0",
+      "-D", upstream, "-D", listen, path, NULL);
+  fail_unless (runner_process_wait_log (run, "playing", 1, 60000),
+      "%s did not start", name);
+  pid = g_subprocess_get_identifier (run->proc);
+  fail_unless (pid != NULL);
+
+  s = spice_raw_session_new (port, NULL, SPICE_RAW_DISPLAY_CAPS_ALL);
+  fail_unless (s != NULL, "no SPICE session with %s", name);
+  expected = guest_render_frame_new (GUEST_DEFAULT_WIDTH,
+      GUEST_DEFAULT_HEIGHT, 1, 0, GUEST_ACTIVITY_IDLE, GUEST_FRAME_NONE);
+  fail_unless (spice_raw_session_pump (s, 60000, picture_is, expected),
+      "%s: %s", name, s->error ? s->error : "session failed");
+  fail_unless (picture_is (s, expected), "%s: the picture never became "
+      "exact", name);
+  /* refinement and the last marks: wait until the display is quiet */
+  start = g_get_monotonic_time ();
+  do {
+    draws = s->draws + s->marks;
+    fail_unless (spice_raw_session_pump (s, SETTLE_S * 1000, NULL, NULL));
+    fail_unless (g_get_monotonic_time () - start < 60 * G_USEC_PER_SEC,
+        "%s: the display of an idle guest never became quiet", name);
+  } while (s->draws + s->marks != draws);
+  fail_unless (picture_is (s, expected));
+
+  /* the idle window: every message on either channel is a PING */
+  t0 = proc_ticks (pid);
+  start = g_get_monotonic_time ();
+  end = start + IDLE_WINDOW_S * G_USEC_PER_SEC;
+  for (;;) {
+    gint64 left = end - g_get_monotonic_time ();
+
+    if (left <= 0)
+      break;
+    if (g_socket_condition_timed_wait (s->main->sock, G_IO_IN,
+            MIN (left, 50000), NULL, NULL))
+      fail_unless (read_one (s->main, &pings, &others, &other, &bytes),
+          "%s: main channel closed", name);
+    if (g_socket_condition_timed_wait (s->display->sock, G_IO_IN, 0, NULL,
+            NULL))
+      fail_unless (read_one (s->display, &pings, &others, &other, &bytes),
+          "%s: display channel closed", name);
+  }
+  t1 = proc_ticks (pid);
+  cores = (gdouble) (t1 - t0) / sysconf (_SC_CLK_TCK) /
+      ((g_get_monotonic_time () - start) / (gdouble) G_USEC_PER_SEC);
+  GST_INFO ("%s idle for %d s: %u pings, %u other messages, %"
+      G_GUINT64_FORMAT " bytes, %.4f cores", name, IDLE_WINDOW_S, pings,
+      others, bytes, cores);
+  fail_unless (others == 0, "%s: %u messages other than PING in %d s of "
+      "idle (the last of type %u)", name, others, IDLE_WINDOW_S, other);
+  fail_unless (pings >= IDLE_WINDOW_S / 2, "%s: only %u keep-alives in %d s",
+      name, pings, IDLE_WINDOW_S);
+  fail_unless (cores < IDLE_CORES_MAX, "%s: the idle pipeline used %.4f "
+      "cores (bound %.3f)", name, cores, IDLE_CORES_MAX);
+  fail_unless (runner_process_is_running (run));
+
+  spice_raw_session_free (s);
+  runner_process_signal (run, SIGTERM);
+  fail_unless_equals_int (runner_process_wait_exit (run, 20000), 0);
+  runner_process_free (run);
+  guest_process_stop (gp);
+  g_free (expected);
+  g_free (upstream);
+  g_free (listen);
+  g_free (path);
+}
+
+GST_END_TEST;
+
 static Suite *
 pipelines_suite (void)
 {
@@ -540,6 +704,8 @@ pipelines_suite (void)
   tcase_add_test (tc, test_password_files_not_logged);
   tcase_add_test (tc, test_upstream_auth_refused);
   tcase_add_test (tc, test_record_survives_reload);
+  tcase_add_loop_test (tc, test_idle_sends_only_keepalives, 0,
+      G_N_ELEMENTS (idle_pipelines));
   return s;
 }
 

@@ -1,0 +1,320 @@
+#!/usr/bin/env python3
+"""Cost of one transcoding session: CPU cores and peak RSS of the pipeline
+process (gst-spice-run with a shipped pipeline) in front of the test guest,
+with one real client (spice-keypress) on loopback.
+
+    bench/session-cost.py [--build DIR[=LABEL]]... [--pipelines transcode-mjpeg,transcode-vp8]
+                          [--activities busy,heavy,idle] [--secs 60] [--repeat 3]
+                          [--perf SECS] [--json FILE]
+
+Per (build, pipeline, activity) and repeat: start spice-test-guest
+(1280x800, the activity at 30 fps once a display channel linked), the
+pipeline (guest, pipeline and client under `nice -n -5` when root), then spice-keypress (pressing a
+key every 0.8-1.2 s, so that the key box is drawn too; with `idle` only
+once, so nothing changes afterwards), wait WARMUP s,
+then read utime+stime of the pipeline process from /proc/PID/stat over
+SECS s: cores = ticks / CLK_TCK / wall. RSS is VmHWM (peak) at the end,
+VmRSS next to it. Several builds are measured alternately in the same
+run (before/after on the same machine state). The median of the repeats
+is printed.
+
+--perf SECS additionally records `perf record -g` of the pipeline for SECS s
+in each (build, pipeline, activity) once and prints the top symbols of
+`perf report --no-children` (self time, by library and function).
+
+Not a timed test: results depend on the machine and its load.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HZ = os.sysconf("SC_CLK_TCK")
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def ticks(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def status_kib(pid, key):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def wait_listen(port, secs, proc):
+    end = time.monotonic() + secs
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            return False
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return True
+        except OSError:
+            time.sleep(0.1)
+    return False
+
+
+def stop(proc):
+    if proc and proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def nice_prefix():
+    return ["nice", "-n", "-5"] if os.geteuid() == 0 else []
+
+
+def perf_report(data, sort):
+    return subprocess.run(
+        ["perf", "report", "-i", data, "--no-children", "--stdio", "-q",
+         "--sort", sort, "-g", "none", "--percent-limit", "0.3"],
+        capture_output=True, text=True).stdout
+
+
+def perf_top(data, n):
+    """Top libraries, and top symbols with a stripped library's addresses
+    summed as one row (library, "(no symbols)")."""
+    libs = []
+    for line in perf_report(data, "dso").splitlines():
+        m = re.match(r"\s*([\d.]+)%\s+(\S+)", line)
+        if m:
+            libs.append((float(m.group(1)), m.group(2)))
+    syms = {}
+    for line in perf_report(data, "dso,sym").splitlines():
+        m = re.match(r"\s*([\d.]+)%\s+(\S+)\s+\[(.)\]\s+(.*)", line)
+        if m:
+            sym = m.group(4).strip()
+            if sym.startswith("0x"):
+                sym = "(no symbols)"
+            key = (m.group(2), sym)
+            syms[key] = syms.get(key, 0.0) + float(m.group(1))
+    top = sorted(((v, k[0], k[1]) for k, v in syms.items()), reverse=True)
+    return {"libs": libs[:n], "syms": top[:n]}
+
+
+STATS_INTERVAL = 5
+
+
+def stats_counters(log_path):
+    """(spicesrc frames, tiler stream-frames) of each stats line so far."""
+    rows = []
+    with open(log_path, errors="replace") as f:
+        for line in f:
+            if not line.startswith("stats:"):
+                continue
+            m = re.search(r"src: frames=(\d+)", line)
+            n = re.search(r"stream-frames=(\d+)", line)
+            if m:
+                rows.append((int(m.group(1)), int(n.group(1)) if n else 0))
+    return rows
+
+
+def run_one(args, build, pipeline, activity, tmp, perf_secs=0):
+    guest_bin = os.path.join(build, "tools", "spice-test-guest")
+    runner = os.path.join(build, "tools", "runner", "gst-spice-run")
+    keypress = os.path.join(build, "tools", "keypress", "spice-keypress")
+    gport, cport = free_port(), free_port()
+    env = dict(os.environ)
+    env["GST_PLUGIN_PATH"] = os.path.join(build, "plugins")
+    env["GST_REGISTRY"] = os.path.join(tmp, "registry-%d.bin" % abs(hash(build)))
+    env["LD_LIBRARY_PATH"] = os.path.join(build, "gst-libs", "gst", "spice")
+    env["GST_SPICE_PIPELINES_DIR"] = os.path.join(SOURCE, "pipelines")
+    procs = []
+    res = {"pipeline": pipeline, "activity": activity}
+    try:
+        guest = subprocess.Popen(
+            nice_prefix() + [guest_bin, "--port", str(gport), "--activity", activity,
+             "--activity-after-connect"], stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        procs.append(guest)
+        if not wait_listen(gport, 10, guest):
+            raise RuntimeError("guest did not listen")
+        pfile = os.path.join(SOURCE, "pipelines", pipeline + ".pipeline")
+        log_path = os.path.join(tmp, "pipeline.log")
+        plog = open(log_path, "w")
+        pipe = subprocess.Popen(
+            nice_prefix() + [runner, "--stats-interval", str(STATS_INTERVAL), pfile,
+                             "-D", "UPSTREAM=spice://127.0.0.1:%d" % gport,
+                             "-D", "LISTEN_PORT=%d" % cport],
+            stdin=subprocess.DEVNULL, stdout=plog, stderr=subprocess.STDOUT,
+            env=env)
+        plog.close()
+        procs.append(pipe)
+        if not wait_listen(cport, 60, pipe):
+            raise RuntimeError("pipeline did not listen")
+        budget = args.warmup + args.secs + perf_secs + 10
+        # idle: one press at the start (the client waits for the key box),
+        # then nothing changes; otherwise a press every 0.8-1.2 s
+        presses = (["-n", "1", "--warmup-presses", "0", "--gap-min", str(budget),
+                    "--gap-max", str(budget)] if activity == "idle" else
+                   ["-n", str(int(budget)), "--gap-min", "0.8", "--gap-max", "1.2"])
+        kp = subprocess.Popen(
+            nice_prefix() + [keypress, "--uri", "spice://127.0.0.1:%d" % cport] +
+            presses + ["--warmup", "1", "--timeout", "30", "-o", os.devnull],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        procs.append(kp)
+        time.sleep(args.warmup)
+        for p, name in ((pipe, "pipeline"), (kp, "client")):
+            if p.poll() is not None:
+                raise RuntimeError("%s exited early (%s)" % (name, p.returncode))
+        t0, c0, g0 = time.monotonic(), ticks(pipe.pid), ticks(guest.pid)
+        s0 = len(stats_counters(log_path))
+        time.sleep(args.secs)
+        t1, c1, g1 = time.monotonic(), ticks(pipe.pid), ticks(guest.pid)
+        st = stats_counters(log_path)[max(s0 - 1, 0):]
+        if len(st) >= 2:
+            span = (len(st) - 1) * STATS_INTERVAL
+            res["src_fps"] = (st[-1][0] - st[0][0]) / span
+            res["stream_fps"] = (st[-1][1] - st[0][1]) / span
+        if kp.poll() is not None:
+            raise RuntimeError("client exited during the measurement")
+        res["cores"] = (c1 - c0) / HZ / (t1 - t0)
+        res["guest_cores"] = (g1 - g0) / HZ / (t1 - t0)
+        res["hwm_mib"] = status_kib(pipe.pid, "VmHWM") / 1024.0
+        res["rss_mib"] = status_kib(pipe.pid, "VmRSS") / 1024.0
+        if perf_secs:
+            data = os.path.join(tmp, "perf.data")
+            subprocess.run(["perf", "record", "-q", "-g", "-o", data, "-p",
+                            str(pipe.pid), "--", "sleep", str(perf_secs)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            res["perf"] = perf_top(data, args.perf_top)
+    finally:
+        for p in reversed(procs):
+            stop(p)
+    return res
+
+
+def print_perf(results):
+    for r in results:
+        if r.get("perf"):
+            print("\nperf, %s %s %s (self time):" % (r["build"], r["pipeline"], r["activity"]))
+            print("  by library:")
+            for pct, dso in r["perf"]["libs"]:
+                print("  %5.1f%%  %s" % (pct, dso))
+            print("  by symbol:")
+            for pct, dso, sym in r["perf"]["syms"]:
+                print("  %5.1f%%  %-28s %s" % (pct, dso, sym))
+
+
+def print_table(results, labels, pipelines, activities):
+    """Medians per (build, pipeline, activity); `cores @30` scales each
+    run's cores to 30 frames/s in (busy and heavy), for runs that a loaded
+    machine slowed down."""
+    print("| build | pipeline | activity | cores | cores @30 fps | peak RSS MiB | RSS MiB | guest cores | frames/s in | stream frames/s | runs |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for act in activities:
+        for pl in pipelines:
+            for label in labels:
+                rs = [r for r in results if r["build"] == label and
+                      r["pipeline"] == pl and r["activity"] == act and "cores" in r]
+                if not rs:
+                    print("| %s | %s | %s | failed | | | | | | | 0 |" % (label, pl, act))
+                    continue
+
+                def med(f):
+                    v = [f(r) for r in rs]
+                    v = [x for x in v if x is not None]
+                    return statistics.median(v) if v else float("nan")
+                c30 = med(lambda r: r["cores"] * 30 / r["src_fps"]
+                          if act != "idle" and r.get("src_fps") else None)
+                print("| %s | %s | %s | %.3f | %s | %.1f | %.1f | %.3f | %.1f | %.1f | %d |" % (
+                    label, pl, act, med(lambda r: r["cores"]),
+                    "%.3f" % c30 if c30 == c30 else "-",
+                    med(lambda r: r["hwm_mib"]), med(lambda r: r["rss_mib"]),
+                    med(lambda r: r["guest_cores"]), med(lambda r: r.get("src_fps")),
+                    med(lambda r: r.get("stream_fps")), len(rs)))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", action="append",
+                    help="build dir, optionally =LABEL (repeatable; default build)")
+    ap.add_argument("--pipelines", default="transcode-mjpeg,transcode-vp8")
+    ap.add_argument("--activities", default="busy,heavy,idle")
+    ap.add_argument("--secs", type=float, default=60)
+    ap.add_argument("--warmup", type=float, default=5)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--perf", type=float, default=0, metavar="SECS")
+    ap.add_argument("--perf-top", type=int, default=10)
+    ap.add_argument("--json", help="write every run here")
+    ap.add_argument("--from-json", metavar="FILE",
+                    help="only print the tables of an earlier --json")
+    args = ap.parse_args()
+    if args.from_json:
+        with open(args.from_json) as f:
+            results = json.load(f)
+        print_table(results, list(dict.fromkeys(r["build"] for r in results)),
+                    list(dict.fromkeys(r["pipeline"] for r in results)),
+                    list(dict.fromkeys(r["activity"] for r in results)))
+        print_perf(results)
+        return
+    builds = []
+    for b in args.build or ["build"]:
+        path, _, label = b.partition("=")
+        path = os.path.abspath(path)
+        builds.append((path, label or os.path.basename(path)))
+    if args.perf and not shutil.which("perf"):
+        sys.exit("--perf: no perf")
+    pipelines = args.pipelines.split(",")
+    activities = args.activities.split(",")
+    results = []
+    tmp = tempfile.mkdtemp(prefix="session-cost-")
+    try:
+        for rep in range(args.repeat):
+            for act in activities:
+                for pl in pipelines:
+                    for path, label in builds:
+                        try:
+                            r = run_one(args, path, pl, act, tmp,
+                                        args.perf if rep == 0 else 0)
+                        except RuntimeError as e:
+                            r = {"pipeline": pl, "activity": act, "error": str(e)}
+                        r["build"] = label
+                        r["repeat"] = rep
+                        results.append(r)
+                        print("# %s %s %s run %d: %s" % (
+                            label, pl, act, rep + 1,
+                            r.get("error") or "%.3f cores, peak RSS %.1f MiB, %.1f frames/s" %
+                            (r["cores"], r["hwm_mib"], r.get("src_fps", float("nan")))),
+                            file=sys.stderr, flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    print("%d cores, %d repeats of %.0f s, median; load %s" % (
+        os.cpu_count(), args.repeat, args.secs,
+        " ".join(open("/proc/loadavg").read().split()[:3])))
+    print_table(results, [label for _, label in builds], pipelines, activities)
+    print_perf(results)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
