@@ -641,9 +641,13 @@ gst_spice_tiler_loop (gpointer data)
     g_cond_wait (&self->worker_cond, &self->lock);
   }
   GST_DEBUG_OBJECT (self, "pausing worker");
-  /* joined (state change): pausing now would keep the task alive */
+  /* joined (state change): pausing now would keep the task alive, and
+   * returning without a state would call this again at once until the
+   * join stops the task (a busy loop); stopping here ends it */
   if (!self->worker_stopping)
     gst_task_pause (self->worker);
+  else
+    gst_task_stop (self->worker);
   g_mutex_unlock (&self->lock);
 }
 

@@ -96,6 +96,11 @@ class Ctx:
         # the runner's pipelines listen on ${LISTEN_PORT:-5910}: the
         # environment is one of the runner's documented inputs
         self.env["LISTEN_PORT"] = str(self.ports[5910])
+        # autovideosink falls back to dfbvideosink when ximagesink cannot
+        # open the display at once, and DirectFB's dispatch thread then
+        # crashes (SIGSEGV in libfusion, seen in clean clones): keep it out
+        # so that such a start fails with a message and is retried
+        self.env["GST_PLUGIN_FEATURE_RANK"] = "dfbvideosink:NONE"
         self.xvfb = None
 
     def subst(self, cmd):

@@ -712,7 +712,19 @@ write_json (void)
     audio_json (s);
   g_string_append_printf (s, "\"scancode\":%d,\"seed\":%" G_GINT64_FORMAT "}\n",
       ctx.scancode, ctx.seed);
-  if (ctx.json_path && strcmp (ctx.json_path, "-") != 0) {
+  if (ctx.json_path && strcmp (ctx.json_path, "-") != 0 &&
+      g_file_test (ctx.json_path, G_FILE_TEST_EXISTS) &&
+      !g_file_test (ctx.json_path, G_FILE_TEST_IS_REGULAR)) {
+    /* a device or FIFO (e.g. /dev/null): written in place, never replaced
+     * by a regular file as g_file_set_contents' rename would do */
+    FILE *f = fopen (ctx.json_path, "w");
+
+    if (!f || fputs (s->str, f) < 0)
+      fprintf (stderr, "spice-keypress: %s: %s\n", ctx.json_path,
+          g_strerror (errno));
+    if (f)
+      fclose (f);
+  } else if (ctx.json_path && strcmp (ctx.json_path, "-") != 0) {
     GError *err = NULL;
     if (!g_file_set_contents (ctx.json_path, s->str, -1, &err)) {
       fprintf (stderr, "spice-keypress: %s\n", err->message);
