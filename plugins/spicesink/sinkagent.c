@@ -225,11 +225,15 @@ static void
 offer_clients (SinkAgentHub * hub, SinkSession * except,
     const GstSpiceClipboard * clip)
 {
-  GList *l;
+  GList *copy = g_list_copy (hub->sessions), *l;
 
-  for (l = hub->sessions; l; l = l->next)
-    if (l->data != except)
+  /* a send closes a client that does not return its tokens, and it leaves
+   * the hub at once (sink_agent_leave() frees its link): walk a copy and
+   * skip those that left meanwhile */
+  for (l = copy; l; l = l->next)
+    if (l->data != except && g_list_find (hub->sessions, l->data))
       send_clipboard (l->data, clip);
+  g_list_free (copy);
 }
 
 /* the answer (@data NULL: refused) to one request */
