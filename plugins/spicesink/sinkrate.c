@@ -173,21 +173,13 @@ sink_draw_budget (guint64 link_bps)
       SINK_DRAW_BUDGET_MAX);
 }
 
-/* whether @now differs from @last by SINK_DRAW_BUDGET_HYSTERESIS or more
- * (0, unknown, differs from anything else) */
-static gboolean
-changed_enough (guint64 last, guint64 now)
-{
-  if (last == 0 || now == 0)
-    return last != now;
-  return ABS ((gdouble) now - (gdouble) last) >=
-      SINK_DRAW_BUDGET_HYSTERESIS * (gdouble) last;
-}
-
 gboolean
 sink_draw_budget_changed (guint last, guint budget)
 {
-  return changed_enough (last, budget);
+  if (last == 0 || budget == 0)
+    return last != budget;
+  return ABS ((gdouble) budget - (gdouble) last) >=
+      SINK_DRAW_BUDGET_HYSTERESIS * (gdouble) last;
 }
 
 guint
@@ -257,7 +249,6 @@ struct _SinkRate
   GPtrArray *streams;           /* SinkRateStream* */
   gint64 last_tick_us;
   guint last_budget;            /* draw budget announced last */
-  guint64 last_budget_bps;      /* ... and the link announced with it */
   guint64 link_bps, draw_bps;   /* of the last tick */
 };
 
@@ -445,13 +436,9 @@ sink_rate_draw_budget_due (SinkRate * rate, guint64 link_bps, guint * budget)
 {
   guint b = sink_draw_budget (link_bps);
 
-  /* the event also carries the link, which the tiler paces to: a new
-   * estimate is news even when the budget stays at its floor or cap */
-  if (!sink_draw_budget_changed (rate->last_budget, b) &&
-      !changed_enough (rate->last_budget_bps, link_bps))
+  if (!sink_draw_budget_changed (rate->last_budget, b))
     return FALSE;
   rate->last_budget = b;
-  rate->last_budget_bps = link_bps;
   *budget = b;
   GST_DEBUG ("draw budget %u bytes per update (link %" G_GUINT64_FORMAT
       " bit/s)", b, link_bps);

@@ -213,9 +213,8 @@ gboolean  sink_rate_due (SinkRate * rate, gint64 now, gdouble * dt);
 void      sink_rate_tick (SinkRate * rate, const SinkRateClients * clients,
     SinkRateStream * const *live, guint n_live, gdouble dt, gint64 now,
     GArray * decisions);
-/* The draw budget for @link_bps when the budget or the link (the event
- * carries both: the tiler paces its updates to the link) changed enough
- * since the last announcement (then TRUE and *@budget set). */
+/* The draw budget for @link_bps when it changed enough since the last one
+ * announced (then TRUE and *@budget set). */
 gboolean  sink_rate_draw_budget_due (SinkRate * rate, guint64 link_bps,
     guint * budget);
 /* appends one structure per stream pad to @array (the stats' stream-rates) */

@@ -292,42 +292,6 @@ GST_START_TEST (test_draw_budget_due)
 
 GST_END_TEST;
 
-/* The spice-draw-budget event also carries the link the tiler paces its
- * updates to (tiler_draw_pace_us()). Below ~3.3 Mbit/s every budget is the
- * SINK_LINK_MIN_BYTES floor: a new estimate must still be announced, or
- * the tiler paces forever to the first one, an app-limited sample taken
- * while the first picture was queued (rig 150/2: 150-800 kbit/s announced,
- * 0.27-0.78 Mbit/s carried on a 2 Mbit/s link). */
-GST_START_TEST (test_draw_budget_due_link)
-{
-  SinkRate *r = sink_rate_new ();
-  guint b = 0;
-
-  fail_unless (sink_rate_draw_budget_due (r, 150000, &b));
-  fail_unless_equals_int (b, SINK_LINK_MIN_BYTES);
-  /* the budget stays at the floor, the link is 12x faster */
-  fail_unless_equals_int (sink_draw_budget (1900000), SINK_LINK_MIN_BYTES);
-  fail_unless (sink_rate_draw_budget_due (r, 1900000, &b));
-  fail_unless_equals_int (b, SINK_LINK_MIN_BYTES);
-  /* small changes of the link are not announced (hysteresis) ... */
-  fail_if (sink_rate_draw_budget_due (r, 2000000, &b));
-  fail_if (sink_rate_draw_budget_due (r, 1800000, &b));
-  /* ... a drop is */
-  fail_unless (sink_rate_draw_budget_due (r, 1000000, &b));
-  /* a fast link: the budget's cap, the link still announced */
-  fail_unless (sink_rate_draw_budget_due (r, 1000000000, &b));
-  fail_unless_equals_int (b, SINK_DRAW_BUDGET_MAX);
-  fail_unless (sink_rate_draw_budget_due (r, 2600000000ULL, &b));
-  fail_unless_equals_int (b, SINK_DRAW_BUDGET_MAX);
-  /* unknown again (no client): no budget, once */
-  fail_unless (sink_rate_draw_budget_due (r, 0, &b));
-  fail_unless_equals_int (b, 0);
-  fail_if (sink_rate_draw_budget_due (r, 0, &b));
-  sink_rate_free (r);
-}
-
-GST_END_TEST;
-
 /* Queues sized in link time: a few ms of the estimate, within
  * [SINK_LINK_MIN_BYTES, max]; the property (max) while unknown. */
 GST_START_TEST (test_link_bytes)
@@ -501,7 +465,6 @@ rate_suite (void)
   tcase_add_test (tc, test_pace);
   tcase_add_test (tc, test_orchestration);
   tcase_add_test (tc, test_draw_budget_due);
-  tcase_add_test (tc, test_draw_budget_due_link);
   tcase_add_test (tc, test_link_bytes);
   tcase_add_test (tc, test_draw_budget);
   tcase_add_test (tc, test_leave_behind);
