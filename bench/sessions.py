@@ -125,15 +125,6 @@ def established(port):
     return bool(r.stdout.strip())
 
 
-def percentile(v, q):
-    v = sorted(x for x in v if x is not None)
-    if not v:
-        return None
-    pos = q * (len(v) - 1)
-    lo = int(pos)
-    hi = min(lo + 1, len(v) - 1)
-    return v[lo] + (pos - lo) * (v[hi] - v[lo])
-
 
 def rnd(x, nd=3):
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else round(x, nd)
@@ -308,8 +299,8 @@ def run_cell(args, pipeline, activity, n, celldir, procs):
             lat.extend(k.get("samples_ms") or [])
             per_client.append({"p50_ms": k.get("p50_ms"), "p95_ms": k.get("p95_ms"),
                                "timeouts": k.get("timeouts"), "n": k.get("n")})
-        res["keypress"] = {"n": len(lat), "p50_ms": rnd(percentile(lat, 0.5), 2),
-                           "p95_ms": rnd(percentile(lat, 0.95), 2),
+        res["keypress"] = {"n": len(lat), "p50_ms": rnd(rig.pct(lat, 0.5), 2),
+                           "p95_ms": rnd(rig.pct(lat, 0.95), 2),
                            "max_ms": rnd(max(lat) if lat else None, 2),
                            "timeouts": sum(c["timeouts"] or 0 for c in per_client),
                            "per_client": per_client}
@@ -415,9 +406,7 @@ def cmd_run(args):
     path = os.path.join(args.out, "sessions.json")
 
     def save():
-        with open(path + ".tmp", "w") as f:
-            json.dump(out, f, indent=1)
-        os.replace(path + ".tmp", path)
+        rig.save_json(path, out)
 
     procs = Procs()
     t_start = time.monotonic()

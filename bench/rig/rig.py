@@ -469,6 +469,14 @@ def run_cell(args, link, modes, profile, activity, mode, celldir, procs):
             os.unlink(ref)
 
 
+def save_json(path, obj):
+    """Writes @obj to @path as JSON, atomically (a reader sees the old or
+    the new file, never half of one)."""
+    with open(path + ".tmp", "w") as f:
+        json.dump(obj, f, indent=1)
+    os.replace(path + ".tmp", path)
+
+
 def pct(v, q):
     """Linear-interpolated percentile q (0..1) of v, None if empty."""
     v = sorted(x for x in v if x is not None)
@@ -565,9 +573,7 @@ def cmd_run(args):
     path = os.path.join(args.out, "results.json")
 
     def save():
-        with open(path + ".tmp", "w") as f:
-            json.dump(out, f, indent=1)
-        os.replace(path + ".tmp", path)
+        save_json(path, out)
 
     procs = Procs()
     link = Link(args)
