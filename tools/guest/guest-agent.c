@@ -279,6 +279,8 @@ agent_read (SpiceCharDeviceInstance * sin, uint8_t * buf, int len)
   GuestAgent *a = (GuestAgent *) sin;
   guint n = MIN ((guint) MAX (len, 0), a->out->len - a->out_pos);
 
+  if (n == 0)
+    return 0;                   /* nothing queued (data may be NULL) */
   memcpy (buf, a->out->data + a->out_pos, n);
   a->out_pos += n;
   return (int) n;
