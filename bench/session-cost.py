@@ -34,6 +34,9 @@ import socket
 import statistics
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "rig"))
+import rig  # noqa: E402  (wait_listen, shared with the latency rig)
 import tempfile
 import time
 
@@ -61,19 +64,6 @@ def status_kib(pid, key):
             if line.startswith(key + ":"):
                 return int(line.split()[1])
     return 0
-
-
-def wait_listen(port, secs, proc):
-    end = time.monotonic() + secs
-    while time.monotonic() < end:
-        if proc.poll() is not None:
-            return False
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            return True
-        except OSError:
-            time.sleep(0.1)
-    return False
 
 
 def stop(proc):
@@ -153,7 +143,7 @@ def run_one(args, build, pipeline, activity, tmp, perf_secs=0):
              "--activity-after-connect"], stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         procs.append(guest)
-        if not wait_listen(gport, 10, guest):
+        if not rig.wait_listen(None, gport, 10, guest):
             raise RuntimeError("guest did not listen")
         pfile = os.path.join(SOURCE, "pipelines", pipeline + ".pipeline")
         log_path = os.path.join(tmp, "pipeline.log")
@@ -166,7 +156,7 @@ def run_one(args, build, pipeline, activity, tmp, perf_secs=0):
             env=env)
         plog.close()
         procs.append(pipe)
-        if not wait_listen(cport, 60, pipe):
+        if not rig.wait_listen(None, cport, 60, pipe):
             raise RuntimeError("pipeline did not listen")
         budget = args.warmup + args.secs + perf_secs + 10
         # idle: one press at the start (the client waits for the key box),

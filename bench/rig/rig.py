@@ -226,7 +226,8 @@ class Link:
 
 
 def ns_exec(ns, argv):
-    return ["ip", "netns", "exec", ns] + argv
+    """@argv in network namespace @ns (None: this one)."""
+    return ["ip", "netns", "exec", ns] + argv if ns else list(argv)
 
 
 def wait_listen(ns, port, timeout, proc=None):
