@@ -39,6 +39,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(HERE)
 RIG = os.path.join(HERE, "rig", "rig.py")
+sys.path.insert(0, os.path.join(HERE, "rig"))
+import rig  # noqa: E402  (the docs block writer, shared with the latency rig)
 TEMPLATE = os.path.join(SOURCE, "pipelines", "transcode-vp8.pipeline")
 
 # name, description (spicestreamenc encoder=)
@@ -182,13 +184,13 @@ def cmd_run(args):
                    "command": " ".join(shlex.quote(a) for a in sys.argv)}, f, indent=1)
     rc = 0
     if modes:
-        rig = [sys.executable, RIG, "run", "--build", args.build, "--modes-file", modes_file,
-               "--modes", ",".join(modes), "--profiles", args.profiles,
-               "--activities", args.activities, "--samples", str(args.samples),
-               "--quality", str(args.quality), "--out", os.path.join(out, "run")]
-        rig += args.rig_args or []
-        log("running: %s" % " ".join(shlex.quote(a) for a in rig))
-        rc = subprocess.run(rig).returncode
+        rig_argv = [sys.executable, RIG, "run", "--build", args.build, "--modes-file", modes_file,
+                    "--modes", ",".join(modes), "--profiles", args.profiles,
+                    "--activities", args.activities, "--samples", str(args.samples),
+                    "--quality", str(args.quality), "--out", os.path.join(out, "run")]
+        rig_argv += args.rig_args or []
+        log("running: %s" % " ".join(shlex.quote(a) for a in rig_argv))
+        rc = subprocess.run(rig_argv).returncode
         if rc not in (0, 1):
             log("rig exited with %d" % rc)
     else:
@@ -397,19 +399,8 @@ def cmd_report(args):
         md += ["![%s](%s)" % (os.path.basename(p), rel), ""]
     text = "\n".join(md)
     if args.docs:
-        begin, end = "<!-- codec:%s:begin -->" % stem, "<!-- codec:%s:end -->" % stem
-        doc = open(args.docs).read() if os.path.exists(args.docs) else "# Benchmarks\n"
-        block = begin + "\n" + text + "\n" + end
-        if begin in doc and end in doc:
-            doc = doc[:doc.index(begin)] + block + doc[doc.index(end) + len(end):]
-        else:
-            anchor = "<!-- codec:results -->"
-            if anchor in doc:
-                doc = doc.replace(anchor, anchor + "\n\n" + block, 1)
-            else:
-                doc = doc.rstrip("\n") + "\n\n" + block + "\n"
-        with open(args.docs, "w") as fo:
-            fo.write(doc)
+        rig.replace_doc_block(args.docs, "codec:" + stem, text,
+                              anchor="<!-- codec:results -->")
         with open(os.path.join(pngdir, stem + ".json"), "w") as fo:
             json.dump({"compare": compare, "results": results}, fo, indent=1)
         log("updated %s (%d plots in %s)" % (args.docs, len(pngs), pngdir))

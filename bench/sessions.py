@@ -93,19 +93,6 @@ def machine_busy_ticks():
     return sum(cpu[:8]) - idle
 
 
-def free_ports(n):
-    """@n distinct free TCP ports on loopback (bound and released at once)."""
-    socks, ports = [], []
-    for _ in range(n):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-        ports.append(s.getsockname()[1])
-    for s in socks:
-        s.close()
-    return ports
-
-
 def listening(port):
     s = socket.socket()
     s.settimeout(0.5)
@@ -203,8 +190,8 @@ def run_cell(args, pipeline, activity, n, celldir, procs):
     os.makedirs(celldir, exist_ok=True)
     res = {"pipeline": pipeline, "activity": activity, "n": n,
            "loadavg_at_start": [round(x, 2) for x in os.getloadavg()]}
-    gports = free_ports(n)
-    pports = free_ports(n)
+    gports = rig.free_ports(n)
+    pports = rig.free_ports(n)
     env = pipeline_env(args)
     moving = activity != "idle"
     guests, pipes, glogs = [], [], []
@@ -630,20 +617,6 @@ def plot(results, groups, path):
     plt.close(fig)
 
 
-def replace_block(path, name, text, heading):
-    """Replaces the <!-- NAME:begin --> … <!-- NAME:end --> block of @path,
-    or appends @heading and the block at the end."""
-    begin, end = "<!-- %s:begin -->" % name, "<!-- %s:end -->" % name
-    doc = open(path).read()
-    block = begin + "\n" + text.rstrip("\n") + "\n" + end
-    if begin in doc and end in doc:
-        doc = doc[:doc.index(begin)] + block + doc[doc.index(end) + len(end):]
-    else:
-        doc = doc.rstrip("\n") + "\n\n" + heading + "\n\n" + block + "\n"
-    with open(path, "w") as f:
-        f.write(doc)
-
-
 def report(results, docs, guide, plot_path, json_path=None):
     groups = analyse(results)
     m = results["machine"]
@@ -683,7 +656,8 @@ def report(results, docs, guide, plot_path, json_path=None):
         md.append("Raw results: [%s](%s)." % (os.path.basename(json_path), os.path.relpath(
             json_path, os.path.dirname(DOCS))))
     plot(results, groups, plot_path)
-    replace_block(docs, "sessions", "\n".join(md), "## Sessions per host")
+    rig.replace_doc_block(docs, "sessions", "\n".join(md).rstrip("\n"),
+                          "## Sessions per host")
 
     cap = []
     cap.append("Measured by `bench/sessions.py` on %s (%d cores, %s, load average %s at the "
@@ -713,7 +687,8 @@ def report(results, docs, guide, plot_path, json_path=None):
                        lim["tasks"], lim["cpu_limit_percent"], lim["mem_limit_mib"],
                        2 * lim["tasks"], lim["cpu_request_m"], lim["mem_request_mib"],
                        lim["cpu_limit_percent"] * 10, lim["mem_limit_mib"]))
-    replace_block(guide, "capacity", "\n".join(cap), "## Capacity")
+    rig.replace_doc_block(guide, "capacity", "\n".join(cap).rstrip("\n"),
+                          "## Capacity")
     log("updated %s, %s and %s" % (docs, guide, plot_path))
     return 0
 
@@ -723,10 +698,6 @@ def cmd_report(args):
         results = json.load(f)
     return report(results, args.docs, args.guide, args.plot,
                   args.json if os.path.abspath(args.json) == os.path.abspath(RESULTS) else None)
-
-
-def csv(s):
-    return [x.strip() for x in s.split(",") if x.strip()]
 
 
 def main():
@@ -758,13 +729,11 @@ def main():
     r.add_argument("--plot", default=PLOT)
     args = ap.parse_args()
     if args.cmd == "run":
-        args.pipelines = csv(args.pipelines)
-        args.counts = [int(x) for x in csv(args.counts)]
-        args.activities = csv(args.activities)
+        args.pipelines = rig.csv(args.pipelines)
+        args.counts = [int(x) for x in rig.csv(args.counts)]
+        args.activities = rig.csv(args.activities)
         args.build = os.path.abspath(args.build)
-        args.guest = os.path.join(args.build, "tools", "spice-test-guest")
-        args.keypress = os.path.join(args.build, "tools", "keypress", "spice-keypress")
-        args.runner = os.path.join(args.build, "tools", "runner", "gst-spice-run")
+        vars(args).update(rig.tools(args.build))
         if args.out is None:
             args.out = "/tmp/gst-spice-sessions-" + time.strftime("%Y%m%d-%H%M%S")
         args.out = os.path.abspath(args.out)

@@ -53,7 +53,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -99,18 +98,9 @@ class Procs(rig.Procs):
 
     def kill(self, p):
         if p.poll() is None:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            rig.killpg(p, signal.SIGKILL)
         p.wait()
         self.forget(p)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def proc_sample(pid):
@@ -175,7 +165,7 @@ class Soak:
         log(what)
 
     def in_srv(self, argv):
-        return rig.ns_exec(self.ns_srv, argv) if self.ns_srv else argv
+        return rig.ns_exec(self.ns_srv, argv)
 
     def in_cli(self, argv):
         return rig.ns_exec(self.ns_cli, argv)
@@ -214,18 +204,6 @@ class Soak:
                            capture_output=True)
             self.link_up = False
 
-    def wait_listen(self, port, timeout, proc):
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            if proc.poll() is not None:
-                return False
-            r = subprocess.run(self.in_srv(["ss", "-Hltn", "sport = :%d" % port]),
-                               capture_output=True, text=True)
-            if r.stdout.strip():
-                return True
-            time.sleep(0.1)
-        return False
-
     # ---- guest and runner ---------------------------------------------------
 
     def start_guest(self):
@@ -233,7 +211,7 @@ class Soak:
         self.guest_n += 1
         seed = self.guest_n
         glog = open(os.path.join(self.out, "guest-%d.log" % self.guest_n), "w")
-        argv = [os.path.join(a.build, "tools", "spice-test-guest"), "--port",
+        argv = [rig.tools(a.build)["guest"], "--port",
                 str(self.guest_port), "--addr", "127.0.0.1", "--activity", "busy",
                 "--fps", str(a.fps), "--width", str(a.width), "--height", str(a.height),
                 "--seed", str(seed), "--streaming-video", "off"]
@@ -241,7 +219,7 @@ class Soak:
                                       stderr=subprocess.STDOUT)
         glog.close()
         self.guest_log = os.path.join(self.out, "guest-%d.log" % self.guest_n)
-        if not self.wait_listen(self.guest_port, 10, self.guest):
+        if not rig.wait_listen(self.ns_srv, self.guest_port, 10, self.guest):
             raise RuntimeError("guest %d did not listen" % self.guest_n)
         self.guest_starts.append(self.now())
 
@@ -264,7 +242,7 @@ class Soak:
         env.setdefault("GST_DEBUG", "*:2")
         env["GST_DEBUG_NO_COLOR"] = "1"
         listen = "0.0.0.0" if self.ns_srv else "127.0.0.1"
-        argv = [os.path.join(a.build, "tools", "runner", "gst-spice-run"), "--stats-interval",
+        argv = [rig.tools(a.build)["runner"], "--stats-interval",
                 "10", os.path.join(SOURCE, "pipelines", a.pipeline + ".pipeline"),
                 "-D", "UPSTREAM=spice://127.0.0.1:%d" % self.guest_port,
                 "-D", "LISTEN_ADDRESS=%s" % listen, "-D", "LISTEN_PORT=%d" % self.port,
@@ -274,7 +252,7 @@ class Soak:
         self.runner = self.procs.start(self.in_srv(argv), stdin=subprocess.DEVNULL,
                                        stdout=rlog, stderr=subprocess.STDOUT, env=env)
         rlog.close()
-        if not self.wait_listen(self.port, 30, self.runner):
+        if not rig.wait_listen(self.ns_srv, self.port, 30, self.runner):
             raise RuntimeError("runner did not listen on %d (exit %s)" %
                                (self.port, self.runner.poll()))
 
@@ -304,7 +282,7 @@ class Soak:
 
     def keypress_argv(self, host, ref, cjson, ctl, exact_phase):
         a = self.args
-        argv = [os.path.join(a.build, "tools", "keypress", "spice-keypress"),
+        argv = [rig.tools(a.build)["keypress"],
                 "--uri", "spice://%s:%d" % (host, self.port), "--password", PASSWORD,
                 "--warmup-presses", "0", "--connect-timeout", str(a.connect_timeout),
                 "-o", cjson, "-v"]
@@ -517,8 +495,8 @@ class Soak:
     def run(self):
         a = self.args
         self.setup_link()
-        self.guest_port = free_port() if not self.ns_srv else 5930
-        self.port = free_port() if not self.ns_srv else 5931
+        self.guest_port = rig.free_port() if not self.ns_srv else 5930
+        self.port = rig.free_port() if not self.ns_srv else 5931
         fifo = os.path.join(self.out, "guest.ctl")
         if os.path.exists(fifo):
             os.unlink(fifo)
@@ -755,10 +733,9 @@ def main():
                 os.unlink(os.path.join(args.out, old))
     else:
         args.out = tempfile.mkdtemp(prefix="gst-spice-soak.")
-    for b in ("tools/spice-test-guest", "tools/keypress/spice-keypress",
-              "tools/runner/gst-spice-run"):
-        if not os.access(os.path.join(args.build, b), os.X_OK):
-            print("FAIL: %s not built" % os.path.join(args.build, b))
+    for b in rig.tools(args.build).values():
+        if not os.access(b, os.X_OK):
+            print("FAIL: %s not built" % b)
             return 1
     signal.signal(signal.SIGTERM, rig._on_signal)
     signal.signal(signal.SIGINT, rig._on_signal)

@@ -32,6 +32,7 @@ import platform
 import re
 import shlex
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -68,6 +69,14 @@ def _on_signal(signum, frame):
 
 # ---- processes ----------------------------------------------------------------
 
+def killpg(p, sig):
+    """@sig to the process group of @p (started with start_new_session)."""
+    try:
+        os.killpg(p.pid, sig)
+    except ProcessLookupError:
+        pass
+
+
 class Procs:
     """Processes this rig started; stopped by PID (process group) only."""
 
@@ -81,17 +90,11 @@ class Procs:
 
     def stop(self, p, grace=5.0):
         if p.poll() is None:
-            try:
-                os.killpg(p.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
+            killpg(p, signal.SIGTERM)
             try:
                 p.wait(grace)
             except subprocess.TimeoutExpired:
-                try:
-                    os.killpg(p.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+                killpg(p, signal.SIGKILL)
                 p.wait()
         if p in self.procs:
             self.procs.remove(p)
@@ -241,6 +244,49 @@ def wait_listen(ns, port, timeout, proc=None):
             return True
         time.sleep(0.1)
     return False
+
+
+def free_ports(n):
+    """@n distinct free TCP ports on loopback (bound and released at once)."""
+    socks, ports = [], []
+    for _ in range(n):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+        ports.append(s.getsockname()[1])
+    for s in socks:
+        s.close()
+    return ports
+
+
+def free_port():
+    return free_ports(1)[0]
+
+
+def tools(build):
+    """The programs the rig runs, in build directory @build:
+    {"guest", "keypress", "runner"} -> path."""
+    return {"guest": os.path.join(build, "tools", "spice-test-guest"),
+            "keypress": os.path.join(build, "tools", "keypress", "spice-keypress"),
+            "runner": os.path.join(build, "tools", "runner", "gst-spice-run")}
+
+
+def replace_doc_block(path, name, text, heading=None, anchor=None):
+    """Replaces the <!-- NAME:begin --> ... <!-- NAME:end --> block of the
+    markdown file @path (a new "# Benchmarks" file where there is none) with
+    @text; a new block goes after the line @anchor where the file has it,
+    else at the end, after @heading where one is given."""
+    begin, end = "<!-- %s:begin -->" % name, "<!-- %s:end -->" % name
+    doc = open(path).read() if os.path.exists(path) else "# Benchmarks\n"
+    block = begin + "\n" + text + "\n" + end
+    if begin in doc and end in doc:
+        doc = doc[:doc.index(begin)] + block + doc[doc.index(end) + len(end):]
+    elif anchor and anchor in doc:
+        doc = doc.replace(anchor, anchor + "\n\n" + block, 1)
+    else:
+        doc = doc.rstrip("\n") + "\n\n" + (heading + "\n\n" if heading else "") + block + "\n"
+    with open(path, "w") as f:
+        f.write(doc)
 
 
 class SsSampler(threading.Thread):
@@ -927,16 +973,8 @@ def cmd_report(args):
         md.append("")
     text = "\n".join(md)
     if args.docs:
-        begin, end = "<!-- rig:%s:begin -->" % stem, "<!-- rig:%s:end -->" % stem
-        doc = open(args.docs).read() if os.path.exists(args.docs) else "# Benchmarks\n"
-        block = begin + "\n" + text + "\n" + end
-        if begin in doc and end in doc:
-            doc = doc[:doc.index(begin)] + block + doc[doc.index(end) + len(end):]
-        else:
-            # new blocks go to the end (the Results section is the last one)
-            doc = doc.rstrip("\n") + "\n\n" + block + "\n"
-        with open(args.docs, "w") as f:
-            f.write(doc)
+        # new blocks go to the end (the Results section is the last one)
+        replace_doc_block(args.docs, "rig:" + stem, text)
         with open(os.path.join(pngdir, stem + ".json"), "w") as f:
             json.dump(results, f, indent=1)
         log("updated %s (%d plots, %s)" % (args.docs, len(pngs), pngdir))
@@ -1033,9 +1071,10 @@ def cmd_estimate(args):
     return 0
 
 
-def csv(s, allowed):
+def csv(s, allowed=None):
+    """The items of the comma list @s; "all": @allowed (where given)."""
     v = [x.strip() for x in s.split(",") if x.strip()]
-    if v == ["all"]:
+    if allowed is not None and v == ["all"]:
         return list(allowed)
     return v
 
@@ -1089,9 +1128,7 @@ def main():
         args.activities = csv(args.activities, ALL_ACTIVITIES)
         args.modes = csv(args.modes, ALL_MODES)
         args.build = os.path.abspath(args.build)
-        args.guest = os.path.join(args.build, "tools", "spice-test-guest")
-        args.keypress = os.path.join(args.build, "tools", "keypress", "spice-keypress")
-        args.runner = os.path.join(args.build, "tools", "runner", "gst-spice-run")
+        vars(args).update(tools(args.build))
         if args.out is None:
             args.out = "/tmp/gst-spice-rig-" + time.strftime("%Y%m%d-%H%M%S")
         if args.cmd == "run":

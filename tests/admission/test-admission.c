@@ -52,29 +52,6 @@ typedef struct
   GThread *thread;
 } Flood;
 
-static GSocket *
-connect_from (const gchar * from, guint16 port)
-{
-  GSocket *s = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM,
-      G_SOCKET_PROTOCOL_TCP, NULL);
-  GInetAddress *src = g_inet_address_new_from_string (from);
-  GInetAddress *dst = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
-  GSocketAddress *sa = g_inet_socket_address_new (src, 0);
-  GSocketAddress *da = g_inet_socket_address_new (dst, port);
-  gboolean ok;
-
-  g_socket_set_timeout (s, 3);
-  ok = g_socket_bind (s, sa, FALSE, NULL) && g_socket_connect (s, da, NULL,
-      NULL);
-  g_object_unref (sa);
-  g_object_unref (da);
-  g_object_unref (src);
-  g_object_unref (dst);
-  if (!ok)
-    g_clear_object (&s);
-  return s;
-}
-
 /* whether the server closed @s (EOF or reset), without waiting */
 static gboolean
 peer_closed (GSocket * s)
@@ -85,15 +62,6 @@ peer_closed (GSocket * s)
   if (poll (&p, 1, 0) <= 0)
     return FALSE;
   return recv (g_socket_get_fd (s), buf, sizeof (buf), MSG_DONTWAIT) <= 0;
-}
-
-static void
-drop (GSocket ** s)
-{
-  if (*s) {
-    g_socket_close (*s, NULL);
-    g_clear_object (s);
-  }
 }
 
 static gpointer
@@ -109,7 +77,7 @@ flood_thread (gpointer data)
     for (i = 0; i < G_N_ELEMENTS (f->socks); i++) {
       if (f->socks[i] && peer_closed (f->socks[i])) {
         g_atomic_int_inc (&f->closed);
-        drop (&f->socks[i]);
+        spice_raw_tcp_close (&f->socks[i]);
       }
       if (pass == 1 && i == 0) {
         guint j, open = 0;
@@ -119,7 +87,7 @@ flood_thread (gpointer data)
         f->open_after_first = open;
       }
       /* an attacker reconnects what was closed */
-      if (!f->socks[i] && (f->socks[i] = connect_from (FLOOD_ADDR, f->port)))
+      if (!f->socks[i] && (f->socks[i] = spice_raw_tcp_connect_from (FLOOD_ADDR, f->port, 3)))
         g_atomic_int_inc (&f->opened);
       /* slowloris: one byte a second of a link header */
       if (f->socks[i] && i >= N_IDLE)
@@ -131,7 +99,7 @@ flood_thread (gpointer data)
       g_usleep (20000);
   }
   for (i = 0; i < G_N_ELEMENTS (f->socks); i++)
-    drop (&f->socks[i]);
+    spice_raw_tcp_close (&f->socks[i]);
   return NULL;
 }
 
@@ -271,7 +239,6 @@ GST_START_TEST (test_one_source_cannot_lock_out_the_rest)
   RunnerProcess *run;
   Flood flood = { 0, };
   SpiceRawConn *c;
-  GSocket *s;
   GHashTable *m;
   gint64 took, base_took = 0, end;
   guint32 lerr = 0;
@@ -358,18 +325,14 @@ GST_START_TEST (test_one_source_cannot_lock_out_the_rest)
   g_usleep (500 * 1000);
 
   /* the same source: a wrong ticket and a wrong magic */
-  s = connect_from (FLOOD_ADDR, port);
-  fail_unless (s != NULL);
-  c = g_new0 (SpiceRawConn, 1);
-  c->sock = s;
+  c = spice_raw_connect_from (FLOOD_ADDR, port, 3);
+  fail_unless (c != NULL);
   fail_unless (spice_raw_link (c, 0, SPICE_CHANNEL_MAIN, 0, 0, "wrong", &lerr));
   fail_unless_equals_int (c->link_result, SPICE_LINK_ERR_PERMISSION_DENIED);
   spice_raw_close (c);
-  s = connect_from (FLOOD_ADDR, port);
-  fail_unless (s != NULL);
-  g_socket_send (s, "GET / HTTP/1.0\r\n\r\n", 18, NULL, NULL);
-  c = g_new0 (SpiceRawConn, 1);
-  c->sock = s;
+  c = spice_raw_connect_from (FLOOD_ADDR, port, 3);
+  fail_unless (c != NULL);
+  g_socket_send (c->sock, "GET / HTTP/1.0\r\n\r\n", 18, NULL, NULL);
   fail_unless (spice_raw_wait_closed (c, 5000));
   spice_raw_close (c);
   fail_unless (runner_process_wait_log (run, "security: event=wrong-ticket "
@@ -463,17 +426,10 @@ guest_on_port (guint port)
   };
   GSubprocess *p = g_subprocess_newv (argv, G_SUBPROCESS_FLAGS_STDIN_PIPE |
       G_SUBPROCESS_FLAGS_STDOUT_SILENCE, NULL);
-  gint64 end = g_get_monotonic_time () + 30 * G_USEC_PER_SEC;
-  GSocket *s = NULL;
 
   fail_unless (p != NULL);
-  while (!s && g_get_monotonic_time () < end) {
-    g_usleep (100000);
-    s = spice_raw_tcp_connect (port, 2);
-  }
-  fail_unless (s != NULL, "the guest does not listen on %u", port);
-  g_socket_close (s, NULL);
-  g_object_unref (s);
+  fail_unless (spice_raw_tcp_wait_listen (port, 30000),
+      "the guest does not listen on %u", port);
   g_free (port_str);
   g_free (bin);
   return p;
@@ -497,7 +453,7 @@ GST_START_TEST (test_every_event_class_is_one_line)
   };
   GSubprocess *guest = guest_on_port (gport);
   gchar *text, *file, *log, **lines, *f2b = NULL;
-  GSocket *silent[3], *s;
+  GSocket *silent[3];
   SpiceRawSession *idle, *stalled;
   SpiceRawConn *c;
   RunnerProcess *run;
@@ -548,23 +504,19 @@ GST_START_TEST (test_every_event_class_is_one_line)
 
   /* refused and handshake-timeout: 3 silent links, 2 allowed */
   for (i = 0; i < 3; i++) {
-    silent[i] = connect_from (FLOOD_ADDR, port);
+    silent[i] = spice_raw_tcp_connect_from (FLOOD_ADDR, port, 3);
     fail_unless (silent[i] != NULL);
   }
   /* wrong ticket */
-  s = connect_from ("127.0.0.10", port);
-  fail_unless (s != NULL);
-  c = g_new0 (SpiceRawConn, 1);
-  c->sock = s;
+  c = spice_raw_connect_from ("127.0.0.10", port, 3);
+  fail_unless (c != NULL);
   fail_unless (spice_raw_link (c, 0, SPICE_CHANNEL_MAIN, COMMON_CAPS, 0,
           "wrong", NULL));
   spice_raw_close (c);
   /* TLS failure: plain bytes to the TLS port */
-  s = connect_from ("127.0.0.11", tport);
-  fail_unless (s != NULL);
-  g_socket_send (s, "REDQ plain text, not TLS\r\n\r\n", 28, NULL, NULL);
-  c = g_new0 (SpiceRawConn, 1);
-  c->sock = s;
+  c = spice_raw_connect_from ("127.0.0.11", tport, 3);
+  fail_unless (c != NULL);
+  g_socket_send (c->sock, "REDQ plain text, not TLS\r\n\r\n", 28, NULL, NULL);
   spice_raw_wait_closed (c, 5000);
   spice_raw_close (c);
   /* bad message: a linked main channel sends type 999 */
@@ -613,7 +565,7 @@ GST_START_TEST (test_every_event_class_is_one_line)
   g_free (log);
   g_free (f2b);
   for (i = 0; i < 3; i++)
-    drop (&silent[i]);
+    spice_raw_tcp_close (&silent[i]);
   spice_raw_session_free (idle);
   spice_raw_session_free (stalled);
   runner_process_free (run);

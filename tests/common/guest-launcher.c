@@ -497,18 +497,27 @@ guest_process_stop (GuestProcess * gp)
   return ret;
 }
 
-gboolean
-test_spicy_screenshot (const gchar * host, guint port, const gchar * password,
-    guint timeout_s, guint8 ** bgrx, gint * w, gint * h, GError ** error)
+gint
+test_spicy_screenshot_status (const gchar * host, guint port, gboolean tls,
+    const gchar * password, const gchar * const *env_add, guint timeout_s,
+    guint8 ** bgrx, gint * w, gint * h, gboolean * got_picture,
+    gchar ** output)
 {
-  gchar *dir = g_dir_make_tmp ("gst-spice-shot-XXXXXX", error);
+  gchar *dir = g_dir_make_tmp ("gst-spice-shot-XXXXXX", NULL);
   gchar *path, *port_str, *timeout_str, *out = NULL, *err_out = NULL;
+  gchar **envp = g_get_environ ();
   const gchar *argv[16];
-  gint i = 0, status = 0;
-  gboolean ok;
+  gint i = 0, status = 0, ret;
+  gboolean got = FALSE;
 
-  if (dir == NULL)
-    return FALSE;
+  if (output)
+    *output = NULL;
+  if (got_picture)
+    *got_picture = FALSE;
+  if (dir == NULL) {
+    g_strfreev (envp);
+    return -1;
+  }
   path = g_build_filename (dir, "shot.ppm", NULL);
   port_str = g_strdup_printf ("%u", port);
   timeout_str = g_strdup_printf ("%u", timeout_s);
@@ -519,7 +528,7 @@ test_spicy_screenshot (const gchar * host, guint port, const gchar * password,
   argv[i++] = "spicy-screenshot";
   argv[i++] = "-h";
   argv[i++] = host;
-  argv[i++] = "-p";
+  argv[i++] = tls ? "-s" : "-p";
   argv[i++] = port_str;
   if (password) {
     argv[i++] = "-w";
@@ -528,26 +537,47 @@ test_spicy_screenshot (const gchar * host, guint port, const gchar * password,
   argv[i++] = "-o";
   argv[i++] = path;
   argv[i++] = NULL;
+  for (i = 0; env_add && env_add[i]; i += 2)
+    envp = g_environ_setenv (envp, env_add[i], env_add[i + 1], TRUE);
 
-  ok = g_spawn_sync (NULL, (gchar **) argv, NULL, G_SPAWN_SEARCH_PATH, NULL,
-      NULL, &out, &err_out, &status, error);
-  if (ok) {
-    if (g_file_test (path, G_FILE_TEST_EXISTS)) {
-      ok = test_ppm_read (path, bgrx, w, h, error);
-    } else {
-      g_set_error (error, LAUNCHER_ERROR, 3,
-          "spicy-screenshot wrote no picture (wait status %d): %s%s", status,
-          out ? out : "", err_out ? err_out : "");
-      ok = FALSE;
-    }
-  }
+  if (!g_spawn_sync (NULL, (gchar **) argv, envp, G_SPAWN_SEARCH_PATH, NULL,
+          NULL, &out, &err_out, &status, NULL))
+    ret = -1;
+  else if (WIFEXITED (status))
+    ret = WEXITSTATUS (status);
+  else
+    ret = 128;
+  if (bgrx && g_file_test (path, G_FILE_TEST_EXISTS))
+    got = test_ppm_read (path, bgrx, w, h, NULL);
+  if (got_picture)
+    *got_picture = got;
+  if (output)
+    *output = g_strconcat (out ? out : "", err_out ? err_out : "", NULL);
   g_unlink (path);
   g_rmdir (dir);
+  g_strfreev (envp);
   g_free (out);
   g_free (err_out);
   g_free (timeout_str);
   g_free (port_str);
   g_free (path);
   g_free (dir);
-  return ok;
+  return ret;
+}
+
+gboolean
+test_spicy_screenshot (const gchar * host, guint port, const gchar * password,
+    guint timeout_s, guint8 ** bgrx, gint * w, gint * h, GError ** error)
+{
+  gchar *output = NULL;
+  gboolean got = FALSE;
+  gint status = test_spicy_screenshot_status (host, port, FALSE, password,
+      NULL, timeout_s, bgrx, w, h, &got, &output);
+
+  if (!got)
+    g_set_error (error, LAUNCHER_ERROR, 3,
+        "spicy-screenshot wrote no picture (exit status %d): %s", status,
+        output ? output : "");
+  g_free (output);
+  return got;
 }

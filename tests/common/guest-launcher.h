@@ -101,11 +101,21 @@ gboolean test_run_openssl (const gchar * dir, const gchar * const *args);
  * wait for something to happen scale by it (bounds on the result do not). */
 guint test_time_factor (void);
 
-/* Runs `spicy-screenshot -h host -p port [-w password] -o TMP` under
- * `timeout timeout_s` and reads the PPM (BGRx, stride w * 4). spicy-screenshot
- * writes the picture at its first display invalidate. FALSE with an error
- * (including the tool's output) if no picture was written, e.g. on a refused
- * password. */
+/* Runs `spicy-screenshot -h host -p|-s port [-w password] -o TMP` (-s: the
+ * TLS port, where @tls) under `timeout -k 5 timeout_s`, with @env_add
+ * (NULL-terminated NAME, VALUE pairs) added to its environment, and reads
+ * the PPM where it wrote one and @bgrx is given (BGRx, stride w * 4;
+ * *@got_picture says whether it did). spicy-screenshot writes the picture at
+ * its first display invalidate. Returns its exit status (-1: not started,
+ * 128: killed by a signal); *@output (where given): its stdout and
+ * stderr. */
+gint test_spicy_screenshot_status (const gchar * host, guint port,
+    gboolean tls, const gchar * password, const gchar * const *env_add,
+    guint timeout_s, guint8 ** bgrx, gint * w, gint * h,
+    gboolean * got_picture, gchar ** output);
+
+/* The same on the plain port: FALSE with an error (including the tool's
+ * output) if no picture was written, e.g. on a refused password. */
 gboolean test_spicy_screenshot (const gchar * host, guint port,
     const gchar * password, guint timeout_s, guint8 ** bgrx, gint * w,
     gint * h, GError ** error);

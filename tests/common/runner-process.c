@@ -71,6 +71,23 @@ runner_process_start_runner (const gchar * log_dir, const gchar * first_arg,
   return run;
 }
 
+gint
+runner_process_run_sync (const gchar * log_dir, guint timeout_ms,
+    gchar ** log, const gchar * first_arg, ...)
+{
+  RunnerProcess *run;
+  va_list args;
+  gint code;
+
+  va_start (args, first_arg);
+  run = runner_process_start_runner_valist (log_dir, first_arg, args);
+  va_end (args);
+  code = runner_process_wait_exit (run, timeout_ms);
+  *log = runner_process_log (run);
+  runner_process_free (run);
+  return code;
+}
+
 gchar *
 runner_process_shipped_pipeline (const gchar * name)
 {

@@ -26,6 +26,10 @@ RunnerProcess *runner_process_start_runner (const gchar * log_dir,
 RunnerProcess *runner_process_start_runner_valist (const gchar * log_dir,
     const gchar * first_arg, va_list args);
 /* $GST_SPICE_SOURCE_DIR/pipelines/NAME.pipeline */
+/* gst-spice-run with the NULL-terminated arguments, to its exit (at most
+ * @timeout_ms): its exit code (runner_process_wait_exit); *@log its log */
+gint runner_process_run_sync (const gchar * log_dir, guint timeout_ms,
+    gchar ** log, const gchar * first_arg, ...) G_GNUC_NULL_TERMINATED;
 gchar *runner_process_shipped_pipeline (const gchar * name);
 gchar *runner_process_log (RunnerProcess * run);
 /* Waits until the log holds @needle at least @count times. */

@@ -6,7 +6,7 @@
 #include "ppm.h"
 
 GSocket *
-spice_raw_tcp_connect (guint16 port, guint timeout_s)
+spice_raw_tcp_connect_from (const gchar * from, guint16 port, guint timeout_s)
 {
   GSocket *sock = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM,
       G_SOCKET_PROTOCOL_TCP, NULL);
@@ -14,8 +14,18 @@ spice_raw_tcp_connect (guint16 port, guint timeout_s)
   GSocketAddress *sa = g_inet_socket_address_new (ia, port);
 
   if (sock) {
+    gboolean ok = TRUE;
+
     g_socket_set_timeout (sock, timeout_s);
-    if (!g_socket_connect (sock, sa, NULL, NULL))
+    if (from) {
+      GInetAddress *src = g_inet_address_new_from_string (from);
+      GSocketAddress *ssa = g_inet_socket_address_new (src, 0);
+
+      ok = g_socket_bind (sock, ssa, FALSE, NULL);
+      g_object_unref (ssa);
+      g_object_unref (src);
+    }
+    if (!ok || !g_socket_connect (sock, sa, NULL, NULL))
       g_clear_object (&sock);
   }
   g_object_unref (sa);
@@ -23,10 +33,68 @@ spice_raw_tcp_connect (guint16 port, guint timeout_s)
   return sock;
 }
 
+GSocket *
+spice_raw_tcp_connect (guint16 port, guint timeout_s)
+{
+  return spice_raw_tcp_connect_from (NULL, port, timeout_s);
+}
+
+gboolean
+spice_raw_tcp_wait_listen (guint16 port, guint timeout_ms)
+{
+  gint64 end = g_get_monotonic_time () + timeout_ms * (gint64) 1000;
+  GSocket *s = NULL;
+  gboolean ok;
+
+  while (!(s = spice_raw_tcp_connect (port, 2)) &&
+      g_get_monotonic_time () < end)
+    g_usleep (50 * 1000);
+  ok = s != NULL;
+  spice_raw_tcp_close (&s);
+  return ok;
+}
+
+void
+spice_raw_tcp_close (GSocket ** sock)
+{
+  if (*sock) {
+    g_socket_close (*sock, NULL);
+    g_clear_object (sock);
+  }
+}
+
+void
+spice_raw_append_msg (GByteArray * a, guint16 type, const guint8 * body,
+    guint32 size)
+{
+  guint8 h[6];
+
+  gst_spice_wire_put_header (h, TRUE, 0, type, size);
+  g_byte_array_append (a, h, sizeof (h));
+  if (size)
+    g_byte_array_append (a, body, size);
+}
+
+void
+spice_raw_append_mouse_position (GByteArray * a, guint32 x, guint32 y)
+{
+  guint8 b[11] = { 0, };        /* x, y, buttons (16), display id (8) */
+
+  GST_WRITE_UINT32_LE (b, x);
+  GST_WRITE_UINT32_LE (b + 4, y);
+  spice_raw_append_msg (a, SPICE_MSGC_INPUTS_MOUSE_POSITION, b, sizeof (b));
+}
+
 SpiceRawConn *
 spice_raw_connect (guint16 port, guint timeout_s)
 {
-  GSocket *sock = spice_raw_tcp_connect (port, timeout_s);
+  return spice_raw_connect_from (NULL, port, timeout_s);
+}
+
+SpiceRawConn *
+spice_raw_connect_from (const gchar * from, guint16 port, guint timeout_s)
+{
+  GSocket *sock = spice_raw_tcp_connect_from (from, port, timeout_s);
   SpiceRawConn *c;
 
   if (!sock)
@@ -41,8 +109,7 @@ spice_raw_close (SpiceRawConn * c)
 {
   if (!c)
     return;
-  g_socket_close (c->sock, NULL);
-  g_object_unref (c->sock);
+  spice_raw_tcp_close (&c->sock);
   g_free (c);
 }
 

@@ -17,11 +17,28 @@ typedef struct {
   guint32 link_result;
 } SpiceRawConn;
 
-/* connects to 127.0.0.1:@port (blocking, @timeout_s per operation) */
 /* A TCP connection to 127.0.0.1:@port with @timeout_s for every socket
  * call, nothing sent; NULL if refused. */
 GSocket *spice_raw_tcp_connect (guint16 port, guint timeout_s);
+/* The same from the local address @from (e.g. "127.0.0.10"; NULL: any),
+ * so that the server sees another source. */
+GSocket *spice_raw_tcp_connect_from (const gchar * from, guint16 port,
+    guint timeout_s);
+/* TRUE once 127.0.0.1:@port accepts a TCP connection (closed at once),
+ * FALSE after @timeout_ms */
+gboolean spice_raw_tcp_wait_listen (guint16 port, guint timeout_ms);
+/* closes and unrefs *@sock and clears it; nothing where it is NULL */
+void     spice_raw_tcp_close (GSocket ** sock);
+/* appends one message with a mini header (type, size) and @body to @a,
+ * to be sent in one write with others */
+void     spice_raw_append_msg (GByteArray * a, guint16 type,
+    const guint8 * body, guint32 size);
+/* appends an INPUTS_MOUSE_POSITION to (@x, @y), no button, display 0 */
+void     spice_raw_append_mouse_position (GByteArray * a, guint32 x,
+    guint32 y);
 SpiceRawConn *spice_raw_connect (guint16 port, guint timeout_s);
+SpiceRawConn *spice_raw_connect_from (const gchar * from, guint16 port,
+    guint timeout_s);
 void     spice_raw_close (SpiceRawConn * c);
 gboolean spice_raw_send (SpiceRawConn * c, const guint8 * data, gsize size);
 gboolean spice_raw_recv_exact (SpiceRawConn * c, guint8 * buf, gsize size,

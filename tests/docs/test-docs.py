@@ -22,7 +22,6 @@ import select
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -32,7 +31,7 @@ SRC = os.path.abspath(sys.argv[1])
 BUILD = os.path.abspath(sys.argv[2])
 sys.path.insert(0, os.path.join(SRC, "tests", "install"))
 from optest import check, finish, free_port, screenshot_once, \
-    skip_if_sanitized  # noqa: E402
+    skip_if_sanitized, wait_port  # noqa: E402
 
 DOCS = ["README.md", "docs/user-guide.md", "docs/operator-guide.md"]
 # commands of a section this helper does not own, known not to do what the
@@ -115,7 +114,7 @@ class Ctx:
                  str(self.ports[doc_port]), "--activity", activity],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL)
-        wait_listening(self.ports[doc_port])
+        wait_port(self.ports[doc_port])
 
     def display(self):
         # a few tries: an Xvfb that exits at start (a display another
@@ -171,17 +170,6 @@ class Ctx:
             self.xvfb.terminate()
             self.xvfb.wait()
         shutil.rmtree(self.tmp, ignore_errors=True)
-
-
-def wait_listening(port, timeout=20):
-    end = time.time() + timeout
-    while time.time() < end:
-        try:
-            socket.create_connection(("127.0.0.1", port), 1).close()
-            return True
-        except OSError:
-            time.sleep(0.1)
-    return False
 
 
 def stop(p, sig=signal.SIGTERM, timeout=15):

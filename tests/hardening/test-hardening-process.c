@@ -208,8 +208,7 @@ send_and_close (guint16 port, const guint8 * data, gsize size)
   if (!s)
     return;
   g_socket_send (s, (const gchar *) data, size, NULL, NULL);
-  g_socket_close (s, NULL);
-  g_object_unref (s);
+  spice_raw_tcp_close (&s);
 }
 
 /* one round of hostile connections; the ones that never finish the link
@@ -255,8 +254,9 @@ drop_held (GPtrArray * held)
   guint i;
 
   for (i = 0; i < held->len; i++) {
-    g_socket_close (g_ptr_array_index (held, i), NULL);
-    g_object_unref (g_ptr_array_index (held, i));
+    GSocket *s = g_ptr_array_index (held, i);
+
+    spice_raw_tcp_close (&s);
   }
   g_ptr_array_set_size (held, 0);
 }
@@ -271,24 +271,12 @@ flood (guint16 port, SpiceRawSession * s)
 
   fail_unless (in && spice_raw_link (in, s->session_id,
           SPICE_CHANNEL_INPUTS, 0x0b, 0, NULL, NULL));
-  for (i = 0; i < 20000; i++) {
-    guint8 h[6];
-
-    gst_spice_wire_put_header (h, TRUE, 0, SPICE_MSGC_ACK, 0);
-    g_byte_array_append (a, h, 6);
-  }
+  for (i = 0; i < 20000; i++)
+    spice_raw_append_msg (a, SPICE_MSGC_ACK, NULL, 0);
   fail_unless (spice_raw_send (s->display, a->data, a->len));
   g_byte_array_set_size (a, 0);
-  for (i = 0; i < 2000; i++) {
-    guint8 h[6], b[11] = { 0, };
-
-    GST_WRITE_UINT32_LE (b, i % GW);
-    GST_WRITE_UINT32_LE (b + 4, i % GH);
-    gst_spice_wire_put_header (h, TRUE, 0,
-        SPICE_MSGC_INPUTS_MOUSE_POSITION, 11);
-    g_byte_array_append (a, h, 6);
-    g_byte_array_append (a, b, 11);
-  }
+  for (i = 0; i < 2000; i++)
+    spice_raw_append_mouse_position (a, i % GW, i % GH);
   fail_unless (spice_raw_send (in, a->data, a->len));
   g_byte_array_unref (a);
   spice_raw_close (in);
@@ -385,10 +373,7 @@ GST_START_TEST (test_process_hostile_memory)
     if (i == 0)
       t0 = g_get_monotonic_time ();
     s = spice_raw_tcp_connect (port, 5);
-    if (s) {
-      g_socket_close (s, NULL);
-      g_object_unref (s);
-    }
+    spice_raw_tcp_close (&s);
     if (i % 20 == 0)
       spice_raw_session_pump (good, 10, NULL, NULL);
     if (i % 40 == 0)

@@ -213,8 +213,7 @@ flood_thread (gpointer data)
     /* a refused connection is closed before anything is read: no reply */
     if (closed_silently (s, 2000))
       fl->refused_at_once++;
-    g_socket_close (s, NULL);
-    g_object_unref (s);
+    spice_raw_tcp_close (&s);
   }
   fl->elapsed_us = g_get_monotonic_time () - t0;
   g_byte_array_unref (hdr);
@@ -331,10 +330,8 @@ GST_START_TEST (test_pending_and_idle_limits)
       (g_get_monotonic_time () - t0) / 1e6);
   fail_unless (stat_u64 (f, "closed-handshake-timeout") >= 8);
   fail_unless (warnings_count ("handshake-timeout=2500", NULL) >= 8);
-  for (i = 0; i < 20; i++) {
-    g_socket_close (socks[i], NULL);
-    g_object_unref (socks[i]);
-  }
+  for (i = 0; i < 20; i++)
+    spice_raw_tcp_close (&socks[i]);
   /* the good session was linked before; it sent nothing either and is
    * closed by the idle timeout too: replace it with two new sessions */
   spice_raw_session_free (good);
@@ -423,38 +420,19 @@ GST_START_TEST (test_floods_and_never_reading)
   for (round = 0; round < rounds; round++) {
     /* 20000 ACKs (6-byte mini headers) in one write on display */
     g_byte_array_set_size (a, 0);
-    for (i = 0; i < 20000; i++) {
-      guint8 h[6];
-
-      gst_spice_wire_put_header (h, TRUE, 0, SPICE_MSGC_ACK, 0);
-      g_byte_array_append (a, h, 6);
-    }
+    for (i = 0; i < 20000; i++)
+      spice_raw_append_msg (a, SPICE_MSGC_ACK, NULL, 0);
     fail_unless (spice_raw_send (flooder->display, a->data, a->len));
     /* 10000 pointer positions and 2000 key presses on inputs */
     g_byte_array_set_size (a, 0);
     nav0 = nav_count (f);
-    for (i = 0; i < 10000; i++) {
-      guint8 h[6];
-
-      GST_WRITE_UINT32_LE (body, i % f->w);
-      GST_WRITE_UINT32_LE (body + 4, i % f->h);
-      body[8] = 0;
-      body[9] = 0;
-      body[10] = 0;
-      gst_spice_wire_put_header (h, TRUE, 0,
-          SPICE_MSGC_INPUTS_MOUSE_POSITION, 11);
-      g_byte_array_append (a, h, 6);
-      g_byte_array_append (a, body, 11);
-    }
+    for (i = 0; i < 10000; i++)
+      spice_raw_append_mouse_position (a, i % f->w, i % f->h);
     for (i = 0; i < 2000; i++) {
-      guint8 h[6];
-
-      gst_spice_wire_put_header (h, TRUE, 0,
-          i % 2 ? SPICE_MSGC_INPUTS_KEY_UP : SPICE_MSGC_INPUTS_KEY_DOWN,
-          4);
       GST_WRITE_UINT32_LE (body, i % 2 ? 0x9e : 0x1e);
-      g_byte_array_append (a, h, 6);
-      g_byte_array_append (a, body, 4);
+      spice_raw_append_msg (a,
+          i % 2 ? SPICE_MSGC_INPUTS_KEY_UP : SPICE_MSGC_INPUTS_KEY_DOWN,
+          body, 4);
     }
     fail_unless (spice_raw_send (inputs, a->data, a->len));
     /* draws keep flowing: the lazy client falls behind */

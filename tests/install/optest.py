@@ -1,11 +1,13 @@
 # Helpers of the operator-path tests (tests/install, tests/docs): checks
-# that print ok/FAIL lines, free ports, a spicy-screenshot client.
+# that print ok/FAIL lines, free ports, waiting for a listener, a
+# spicy-screenshot client.
 # SPDX-License-Identifier: LGPL-2.1-or-later
 
 import os
 import socket
 import subprocess
 import sys
+import time
 
 FAILED = []
 
@@ -29,6 +31,19 @@ def free_port():
     port = s.getsockname()[1]
     s.close()
     return port
+
+
+def wait_port(port, timeout=20):
+    """True once something accepts TCP connections on 127.0.0.1:@port,
+    False after @timeout seconds."""
+    end = time.time() + timeout
+    while time.time() < end:
+        try:
+            socket.create_connection(("127.0.0.1", port), 1).close()
+            return True
+        except OSError:
+            time.sleep(0.1)
+    return False
 
 
 def screenshot_once(port, password, out):

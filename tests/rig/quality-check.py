@@ -19,65 +19,25 @@ import json
 import os
 import re
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 
 SRC = os.environ.get("GST_SPICE_SOURCE_DIR") or os.path.abspath(
     os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.environ.get("GST_SPICE_BUILD_DIR") or os.path.join(SRC, "build")
-GUEST = os.path.join(BUILD, "tools", "spice-test-guest")
-KEYPRESS = os.path.join(BUILD, "tools", "keypress", "spice-keypress")
-RUNNER = os.path.join(BUILD, "tools", "runner", "gst-spice-run")
+sys.path.insert(0, os.path.join(SRC, "bench", "rig"))
+import rig  # noqa: E402  (processes, ports and program paths of the latency rig)
+TOOLS = rig.tools(BUILD)
+GUEST, KEYPRESS, RUNNER = TOOLS["guest"], TOOLS["keypress"], TOOLS["runner"]
 QUALITY_S = 3.0
-procs = []
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
+procs = rig.Procs()
 
 
 def start(argv, logpath, env=None):
-    log = open(logpath, "w")
-    p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
-                         start_new_session=True, env=env)
-    log.close()
-    procs.append(p)
-    return p
-
-
-def stop(p):
-    if p.poll() is None:
-        try:
-            os.killpg(p.pid, signal.SIGTERM)
-            p.wait(5)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
-        except ProcessLookupError:
-            pass
-    if p in procs:
-        procs.remove(p)
-
-
-def wait_port(port, proc, timeout=20):
-    end = time.time() + timeout
-    while time.time() < end:
-        if proc.poll() is not None:
-            return False
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            return True
-        except OSError:
-            time.sleep(0.1)
-    return False
+    with open(logpath, "w") as log:
+        return procs.start(argv, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
+                           env=env)
 
 
 def run_client(tmp, tag, port, activity, ftimes):
@@ -94,12 +54,12 @@ def run_client(tmp, tag, port, activity, ftimes):
 
 
 def guest(tmp, tag, activity, extra):
-    port = free_port()
+    port = rig.free_port()
     ftimes = os.path.join(tmp, tag + ".frames")
     g = start([GUEST, "--port", str(port), "--activity", activity, "--fps", "30",
                "--frame-stamp", "--frame-times", ftimes, "--activity-after-connect"] + extra,
               os.path.join(tmp, tag + ".guest.log"))
-    if not wait_port(port, g):
+    if not rig.wait_listen(None, port, 20, g):
         raise AssertionError("%s: guest did not listen" % tag)
     return g, port, ftimes
 
@@ -110,7 +70,7 @@ def lossless(tmp):
     try:
         q = run_client(tmp, "lossless", port, "busy", ftimes)
     finally:
-        stop(g)
+        procs.stop(g)
     errs = []
     if q.get("error"):
         errs.append("lossless: %s" % q["error"])
@@ -142,18 +102,18 @@ def jpeg(tmp, quality):
     with open(pfile, "w") as f:
         f.write(text)
     g, gport, ftimes = guest(tmp, tag, "busy", ["--streaming-video", "off"])
-    cport = free_port()
+    cport = rig.free_port()
     env = dict(os.environ)
     env["GST_SPICE_PIPELINES_DIR"] = os.path.join(SRC, "pipelines")
     p = start([RUNNER, "--stats-interval", "1", pfile, "-D", "UPSTREAM=spice://127.0.0.1:%d" % gport,
                "-D", "LISTEN_PORT=%d" % cport], os.path.join(tmp, tag + ".pipeline.log"), env)
     try:
-        if not wait_port(cport, p):
+        if not rig.wait_listen(None, cport, 20, p):
             raise AssertionError("%s: pipeline did not listen" % tag)
         q = run_client(tmp, tag, cport, "busy", ftimes)
     finally:
-        stop(p)
-        stop(g)
+        procs.stop(p)
+        procs.stop(g)
     print("%s: %d frames, %.1f fps, SSIM mean %.4f p5 %.4f, PSNR mean %s dB, %.2f Mbit/s" % (
         tag, q.get("frames", 0), q.get("shown_fps") or 0, q.get("ssim_mean") or 0,
         q.get("ssim_p5") or 0, q.get("psnr_db_mean"), q.get("mbit_s") or 0))
@@ -191,8 +151,7 @@ def main():
     except (AssertionError, subprocess.TimeoutExpired, OSError) as e:
         errs.append(str(e))
     finally:
-        for p in list(procs):
-            stop(p)
+        procs.stop_all()
     for e in errs[:20]:
         print("FAIL:", e)
     if errs:

@@ -45,7 +45,7 @@ SRC = os.environ.get("GST_SPICE_SOURCE_DIR") or os.path.abspath(
 BUILD = os.environ.get("GST_SPICE_BUILD_DIR") or os.path.join(SRC, "build")
 sys.path.insert(0, os.path.join(SRC, "tests", "install"))
 sys.path.insert(0, os.path.join(SRC, "bench"))
-from optest import check, finish, free_port  # noqa: E402
+from optest import check, finish, free_port, wait_port  # noqa: E402
 
 try:
     import kubernetes.client as k8s
@@ -242,17 +242,6 @@ def main():
     # 3. the container's command against a test guest
     run_container(c, env, sec, secret_dir, mport)
     finish()
-
-
-def wait_port(port, timeout):
-    end = time.time() + timeout
-    while time.time() < end:
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.5).close()
-            return True
-        except OSError:
-            time.sleep(0.1)
-    return False
 
 
 def http_status(port, path):

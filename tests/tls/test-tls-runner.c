@@ -16,22 +16,6 @@ static const gchar *shipped[] = { "transcode-vp8", "transcode-mjpeg",
   "transcode-lossless", "viewer", "record", "serve-desktop", "serve-test"
 };
 
-static gint
-check_sync (const gchar * tmp, gchar ** log, const gchar * first, ...)
-{
-  va_list ap;
-  RunnerProcess *run;
-  gint code;
-
-  va_start (ap, first);
-  run = runner_process_start_runner_valist (tmp, first, ap);
-  va_end (ap);
-  code = runner_process_wait_exit (run, 60000);
-  *log = runner_process_log (run);
-  runner_process_free (run);
-  return code;
-}
-
 /* every shipped pipeline with a spicesrc takes the upstream's CA and
  * subject, every one with a served spicesink the TLS port, certificate
  * and key; --check accepts them and refuses unreadable files by name */
@@ -58,13 +42,13 @@ GST_START_TEST (test_tls_variables_in_every_pipeline)
             strstr (text, "${TLS_CERT_FILE:-}") &&
             strstr (text, "${TLS_KEY_FILE:-}")), "%s", shipped[i]);
 
-    fail_unless_equals_int (check_sync (tmp, &log, "--check", "-D",
+    fail_unless_equals_int (runner_process_run_sync (tmp, 60000, &log, "--check", "-D",
             "UPSTREAM=spice://127.0.0.1?tls-port=5901", "-D", "OUTPUT=/tmp/x",
             "-D", ca, "-D", "UPSTREAM_HOST_SUBJECT=" TLS_SUBJECT, "-D",
             "TLS_PORT=0", "-D", cert, "-D", key, path, NULL), 0);
     g_free (log);
     if (src) {
-      fail_unless_equals_int (check_sync (tmp, &log, "--check", "-D",
+      fail_unless_equals_int (runner_process_run_sync (tmp, 60000, &log, "--check", "-D",
               "UPSTREAM=spice://127.0.0.1?tls-port=5901", "-D",
               "UPSTREAM_CA_FILE=/nonexistent/ca.pem", path, NULL),
           EXIT_REFUSED);
@@ -73,7 +57,7 @@ GST_START_TEST (test_tls_variables_in_every_pipeline)
       g_free (log);
     }
     if (sink) {
-      fail_unless_equals_int (check_sync (tmp, &log, "--check", "-D",
+      fail_unless_equals_int (runner_process_run_sync (tmp, 60000, &log, "--check", "-D",
               "UPSTREAM=spice://127.0.0.1:5900", "-D", "TLS_PORT=0", "-D",
               "TLS_CERT_FILE=/nonexistent/cert.pem", "-D", key, path, NULL),
           EXIT_REFUSED);
@@ -185,7 +169,7 @@ GST_START_TEST (test_runner_wrong_upstream_ca)
   upstream_start (&u);
   ca = g_strdup_printf ("UPSTREAM_CA_FILE=%s", u.t->other_ca);
   why = g_strdup_printf ("is not signed by a CA in ca-file %s", u.t->other_ca);
-  fail_unless_equals_int (check_sync (u.tmp, &log, "--stats-interval", "0",
+  fail_unless_equals_int (runner_process_run_sync (u.tmp, 60000, &log, "--stats-interval", "0",
           "-D", u.up, "-D", ca, "-D", "UPSTREAM_HOST_SUBJECT=" TLS_SUBJECT,
           "-D", "LISTEN_PORT=0", u.path, NULL), EXIT_REFUSED);
   fail_unless (strstr (log, why), "%s", log);

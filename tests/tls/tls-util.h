@@ -92,28 +92,6 @@ tls_dir_free (TlsDir * t)
   g_free (t);
 }
 
-/* TRUE once 127.0.0.1:@port accepts TCP, within @timeout_ms */
-static inline gboolean
-tls_wait_listening (guint port, guint timeout_ms)
-{
-  gint64 end = g_get_monotonic_time () + timeout_ms * (gint64) 1000;
-  GSocketClient *c = g_socket_client_new ();
-  gboolean ok = FALSE;
-
-  while (!ok && g_get_monotonic_time () < end) {
-    GSocketConnection *conn = g_socket_client_connect_to_host (c,
-        "127.0.0.1", port, NULL, NULL);
-
-    ok = conn != NULL;
-    if (conn)
-      g_object_unref (conn);
-    else
-      g_usleep (50 * 1000);
-  }
-  g_object_unref (c);
-  return ok;
-}
-
 static GPid tls_qemu_pid G_GNUC_UNUSED;
 
 /* qemu dies with the test process, whatever happens to it */
@@ -147,7 +125,7 @@ tls_qemu_start (TlsDir * t)
             tls_child_setup, NULL, &tls_qemu_pid, &err), "%s",
         err ? err->message : "");
   }
-  fail_unless (tls_wait_listening (port, 10000), "qemu does not listen");
+  fail_unless (spice_raw_tcp_wait_listen (port, 10000), "qemu does not listen");
   g_free (spice);
   g_free (qemu);
   return port;
@@ -180,7 +158,7 @@ tls_guest_start (TlsDir * t, guint * tls_port)
   gp = guest_process_start (args, &err);
   fail_unless (gp != NULL, "test guest: %s", err ? err->message : "?");
   g_free (port_arg);
-  fail_unless (tls_wait_listening (*tls_port, 10000));
+  fail_unless (spice_raw_tcp_wait_listen (*tls_port, 10000));
   return gp;
 }
 

@@ -1241,12 +1241,21 @@ on_channel_event (SpiceChannel * ch, SpiceChannelEvent ev, gpointer d)
   }
 }
 
+/* main loop: watches @ch's events and, with @link, links it */
+static void
+watch_channel (SpiceChannel * ch, gboolean link)
+{
+  g_signal_connect (ch, "channel-event", G_CALLBACK (on_channel_event), NULL);
+  if (link)
+    spice_channel_connect (ch);
+}
+
 static void
 on_channel_new (SpiceSession * s, SpiceChannel * ch, gpointer d)
 {
   g_ptr_array_add (ctx.channels, g_object_ref (ch));
   if (SPICE_IS_MAIN_CHANNEL (ch)) {
-    g_signal_connect (ch, "channel-event", G_CALLBACK (on_channel_event), NULL);
+    watch_channel (ch, FALSE);
   } else if (SPICE_IS_DISPLAY_CHANNEL (ch)) {
     gint id;
     g_object_get (ch, "channel-id", &id, NULL);
@@ -1256,19 +1265,16 @@ on_channel_new (SpiceSession * s, SpiceChannel * ch, gpointer d)
     g_signal_connect (ch, "display-invalidate", G_CALLBACK (on_invalidate),
         NULL);
     g_signal_connect (ch, "display-mark", G_CALLBACK (on_mark), NULL);
-    g_signal_connect (ch, "channel-event", G_CALLBACK (on_channel_event), NULL);
-    spice_channel_connect (ch);
+    watch_channel (ch, TRUE);
   } else if (SPICE_IS_PLAYBACK_CHANNEL (ch) && ctx.audio) {
     ctx.playback = ch;
     g_signal_connect (ch, "playback-start", G_CALLBACK (on_playback_start),
         NULL);
     g_signal_connect (ch, "playback-data", G_CALLBACK (on_playback_data), NULL);
-    g_signal_connect (ch, "channel-event", G_CALLBACK (on_channel_event), NULL);
-    spice_channel_connect (ch);
+    watch_channel (ch, TRUE);
   } else if (SPICE_IS_INPUTS_CHANNEL (ch)) {
     ctx.inputs = SPICE_INPUTS_CHANNEL (ch);
-    g_signal_connect (ch, "channel-event", G_CALLBACK (on_channel_event), NULL);
-    spice_channel_connect (ch);
+    watch_channel (ch, TRUE);
   }
 }
 
