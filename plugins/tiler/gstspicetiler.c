@@ -129,6 +129,8 @@ struct _GstSpiceTiler
   GstClockID clock_id;
   GQueue draw_out;              /* to the draw thread: events, updates */
   gboolean draw_busy;           /* an update is queued or being pushed */
+  gint yield_request;           /* atomic: a frame with little damage waits
+                                 * (TilerEngineInput.yield) */
   GstFlowReturn last_flow;
   TilerStats stats;
   TilerEngineStats engine_stats;        /* as of the engine's last update */
@@ -274,6 +276,7 @@ clear_items (GstSpiceTiler * self)
 
   while ((it = g_queue_pop_head (&self->items)))
     item_release (self, it);
+  g_atomic_int_set (&self->yield_request, 0);
 }
 
 /* ------------------------------------------------------------------ */
@@ -377,6 +380,7 @@ run_update (GstSpiceTiler * self, TilerUpdateKind kind, TilerEngineInput * in)
   in->rate_fps_n = self->rate_fps_n;
   in->rate_fps_d = self->rate_fps_d;
   in->rate_scale = self->rate_scale;
+  in->yield = &self->yield_request;
   g_mutex_unlock (&self->lock);
 
   ret = tiler_engine_update (self->engine, kind, in, &res);
@@ -579,6 +583,8 @@ gst_spice_tiler_loop (gpointer data)
   while (!self->flushing) {
     it = g_queue_pop_head (&self->items);
     if (it) {
+      /* a frame that was waiting is taken now */
+      g_atomic_int_set (&self->yield_request, 0);
       self->busy = TRUE;
       g_mutex_unlock (&self->lock);
       if (it->buf)
@@ -737,6 +743,10 @@ gst_spice_tiler_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
       tail->full = TRUE;
   } else
     tail->has_seq = FALSE;
+  /* an update being made for a large change does not hold a small one
+   * (a key press's echo) behind it for long */
+  g_atomic_int_set (&self->yield_request, !tail->full &&
+      gst_spice_region_area (&tail->damage) <= TILER_YIELD_MAX_PIXELS);
   wake_worker (self);
   ret = self->last_flow;
   g_mutex_unlock (&self->lock);

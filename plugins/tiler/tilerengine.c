@@ -86,6 +86,9 @@ struct _TilerEngine
   gsize last_update_size;
   gboolean pressure;            /* the last update ran out of a budget the
                                  * sink announced */
+  gboolean yield_cut;           /* this update ended early for a small
+                                 * frame (TilerEngineInput.yield) */
+  gboolean yielded;             /* the last update that sent draws did */
   TilerEngineStats stats;
 };
 
@@ -162,8 +165,19 @@ count_region (TilerEngine * e, GstSpiceImageType type, gsize size)
   }
 }
 
+/* whether a small frame waits and this update may end early for it
+ * (TilerEngineInput.yield) */
+static gboolean
+should_yield (TilerEngine * e)
+{
+  return e->in->yield && !e->yielded &&
+      gst_spice_draws_writer_n_regions (e->writer) > 0 &&
+      g_atomic_int_get (e->in->yield);
+}
+
 /* Sends @r from the current frame in bands; returns FALSE when the update
- * budget ran out (the rest went to carry). */
+ * budget ran out or a small frame waits (should_yield()): the rest went
+ * to carry. */
 static gboolean
 emit_rect (TilerEngine * e, const GstVideoRectangle * r, gboolean lossy,
     gboolean no_budget)
@@ -181,17 +195,21 @@ emit_rect (TilerEngine * e, const GstVideoRectangle * r, gboolean lossy,
     const guint8 *px = src + (gsize) y * fstride + (gsize) r->x * 4;
     GstSpiceImageType type = GST_SPICE_IMAGE_JPEG;
     gsize size = 0;
-
-    if (!no_budget && p->update_budget > 0 &&
+    gboolean over_budget = !no_budget && p->update_budget > 0 &&
         gst_spice_draws_writer_n_regions (e->writer) > 0 &&
-        gst_spice_draws_writer_size (e->writer) >= p->update_budget) {
+        gst_spice_draws_writer_size (e->writer) >= p->update_budget;
+
+    if (over_budget || (!no_budget && y > r->y && should_yield (e))) {
       GstVideoRectangle rest = { r->x, y, r->w, end - y };
       GstVideoRectangle sent = { r->x, r->y, r->w, y - r->y };
 
       gst_spice_region_add (&e->carry, &rest);
       if (!lossy)
         mark_exact (e, &sent);
-      e->stats.deferred++;
+      if (over_budget)
+        e->stats.deferred++;
+      else
+        e->yield_cut = TRUE;
       return FALSE;
     }
     if (lossy)
@@ -1041,9 +1059,13 @@ emit_draws (TilerEngine * e, gboolean final, gboolean idle)
     }
   }
   /* only updates that had something to send say whether there is
-   * pressure */
-  if (nr > 0)
-    e->pressure = cut;
+   * pressure (not when they made way for a small frame), and whether the
+   * next one may make way again */
+  if (nr > 0) {
+    if (!e->yield_cut)
+      e->pressure = cut;
+    e->yielded = e->yield_cut;
+  }
 }
 
 GstFlowReturn
@@ -1057,6 +1079,7 @@ tiler_engine_update (TilerEngine * e, TilerUpdateKind kind,
 
   memset (res, 0, sizeof (*res));
   res->next_refine = e->next_refine;
+  e->yield_cut = FALSE;
   e->in = in;
   e->res = res;
   e->p = *in->params;
@@ -1243,6 +1266,7 @@ tiler_engine_reset (TilerEngine * e)
   e->fps_window_start = GST_CLOCK_TIME_NONE;
   e->fps_window_frames = 0;
   e->pressure = FALSE;
+  e->yielded = FALSE;
 }
 
 TilerEngine *

@@ -75,7 +75,19 @@ typedef struct
   gboolean full;                /* the whole frame is damaged */
   gboolean has_seq;             /* damage meta seq numbers of the frames */
   guint64 first_seq, last_seq;  /* coalesced into this one */
+  /* NULL, or set non-zero (atomically, by any thread) while the update is
+   * made when a small frame waits behind it (TILER_YIELD_MAX_PIXELS of
+   * damage): the update then ends before the next band of a large
+   * rectangle and the rest is carried, so that the small change is not
+   * held behind it (a key press's echo behind a large photographic area).
+   * Never in two updates in a row, never without a band sent, never in a
+   * FINAL update; unlike a budget cut it is no link pressure. */
+  const gint *yield;
 } TilerEngineInput;
+
+/* the damage of a waiting frame that may cut the update being made short
+ * (TilerEngineInput.yield) */
+#define TILER_YIELD_MAX_PIXELS (256 * 256)
 
 #define TILER_ENGINE_MAX_UPDATES 3
 

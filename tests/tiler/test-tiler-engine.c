@@ -663,6 +663,70 @@ GST_START_TEST (test_engine_budget_and_final)
 
 GST_END_TEST;
 
+/* A small change (a key press's echo) that comes while the update of a
+ * large photographic change is made goes out before the rest of it: the
+ * update ends after its first band and the rest is carried; the next one
+ * sends the small change first. That is no link pressure (nothing
+ * deferred), never happens twice in a row, and without a waiting frame
+ * the large change goes in one update. */
+GST_START_TEST (test_engine_small_frame_goes_first)
+{
+  GstBuffer *frame = desktop ();
+  GstVideoRectangle photo = { 0, 64, W, 176 }, box = { 16, 16, 32, 32 };
+  const GstVideoRectangle *r;
+  TilerEngineInput in;
+  gint waiting = 0;
+  guint n_whole, i, n;
+  GstMapInfo map;
+
+  eng_setup (&t0, GST_SPICE_TILER_STREAMING_OFF);
+  t0.p.band_size = 8 * 1024;
+  eng_frame (&t0, frame, 0, NULL);
+  fail_unless_equals_uint64 (eng_diff (&t0, frame, NULL), 0);
+
+  /* nothing waits: one update, in bands */
+  paint (frame, &photo, 0, 3);
+  input_init (&t0, &in);
+  in.yield = &waiting;
+  fail_unless_equals_int (eng_frame_full (&t0, frame, 1, &photo, 1, &in), 1);
+  n_whole = draws_decoder_last_n_regions (t0.dec);
+  fail_unless (n_whole > 2, "%u regions", n_whole);
+
+  /* a small frame waits while the next one is made: one band goes */
+  paint (frame, &photo, 0, 4);
+  waiting = 1;
+  input_init (&t0, &in);
+  in.yield = &waiting;
+  fail_unless_equals_int (eng_frame_full (&t0, frame, 2, &photo, 1, &in), 1);
+  fail_unless_equals_int (draws_decoder_last_n_regions (t0.dec), 1);
+  fail_unless (t0.res.pending);
+
+  /* the small frame: its change first, then the rest (not cut again,
+   * although a frame still "waits") */
+  paint (frame, &box, 7, -1);
+  input_init (&t0, &in);
+  in.yield = &waiting;
+  fail_unless_equals_int (eng_frame_full (&t0, frame, 3, &box, 1, &in), 1);
+  n = draws_decoder_last_n_regions (t0.dec);
+  fail_unless (n >= 2, "%u regions", n);
+  r = draws_decoder_last_region (t0.dec, 0, NULL, NULL);
+  fail_unless (gst_spice_rect_contains (&box, r), "first region %d,%d %dx%d",
+      r->x, r->y, r->w, r->h);
+  for (i = 1; i < n; i++)
+    fail_unless (gst_spice_rect_contains (&photo,
+            draws_decoder_last_region (t0.dec, i, NULL, NULL)));
+  fail_if (t0.res.pending);
+  fail_unless_equals_uint64 (tiler_engine_stats (t0.e)->deferred, 0);
+  fail_unless_equals_uint64 (eng_diff (&t0, frame, &box), 0);
+  gst_buffer_map (frame, &map, GST_MAP_READ);
+  fail_unless (draws_decoder_psnr (t0.dec, map.data, W * 4, &photo) > 25.0);
+  gst_buffer_unmap (frame, &map);
+  eng_teardown (&t0);
+  gst_buffer_unref (frame);
+}
+
+GST_END_TEST;
+
 /* an area that keeps changing becomes the stream: a frame wanted for each
  * change, the first a keyframe, no draw over it; its end (FINAL) sends
  * the area lossless */
@@ -924,6 +988,7 @@ tiler_engine_suite (void)
   tcase_add_test (tc, test_engine_refine_while_busy);
   tcase_add_test (tc, test_engine_stream_converges_on_slow_link);
   tcase_add_test (tc, test_engine_budget_and_final);
+  tcase_add_test (tc, test_engine_small_frame_goes_first);
   tcase_add_test (tc, test_engine_stream);
   tcase_add_test (tc, test_engine_scroll_copy);
   tcase_add_test (tc, test_engine_stream_by_cost);
