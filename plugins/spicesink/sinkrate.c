@@ -174,11 +174,11 @@ sink_draw_budget (guint64 link_bps)
 }
 
 gboolean
-sink_draw_budget_changed (guint last, guint budget)
+sink_draw_budget_changed (guint64 last, guint64 now)
 {
-  if (last == 0 || budget == 0)
-    return last != budget;
-  return ABS ((gdouble) budget - (gdouble) last) >=
+  if (last == 0 || now == 0)
+    return last != now;
+  return ABS ((gdouble) now - (gdouble) last) >=
       SINK_DRAW_BUDGET_HYSTERESIS * (gdouble) last;
 }
 
@@ -249,6 +249,7 @@ struct _SinkRate
   GPtrArray *streams;           /* SinkRateStream* */
   gint64 last_tick_us;
   guint last_budget;            /* draw budget announced last */
+  guint64 last_budget_bps;      /* ... and the link announced with it */
   guint64 link_bps, draw_bps;   /* of the last tick */
 };
 
@@ -436,9 +437,14 @@ sink_rate_draw_budget_due (SinkRate * rate, guint64 link_bps, guint * budget)
 {
   guint b = sink_draw_budget (link_bps);
 
-  if (!sink_draw_budget_changed (rate->last_budget, b))
+  /* the event also carries the link, which the tiler paces its updates
+   * to (tiler_draw_pace_us()): a new estimate is news even while the
+   * budget stays at its floor (below ~3.3 Mbit/s) or its cap */
+  if (!sink_draw_budget_changed (rate->last_budget, b) &&
+      !sink_draw_budget_changed (rate->last_budget_bps, link_bps))
     return FALSE;
   rate->last_budget = b;
+  rate->last_budget_bps = link_bps;
   *budget = b;
   GST_DEBUG ("draw budget %u bytes per update (link %" G_GUINT64_FORMAT
       " bit/s)", b, link_bps);

@@ -139,9 +139,10 @@ gboolean sink_pace_should_hold (guint32 rtt_us, guint32 min_rtt_us,
 gsize    sink_link_bytes (guint64 link_bps, guint ms, gsize max);
 
 /* The draw budget to announce upstream for @link_bps (0 = unknown: none),
- * and whether it differs enough from @last (what was announced) to send. */
+ * and whether a budget or link rate differs enough from @last (what was
+ * announced) to send (0, unknown, differs from anything else). */
 guint    sink_draw_budget (guint64 link_bps);
-gboolean sink_draw_budget_changed (guint last, guint budget);
+gboolean sink_draw_budget_changed (guint64 last, guint64 now);
 
 /* Whether a display client that has been too full for client-timeout is
  * left behind (and resynchronised later): when it made no progress for
@@ -213,8 +214,9 @@ gboolean  sink_rate_due (SinkRate * rate, gint64 now, gdouble * dt);
 void      sink_rate_tick (SinkRate * rate, const SinkRateClients * clients,
     SinkRateStream * const *live, guint n_live, gdouble dt, gint64 now,
     GArray * decisions);
-/* The draw budget for @link_bps when it changed enough since the last one
- * announced (then TRUE and *@budget set). */
+/* The draw budget for @link_bps when the budget or the link changed
+ * enough since the last announcement (then TRUE and *@budget set): the
+ * event carries both, and the tiler paces its updates to the link. */
 gboolean  sink_rate_draw_budget_due (SinkRate * rate, guint64 link_bps,
     guint * budget);
 /* appends one structure per stream pad to @array (the stats' stream-rates) */

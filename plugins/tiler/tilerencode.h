@@ -48,12 +48,15 @@ void     tiler_draw_budget_apply (guint sink_budget, guint * update_budget,
 guint    tiler_jpeg_quality_for (guint quality, gboolean pressure);
 
 /* After an update of @bytes went downstream on a link of @link_bps
- * (announced by the sink; 0 = unknown), the next update is built no
- * earlier than TILER_PACE_PERCENT of its transmission time later (in us;
- * 0 = at once): it then takes the freshest damage (a key press) instead
- * of waiting, already built, for the sink to have room. At most
- * TILER_PACE_MAX_US. */
-#define TILER_PACE_PERCENT 80
+ * (announced by the sink, again whenever its estimate moves; 0 = unknown),
+ * the next update is built no earlier than TILER_PACE_PERCENT of its
+ * transmission time later (in us; 0 = at once), at most TILER_PACE_MAX_US.
+ * Above 100 %: the draws offer less than the link carries, so no queue
+ * builds before the link (the sink's estimate is not exact, and every
+ * byte queued there delays the update of the next key press), and the
+ * update is built from the freshest damage instead of waiting, already
+ * built, for the sink to have room. */
+#define TILER_PACE_PERCENT 125  /* draws offer 80 % of the link */
 #define TILER_PACE_MAX_US (50 * G_TIME_SPAN_MILLISECOND) /* a refresh or a
                                  * low estimate never stalls updates: the
                                  * sink's back-pressure covers the rest */

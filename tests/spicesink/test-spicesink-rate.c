@@ -292,6 +292,42 @@ GST_START_TEST (test_draw_budget_due)
 
 GST_END_TEST;
 
+/* The spice-draw-budget event carries the link too, and the tiler paces
+ * its updates to it (tiler_draw_pace_us()). Below ~3.3 Mbit/s every budget
+ * is the SINK_LINK_MIN_BYTES floor: a new link estimate is announced all
+ * the same, else the tiler keeps pacing to the first one, taken while the
+ * first picture queued (app-limited: 0.6-0.9 Mbit/s of 2 in the rig's
+ * 150/2 cells). */
+GST_START_TEST (test_draw_budget_due_link)
+{
+  SinkRate *r = sink_rate_new ();
+  guint b = 0;
+
+  fail_unless (sink_rate_draw_budget_due (r, 600000, &b));
+  fail_unless_equals_int (b, SINK_LINK_MIN_BYTES);
+  /* the link is three times faster, the budget still at its floor */
+  fail_unless_equals_int (sink_draw_budget (2000000), SINK_LINK_MIN_BYTES);
+  fail_unless (sink_rate_draw_budget_due (r, 2000000, &b));
+  fail_unless_equals_int (b, SINK_LINK_MIN_BYTES);
+  /* within the hysteresis either way: not announced */
+  fail_if (sink_rate_draw_budget_due (r, 2200000, &b));
+  fail_if (sink_rate_draw_budget_due (r, 1800000, &b));
+  /* a drop is */
+  fail_unless (sink_rate_draw_budget_due (r, 1200000, &b));
+  /* at the budget's cap the link is still news */
+  fail_unless (sink_rate_draw_budget_due (r, 1000000000, &b));
+  fail_unless_equals_int (b, SINK_DRAW_BUDGET_MAX);
+  fail_unless (sink_rate_draw_budget_due (r, 3000000000ULL, &b));
+  fail_unless_equals_int (b, SINK_DRAW_BUDGET_MAX);
+  /* no client: no budget, announced once */
+  fail_unless (sink_rate_draw_budget_due (r, 0, &b));
+  fail_unless_equals_int (b, 0);
+  fail_if (sink_rate_draw_budget_due (r, 0, &b));
+  sink_rate_free (r);
+}
+
+GST_END_TEST;
+
 /* Queues sized in link time: a few ms of the estimate, within
  * [SINK_LINK_MIN_BYTES, max]; the property (max) while unknown. */
 GST_START_TEST (test_link_bytes)
@@ -465,6 +501,7 @@ rate_suite (void)
   tcase_add_test (tc, test_pace);
   tcase_add_test (tc, test_orchestration);
   tcase_add_test (tc, test_draw_budget_due);
+  tcase_add_test (tc, test_draw_budget_due_link);
   tcase_add_test (tc, test_link_bytes);
   tcase_add_test (tc, test_draw_budget);
   tcase_add_test (tc, test_leave_behind);

@@ -568,9 +568,14 @@ GST_START_TEST (test_draw_budget)
       TILER_PRESSURE_QUALITY_MIN);
   fail_unless_equals_int (tiler_jpeg_quality_for (20, TRUE), 20);
   /* pacing: 12500 bytes take 10 ms at 10 Mbit/s, the next update is built
-   * after 80 % of that; an unknown link does not pace */
+   * no earlier than that: the draws never offer more than the link
+   * carries (a queue before the link delays the next key press' update);
+   * an unknown link does not pace */
   fail_unless_equals_int64 (tiler_draw_pace_us (12500, 10000000),
       10000 * TILER_PACE_PERCENT / 100);
+  fail_unless (tiler_draw_pace_us (12500, 10000000) > 10000);
+  /* 5000 bytes on 2 Mbit/s: 20 ms on the wire */
+  fail_unless (tiler_draw_pace_us (5000, 2000000) > 20000);
   fail_unless_equals_int64 (tiler_draw_pace_us (12500, 0), 0);
   /* a full-surface refresh on a slow link: bounded */
   fail_unless_equals_int64 (tiler_draw_pace_us (1500000, 200000),
