@@ -3,7 +3,8 @@
 process (gst-spice-run with a shipped pipeline) in front of the test guest,
 with one real client (spice-keypress) on loopback.
 
-    bench/session-cost.py [--build DIR[=LABEL]]... [--pipelines transcode-mjpeg,transcode-vp8]
+    bench/session-cost.py [--build DIR[=LABEL]]... [--env LABEL:VAR=VALUE]...
+                          [--pipelines transcode-mjpeg,transcode-vp8]
                           [--activities busy,heavy,idle] [--secs 60] [--repeat 3]
                           [--perf SECS] [--json FILE]
 
@@ -14,9 +15,13 @@ key every 0.8-1.2 s, so that the key box is drawn too; with `idle` only
 once, so nothing changes afterwards), wait WARMUP s,
 then read utime+stime of the pipeline process from /proc/PID/stat over
 SECS s: cores = ticks / CLK_TCK / wall. RSS is VmHWM (peak) at the end,
-VmRSS next to it. Several builds are measured alternately in the same
+VmRSS next to it, and of VmRSS the anonymous part (RssAnon: what each
+further session adds) and the file-backed one (RssFile: mostly shared
+libraries, the same pages in every session). Several builds are measured alternately in the same
 run (before/after on the same machine state). The median of the repeats
-is printed.
+is printed. --env LABEL:VAR=VALUE sets an environment variable of that
+build's pipeline process only (e.g. to compare malloc tunables on one
+build: `--build build=a --build build=b --env b:GLIBC_TUNABLES=...`).
 
 --perf SECS additionally records `perf record -g` of the pipeline for SECS s
 in each (build, pipeline, activity) once and prints the top symbols of
@@ -125,7 +130,7 @@ def stats_counters(log_path):
     return rows
 
 
-def run_one(args, build, pipeline, activity, tmp, perf_secs=0):
+def run_one(args, build, pipeline, activity, tmp, perf_secs=0, extra_env=None):
     guest_bin = os.path.join(build, "tools", "spice-test-guest")
     runner = os.path.join(build, "tools", "runner", "gst-spice-run")
     keypress = os.path.join(build, "tools", "keypress", "spice-keypress")
@@ -135,6 +140,7 @@ def run_one(args, build, pipeline, activity, tmp, perf_secs=0):
     env["GST_REGISTRY"] = os.path.join(tmp, "registry-%d.bin" % abs(hash(build)))
     env["LD_LIBRARY_PATH"] = os.path.join(build, "gst-libs", "gst", "spice")
     env["GST_SPICE_PIPELINES_DIR"] = os.path.join(SOURCE, "pipelines")
+    env.update(extra_env or {})
     procs = []
     res = {"pipeline": pipeline, "activity": activity}
     try:
@@ -188,6 +194,8 @@ def run_one(args, build, pipeline, activity, tmp, perf_secs=0):
         res["guest_cores"] = (g1 - g0) / HZ / (t1 - t0)
         res["hwm_mib"] = status_kib(pipe.pid, "VmHWM") / 1024.0
         res["rss_mib"] = status_kib(pipe.pid, "VmRSS") / 1024.0
+        res["anon_mib"] = status_kib(pipe.pid, "RssAnon") / 1024.0
+        res["file_mib"] = status_kib(pipe.pid, "RssFile") / 1024.0
         if perf_secs:
             data = os.path.join(tmp, "perf.data")
             subprocess.run(["perf", "record", "-q", "-g", "-o", data, "-p",
@@ -216,15 +224,15 @@ def print_table(results, labels, pipelines, activities):
     """Medians per (build, pipeline, activity); `cores @30` scales each
     run's cores to 30 frames/s in (busy and heavy), for runs that a loaded
     machine slowed down."""
-    print("| build | pipeline | activity | cores | cores @30 fps | peak RSS MiB | RSS MiB | guest cores | frames/s in | stream frames/s | runs |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| build | pipeline | activity | cores | cores @30 fps | peak RSS MiB | RSS MiB | anon MiB | file MiB | guest cores | frames/s in | stream frames/s | runs |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for act in activities:
         for pl in pipelines:
             for label in labels:
                 rs = [r for r in results if r["build"] == label and
                       r["pipeline"] == pl and r["activity"] == act and "cores" in r]
                 if not rs:
-                    print("| %s | %s | %s | failed | | | | | | | 0 |" % (label, pl, act))
+                    print("| %s | %s | %s | failed | | | | | | | | | 0 |" % (label, pl, act))
                     continue
 
                 def med(f):
@@ -233,10 +241,11 @@ def print_table(results, labels, pipelines, activities):
                     return statistics.median(v) if v else float("nan")
                 c30 = med(lambda r: r["cores"] * 30 / r["src_fps"]
                           if act != "idle" and r.get("src_fps") else None)
-                print("| %s | %s | %s | %.3f | %s | %.1f | %.1f | %.3f | %.1f | %.1f | %d |" % (
+                print("| %s | %s | %s | %.3f | %s | %.1f | %.1f | %.1f | %.1f | %.3f | %.1f | %.1f | %d |" % (
                     label, pl, act, med(lambda r: r["cores"]),
                     "%.3f" % c30 if c30 == c30 else "-",
                     med(lambda r: r["hwm_mib"]), med(lambda r: r["rss_mib"]),
+                    med(lambda r: r.get("anon_mib")), med(lambda r: r.get("file_mib")),
                     med(lambda r: r["guest_cores"]), med(lambda r: r.get("src_fps")),
                     med(lambda r: r.get("stream_fps")), len(rs)))
 
@@ -245,6 +254,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", action="append",
                     help="build dir, optionally =LABEL (repeatable; default build)")
+    ap.add_argument("--env", action="append", default=[], metavar="LABEL:VAR=VALUE",
+                    help="an environment variable of one build's pipeline (repeatable)")
     ap.add_argument("--pipelines", default="transcode-mjpeg,transcode-vp8")
     ap.add_argument("--activities", default="busy,heavy,idle")
     ap.add_argument("--secs", type=float, default=60)
@@ -269,6 +280,13 @@ def main():
         path, _, label = b.partition("=")
         path = os.path.abspath(path)
         builds.append((path, label or os.path.basename(path)))
+    envs = {}
+    for e in args.env:
+        label, _, kv = e.partition(":")
+        var, eq, val = kv.partition("=")
+        if not eq or label not in [lb for _, lb in builds]:
+            sys.exit("--env %s: not LABEL:VAR=VALUE of a --build label" % e)
+        envs.setdefault(label, {})[var] = val
     if args.perf and not shutil.which("perf"):
         sys.exit("--perf: no perf")
     pipelines = args.pipelines.split(",")
@@ -282,7 +300,8 @@ def main():
                     for path, label in builds:
                         try:
                             r = run_one(args, path, pl, act, tmp,
-                                        args.perf if rep == 0 else 0)
+                                        args.perf if rep == 0 else 0,
+                                        envs.get(label))
                         except RuntimeError as e:
                             r = {"pipeline": pl, "activity": act, "error": str(e)}
                         r["build"] = label
