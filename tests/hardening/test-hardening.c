@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 
 #include "spicesink-test-util.h"
+#include "element-stats.h"
 
 #include <gio/gio.h>
 
@@ -90,22 +91,7 @@ warnings_stop (void)
 
 /* ---------------------------------------------------------------- stats */
 
-static guint64
-stat_u64 (Fixture * f, const gchar * field)
-{
-  GstStructure *st = NULL;
-  guint64 v = G_MAXUINT64;
-  guint u;
-
-  g_object_get (f->sink, "stats", &st, NULL);
-  fail_unless (st != NULL);
-  if (!gst_structure_get_uint64 (st, field, &v) &&
-      gst_structure_get_uint (st, field, &u))
-    v = u;
-  gst_structure_free (st);
-  fail_unless (v != G_MAXUINT64, "no stats field %s", field);
-  return v;
-}
+#define stat_u64(f, field) test_element_stat_u64 ((f)->sink, field)
 
 /* the display channel's queued-bytes of the client whose peer is @peer_port
  * (main channel's local port), or of the largest queue with 0 */

@@ -40,21 +40,8 @@ typedef RunnerProcess Run;
 #define run_signal runner_process_signal
 
 /* Runs to completion; returns the exit code and the log in @log_out. */
-static gint
-run_sync (gchar ** log_out, const gchar * first_arg, ...)
-{
-  va_list args;
-  gint code;
-  Run *run;
-
-  va_start (args, first_arg);
-  run = runner_process_start_runner_valist (tmpdir, first_arg, args);
-  va_end (args);
-  code = run_wait_exit (run, 60000);
-  *log_out = run_log (run);
-  run_free (run);
-  return code;
-}
+#define run_sync(log_out, ...) \
+  runner_process_run_sync (tmpdir, 60000, log_out, __VA_ARGS__)
 
 static void
 setup (void)
@@ -174,7 +161,7 @@ GST_START_TEST (test_exit_codes)
   fail_unless (strstr (log, "absent.pipeline") != NULL, "%s", log);
   g_free (log);
 
-  fail_unless_equals_int (run_sync (&log, NULL), EX_USAGE);
+  fail_unless_equals_int (run_sync (&log, NULL, NULL), EX_USAGE);
   g_free (log);
 
   g_free (good);

@@ -11,6 +11,7 @@
 #include <gst/video/video.h>
 
 #include <gst/spice/gstspicedamagemeta.h>
+#include "element-stats.h"
 #include "guest-launcher.h"
 #include "guest-render.h"
 #include "ppm.h"
@@ -127,16 +128,7 @@ src_stats (GstElement * src)
   return s;
 }
 
-static inline guint64
-stat_u64 (GstElement * src, const gchar * field)
-{
-  GstStructure *s = src_stats (src);
-  guint64 v = 0;
-
-  fail_unless (gst_structure_get_uint64 (s, field, &v), "no %s", field);
-  gst_structure_free (s);
-  return v;
-}
+#define stat_u64 test_element_stat_u64
 
 /* waits for an ERROR on the bus; returns it (unref) or NULL */
 static inline GstMessage *

@@ -7,6 +7,7 @@
 #include <gst/gst.h>
 #include <gst/check/gstcheck.h>
 #include <gst/spice/gstspice.h>
+#include "element-stats.h"
 #include "spice-raw-client.h"
 #include "guest-launcher.h"
 #include "streamencrate.h"
@@ -125,18 +126,7 @@ applied_value (Branch * b)
   return v;
 }
 
-static guint64
-stat_u64 (GstElement * bin, const gchar * field)
-{
-  GstStructure *s = NULL;
-  guint64 v = 0;
-
-  g_object_get (bin, "stats", &s, NULL);
-  fail_unless (s != NULL);
-  fail_unless (gst_structure_get_uint64 (s, field, &v), "%s", field);
-  gst_structure_free (s);
-  return v;
-}
+#define stat_u64 test_element_stat_u64
 
 static gint
 has_factory (gconstpointer item, gconstpointer name)

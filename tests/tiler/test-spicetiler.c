@@ -10,6 +10,7 @@
 #include <gst/app/gstappsrc.h>
 #include <gst/check/gsttestclock.h>
 
+#include "element-stats.h"
 #include "tiler-common.h"
 
 /* ---- exactness ---- */
@@ -561,18 +562,6 @@ GST_START_TEST (test_no_stream_for_static_content)
 
 GST_END_TEST;
 
-static guint64
-element_stat (GstElement * e, const gchar * field)
-{
-  GstStructure *s;
-  guint64 v = 0;
-
-  g_object_get (e, "stats", &s, NULL);
-  gst_structure_get_uint64 (s, field, &v);
-  gst_structure_free (s);
-  return v;
-}
-
 /* the animation through @branch: every buffer keeps its stream meta; the
  * stream pad's caps had @colorimetry (NULL: not checked, and the branch
  * drops nothing: at least 10 buffers, one keyframe) */
@@ -606,7 +595,7 @@ check_meta_through_as (const gchar * branch, const gchar * colorimetry)
     fail_unless_equals_int (gst_app_src_push_buffer (GST_APP_SRC (src), b),
         GST_FLOW_OK);
     /* one frame at a time, or the tiler would (rightly) coalesce them */
-    while (element_stat (tiler, "frames-processed") < (guint64) i + 1)
+    while (test_element_stat_u64 (tiler, "frames-processed") < (guint64) i + 1)
       g_usleep (500);
   }
   gst_app_src_end_of_stream (GST_APP_SRC (src));
