@@ -93,6 +93,9 @@ GST_DEBUG_CATEGORY_STATIC (gst_spice_src_debug);
 
 /* wait this long for MARK after a primary surface appears */
 #define MARK_TIMEOUT_US (1 * G_USEC_PER_SEC)
+/* the streaming thread's longest wait when nothing is due (a safety net:
+ * every state change wakes it) */
+#define IDLE_WAIT_US (1 * G_USEC_PER_SEC)
 /* bound on the damage rectangles kept per frame */
 #define MAX_DAMAGE_RECTS 64
 /* pushed frames spicesrc keeps a reference to: once downstream has let go
@@ -1802,8 +1805,16 @@ again:
           self->last_push_us + min_interval_us);
       continue;
     }
-    /* timed: the MARK fallback needs a wakeup */
-    g_cond_wait_until (&self->cond, &self->lock, now + 100 * 1000);
+    /* every change of what this loop looks at is broadcast on self->cond;
+     * only the MARK fallback (damage on a surface that has no MARK yet)
+     * is due at a time of its own. Otherwise the wait is bounded only as
+     * a safety net, so that an idle session does not poll. */
+    if (self->have_surface && !self->marked &&
+        !gst_spice_region_is_empty (&self->damage))
+      g_cond_wait_until (&self->cond, &self->lock,
+          MAX (now + 1000, self->surface_us + MARK_TIMEOUT_US));
+    else
+      g_cond_wait_until (&self->cond, &self->lock, now + IDLE_WAIT_US);
   }
 
   if (!self->out_valid || self->width != GST_VIDEO_INFO_WIDTH (&self->out_info)
