@@ -24,7 +24,12 @@
  *    g_main_context_iteration() (both wait on the context's condition for
  *    ownership) gets the context;
  *  - when acquire fails, somebody else owns the context and iterates it:
- *    the helper retries every PASSIVE_MS only.
+ *    the helper retries after PASSIVE_MS, doubling the wait on every
+ *    failure up to PASSIVE_MAX_MS (an application's main loop owns the
+ *    context for its whole run: polling it 100 times a second was most of
+ *    an idle session's CPU), and at once when spicesrc invokes a call
+ *    (gst_spice_src_context_invoke()), so a call never waits for the
+ *    backoff.
  *
  * spice-gtk's coroutines keep their "current coroutine" in a plain static
  * variable: it must never run on two threads at once. Ownership of the
@@ -46,6 +51,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_spice_src_context_debug);
 #define SLICE_MS 20
 #define YIELD_US 1000
 #define PASSIVE_MS 10
+#define PASSIVE_MAX_MS 250
 #define LINGER_US (2 * G_USEC_PER_SEC)
 
 static GMutex driver_lock;
@@ -54,6 +60,8 @@ static GThread *driver_thread;  /* under driver_lock */
 static guint driver_users;      /* under driver_lock */
 static gint64 driver_idle_since;        /* under driver_lock */
 static gpointer driver_thread_id;       /* GThread of the running helper */
+static gboolean driver_passive; /* under driver_lock: another thread owns
+                                 * the context, the helper backs off */
 
 static void
 iterate_once (GMainContext * ctx, gint max_ms, GPollFD ** fds, gint * n_fds)
@@ -81,6 +89,7 @@ driver_func (gpointer data)
   GMainContext *ctx = g_main_context_default ();
   GPollFD *fds = g_new (GPollFD, 16);
   gint n_fds = 16;
+  gint passive_ms = PASSIVE_MS;
 
   g_atomic_pointer_set (&driver_thread_id, g_thread_self ());
   GST_DEBUG ("default main context helper started");
@@ -97,6 +106,7 @@ driver_func (gpointer data)
       gint64 end = now + SLICE_MS * 1000;
       gint64 left;
 
+      passive_ms = PASSIVE_MS;
       while ((left = end - g_get_monotonic_time ()) > 0)
         iterate_once (ctx, (gint) ((left + 999) / 1000), &fds, &n_fds);
       g_main_context_release (ctx);
@@ -106,8 +116,11 @@ driver_func (gpointer data)
           g_get_monotonic_time () + YIELD_US);
     } else {
       g_mutex_lock (&driver_lock);
+      driver_passive = TRUE;
       g_cond_wait_until (&driver_cond, &driver_lock,
-          g_get_monotonic_time () + PASSIVE_MS * 1000);
+          g_get_monotonic_time () + passive_ms * 1000);
+      driver_passive = FALSE;
+      passive_ms = MIN (passive_ms * 2, PASSIVE_MAX_MS);
     }
   }
   /* still holding driver_lock: a new user will start a new thread */
@@ -165,4 +178,10 @@ gst_spice_src_context_invoke (GSourceFunc func, gpointer data,
    * owns the default context or can acquire it, else queues an idle that
    * the owner dispatches (and wakes it up) */
   g_main_context_invoke_full (NULL, G_PRIORITY_DEFAULT, func, data, notify);
+  /* if nobody iterates the context now, the helper must not sit out its
+   * backoff with the call queued */
+  g_mutex_lock (&driver_lock);
+  if (driver_passive)
+    g_cond_broadcast (&driver_cond);
+  g_mutex_unlock (&driver_lock);
 }
