@@ -48,7 +48,7 @@ SPREAD_FRAMES = 96
 
 def cell(tmp, tag, audio, encoder=None):
     """guest (--audio AUDIO) [-> transcode-vp8] -> spice-keypress --audio-burst"""
-    gport = qc.free_port()
+    gport = rig.free_port()
     glog = os.path.join(tmp, tag + ".guest.log")
     # idle: the box flips are all the display does, so that the test itself
     # does not starve the 2 cores it shares
@@ -57,10 +57,10 @@ def cell(tmp, tag, audio, encoder=None):
                  glog)
     port = gport
     try:
-        if not qc.wait_port(gport, g):
+        if not rig.wait_listen(None, gport, 20, g):
             raise AssertionError("%s: guest did not listen" % tag)
         if encoder:
-            port = qc.free_port()
+            port = rig.free_port()
             env = dict(os.environ)
             env["GST_SPICE_PIPELINES_DIR"] = os.path.join(SRC, "pipelines")
             p = qc.start([qc.RUNNER, "--stats-interval", "0",
@@ -68,7 +68,7 @@ def cell(tmp, tag, audio, encoder=None):
                           "-D", "UPSTREAM=spice://127.0.0.1:%d" % gport,
                           "-D", "LISTEN_PORT=%d" % port, "-D", "AUDIO_ENCODER=%s" % encoder],
                          os.path.join(tmp, tag + ".pipeline.log"), env)
-            if not qc.wait_port(port, p):
+            if not rig.wait_listen(None, port, 20, p):
                 raise AssertionError("%s: pipeline did not listen" % tag)
         out = os.path.join(tmp, tag + ".json")
         argv = [qc.KEYPRESS, "--uri", "spice://127.0.0.1:%d" % port, "-n", str(PRESSES),
@@ -81,8 +81,7 @@ def cell(tmp, tag, audio, encoder=None):
         with open(out) as f:
             kp = json.load(f)
     finally:
-        for p in list(qc.procs):
-            qc.stop(p)
+        qc.procs.stop_all()
     with open(glog) as f:
         return rig.sound_of_cell(kp, f.read().splitlines())
 
@@ -128,8 +127,7 @@ def main():
     except (AssertionError, subprocess.TimeoutExpired, OSError) as e:
         errs.append(str(e))
     finally:
-        for p in list(qc.procs):
-            qc.stop(p)
+        qc.procs.stop_all()
     print("\n".join("FAIL: " + e for e in errs) or "ok: skew and onsets as expected")
     if not errs:
         shutil.rmtree(tmp, ignore_errors=True)
