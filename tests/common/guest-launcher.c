@@ -503,7 +503,8 @@ test_spicy_screenshot_status (const gchar * host, guint port, gboolean tls,
     guint8 ** bgrx, gint * w, gint * h, gboolean * got_picture,
     gchar ** output)
 {
-  gchar *dir = g_dir_make_tmp ("gst-spice-shot-XXXXXX", NULL);
+  GError *tmp_err = NULL;
+  gchar *dir = g_dir_make_tmp ("gst-spice-shot-XXXXXX", &tmp_err);
   gchar *path, *port_str, *timeout_str, *out = NULL, *err_out = NULL;
   gchar **envp = g_get_environ ();
   const gchar *argv[16];
@@ -515,6 +516,9 @@ test_spicy_screenshot_status (const gchar * host, guint port, gboolean tls,
   if (got_picture)
     *got_picture = FALSE;
   if (dir == NULL) {
+    g_printerr ("spicy-screenshot: no temporary directory: %s\n",
+        tmp_err->message);
+    g_clear_error (&tmp_err);
     g_strfreev (envp);
     return -1;
   }
