@@ -13,19 +13,30 @@
 
 G_BEGIN_DECLS
 
+/* how the stream rectangle becomes a stream frame, chosen with the caps */
+typedef enum
+{
+  TILER_STREAM_CONVERT_VIDEO,   /* GstVideoConverter: any format/colorimetry */
+  TILER_STREAM_CONVERT_I420,    /* libyuv ARGBToI420: I420, BT.601 16-235 */
+  TILER_STREAM_CONVERT_J420,    /* libyuv ARGBToJ420: I420, BT.601 0-255 */
+} TilerStreamConvert;
+
 typedef struct
 {
   GstVideoInfo info;            /* of the input frames */
   GstVideoInfo sinfo;           /* of the stream pad */
   gint caps_w, caps_h;          /* last caps pushed, 0 = none */
   GstVideoFormat caps_format;
-  GstVideoConverter *conv;
+  TilerStreamConvert convert;   /* for the caps pushed */
+  GstVideoConverter *conv;      /* TILER_STREAM_CONVERT_VIDEO */
   GstVideoRectangle conv_rect;
+  guint8 *scratch;              /* libyuv, scaled: the scaled rectangle */
+  gsize scratch_size;
   GstBufferPool *pool;
 } TilerStream;
 
 void     tiler_stream_init (TilerStream * s);
-/* frees the converter and the pool (made again when needed) */
+/* frees the converter, the scratch and the pool (made again when needed) */
 void     tiler_stream_free_resources (TilerStream * s);
 /* and forgets the caps pushed */
 void     tiler_stream_reset (TilerStream * s);
@@ -34,8 +45,9 @@ void     tiler_stream_reset (TilerStream * s);
  * stream */
 void     tiler_stream_set_input (TilerStream * s, GstPad * pad,
     const GstVideoInfo * info, gboolean resized, GstVideoFormat format);
-/* Cuts @res->stream_rect out of @res->frame (1/stream_scale of its size)
- * and pushes it on @pad with a GstSpiceStreamMeta, after a force-key-unit
+/* Cuts @res->stream_rect out of @res->frame (1/stream_scale of its size),
+ * with libyuv when the caps are I420 in BT.601 (limited or full range)
+ * and the input BGRx/BGRA, else with a GstVideoConverter, and pushes it on @pad with a GstSpiceStreamMeta, after a force-key-unit
  * event when @keyframe. Returns FALSE when no frame could be made (then
  * nothing was pushed); else @flow is what the push returned. */
 gboolean tiler_stream_push_frame (TilerStream * s, GstPad * pad,
