@@ -5,8 +5,8 @@
  * BGRx surface, the test guest's activity area) out of each input frame and
  * converts it to the stream format. This measures, in one process and
  * interleaved, CPU time per frame of:
- *  - GstVideoConverter with the tiler's options (crop, no dither, linear
- *    resampler, one thread), to BT.601 limited range (the default of a
+ *  - GstVideoConverter with the tiler's options
+ *    (tiler_stream_converter_config), to BT.601 limited range (the default of a
  *    640x480 I420 picture) and to full range (1:4:0:0, JPEG encoders);
  *  - the same with chroma-mode=none;
  *  - libyuv ARGBToI420 (BT.601 limited) and ARGBToJ420 (full range);
@@ -19,24 +19,13 @@
  */
 #include <math.h>
 #include <string.h>
-#include <time.h>
 
 #include <gst/gst.h>
 #include <gst/video/video.h>
 #include <libyuv.h>
 
-#define W 1280
-#define H 800
-static const GstVideoRectangle ACT = { 608, 160, 640, 480 };
-
-static double
-cpu_now (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+#include "tilerstream.h"
+#include "bench-common.h"
 
 /* a smooth moving plasma with 3 bits of noise, like the guest's busy */
 static void
@@ -87,6 +76,7 @@ static void
 case_setup (Case * c)
 {
   gint ow = ACT.w / c->scale, oh = ACT.h / c->scale;
+  GstStructure *config;
 
   gst_video_info_set_format (&c->oinfo, GST_VIDEO_FORMAT_I420, ow, oh);
   if (c->colorimetry)
@@ -97,20 +87,11 @@ case_setup (Case * c)
   c->best = G_MAXDOUBLE;
   if (c->kind != K_CONV)
     return;
-  c->conv = gst_video_converter_new (&in_info, &c->oinfo,
-      gst_structure_new ("GstVideoConverter",
-          GST_VIDEO_CONVERTER_OPT_SRC_X, G_TYPE_INT, ACT.x,
-          GST_VIDEO_CONVERTER_OPT_SRC_Y, G_TYPE_INT, ACT.y,
-          GST_VIDEO_CONVERTER_OPT_SRC_WIDTH, G_TYPE_INT, ACT.w,
-          GST_VIDEO_CONVERTER_OPT_SRC_HEIGHT, G_TYPE_INT, ACT.h,
-          GST_VIDEO_CONVERTER_OPT_DITHER_METHOD,
-          GST_TYPE_VIDEO_DITHER_METHOD, GST_VIDEO_DITHER_NONE,
-          GST_VIDEO_CONVERTER_OPT_RESAMPLER_METHOD,
-          GST_TYPE_VIDEO_RESAMPLER_METHOD, GST_VIDEO_RESAMPLER_METHOD_LINEAR,
-          GST_VIDEO_CONVERTER_OPT_CHROMA_MODE, GST_TYPE_VIDEO_CHROMA_MODE,
-          c->chroma_none ? GST_VIDEO_CHROMA_MODE_NONE :
-          GST_VIDEO_CHROMA_MODE_FULL,
-          GST_VIDEO_CONVERTER_OPT_THREADS, G_TYPE_UINT, 1, NULL));
+  config = tiler_stream_converter_config (&ACT);
+  if (c->chroma_none)
+    gst_structure_set (config, GST_VIDEO_CONVERTER_OPT_CHROMA_MODE,
+        GST_TYPE_VIDEO_CHROMA_MODE, GST_VIDEO_CHROMA_MODE_NONE, NULL);
+  c->conv = gst_video_converter_new (&in_info, &c->oinfo, config);
   g_assert (c->conv);
 }
 

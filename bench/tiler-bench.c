@@ -23,19 +23,7 @@
 #include <gst/spice/gstspice.h>
 
 #include "tilerdiff.h"
-
-#define W 1280
-#define H 800
-static const GstVideoRectangle ACT = { 608, 160, 640, 480 };
-
-static double
-cpu_now (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+#include "bench-common.h"
 
 static guint32
 rnd (guint32 * s)
@@ -234,7 +222,8 @@ bench_element (guint bits, const gchar * props, gint frames,
       gst_buffer_add_spice_damage_meta (b, i + 5, &ACT, 1);
     if (i == -5)
       gst_buffer_add_spice_damage_meta (b, 0, &(GstVideoRectangle) {
-            0, 0, W, H}, 1);
+          0, 0, W, H}
+        , 1);
     gst_harness_push (h, b);
     q = gst_query_new_drain ();
     gst_pad_peer_query (h->srcpad, q);
@@ -372,8 +361,7 @@ main (int argc, char **argv)
         "%.2fx |\n",
         k == 0 ? "busy (plasma + 3 noise bits)" : "heavy (8 noise bits)",
         te * 1e3, bytes / 1024.0, ts * 1e3, tn * 1e3, tj * 1e3,
-        jsize / 1024.0,
-        tl * 1e3, lsize / 1024.0, te / tj);
+        jsize / 1024.0, tl * 1e3, lsize / 1024.0, te / tj);
   }
   return 0;
 }

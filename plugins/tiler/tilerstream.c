@@ -151,6 +151,21 @@ tiler_stream_set_input (TilerStream * s, GstPad * pad,
       format);
 }
 
+GstStructure *
+tiler_stream_converter_config (const GstVideoRectangle * r)
+{
+  return gst_structure_new ("GstVideoConverter",
+      GST_VIDEO_CONVERTER_OPT_SRC_X, G_TYPE_INT, r->x,
+      GST_VIDEO_CONVERTER_OPT_SRC_Y, G_TYPE_INT, r->y,
+      GST_VIDEO_CONVERTER_OPT_SRC_WIDTH, G_TYPE_INT, r->w,
+      GST_VIDEO_CONVERTER_OPT_SRC_HEIGHT, G_TYPE_INT, r->h,
+      GST_VIDEO_CONVERTER_OPT_DITHER_METHOD,
+      GST_TYPE_VIDEO_DITHER_METHOD, GST_VIDEO_DITHER_NONE,
+      GST_VIDEO_CONVERTER_OPT_RESAMPLER_METHOD,
+      GST_TYPE_VIDEO_RESAMPLER_METHOD, GST_VIDEO_RESAMPLER_METHOD_LINEAR,
+      GST_VIDEO_CONVERTER_OPT_THREADS, G_TYPE_UINT, 1, NULL);
+}
+
 /* Worker thread: the converter for @r (made again when @r changes) */
 static gboolean
 ensure_converter (TilerStream * s, const GstVideoRectangle * r)
@@ -161,16 +176,7 @@ ensure_converter (TilerStream * s, const GstVideoRectangle * r)
   }
   if (!s->conv) {
     s->conv = gst_video_converter_new (&s->info, &s->sinfo,
-        gst_structure_new ("GstVideoConverter",
-            GST_VIDEO_CONVERTER_OPT_SRC_X, G_TYPE_INT, r->x,
-            GST_VIDEO_CONVERTER_OPT_SRC_Y, G_TYPE_INT, r->y,
-            GST_VIDEO_CONVERTER_OPT_SRC_WIDTH, G_TYPE_INT, r->w,
-            GST_VIDEO_CONVERTER_OPT_SRC_HEIGHT, G_TYPE_INT, r->h,
-            GST_VIDEO_CONVERTER_OPT_DITHER_METHOD,
-            GST_TYPE_VIDEO_DITHER_METHOD, GST_VIDEO_DITHER_NONE,
-            GST_VIDEO_CONVERTER_OPT_RESAMPLER_METHOD,
-            GST_TYPE_VIDEO_RESAMPLER_METHOD, GST_VIDEO_RESAMPLER_METHOD_LINEAR,
-            GST_VIDEO_CONVERTER_OPT_THREADS, G_TYPE_UINT, 1, NULL));
+        tiler_stream_converter_config (r));
     s->conv_rect = *r;
   }
   return s->conv != NULL;

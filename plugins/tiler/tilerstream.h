@@ -45,6 +45,9 @@ void     tiler_stream_reset (TilerStream * s);
  * stream */
 void     tiler_stream_set_input (TilerStream * s, GstPad * pad,
     const GstVideoInfo * info, gboolean resized, GstVideoFormat format);
+/* the options of the GstVideoConverter for @r (crop, no dither, linear
+ * resampler, one thread); any thread */
+GstStructure *tiler_stream_converter_config (const GstVideoRectangle * r);
 /* Cuts @res->stream_rect out of @res->frame (1/stream_scale of its size),
  * with libyuv when the caps are I420 in BT.601 (limited or full range)
  * and the input BGRx/BGRA, else with a GstVideoConverter, and pushes it on @pad with a GstSpiceStreamMeta, after a force-key-unit

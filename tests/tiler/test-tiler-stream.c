@@ -183,8 +183,8 @@ push_one (Peer * p, GstBuffer * in, const GstVideoRectangle * r, guint scale,
   return convert;
 }
 
-/* what the GstVideoConverter makes of @r for @oinfo, with the options
- * the helper used before libyuv */
+/* what the GstVideoConverter makes of @r for @oinfo, with the helper's
+ * options (its fallback, and what it used before libyuv) */
 static GstBuffer *
 reference_new (GstBuffer * in, const GstVideoRectangle * r,
     const GstVideoInfo * oinfo)
@@ -198,16 +198,7 @@ reference_new (GstBuffer * in, const GstVideoRectangle * r,
   GST_VIDEO_INFO_FPS_N (&info) = GST_VIDEO_INFO_FPS_N (oinfo);
   GST_VIDEO_INFO_FPS_D (&info) = GST_VIDEO_INFO_FPS_D (oinfo);
   conv = gst_video_converter_new (&info, (GstVideoInfo *) oinfo,
-      gst_structure_new ("GstVideoConverter",
-          GST_VIDEO_CONVERTER_OPT_SRC_X, G_TYPE_INT, r->x,
-          GST_VIDEO_CONVERTER_OPT_SRC_Y, G_TYPE_INT, r->y,
-          GST_VIDEO_CONVERTER_OPT_SRC_WIDTH, G_TYPE_INT, r->w,
-          GST_VIDEO_CONVERTER_OPT_SRC_HEIGHT, G_TYPE_INT, r->h,
-          GST_VIDEO_CONVERTER_OPT_DITHER_METHOD,
-          GST_TYPE_VIDEO_DITHER_METHOD, GST_VIDEO_DITHER_NONE,
-          GST_VIDEO_CONVERTER_OPT_RESAMPLER_METHOD,
-          GST_TYPE_VIDEO_RESAMPLER_METHOD, GST_VIDEO_RESAMPLER_METHOD_LINEAR,
-          GST_VIDEO_CONVERTER_OPT_THREADS, G_TYPE_UINT, 1, NULL));
+      tiler_stream_converter_config (r));
   fail_unless (conv != NULL);
   fail_unless (gst_video_frame_map (&fin, &info, in, GST_MAP_READ));
   fail_unless (gst_video_frame_map (&fout, oinfo, out, GST_MAP_WRITE));
@@ -250,6 +241,26 @@ comp_max_diff (const GstVideoInfo * info, GstBuffer * a, GstBuffer * b,
   gst_video_frame_unmap (&fb);
   gst_video_frame_unmap (&fa);
   return d;
+}
+
+typedef struct
+{
+  gint d, x, y;
+} Diff;
+
+/* the largest |@out - the converter's picture| of each component, and
+ * where */
+static void
+converter_diff (GstBuffer * in, const GstVideoRectangle * r,
+    const GstVideoInfo * oinfo, GstBuffer * out,
+    Diff diff[GST_VIDEO_MAX_COMPONENTS])
+{
+  GstBuffer *ref = reference_new (in, r, oinfo);
+  gint c;
+
+  for (c = 0; c < (gint) GST_VIDEO_INFO_N_COMPONENTS (oinfo); c++)
+    diff[c].d = comp_max_diff (oinfo, out, ref, c, &diff[c].x, &diff[c].y);
+  gst_buffer_unref (ref);
 }
 
 /* the sample of component @c at surface pixel (@sx, @sy) of a 4:2:0
@@ -338,8 +349,8 @@ check_frame (GstBuffer * in, const GstVideoRectangle * r,
 {
   gboolean full = range == GST_VIDEO_COLOR_RANGE_0_255;
   const gchar *name = colorimetry ? colorimetry : "default";
+  Diff diff[GST_VIDEO_MAX_COMPONENTS];
   gint c, wx = 0, wy = 0;
-  GstBuffer *ref;
 
   peer_init (p, colorimetry);
   fail_unless_equals_int (push_one (p, in, r, 1, GST_VIDEO_FORMAT_I420,
@@ -358,15 +369,12 @@ check_frame (GstBuffer * in, const GstVideoRectangle * r,
   }
   if (ref_tolerance < 0)
     return;
-  ref = reference_new (in, r, oinfo);
-  for (c = 0; c < 3; c++) {
-    gint d = comp_max_diff (oinfo, p->last, ref, c, &wx, &wy);
-
-    fail_unless (d <= (full && c ? ref_tolerance + 1 : ref_tolerance),
+  converter_diff (in, r, oinfo, p->last, diff);
+  for (c = 0; c < 3; c++)
+    fail_unless (diff[c].d <= (full && c ? ref_tolerance + 1 : ref_tolerance),
         "%s %dx%d at %d,%d plane %d: libyuv differs from the converter by "
-        "%d at %d,%d", name, r->w, r->h, r->x, r->y, c, d, wx, wy);
-  }
-  gst_buffer_unref (ref);
+        "%d at %d,%d", name, r->w, r->h, r->x, r->y, c, diff[c].d, diff[c].x,
+        diff[c].y);
 }
 
 static void
@@ -441,11 +449,11 @@ GST_START_TEST (test_libyuv_scaled)
   };
   const gint sizes[][2] = { {320, 240}, {16, 16} };
   GstBuffer *in = input_new (FALSE);
-  gint i, plane, wx = 0, wy = 0;
+  gint i, c;
 
   for (i = 0; i < (gint) G_N_ELEMENTS (rects); i++) {
+    Diff diff[GST_VIDEO_MAX_COMPONENTS];
     GstVideoInfo oinfo;
-    GstBuffer *ref;
     Peer p;
 
     peer_init (&p, NULL);
@@ -453,14 +461,11 @@ GST_START_TEST (test_libyuv_scaled)
             GST_VIDEO_FORMAT_I420, &oinfo), TILER_STREAM_CONVERT_I420);
     fail_unless_equals_int (oinfo.width, sizes[i][0]);
     fail_unless_equals_int (oinfo.height, sizes[i][1]);
-    ref = reference_new (in, &rects[i], &oinfo);
-    for (plane = 0; plane < 3; plane++) {
-      gint d = comp_max_diff (&oinfo, p.last, ref, plane, &wx, &wy);
-
-      fail_unless (d <= 3, "rect %d plane %d: scaled libyuv differs from "
-          "the converter by %d at %d,%d", i, plane, d, wx, wy);
-    }
-    gst_buffer_unref (ref);
+    converter_diff (in, &rects[i], &oinfo, p.last, diff);
+    for (c = 0; c < 3; c++)
+      fail_unless (diff[c].d <= 3, "rect %d plane %d: scaled libyuv differs "
+          "from the converter by %d at %d,%d", i, c, diff[c].d, diff[c].x,
+          diff[c].y);
     peer_clear (&p);
   }
   gst_buffer_unref (in);
@@ -486,22 +491,19 @@ GST_START_TEST (test_fallback)
     {NULL, &small, GST_VIDEO_FORMAT_NV12},
   };
   GstBuffer *in = input_new (FALSE);
-  gint i, plane, wx = 0, wy = 0;
+  gint i, c;
 
   for (i = 0; i < (gint) G_N_ELEMENTS (cases); i++) {
+    Diff diff[GST_VIDEO_MAX_COMPONENTS];
     GstVideoInfo oinfo;
-    GstBuffer *ref;
     Peer p;
 
     peer_init (&p, cases[i].colorimetry);
     fail_unless_equals_int (push_one (&p, in, cases[i].r, 1,
             cases[i].format, &oinfo), TILER_STREAM_CONVERT_VIDEO);
-    ref = reference_new (in, cases[i].r, &oinfo);
-    for (plane = 0; plane < (gint) GST_VIDEO_INFO_N_COMPONENTS (&oinfo);
-        plane++)
-      fail_unless_equals_int (comp_max_diff (&oinfo, p.last, ref, plane, &wx,
-              &wy), 0);
-    gst_buffer_unref (ref);
+    converter_diff (in, cases[i].r, &oinfo, p.last, diff);
+    for (c = 0; c < (gint) GST_VIDEO_INFO_N_COMPONENTS (&oinfo); c++)
+      fail_unless_equals_int (diff[c].d, 0);
     peer_clear (&p);
   }
   gst_buffer_unref (in);
