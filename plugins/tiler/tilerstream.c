@@ -151,6 +151,7 @@ tiler_stream_set_input (TilerStream * s, GstPad * pad,
       format);
 }
 
+/* Any thread */
 GstStructure *
 tiler_stream_converter_config (const GstVideoRectangle * r)
 {
