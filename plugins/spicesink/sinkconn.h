@@ -5,7 +5,8 @@
  *
  * Threads and lock: every connection lives on the server thread (its
  * GMainContext). Functions marked "lock held" expect the server's lock
- * (SinkConnEnv.lock); the render path only enqueues (sink_conn_send*()) and
+ * (SinkConnEnv.lock); the render path only enqueues (sink_conn_send*()),
+ * writes a draw at once where the socket has room (sink_conn_write_now()) and
  * reads the queue state, with that lock held. Reading and framing run on
  * the server thread without the lock: hooks that need it take it.
  */
@@ -145,6 +146,9 @@ void      sink_conn_send_bytes (SinkConn * conn, guint16 type,
     GBytes * fixed, gint mm_off, GBytes * body);
 /* server thread: writes as much as the socket takes */
 void      sink_conn_flush (SinkConn * conn);
+/* the render path, lock held: what the socket takes now, without waiting
+ * for the server thread (which still gets the kick: errors, hooks) */
+void      sink_conn_write_now (SinkConn * conn);
 gboolean  sink_conn_has_queued (SinkConn * conn);
 
 /* ---- pacing (display connections) ---- */

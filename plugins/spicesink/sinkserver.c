@@ -1488,6 +1488,9 @@ sink_server_draw_update (SinkServer * server, GArray * regions,
       continue;
     for (i = 0; i < regions->len; i++)
       sink_display_send_draw (s, &draws[i]);
+    /* the draw need not wait for the server thread to be scheduled */
+    if (regions->len)
+      sink_conn_write_now (s->display);
   }
   sink_picture_commit (pic, e);
   one_full = sink_picture_is_one_full_region (pic);
