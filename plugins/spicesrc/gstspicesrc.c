@@ -190,6 +190,7 @@ struct _GstSpiceSrc
   guint64 st_input;
   guint64 st_copied_area;
   guint64 st_frames_reused;
+  guint64 st_catchups;
   guint st_reconnects;
   gchar *st_last_error;
   gint mouse_mode_shared;
@@ -533,6 +534,8 @@ ctx_catchup (gpointer data)
   g_mutex_lock (&self->lock);
   if (self->catchup == g_main_current_source ())
     g_clear_pointer (&self->catchup, g_source_unref);
+  if (self->cur && !gst_spice_region_is_empty (&self->stale))
+    self->st_catchups++;
   cur_fill_locked (self);
   g_cond_broadcast (&self->cond);
   g_mutex_unlock (&self->lock);
@@ -1444,7 +1447,7 @@ gst_spice_src_start (GstBaseSrc * bsrc)
   gst_spice_src_agent_reset_locked (self->agent);
   self->st_frames = self->st_rects = self->st_area = 0;
   self->st_invalidates = self->st_invalidates_helper = self->st_input = 0;
-  self->st_copied_area = self->st_frames_reused = 0;
+  self->st_copied_area = self->st_frames_reused = self->st_catchups = 0;
   self->st_reconnects = 0;
   self->upstream_lost = FALSE;
   self->lost_posted_us = 0;
@@ -2112,6 +2115,7 @@ gst_spice_src_get_stats (GstSpiceSrc * self)
       "input-events", G_TYPE_UINT64, self->st_input,
       "copied-area", G_TYPE_UINT64, self->st_copied_area,
       "frames-reused", G_TYPE_UINT64, self->st_frames_reused,
+      "catch-ups", G_TYPE_UINT64, self->st_catchups,
       "width", G_TYPE_INT, self->have_surface ? self->width : 0,
       "height", G_TYPE_INT, self->have_surface ? self->height : 0,
       "mouse-mode", G_TYPE_STRING,
@@ -2447,7 +2451,9 @@ gst_spice_src_class_init (GstSpiceSrcClass * klass)
    * dispatched), `reconnects`, `input-events`, `copied-area` (pixels
    * copied from spice-gtk's canvas into frames: a buffer that downstream
    * has released is reused and gets only the damage since the frame it
-   * held), `frames-reused` (frames made that way), `width`, `height`,
+   * held), `frames-reused` (frames made that way), `catch-ups` (frames
+   * whose missing pixels the catch-up source copied, because damage was
+   * already pending when the frame was taken), `width`, `height`,
    * `mouse-mode` and `last-error`.
    */
   g_object_class_install_property (gobject_class, PROP_STATS,
