@@ -1757,6 +1757,17 @@ held_frames_take (GstSpiceSrc * self, guint64 * seq)
   return buf;
 }
 
+/* streaming thread: how many pushed frames we hold */
+static guint
+held_frames_count (GstSpiceSrc * self)
+{
+  guint i, n = 0;
+
+  for (i = 0; i < N_HELD_FRAMES; i++)
+    n += self->held[i] != NULL;
+  return n;
+}
+
 /* streaming thread: keep a reference to @buf, which holds frame @seq,
  * in place of an empty slot or the oldest frame */
 static void
@@ -1852,9 +1863,12 @@ cur_stale_since_locked (GstSpiceSrc * self, guint64 held_seq,
 
 /* streaming thread, self->lock not held: install the frame being made:
  * a held frame that downstream has let go of (it lacks only the damage
- * since), else (unless @reuse_only) a new one from the pool. Its stale
- * part is filled on the context thread: at the next invalidate, or by the
- * catch-up source when damage is already pending. */
+ * since), else a new one from the pool (with @reuse_only only while we
+ * hold fewer than N_HELD_FRAMES: then the frames in circulation grow to
+ * that many, enough for one to be back whenever the next frame is
+ * started). Its stale part is filled on the context thread: at the next
+ * invalidate, or by the catch-up source when damage is already
+ * pending. */
 static GstFlowReturn
 cur_install (GstSpiceSrc * self, gboolean reuse_only)
 {
@@ -1874,7 +1888,8 @@ cur_install (GstSpiceSrc * self, gboolean reuse_only)
     GST_BUFFER_FLAG_UNSET (buf, GST_BUFFER_FLAG_DISCONT);
     GST_BUFFER_OFFSET (buf) = GST_BUFFER_OFFSET_NONE;
     GST_BUFFER_OFFSET_END (buf) = GST_BUFFER_OFFSET_NONE;
-  } else if (reuse_only && self->hold_frames) {
+  } else if (reuse_only && self->hold_frames &&
+      held_frames_count (self) >= N_HELD_FRAMES) {
     return GST_FLOW_OK;
   } else {
     pool = gst_base_src_get_buffer_pool (bsrc);
