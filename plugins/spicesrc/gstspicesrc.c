@@ -17,8 +17,8 @@
  * changed since the previous buffer (the whole surface on the first
  * buffer, after a resize and after a reconnection) and consecutive
  * sequence numbers. spicesrc never queues frames: while downstream
- * blocks, new draws land in spicesrc's copy of the surface and their
- * damage merges into the next frame.
+ * blocks, new draws land in the frame being made (copied from
+ * spice-gtk's canvas) and their damage merges into the next frame.
  *
  * GstNavigation events that reach spicesrc become SPICE input: keys
  * (`key` is an X11 keysym name; an optional `scancode` field, an XT set 1
@@ -164,9 +164,16 @@ struct _GstSpiceSrc
   gboolean stopping;
   gboolean fatal;
   gboolean teardown_done;
-  guint8 *mirror;
-  gint width, height;
-  gsize mirror_stride;
+  gint width, height;           /* the server's surface */
+  /* the frame being made: ours alone, mapped for writing, filled from
+   * spice-gtk's canvas on the context thread; it equals the picture
+   * reported so far (every invalidate seen) except in @stale, which is
+   * copied from the canvas at the next safe point (an invalidate, or the
+   * catch-up source: see cur_fill_locked()) */
+  GstBuffer *cur;
+  GstVideoFrame cur_frame;
+  GstSpiceRegion stale;
+  GSource *catchup;             /* attached, not yet dispatched */
   gboolean have_surface;
   gboolean marked;
   gint64 surface_us;
@@ -183,6 +190,7 @@ struct _GstSpiceSrc
   guint64 st_input;
   guint64 st_copied_area;
   guint64 st_frames_reused;
+  guint64 st_catchups;
   guint st_reconnects;
   gchar *st_last_error;
   gint mouse_mode_shared;
@@ -480,7 +488,77 @@ frame_ready_locked (GstSpiceSrc * self)
 
 static void ctx_drop_session (GstSpiceSrc * self);
 static void held_frames_reset (GstSpiceSrc * self);
+static void cur_drop (GstSpiceSrc * self);
 static gboolean ctx_connect (gpointer data);
+
+/* context thread, self->lock held, at a safe point: copy the stale part of
+ * the frame being made from spice-gtk's canvas. A safe point is one where
+ * the canvas holds exactly what spice-gtk has reported: inside a
+ * display-invalidate or primary-create handler, or in a source of lower
+ * priority than G_PRIORITY_DEFAULT_IDLE. spice-gtk draws in the display
+ * channel's coroutine and then raises the signal from a g_idle_add() idle
+ * while the coroutine waits for it, so between a draw and its invalidate
+ * an idle source is always ready and a G_PRIORITY_LOW source is not
+ * dispatched. */
+static void
+cur_fill_locked (GstSpiceSrc * self)
+{
+  const GstVideoRectangle *r;
+  guint8 *dst;
+  gint dstride;
+  guint i, n;
+
+  if (!self->cur || !self->canvas ||
+      GST_VIDEO_FRAME_WIDTH (&self->cur_frame) != self->canvas_w ||
+      GST_VIDEO_FRAME_HEIGHT (&self->cur_frame) != self->canvas_h)
+    return;
+  dst = GST_VIDEO_FRAME_PLANE_DATA (&self->cur_frame, 0);
+  dstride = GST_VIDEO_FRAME_PLANE_STRIDE (&self->cur_frame, 0);
+  r = gst_spice_region_rects (&self->stale);
+  n = gst_spice_region_n_rects (&self->stale);
+  for (i = 0; i < n; i++) {
+    gst_spice_blit_bgrx (dst, dstride, r[i].x, r[i].y, self->canvas,
+        self->canvas_stride, r[i].x, r[i].y, r[i].w, r[i].h);
+    self->st_copied_area += gst_spice_rect_area (&r[i]);
+  }
+  gst_spice_region_reset (&self->stale);
+}
+
+/* context thread: the catch-up source (G_PRIORITY_LOW, see
+ * cur_fill_locked()) for a frame whose stale part no invalidate copied */
+static gboolean
+ctx_catchup (gpointer data)
+{
+  GstSpiceSrc *self = data;
+
+  g_mutex_lock (&self->lock);
+  if (self->catchup == g_main_current_source ())
+    g_clear_pointer (&self->catchup, g_source_unref);
+  if (self->cur && !gst_spice_region_is_empty (&self->stale))
+    self->st_catchups++;
+  cur_fill_locked (self);
+  g_cond_broadcast (&self->cond);
+  g_mutex_unlock (&self->lock);
+  return G_SOURCE_REMOVE;
+}
+
+/* streaming thread, self->lock held: have the context thread fill the
+ * stale part of the frame being made at its next safe point */
+static void
+catchup_schedule_locked (GstSpiceSrc * self)
+{
+  GSource *src;
+
+  if (self->catchup)
+    return;
+  src = g_idle_source_new ();
+  g_source_set_priority (src, G_PRIORITY_LOW);
+  g_source_set_callback (src, ctx_catchup, gst_object_ref (self),
+      gst_object_unref);
+  g_source_set_static_name (src, "spicesrc-catchup");
+  self->catchup = src;
+  gst_spice_src_context_attach (src);
+}
 
 static void
 on_primary_create (SpiceChannel * channel, gint format, gint width,
@@ -509,15 +587,12 @@ on_primary_create (SpiceChannel * channel, gint format, gint width,
   self->canvas_h = height;
 
   g_mutex_lock (&self->lock);
-  if (width != self->width || height != self->height || !self->mirror) {
-    g_free (self->mirror);
-    self->mirror_stride = (gsize) width *4;
-    self->mirror = g_malloc (self->mirror_stride * height);
-    self->width = width;
-    self->height = height;
-  }
-  gst_spice_blit_bgrx (self->mirror, self->mirror_stride, 0, 0, self->canvas,
-      stride, 0, 0, width, height);
+  self->width = width;
+  self->height = height;
+  /* a frame of another size is dropped by create() */
+  gst_spice_region_reset (&self->stale);
+  gst_spice_region_add (&self->stale, &full);
+  cur_fill_locked (self);
   gst_spice_region_reset (&self->damage);
   gst_spice_region_add (&self->damage, &full);
   self->damage_us = g_get_monotonic_time ();
@@ -552,15 +627,19 @@ on_invalidate (SpiceChannel * channel, gint x, gint y, gint w, gint h,
     return;
 
   g_mutex_lock (&self->lock);
-  if (!self->mirror || self->width != self->canvas_w ||
-      self->height != self->canvas_h) {
+  if (self->width != self->canvas_w || self->height != self->canvas_h) {
     g_mutex_unlock (&self->lock);
     return;
   }
-  /* the canvas holds what spice-gtk has reported so far: copy it into
-   * the mirror together with its damage, atomically for create() */
-  gst_spice_blit_bgrx (self->mirror, self->mirror_stride, r.x, r.y,
-      self->canvas, self->canvas_stride, r.x, r.y, r.w, r.h);
+  /* a safe point: the canvas holds what spice-gtk has reported so far.
+   * The frame being made gets the rectangle (and what it still lacked)
+   * together with its damage, atomically for create() */
+  if (self->cur) {
+    gst_spice_region_add (&self->stale, &r);
+    if (gst_spice_region_n_rects (&self->stale) > MAX_DAMAGE_RECTS)
+      gst_spice_region_limit (&self->stale, MAX_DAMAGE_RECTS / 2);
+    cur_fill_locked (self);
+  }
   gst_spice_region_add (&self->damage, &r);
   if (gst_spice_region_n_rects (&self->damage) > MAX_DAMAGE_RECTS)
     gst_spice_region_limit (&self->damage, MAX_DAMAGE_RECTS / 2);
@@ -1368,7 +1447,7 @@ gst_spice_src_start (GstBaseSrc * bsrc)
   gst_spice_src_agent_reset_locked (self->agent);
   self->st_frames = self->st_rects = self->st_area = 0;
   self->st_invalidates = self->st_invalidates_helper = self->st_input = 0;
-  self->st_copied_area = self->st_frames_reused = 0;
+  self->st_copied_area = self->st_frames_reused = self->st_catchups = 0;
   self->st_reconnects = 0;
   self->upstream_lost = FALSE;
   self->lost_posted_us = 0;
@@ -1427,6 +1506,7 @@ gst_spice_src_stop (GstBaseSrc * bsrc)
   gst_spice_src_agent_reset_locked (self->agent);
   g_mutex_unlock (&self->lock);
   gst_spice_src_audio_stop (self->audio);
+  cur_drop (self);
   held_frames_reset (self);
 
   if (!done)
@@ -1586,8 +1666,9 @@ gst_spice_src_decide_allocation (GstBaseSrc * bsrc, GstQuery * query)
       min = max = 0;
     }
   }
-  /* held frames come from the old pool, and a pool with a maximum could
-   * run dry while we hold some */
+  /* held frames and the frame being made come from the old pool, and a
+   * pool with a maximum could run dry while we hold some */
+  cur_drop (self);
   held_frames_reset (self);
   self->hold_frames = max == 0;
   if (update)
@@ -1676,6 +1757,17 @@ held_frames_take (GstSpiceSrc * self, guint64 * seq)
   return buf;
 }
 
+/* streaming thread: how many pushed frames we hold */
+static guint
+held_frames_count (GstSpiceSrc * self)
+{
+  guint i, n = 0;
+
+  for (i = 0; i < N_HELD_FRAMES; i++)
+    n += self->held[i] != NULL;
+  return n;
+}
+
 /* streaming thread: keep a reference to @buf, which holds frame @seq,
  * in place of an empty slot or the oldest frame */
 static void
@@ -1696,48 +1788,143 @@ held_frames_put (GstSpiceSrc * self, GstBuffer * buf, guint64 seq)
   self->held_seq[slot] = seq;
 }
 
-/* streaming thread, self->lock held: bring @dst, which holds frame
- * @held_seq (G_MAXUINT64: unknown content), to the mirror's picture of
- * frame self->seq, whose own damage is @damage: only the damage of the
- * frames in between is copied, when it is remembered; then remember
- * @damage */
-static void
-copy_frame_locked (GstSpiceSrc * self, guint8 * dst, gint dstride,
-    const GstSpiceRegion * damage, guint64 held_seq)
+/* streaming thread, self->lock held: the frame being made, no longer
+ * filled (still mapped: unmap it with @frame); NULL if none */
+static GstBuffer *
+cur_take_locked (GstSpiceSrc * self, GstVideoFrame * frame)
 {
+  GstBuffer *buf = self->cur;
+
+  if (buf) {
+    *frame = self->cur_frame;
+    self->cur = NULL;
+  }
+  gst_spice_region_reset (&self->stale);
+  return buf;
+}
+
+/* streaming thread: drop the frame being made (new pool, new size, stop) */
+static void
+cur_drop (GstSpiceSrc * self)
+{
+  GstVideoFrame frame;
+  GstBuffer *buf;
+  GSource *src;
+
+  g_mutex_lock (&self->lock);
+  buf = cur_take_locked (self, &frame);
+  src = g_steal_pointer (&self->catchup);
+  g_mutex_unlock (&self->lock);
+  if (src) {
+    g_source_destroy (src);
+    g_source_unref (src);
+  }
+  if (buf) {
+    gst_video_frame_unmap (&frame);
+    gst_buffer_unref (buf);
+  }
+}
+
+/* streaming thread, self->lock held: what frame @held_seq (G_MAXUINT64:
+ * unknown content) lacks of the picture reported so far, into @stale:
+ * the damage of the frames pushed since and the pending damage, when
+ * remembered; otherwise the whole surface */
+static void
+cur_stale_since_locked (GstSpiceSrc * self, guint64 held_seq,
+    GstSpiceRegion * stale)
+{
+  GstVideoRectangle full = { 0, 0, self->width, self->height };
   guint64 full_area = (guint64) self->width * self->height, k;
   gboolean whole = held_seq >= self->seq;
-  GstSpiceRegion u;
-  guint i, slot = self->seq % DAMAGE_HISTORY;
 
-  gst_spice_region_init (&u);
+  gst_spice_region_reset (stale);
   if (!whole) {
-    gst_spice_region_copy (&u, damage);
+    gst_spice_region_copy (stale, &self->damage);
     for (k = held_seq + 1; k < self->seq && !whole; k++) {
-      i = k % DAMAGE_HISTORY;
+      guint i = k % DAMAGE_HISTORY;
+
       if (self->hist_seq[i] != k + 1)
         whole = TRUE;
       else
-        gst_spice_region_add_region (&u, &self->hist[i]);
+        gst_spice_region_add_region (stale, &self->hist[i]);
     }
-    whole = whole || gst_spice_region_area (&u) * 4 >= full_area * 3;
+    whole = whole || gst_spice_region_area (stale) * 4 >= full_area * 3;
   }
   if (whole) {
-    gst_spice_blit_bgrx (dst, dstride, 0, 0, self->mirror,
-        self->mirror_stride, 0, 0, self->width, self->height);
-    self->st_copied_area += full_area;
+    gst_spice_region_reset (stale);
+    gst_spice_region_add (stale, &full);
   } else {
-    const GstVideoRectangle *r = gst_spice_region_rects (&u);
-
-    for (i = 0; i < gst_spice_region_n_rects (&u); i++)
-      gst_spice_blit_bgrx (dst, dstride, r[i].x, r[i].y, self->mirror,
-          self->mirror_stride, r[i].x, r[i].y, r[i].w, r[i].h);
-    self->st_copied_area += gst_spice_region_area (&u);
+    gst_spice_region_clip (stale, self->width, self->height);
+    if (gst_spice_region_n_rects (stale) > MAX_DAMAGE_RECTS)
+      gst_spice_region_limit (stale, MAX_DAMAGE_RECTS / 2);
     self->st_frames_reused++;
   }
-  gst_spice_region_clear (&u);
-  gst_spice_region_copy (&self->hist[slot], damage);
-  self->hist_seq[slot] = self->seq + 1;
+}
+
+/* streaming thread, self->lock not held: install the frame being made:
+ * a held frame that downstream has let go of (it lacks only the damage
+ * since), else a new one from the pool (with @reuse_only only while we
+ * hold fewer than N_HELD_FRAMES: then the frames in circulation grow to
+ * that many, enough for one to be back whenever the next frame is
+ * started). Its stale part is filled on the context thread: at the next
+ * invalidate, or by the catch-up source when damage is already
+ * pending. */
+static GstFlowReturn
+cur_install (GstSpiceSrc * self, gboolean reuse_only)
+{
+  GstBaseSrc *bsrc = GST_BASE_SRC (self);
+  GstBufferPool *pool;
+  GstBuffer *buf;
+  GstVideoFrame frame;
+  GstFlowReturn ret;
+  guint64 held_seq = G_MAXUINT64;
+
+  buf = self->hold_frames ? held_frames_take (self, &held_seq) : NULL;
+  if (buf) {
+    GstSpiceDamageMeta *old = gst_buffer_get_spice_damage_meta (buf);
+
+    if (old)
+      gst_buffer_remove_meta (buf, (GstMeta *) old);
+    GST_BUFFER_FLAG_UNSET (buf, GST_BUFFER_FLAG_DISCONT);
+    GST_BUFFER_OFFSET (buf) = GST_BUFFER_OFFSET_NONE;
+    GST_BUFFER_OFFSET_END (buf) = GST_BUFFER_OFFSET_NONE;
+  } else if (reuse_only && self->hold_frames &&
+      held_frames_count (self) >= N_HELD_FRAMES) {
+    return GST_FLOW_OK;
+  } else {
+    pool = gst_base_src_get_buffer_pool (bsrc);
+    if (!pool) {
+      GST_ELEMENT_ERROR (self, RESOURCE, FAILED, (NULL), ("no buffer pool"));
+      return GST_FLOW_ERROR;
+    }
+    ret = gst_buffer_pool_acquire_buffer (pool, &buf, NULL);
+    gst_object_unref (pool);
+    if (ret != GST_FLOW_OK)
+      return ret;
+  }
+  if (!gst_video_frame_map (&frame, &self->out_info, buf, GST_MAP_WRITE)) {
+    gst_buffer_unref (buf);
+    GST_ELEMENT_ERROR (self, RESOURCE, WRITE, (NULL), ("can't map buffer"));
+    return GST_FLOW_ERROR;
+  }
+
+  g_mutex_lock (&self->lock);
+  if (self->flushing || self->fatal || self->cur ||
+      GST_VIDEO_FRAME_WIDTH (&frame) != self->width ||
+      GST_VIDEO_FRAME_HEIGHT (&frame) != self->height) {
+    /* things moved while we allocated */
+    g_mutex_unlock (&self->lock);
+    gst_video_frame_unmap (&frame);
+    gst_buffer_unref (buf);
+    return GST_FLOW_OK;
+  }
+  self->cur = buf;
+  self->cur_frame = frame;
+  cur_stale_since_locked (self, held_seq, &self->stale);
+  if (!gst_spice_region_is_empty (&self->damage))
+    catchup_schedule_locked (self);
+  g_mutex_unlock (&self->lock);
+  return GST_FLOW_OK;
 }
 
 static GstFlowReturn
@@ -1745,17 +1932,24 @@ gst_spice_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
 {
   GstSpiceSrc *self = GST_SPICE_SRC (psrc);
   GstBaseSrc *bsrc = GST_BASE_SRC (psrc);
-  GstBufferPool *pool;
   GstBuffer *buf = NULL;
   GstVideoFrame frame;
   GstFlowReturn ret;
   GstSpiceRegion damage;
   gint64 arrival_us, min_interval_us;
   gint fn, fd;
-  guint8 *dst;
-  gint dstride;
-  guint64 held_seq;
+  guint slot;
   GstClockTime pts;
+
+  /* the frame being made is in place before we wait, so that the draws
+   * go straight into it; but a frame that downstream still holds may come
+   * back while we wait: that one is worth waiting for (it lacks only the
+   * damage since), a new one from the pool lacks every pixel */
+  if (self->out_valid && !self->cur) {
+    ret = cur_install (self, TRUE);
+    if (ret != GST_FLOW_OK)
+      return ret;
+  }
 
   g_mutex_lock (&self->lock);
 again:
@@ -1851,51 +2045,39 @@ again:
     }
     goto again;
   }
-  g_mutex_unlock (&self->lock);
-
-  held_seq = G_MAXUINT64;
-  buf = self->hold_frames ? held_frames_take (self, &held_seq) : NULL;
-  if (buf) {
-    GstSpiceDamageMeta *old = gst_buffer_get_spice_damage_meta (buf);
-
-    if (old)
-      gst_buffer_remove_meta (buf, (GstMeta *) old);
-    GST_BUFFER_FLAG_UNSET (buf, GST_BUFFER_FLAG_DISCONT);
-    GST_BUFFER_OFFSET (buf) = GST_BUFFER_OFFSET_NONE;
-    GST_BUFFER_OFFSET_END (buf) = GST_BUFFER_OFFSET_NONE;
-  } else {
-    pool = gst_base_src_get_buffer_pool (bsrc);
-    if (!pool) {
-      GST_ELEMENT_ERROR (self, RESOURCE, FAILED, (NULL), ("no buffer pool"));
-      return GST_FLOW_ERROR;
-    }
-    ret = gst_buffer_pool_acquire_buffer (pool, &buf, NULL);
-    gst_object_unref (pool);
-    if (ret != GST_FLOW_OK)
-      return ret;
-  }
-  if (!gst_video_frame_map (&frame, &self->out_info, buf, GST_MAP_WRITE)) {
-    gst_buffer_unref (buf);
-    GST_ELEMENT_ERROR (self, RESOURCE, WRITE, (NULL), ("can't map buffer"));
-    return GST_FLOW_ERROR;
-  }
-
-  g_mutex_lock (&self->lock);
-  if (self->flushing || self->fatal || !frame_ready_locked (self) ||
-      self->width != GST_VIDEO_INFO_WIDTH (&self->out_info) ||
-      self->height != GST_VIDEO_INFO_HEIGHT (&self->out_info)) {
-    /* things moved while we allocated */
-    gst_video_frame_unmap (&frame);
-    gst_buffer_unref (buf);
-    buf = NULL;
+  if (self->cur &&
+      (GST_VIDEO_FRAME_WIDTH (&self->cur_frame) != self->width ||
+          GST_VIDEO_FRAME_HEIGHT (&self->cur_frame) != self->height)) {
+    g_mutex_unlock (&self->lock);
+    cur_drop (self);
+    g_mutex_lock (&self->lock);
     goto again;
   }
-  dst = GST_VIDEO_FRAME_PLANE_DATA (&frame, 0);
-  dstride = GST_VIDEO_FRAME_PLANE_STRIDE (&frame, 0);
+  if (!self->cur) {
+    g_mutex_unlock (&self->lock);
+    ret = cur_install (self, FALSE);
+    if (ret != GST_FLOW_OK)
+      return ret;
+    g_mutex_lock (&self->lock);
+    goto again;
+  }
+  if (!gst_spice_region_is_empty (&self->stale)) {
+    /* damage is pending but the frame lacks pixels that only the context
+     * thread may read */
+    catchup_schedule_locked (self);
+    g_cond_wait_until (&self->cond, &self->lock,
+        g_get_monotonic_time () + IDLE_WAIT_US);
+    goto again;
+  }
+
+  /* the frame is complete: it leaves with the pending damage */
+  buf = cur_take_locked (self, &frame);
   damage = self->damage;
   gst_spice_region_init (&self->damage);
   gst_spice_region_clip (&damage, self->width, self->height);
-  copy_frame_locked (self, dst, dstride, &damage, held_seq);
+  slot = self->seq % DAMAGE_HISTORY;
+  gst_spice_region_copy (&self->hist[slot], &damage);
+  self->hist_seq[slot] = self->seq + 1;
   arrival_us = self->damage_us;
   self->st_frames++;
   self->st_rects += gst_spice_region_n_rects (&damage);
@@ -1948,6 +2130,7 @@ gst_spice_src_get_stats (GstSpiceSrc * self)
       "input-events", G_TYPE_UINT64, self->st_input,
       "copied-area", G_TYPE_UINT64, self->st_copied_area,
       "frames-reused", G_TYPE_UINT64, self->st_frames_reused,
+      "catch-ups", G_TYPE_UINT64, self->st_catchups,
       "width", G_TYPE_INT, self->have_surface ? self->width : 0,
       "height", G_TYPE_INT, self->have_surface ? self->height : 0,
       "mouse-mode", G_TYPE_STRING,
@@ -2133,7 +2316,7 @@ gst_spice_src_finalize (GObject * object)
   g_free (self->c_password);
   g_free (self->c_ca_file);
   g_free (self->c_cert_subject);
-  g_free (self->mirror);
+  gst_spice_region_clear (&self->stale);
   g_free (self->st_last_error);
   gst_clear_buffer (&self->cursor.shape);
   gst_spice_region_clear (&self->damage);
@@ -2281,10 +2464,12 @@ gst_spice_src_class_init (GstSpiceSrcClass * klass)
    * `damage-area` (pixels), `invalidates` (draws reported by spice-gtk),
    * `invalidates-on-helper` (of those, how many the helper thread
    * dispatched), `reconnects`, `input-events`, `copied-area` (pixels
-   * copied into buffers: a buffer that downstream has released is reused
-   * and gets only the damage since the frame it held), `frames-reused`
-   * (frames made that way), `width`, `height`, `mouse-mode` and
-   * `last-error`.
+   * copied from spice-gtk's canvas into frames: a buffer that downstream
+   * has released is reused and gets only the damage since the frame it
+   * held), `frames-reused` (frames made that way), `catch-ups` (frames
+   * whose missing pixels the catch-up source copied, because damage was
+   * already pending when the frame was taken), `width`, `height`,
+   * `mouse-mode` and `last-error`.
    */
   g_object_class_install_property (gobject_class, PROP_STATS,
       g_param_spec_boxed ("stats", "Statistics",
@@ -2328,6 +2513,7 @@ gst_spice_src_init (GstSpiceSrc * self)
   g_mutex_init (&self->lock);
   g_cond_init (&self->cond);
   gst_spice_region_init (&self->damage);
+  gst_spice_region_init (&self->stale);
   for (i = 0; i < DAMAGE_HISTORY; i++)
     gst_spice_region_init (&self->hist[i]);
   self->agent = gst_spice_src_agent_new (GST_ELEMENT (self), &self->lock,

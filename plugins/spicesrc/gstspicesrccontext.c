@@ -170,6 +170,17 @@ gst_spice_src_context_is_driver_thread (void)
       (gpointer) g_thread_self ();
 }
 
+/* if nobody iterates the context now, the helper must not sit out its
+ * backoff with a call queued */
+static void
+driver_nudge (void)
+{
+  g_mutex_lock (&driver_lock);
+  if (driver_passive)
+    g_cond_broadcast (&driver_cond);
+  g_mutex_unlock (&driver_lock);
+}
+
 void
 gst_spice_src_context_invoke (GSourceFunc func, gpointer data,
     GDestroyNotify notify)
@@ -178,10 +189,12 @@ gst_spice_src_context_invoke (GSourceFunc func, gpointer data,
    * owns the default context or can acquire it, else queues an idle that
    * the owner dispatches (and wakes it up) */
   g_main_context_invoke_full (NULL, G_PRIORITY_DEFAULT, func, data, notify);
-  /* if nobody iterates the context now, the helper must not sit out its
-   * backoff with the call queued */
-  g_mutex_lock (&driver_lock);
-  if (driver_passive)
-    g_cond_broadcast (&driver_cond);
-  g_mutex_unlock (&driver_lock);
+  driver_nudge ();
+}
+
+void
+gst_spice_src_context_attach (GSource * source)
+{
+  g_source_attach (source, NULL);
+  driver_nudge ();
 }

@@ -21,4 +21,8 @@ gboolean gst_spice_src_context_is_driver_thread (void);
 void     gst_spice_src_context_invoke (GSourceFunc func, gpointer data,
     GDestroyNotify notify);
 
+/* Attaches @source to the default context (never dispatched on the
+ * calling thread) and wakes whoever drives it. */
+void     gst_spice_src_context_attach (GSource * source);
+
 G_END_DECLS

@@ -257,6 +257,76 @@ GST_START_TEST (test_busy_damage)
 
 GST_END_TEST;
 
+/* Frames made in buffers that come back late: like spicetiler, the test
+ * keeps the two newest frames, so spicesrc makes each frame in the buffer
+ * of a frame three back, which lacks the damage of the two frames in
+ * between. The guest draws one thing at a time, in two places (the key
+ * box at the top left, the activity area at the right): a key, then two
+ * busy steps, three times. After each draw a frame must equal the guest's
+ * own picture (its dump); one that missed an earlier frame's key box (the
+ * box toggles, so the buffer three back shows the other colour) never
+ * does. */
+GST_START_TEST (test_reused_frames_exact)
+{
+  GuestProcess *gp = start_guest (NULL);
+  gchar *uri = guest_process_get_uri (gp);
+  GstHarness *h = harness_for (uri, NULL);
+  GstBuffer *kept[2] = { NULL, NULL }, *buf;
+  guint64 reused0, reused1;
+  gint w, ht, step;
+  gchar *line;
+
+  buf = pull_within (h, PULL_TIMEOUT_MS);
+  fail_unless (buf != NULL, "no frame from spicesrc");
+  current_size (h, &w, &ht);
+  kept[0] = buf;
+
+  guest_process_command (gp, "activity busy");
+  guest_process_command (gp, "freeze");
+  line = guest_process_wait_line (gp, "frozen ", GUEST_LINE_TIMEOUT_MS);
+  fail_unless (line != NULL);
+  g_free (line);
+  reused0 = stat_u64 (h->element, "frames-reused");
+
+  for (step = -1; step < 9; step++) {
+    guint8 *dump = NULL;
+    gint dw, dh;
+    guint64 diff = G_MAXUINT64;
+    gint64 end;
+
+    if (step >= 0)
+      guest_process_command (gp, step % 3 == 0 ? "key 0x39" : "step");
+    fail_unless (guest_process_dump (gp, &dump, &dw, &dh));
+    fail_unless (dw == w && dh == ht);
+    end = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
+    while (diff != 0 && g_get_monotonic_time () < end) {
+      buf = pull_within (h, 500);
+      if (!buf)
+        continue;
+      diff = frame_diff (buf, w, ht, dump, NULL, NULL);
+      /* the newest two stay with us: spicesrc cannot reuse them */
+      gst_clear_buffer (&kept[1]);
+      kept[1] = kept[0];
+      kept[0] = buf;
+    }
+    fail_unless (diff == 0, "after step %d no frame equals the guest's "
+        "picture (the last differs in %" G_GUINT64_FORMAT " pixels)", step,
+        diff);
+    g_free (dump);
+  }
+  reused1 = stat_u64 (h->element, "frames-reused");
+  fail_unless (reused1 >= reused0 + 6, "only %" G_GUINT64_FORMAT
+      " of 9 frames made in a buffer that came back", reused1 - reused0);
+
+  gst_clear_buffer (&kept[0]);
+  gst_clear_buffer (&kept[1]);
+  gst_harness_teardown (h);
+  g_free (uri);
+  guest_process_stop (gp);
+}
+
+GST_END_TEST;
+
 static GstEvent *
 key_event (gboolean press, const gchar * key, gint scancode)
 {
@@ -1183,6 +1253,7 @@ spicesrc_suite (void)
   suite_add_tcase (s, tc);
   tcase_add_test (tc, test_first_frame_exact);
   tcase_add_test (tc, test_busy_damage);
+  tcase_add_test (tc, test_reused_frames_exact);
   tcase_add_test (tc, test_key_press);
   tcase_add_test (tc, test_mouse_client_mode);
   tcase_add_test (tc, test_resize);
