@@ -486,6 +486,15 @@ frame_ready_locked (GstSpiceSrc * self)
 /* spice-gtk side: everything below runs on the thread that owns the
  * default main context */
 
+/* any thread, the region's owner's lock held: keep @r to MAX_DAMAGE_RECTS
+ * rectangles (merging down to half of them once it has more) */
+static void
+region_bound (GstSpiceRegion * r)
+{
+  if (gst_spice_region_n_rects (r) > MAX_DAMAGE_RECTS)
+    gst_spice_region_limit (r, MAX_DAMAGE_RECTS / 2);
+}
+
 static void ctx_drop_session (GstSpiceSrc * self);
 static void held_frames_reset (GstSpiceSrc * self);
 static void cur_drop (GstSpiceSrc * self);
@@ -636,13 +645,11 @@ on_invalidate (SpiceChannel * channel, gint x, gint y, gint w, gint h,
    * together with its damage, atomically for create() */
   if (self->cur) {
     gst_spice_region_add (&self->stale, &r);
-    if (gst_spice_region_n_rects (&self->stale) > MAX_DAMAGE_RECTS)
-      gst_spice_region_limit (&self->stale, MAX_DAMAGE_RECTS / 2);
+    region_bound (&self->stale);
     cur_fill_locked (self);
   }
   gst_spice_region_add (&self->damage, &r);
-  if (gst_spice_region_n_rects (&self->damage) > MAX_DAMAGE_RECTS)
-    gst_spice_region_limit (&self->damage, MAX_DAMAGE_RECTS / 2);
+  region_bound (&self->damage);
   self->damage_us = g_get_monotonic_time ();
   self->st_invalidates++;
   if (gst_spice_src_context_is_driver_thread ())
@@ -1855,8 +1862,7 @@ cur_stale_since_locked (GstSpiceSrc * self, guint64 held_seq,
     gst_spice_region_add (stale, &full);
   } else {
     gst_spice_region_clip (stale, self->width, self->height);
-    if (gst_spice_region_n_rects (stale) > MAX_DAMAGE_RECTS)
-      gst_spice_region_limit (stale, MAX_DAMAGE_RECTS / 2);
+    region_bound (stale);
     self->st_frames_reused++;
   }
 }
