@@ -188,6 +188,7 @@ class Link:
 
     def verify(self, json_path):
         r = self._run("verify", "--json", json_path, "--max-late-us", str(self.args.max_late_us),
+                      "--rate-tolerance", str(self.args.rate_tolerance),
                       check=False, capture=True)
         try:
             with open(json_path) as f:
@@ -1111,6 +1112,9 @@ def main():
         p.add_argument("--verify-attempts", type=int, default=3)
         p.add_argument("--max-late-us", type=int, default=1000,
                        help="link verification: delay-line wake-up lateness p99 bound")
+        p.add_argument("--rate-tolerance", type=int, default=10,
+                       help="link verification: allowed distance of the TCP rate from "
+                            "the profile's, percent")
     r = sub.add_parser("report")
     r.add_argument("dir", nargs="+", help="run directories (merged in order)")
     r.add_argument("--docs", default=None, help="insert into this markdown file (plots next to it)")

@@ -4,8 +4,10 @@
 # and busy.  Asserts: the link verified; every latency is above the ping RTT;
 # busy stays below the idle floor of the same run plus a generous margin; no
 # timeouts; the idle picture converges to the guest's exact framebuffer.
-# (The delay line's wake-up lateness bound is relaxed to 5 ms: this is a
-# functional check that must not fail because the machine is busy.)
+# (The delay line's wake-up lateness bound is relaxed to 5 ms and the TCP rate
+# may be 50 % off: this is a functional check that must not fail because the
+# machine is busy or slow — CI once measured 37 Mbit/s on all three
+# verification attempts; the measured rate is printed.)
 # Namespaces, veths and processes are removed on every exit path.
 # Exit 77 (skip) only when not root or network namespaces are unavailable.
 set -u
@@ -33,7 +35,7 @@ trap 'exit 1' TERM INT HUP
 python3 "$SRC/bench/rig/rig.py" run --build "$BUILD" --prefix "$PFX" --out "$OUT" \
   --profiles 20/50 --activities idle,busy --modes relay-off \
   --samples 6 --warmup-presses 1 --warmup 0.5 --gap-min 0.3 --gap-max 0.6 \
-  --timeout 5 --exact-timeout 10 --cc cubic --max-late-us 5000 &
+  --timeout 5 --exact-timeout 10 --cc cubic --max-late-us 5000 --rate-tolerance 50 &
 RIG_PID=$!
 wait "$RIG_PID"; rc=$?; RIG_PID=""
 [ -f "$OUT/results.json" ] || { echo "FAIL: no results (rig exit $rc)"; exit 1; }

@@ -32,9 +32,12 @@
 #   --no-rate        (verify) ping only
 #   --max-late-us N  (verify) fail if the delay line's wake-up lateness p99
 #                    exceeds N us (default 1000)
+#   --rate-tolerance PCT (verify) how far the iperf3 rate may be from the
+#                    profile's rate, in percent (default 10)
 #
 # verify: 20 pings (avg RTT within 2 ms of the target), iperf3 server->client
-# (within 10 % of the rate), delay-line wake-up lateness p99 <= --max-late-us.
+# (within --rate-tolerance of the rate), delay-line wake-up lateness p99 <=
+# --max-late-us.
 #
 # Exit status: 0 ok, 1 failure (for verify: the link is out of bounds),
 # 2 usage, 77 not root / no netns support.
@@ -47,6 +50,7 @@ LINKEMU=""
 JSON=""
 DO_RATE=1
 MAX_LATE_US=1000
+RATE_TOL_PCT=10
 SRV_IP=10.77.0.1
 CLI_IP=10.77.0.2
 
@@ -243,8 +247,8 @@ try:
 except Exception: print("null")')
     if [ "$mbit" = null ]; then
       ok=0; why="${why:+$why; }iperf3 failed"
-    elif [ "$RATE_MBIT" != 0 ] && ! awk -v m="$mbit" -v r="$RATE_MBIT" 'BEGIN{d=(m-r)/r; if (d<0) d=-d; exit !(d<=0.10)}'; then
-      ok=0; why="${why:+$why; }TCP rate ${mbit} Mbit/s not within 10% of ${RATE_MBIT}"
+    elif [ "$RATE_MBIT" != 0 ] && ! awk -v m="$mbit" -v r="$RATE_MBIT" -v t="$RATE_TOL_PCT" 'BEGIN{d=(m-r)/r; if (d<0) d=-d; exit !(d<=t/100.0)}'; then
+      ok=0; why="${why:+$why; }TCP rate ${mbit} Mbit/s not within ${RATE_TOL_PCT}% of ${RATE_MBIT}"
     fi
   fi
   # the delay line's own timing over the checks: wake-up lateness p99 (timer
@@ -287,6 +291,7 @@ while [ $# -gt 0 ]; do
     --json) JSON=$2; shift 2 ;;
     --no-rate) DO_RATE=0; shift ;;
     --max-late-us) MAX_LATE_US=$2; shift 2 ;;
+    --rate-tolerance) RATE_TOL_PCT=$2; shift 2 ;;
     *) echo "linkemu-setup: unknown option $1" >&2; exit 2 ;;
   esac
 done
