@@ -227,11 +227,15 @@ struct _SinkRateStream
 {
   guint index;
   guint64 frames_in, bytes_in, delta_frames_in, delta_bytes_in;
-  guint64 last_frames_in, last_bytes_in, last_delta_frames_in,
-      last_delta_bytes_in;
+  guint64 last_frames_in, last_bytes_in;
+  /* the counters when the frame size was last measured */
+  guint64 mark_frames_in, mark_bytes_in, mark_delta_frames_in,
+      mark_delta_bytes_in;
   guint64 in_bps;               /* measured input rate */
-  guint64 mean_frame_bytes;     /* over the last interval (delta frames if
-                                 * any), 0 = too few frames */
+  guint64 mean_frame_bytes;     /* over the frames since the last
+                                 * measurement (delta frames if any), once
+                                 * they are SINK_SCALE_MIN_FRAMES; 0 = not
+                                 * measured at this tick */
   guint64 initial_bps;          /* the stream's own rate before the first
                                  * change (stats; decisions wait for it) */
   guint64 target_bps;           /* in force, 0 = none (its own) */
@@ -295,6 +299,34 @@ sink_rate_stream_frame (SinkRateStream * st, gsize size, gboolean key)
     st->delta_frames_in++;
     st->delta_bytes_in += size;
   }
+}
+
+/* The mean frame size of @st over the frames since the last measurement
+ * (delta frames if there are any, else all), once they are
+ * SINK_SCALE_MIN_FRAMES, which may take several ticks: a stream the link
+ * holds to a few large frames a second must be measured too (measured per
+ * tick, a 150/2 MJPEG stream admitted at 2 fps never was, so it was never
+ * made smaller and stayed at 2 fps). The frames a tick within a second of
+ * a size change sees may still be of the old size: they are not counted. */
+static void
+stream_measure_frames (SinkRateStream * st, gint64 now)
+{
+  guint64 nf = st->frames_in - st->mark_frames_in;
+  guint64 nd = st->delta_frames_in - st->mark_delta_frames_in;
+  gboolean settling = st->last_scale_us &&
+      now - st->last_scale_us < G_TIME_SPAN_SECOND;
+
+  st->mean_frame_bytes = 0;
+  if (!settling && nd >= SINK_SCALE_MIN_FRAMES)
+    st->mean_frame_bytes = (st->delta_bytes_in - st->mark_delta_bytes_in) / nd;
+  else if (!settling && nd == 0 && nf >= SINK_SCALE_MIN_FRAMES)
+    st->mean_frame_bytes = (st->bytes_in - st->mark_bytes_in) / nf;
+  else if (!settling)
+    return;                     /* not enough frames yet: keep counting */
+  st->mark_frames_in = st->frames_in;
+  st->mark_bytes_in = st->bytes_in;
+  st->mark_delta_frames_in = st->delta_frames_in;
+  st->mark_delta_bytes_in = st->delta_bytes_in;
 }
 
 /* whether @st's picture size should change (sink_stream_scale_decide());
@@ -377,23 +409,11 @@ sink_rate_tick (SinkRate * rate, const SinkRateClients * clients,
   for (i = 0; i < rate->streams->len; i++) {
     SinkRateStream *st = g_ptr_array_index (rate->streams, i);
 
-    if (dt > 0) {
-      guint64 nf = st->frames_in - st->last_frames_in;
-      guint64 nd = st->delta_frames_in - st->last_delta_frames_in;
-
+    if (dt > 0)
       st->in_bps = (guint64) ((st->bytes_in - st->last_bytes_in) * 8 / dt);
-      if (nd >= SINK_SCALE_MIN_FRAMES)
-        st->mean_frame_bytes = (st->delta_bytes_in -
-            st->last_delta_bytes_in) / nd;
-      else if (nd == 0 && nf >= SINK_SCALE_MIN_FRAMES)
-        st->mean_frame_bytes = (st->bytes_in - st->last_bytes_in) / nf;
-      else
-        st->mean_frame_bytes = 0;
-    }
     st->last_bytes_in = st->bytes_in;
     st->last_frames_in = st->frames_in;
-    st->last_delta_bytes_in = st->delta_bytes_in;
-    st->last_delta_frames_in = st->delta_frames_in;
+    stream_measure_frames (st, now);
   }
   for (j = 0; j < n_live; j++) {
     SinkRateStream *st = live[j];

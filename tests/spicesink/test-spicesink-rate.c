@@ -200,21 +200,29 @@ GST_START_TEST (test_pace)
 
 GST_END_TEST;
 
-/* 12 frames of @size bytes (the first a key frame when @key), then the tick
+/* @n frames of @size bytes (the first a key frame when @key), then the tick
  * 500 ms later for @c */
 static void
-half_second (SinkRate * r, SinkRateStream * st, gsize size, gboolean key,
-    const SinkRateClients * c, gint64 * now, GArray * d)
+frames_then_tick (SinkRate * r, SinkRateStream * st, guint n, gsize size,
+    gboolean key, const SinkRateClients * c, gint64 * now, GArray * d)
 {
   gdouble dt;
   guint f;
 
-  for (f = 0; f < 12; f++)
+  for (f = 0; f < n; f++)
     sink_rate_stream_frame (st, size, key && f == 0);
   *now += 500 * G_TIME_SPAN_MILLISECOND;
   fail_if (sink_rate_due (r, *now - 100 * G_TIME_SPAN_MILLISECOND, &dt));
   fail_unless (sink_rate_due (r, *now, &dt));
   sink_rate_tick (r, c, &st, 1, dt, *now, d);
+}
+
+/* 12 frames (24 fps), then the tick */
+static void
+half_second (SinkRate * r, SinkRateStream * st, gsize size, gboolean key,
+    const SinkRateClients * c, gint64 * now, GArray * d)
+{
+  frames_then_tick (r, st, 12, size, key, c, now, d);
 }
 
 #define DECISION(d) (&g_array_index (d, SinkRateDecision, 0))
@@ -276,6 +284,46 @@ GST_END_TEST;
 
 /* The draw budget's last announced value belongs to SinkRate: announced
  * when it changes by 15 % or more. */
+/* A stream the link holds to a few large frames a second is measured over
+ * several ticks: one 35 kB key frame (MJPEG) per tick on a 700 kbit/s link
+ * (a 20 ms frame budget of 1750 bytes) is made smaller once
+ * SINK_SCALE_MIN_FRAMES frames are in, not before; the frames a tick
+ * within a second of that change sees are not counted (500 ms after it),
+ * the next three make it smaller again. (Measured per tick such a stream was never measured, so never
+ * made smaller: the 150/2 heavy MJPEG cells stuck at 2 fps, key presses
+ * 0.5-2 s.) */
+GST_START_TEST (test_scale_few_frames)
+{
+  SinkRate *r = sink_rate_new ();
+  SinkRateClients slow = { 1, 700000, 0 };
+  GArray *d = g_array_new (FALSE, FALSE, sizeof (SinkRateDecision));
+  SinkRateStream *st = sink_rate_stream_add (r, 0);
+  gint64 now = G_TIME_SPAN_SECOND;
+  guint i, scale = 1, ticks_at_2 = 0, ticks_at_4 = 0;
+  gdouble dt;
+
+  fail_unless (sink_rate_due (r, now, &dt));
+  sink_rate_tick (r, &slow, &st, 1, dt, now, d);
+  for (i = 1; i <= 10; i++) {
+    g_array_set_size (d, 0);
+    frames_then_tick (r, st, 1, 35000, TRUE, &slow, &now, d);
+    if (d->len)
+      scale = DECISION (d)->scale;
+    if (scale == 2 && !ticks_at_2)
+      ticks_at_2 = i;
+    if (scale == 4 && !ticks_at_4)
+      ticks_at_4 = i;
+  }
+  /* the third frame measures; one tick settles, three measure again */
+  fail_unless_equals_int (ticks_at_2, SINK_SCALE_MIN_FRAMES);
+  fail_unless_equals_int (ticks_at_4, SINK_SCALE_MIN_FRAMES + 1 +
+      SINK_SCALE_MIN_FRAMES);
+  g_array_unref (d);
+  sink_rate_free (r);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_draw_budget_due)
 {
   SinkRate *r = sink_rate_new ();
@@ -508,6 +556,7 @@ rate_suite (void)
   tcase_add_test (tc, test_inflight_cap);
   tcase_add_test (tc, test_estimate_btl_floor);
   tcase_add_test (tc, test_stream_scale);
+  tcase_add_test (tc, test_scale_few_frames);
   return s;
 }
 
