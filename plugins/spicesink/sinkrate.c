@@ -317,12 +317,15 @@ stream_measure_frames (SinkRateStream * st, gint64 now)
       now - st->last_scale_us < G_TIME_SPAN_SECOND;
 
   st->mean_frame_bytes = 0;
-  if (!settling && nd >= SINK_SCALE_MIN_FRAMES)
-    st->mean_frame_bytes = (st->delta_bytes_in - st->mark_delta_bytes_in) / nd;
-  else if (!settling && nd == 0 && nf >= SINK_SCALE_MIN_FRAMES)
-    st->mean_frame_bytes = (st->bytes_in - st->mark_bytes_in) / nf;
-  else if (!settling)
-    return;                     /* not enough frames yet: keep counting */
+  if (!settling) {
+    if (nd >= SINK_SCALE_MIN_FRAMES)
+      st->mean_frame_bytes = (st->delta_bytes_in -
+          st->mark_delta_bytes_in) / nd;
+    else if (nd == 0 && nf >= SINK_SCALE_MIN_FRAMES)
+      st->mean_frame_bytes = (st->bytes_in - st->mark_bytes_in) / nf;
+    else
+      return;                   /* not enough frames yet: keep counting */
+  }
   st->mark_frames_in = st->frames_in;
   st->mark_bytes_in = st->bytes_in;
   st->mark_delta_frames_in = st->delta_frames_in;
@@ -330,8 +333,9 @@ stream_measure_frames (SinkRateStream * st, gint64 now)
 }
 
 /* whether @st's picture size should change (sink_stream_scale_decide());
- * sets st->scale. Frames measured within a second of the last change may
- * still be of the old size. A smaller picture is taken at once, a bigger
+ * sets st->scale. At most one change a second (frames of that second may
+ * still be of the old size: stream_measure_frames() does not count them).
+ * A smaller picture is taken at once, a bigger
  * one only after frames stayed small enough for SINK_SCALE_UP_HOLD_US: an
  * encoder's frames at one size do not tell its frames at four times the
  * pixels (noise makes any rate control overshoot). */

@@ -282,16 +282,14 @@ GST_START_TEST (test_orchestration)
 
 GST_END_TEST;
 
-/* The draw budget's last announced value belongs to SinkRate: announced
- * when it changes by 15 % or more. */
 /* A stream the link holds to a few large frames a second is measured over
  * several ticks: one 35 kB key frame (MJPEG) per tick on a 700 kbit/s link
  * (a 20 ms frame budget of 1750 bytes) is made smaller once
  * SINK_SCALE_MIN_FRAMES frames are in, not before; the frames a tick
  * within a second of that change sees are not counted (500 ms after it),
- * the next three make it smaller again. (Measured per tick such a stream was never measured, so never
- * made smaller: the 150/2 heavy MJPEG cells stuck at 2 fps, key presses
- * 0.5-2 s.) */
+ * the next three make it smaller again. (Measured per tick, such a stream
+ * was never measured, so never made smaller: the 150/2 heavy MJPEG cells
+ * stuck at 2 fps, key presses 0.5-2 s.) */
 GST_START_TEST (test_scale_few_frames)
 {
   SinkRate *r = sink_rate_new ();
@@ -324,6 +322,8 @@ GST_START_TEST (test_scale_few_frames)
 
 GST_END_TEST;
 
+/* The draw budget's last announced value belongs to SinkRate: announced
+ * when it changes by 15 % or more. */
 GST_START_TEST (test_draw_budget_due)
 {
   SinkRate *r = sink_rate_new ();
