@@ -1080,6 +1080,7 @@ build_stats (GstSpiceTiler * self)
       "lossy-area-pending", G_TYPE_UINT64,
       e->lossy_cells * TILER_CELL * TILER_CELL,
       "refined-cells", G_TYPE_UINT64, e->refined_cells,
+      "classified-cells", G_TYPE_UINT64, e->classified_cells,
       "refreshes", G_TYPE_UINT64, e->refreshes,
       "deferred", G_TYPE_UINT64, e->deferred,
       "stream-active", G_TYPE_BOOLEAN, e->stream_active,

@@ -927,21 +927,36 @@ classify_cells (TilerEngine * e, gboolean new_frame, gboolean full)
     gint cx = ci % d->ncx, cy = ci / d->ncx;
     GstVideoRectangle c;
     TilerContent content;
-    gboolean photo;
+    gboolean photo, fresh, in_stream;
 
     tiler_diff_cell_rect (d, cx, cy, &c);
+    fresh = new_frame && cell_newly_damaged (e, &c, full);
+    in_stream = e->stream.active &&
+        tiler_diff_cell_inside (d, cx, cy, &e->stream.rect);
+    /* Inside the stream's rectangle a cell's class only feeds the heat
+     * map: the stream owns its draws, and once the area settles what
+     * changed in it goes lossless whatever it looks like. A tile that
+     * already counted as photographic in this frame learns nothing from
+     * its other cells (most of a streamed area: one look a tile, not
+     * sixteen); they stay unclassified, so lossless if ever drawn. */
+    if (fresh && in_stream && tiler_heat_photo_counted (&e->heat,
+            c.x / d->tile, c.y / d->tile, e->cur_now)) {
+      s_changed = TRUE;
+      continue;
+    }
     content = tiler_classify_content (src + (gsize) c.y * fstride +
         (gsize) c.x * 4, fstride, c.w, c.h);
+    e->stats.classified_cells++;
     /* smooth content counts for the heat map (a stream), but only noisy
      * cells may go out as lossy draws */
     photo = content != TILER_CONTENT_SYNTHETIC;
     d->flags[ci] |= TILER_CELL_CLASSIFIED |
         (content == TILER_CONTENT_NOISY ? TILER_CELL_PHOTO : 0);
-    if (!new_frame || !cell_newly_damaged (e, &c, full))
+    if (!fresh)
       continue;
     tiler_heat_touch (&e->heat, c.x / d->tile, c.y / d->tile, e->cur_now,
         photo);
-    if (e->stream.active && tiler_diff_cell_inside (d, cx, cy, &e->stream.rect))
+    if (in_stream)
       s_changed = TRUE;
   }
 

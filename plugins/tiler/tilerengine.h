@@ -121,6 +121,7 @@ typedef struct
   guint64 regions_copy, copied_rows;
   guint64 bytes_bitmap, bytes_lz4, bytes_jpeg;
   guint64 refined_cells, refreshes, deferred;
+  guint64 classified_cells;     /* cells the content classifier looked at */
   guint64 stream_starts, stream_frames, stream_dropped;
   guint64 lossy_cells;
   gdouble diff_us_avg, encode_us_avg, stream_fps;

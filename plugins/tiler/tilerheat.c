@@ -91,6 +91,15 @@ tiler_heat_touch (TilerHeat * h, gint tx, gint ty, GstClockTime now,
   }
 }
 
+gboolean
+tiler_heat_photo_counted (const TilerHeat * h, gint tx, gint ty,
+    GstClockTime now)
+{
+  const TilerHeatTile *t = &h->tiles[ty * h->ntx + tx];
+
+  return t->run_frames > 0 && t->last_change == now && t->photo_at == now;
+}
+
 static gboolean
 tile_hot (TilerHeat * h, const TilerHeatTile * t, GstClockTime now)
 {

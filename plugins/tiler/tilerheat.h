@@ -56,6 +56,10 @@ void     tiler_heat_reset (TilerHeat * h);
 /* tile (tx, ty) changed in the update at @now */
 void     tiler_heat_touch (TilerHeat * h, gint tx, gint ty, GstClockTime now,
     gboolean photo);
+/* whether tile (tx, ty) already counted as photographic in the update at
+ * @now: its other cells have nothing more to tell the heat map */
+gboolean tiler_heat_photo_counted (const TilerHeat * h, gint tx, gint ty,
+    GstClockTime now);
 /* @bytes of lossless draws went out for @r: counted (by area) for the
  * tiles that changed in the update at @now */
 void     tiler_heat_add_cost (TilerHeat * h, const GstVideoRectangle * r,

@@ -781,6 +781,50 @@ GST_START_TEST (test_engine_stream)
 
 GST_END_TEST;
 
+/* Inside an active stream the classifier looks at one cell a tile and
+ * frame (the first that is photographic), not at all sixteen: the heat
+ * map needs no more. Photographic content over three by two tiles: 96
+ * cells a frame before the stream, 6 once it runs; the stream goes on,
+ * and after it ends the client has the exact picture. */
+GST_START_TEST (test_engine_stream_classifies_a_cell_a_tile)
+{
+  GstBuffer *frame = desktop ();
+  GstVideoRectangle act = { 64, 64, 192, 128 };
+  const TilerEngineStats *st;
+  guint64 before;
+  gint i, streamed = 0;
+
+  eng_setup (&t0, GST_SPICE_TILER_STREAMING_AUTO);
+  st = tiler_engine_stats (t0.e);
+  eng_frame (&t0, frame, 0, NULL);
+  for (i = 1; i < 60; i++) {
+    gboolean was_active = st->stream_active;
+
+    before = st->classified_cells;
+    paint (frame, &act, 0, i);
+    eng_frame (&t0, frame, i, &act);
+    if (!was_active) {
+      /* what a frame before the stream looks at: every changed cell */
+      if (!st->stream_active)
+        fail_unless_equals_uint64 (st->classified_cells - before,
+            (act.w / TILER_CELL) * (act.h / TILER_CELL));
+      continue;
+    }
+    fail_unless (st->stream_active);
+    fail_unless_equals_uint64 (st->classified_cells - before,
+        (act.w / 64) * (act.h / 64));
+    streamed++;
+  }
+  fail_unless (streamed >= 20, "streamed %d frames", streamed);
+  fail_unless_equals_uint64 (st->stream_starts, 1);
+  eng_idle (&t0, TILER_UPDATE_FINAL, NULL);
+  fail_unless_equals_uint64 (eng_diff (&t0, frame, NULL), 0);
+  eng_teardown (&t0);
+  gst_buffer_unref (frame);
+}
+
+GST_END_TEST;
+
 /* Moving content frame @t over @r: a smooth texture with repeats (a
  * panning landscape: every other pixel equals its left neighbour, the
  * rest are small steps), or with @blocks two-pixel blocks of random
@@ -990,6 +1034,7 @@ tiler_engine_suite (void)
   tcase_add_test (tc, test_engine_budget_and_final);
   tcase_add_test (tc, test_engine_small_frame_goes_first);
   tcase_add_test (tc, test_engine_stream);
+  tcase_add_test (tc, test_engine_stream_classifies_a_cell_a_tile);
   tcase_add_test (tc, test_engine_scroll_copy);
   tcase_add_test (tc, test_engine_stream_by_cost);
   tcase_add_test (tc, test_engine_smooth_stays_lossless);
