@@ -44,6 +44,14 @@
  * sink pad; spicetiler converts to it directly. Other encoders keep the
  * default of their input (limited range, as their decoders assume).
  *
+ * Caps reach the encoder with the first frame that follows them, not
+ * before: spicetiler announces its surface's size when its input starts
+ * and the stream's size with the stream's first frame, and an encoder set
+ * up for caps that no frame ever comes in costs memory for nothing
+ * (vp8enc: about 11 MiB for 1280x800, kept as the process's peak). The
+ * segment after held caps waits with them; GAP events that come meanwhile
+ * (or before the encoder's first caps) stop in the bin.
+ *
  * ## Example launch line
  * |[
  * gst-launch-1.0 videotestsrc is-live=true pattern=ball ! spicetiler name=t \
@@ -124,6 +132,12 @@ struct _GstSpiceStreamEnc
   gdouble output_fps;           /* last window */
   guint64 reference_frame_bytes;        /* JPEG: mean frame at initial_value */
   guint64 reference_bps;        /* JPEG: that frame size at the asked rate */
+
+  /* the queue's streaming thread (reset at PAUSED->READY, stopped) */
+  GList *held;                  /* caps no frame has followed yet, and the
+                                 * sticky events after them */
+  gboolean encoder_has_caps;
+  gboolean releasing;           /* held is being pushed on */
 };
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
@@ -500,6 +514,55 @@ gst_spice_stream_enc_frame_probe (GstPad * pad, GstPadProbeInfo * info,
   return GST_PAD_PROBE_OK;
 }
 
+/* the queue's streaming thread, between the queue and the encoder: caps,
+ * and the sticky events after them (the segment), wait for a frame. The
+ * pad took the dropped events as sent, so copies of them go on, in their
+ * order, just before the frame. GAPs wait for nothing: they are dropped
+ * while events are held or the encoder has no caps. */
+static GstPadProbeReturn
+gst_spice_stream_enc_caps_probe (GstPad * pad, GstPadProbeInfo * info,
+    gpointer data)
+{
+  GstSpiceStreamEnc *self = data;
+  GstEvent *event;
+  GList *l;
+
+  if (info->type & GST_PAD_PROBE_TYPE_BUFFER) {
+    GList *held = g_steal_pointer (&self->held);
+
+    self->releasing = TRUE;
+    for (l = held; l; l = l->next)
+      gst_pad_push_event (pad, gst_event_copy (l->data));
+    self->releasing = FALSE;
+    g_list_free_full (held, (GDestroyNotify) gst_event_unref);
+    self->encoder_has_caps = TRUE;
+    return GST_PAD_PROBE_OK;
+  }
+  event = GST_PAD_PROBE_INFO_EVENT (info);
+  if (self->releasing)
+    return GST_PAD_PROBE_OK;
+  if (GST_EVENT_TYPE (event) == GST_EVENT_GAP)
+    return self->held || !self->encoder_has_caps ? GST_PAD_PROBE_DROP :
+        GST_PAD_PROBE_OK;
+  if (GST_EVENT_TYPE (event) == GST_EVENT_EOS) {
+    /* nothing is coming for the held caps any more */
+    g_list_free_full (g_steal_pointer (&self->held),
+        (GDestroyNotify) gst_event_unref);
+    return GST_PAD_PROBE_OK;
+  }
+  if (!GST_EVENT_IS_STICKY (event) || !GST_EVENT_IS_SERIALIZED (event) ||
+      (GST_EVENT_TYPE (event) != GST_EVENT_CAPS && !self->held))
+    return GST_PAD_PROBE_OK;
+  GST_LOG_OBJECT (self, "holding %" GST_PTR_FORMAT " until a frame", event);
+  for (l = self->held; l; l = l->next)
+    if (GST_EVENT_TYPE (l->data) == GST_EVENT_TYPE (event)) {
+      gst_event_replace ((GstEvent **) & l->data, event);
+      return GST_PAD_PROBE_DROP;
+    }
+  self->held = g_list_append (self->held, gst_event_ref (event));
+  return GST_PAD_PROBE_DROP;
+}
+
 static gboolean
 add_size (GstBuffer ** buf, guint idx, gpointer data)
 {
@@ -618,8 +681,12 @@ gst_spice_stream_enc_change_state (GstElement * element,
       !gst_spice_stream_enc_build (self))
     return GST_STATE_CHANGE_FAILURE;
   ret = GST_ELEMENT_CLASS (parent_class)->change_state (element, transition);
-  if (transition == GST_STATE_CHANGE_PAUSED_TO_READY)
+  if (transition == GST_STATE_CHANGE_PAUSED_TO_READY) {
     gst_spice_stream_enc_rate_reset (self);
+    g_list_free_full (g_steal_pointer (&self->held),
+        (GDestroyNotify) gst_event_unref);
+    self->encoder_has_caps = FALSE;
+  }
   return ret;
 }
 
@@ -686,6 +753,7 @@ gst_spice_stream_enc_finalize (GObject * object)
   g_free (self->encoder_factory);
   g_free (self->description);
   g_free (self->built_description);
+  g_list_free_full (self->held, (GDestroyNotify) gst_event_unref);
   g_mutex_clear (&self->lock);
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
@@ -802,6 +870,9 @@ gst_spice_stream_enc_init (GstSpiceStreamEnc * self)
       GST_PAD_PROBE_TYPE_BUFFER_LIST, gst_spice_stream_enc_output_probe, self,
       NULL);
   pad = gst_element_get_static_pad (self->queue, "src");
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER |
+      GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, gst_spice_stream_enc_caps_probe,
+      self, NULL);
   gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER,
       gst_spice_stream_enc_frame_probe, self, NULL);
   gst_object_unref (pad);

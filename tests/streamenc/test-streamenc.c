@@ -6,6 +6,8 @@
 #include <sys/socket.h>
 #include <gst/gst.h>
 #include <gst/check/gstcheck.h>
+#include <gst/check/gstharness.h>
+#include <gst/video/video.h>
 #include <gst/spice/gstspice.h>
 #include "element-stats.h"
 #include "spice-raw-client.h"
@@ -691,6 +693,100 @@ GST_START_TEST (test_jpeg_input_full_range)
 
 GST_END_TEST;
 
+/* what reached the encoder's sink pad: caps events (their widths) and
+ * GAPs, in order */
+static GstPadProbeReturn
+encoder_input_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  GString *seen = data;
+  GstEvent *event = GST_PAD_PROBE_INFO_EVENT (info);
+
+  if (GST_EVENT_TYPE (event) == GST_EVENT_CAPS) {
+    GstCaps *caps;
+    gint w = 0;
+
+    gst_event_parse_caps (event, &caps);
+    gst_structure_get_int (gst_caps_get_structure (caps, 0), "width", &w);
+    g_string_append_printf (seen, "caps %d;", w);
+  } else if (GST_EVENT_TYPE (event) == GST_EVENT_GAP)
+    g_string_append (seen, "gap;");
+  return GST_PAD_PROBE_OK;
+}
+
+static GstCaps *
+i420_caps (gint w, gint h)
+{
+  return gst_caps_new_simple ("video/x-raw", "format", G_TYPE_STRING, "I420",
+      "width", G_TYPE_INT, w, "height", G_TYPE_INT, h, "framerate",
+      GST_TYPE_FRACTION, 30, 1, NULL);
+}
+
+/* As spicetiler does: caps of the surface's size (1280x800) when its input
+ * starts, GAPs while nothing streams, then the stream's caps (320x240)
+ * with its first frame. vp8enc is set up once, at 320x240: the surface's
+ * caps and the GAPs before any caps stop in the bin; later GAPs pass. */
+GST_START_TEST (test_caps_wait_for_a_frame)
+{
+  GstElement *bin, *enc;
+  GstHarness *h;
+  GString *seen = g_string_new (NULL);
+  GstBuffer *in, *out;
+  GstPad *pad;
+  gint i;
+
+  bin = gst_element_factory_make ("spicestreamenc", NULL);
+  g_object_set (bin, "encoder", "vp8enc deadline=1 cpu-used=16 "
+      "target-bitrate=500000 lag-in-frames=0", NULL);
+  h = gst_harness_new_with_element (bin, "sink", "src");
+  gst_harness_set_src_caps (h, i420_caps (1280, 800));
+  {
+    GstIterator *it = gst_bin_iterate_recurse (GST_BIN (bin));
+    GValue item = G_VALUE_INIT;
+
+    fail_unless (gst_iterator_find_custom (it, has_factory, &item,
+            (gpointer) "vp8enc"));
+    gst_iterator_free (it);
+    enc = g_value_dup_object (&item);
+    g_value_unset (&item);
+  }
+  pad = gst_element_get_static_pad (enc, "sink");
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM,
+      encoder_input_probe, seen, NULL);
+  for (i = 0; i < 3; i++)
+    fail_unless (gst_harness_push_event (h, gst_event_new_gap (i * GST_SECOND
+                / 30, GST_SECOND / 30)));
+  gst_harness_set_src_caps (h, i420_caps (320, 240));
+  in = gst_buffer_new_allocate (NULL, 320 * 240 * 3 / 2, NULL);
+  gst_buffer_memset (in, 0, 0x80, 320 * 240 * 3 / 2);
+  GST_BUFFER_PTS (in) = 3 * GST_SECOND / 30;
+  GST_BUFFER_DURATION (in) = GST_SECOND / 30;
+  fail_unless_equals_int (gst_harness_push (h, in), GST_FLOW_OK);
+  out = gst_harness_pull (h);
+  fail_unless (out != NULL);
+  gst_buffer_unref (out);
+  fail_unless (gst_harness_push_event (h, gst_event_new_gap (4 * GST_SECOND
+              / 30, GST_SECOND / 30)));
+  /* the GAP went through the queue's thread: wait for it at the encoder */
+  for (i = 0; i < 500 && !g_str_has_suffix (seen->str, "gap;"); i++)
+    g_usleep (10000);
+  fail_unless_equals_string (seen->str, "caps 320;gap;");
+  {
+    GstCaps *caps = gst_pad_get_current_caps (pad);
+    gint w = 0;
+
+    fail_unless (caps != NULL);
+    gst_structure_get_int (gst_caps_get_structure (caps, 0), "width", &w);
+    fail_unless_equals_int (w, 320);
+    gst_caps_unref (caps);
+  }
+  gst_object_unref (pad);
+  gst_object_unref (enc);
+  gst_harness_teardown (h);
+  g_string_free (seen, TRUE);
+}
+
+GST_END_TEST;
+
 static Suite *
 streamenc_suite (void)
 {
@@ -706,6 +802,7 @@ streamenc_suite (void)
   tcase_add_test (tc, test_jpegenc);
   tcase_add_test (tc, test_jpegenc_slow_frames);
   tcase_add_test (tc, test_jpeg_input_full_range);
+  tcase_add_test (tc, test_caps_wait_for_a_frame);
   tcase_add_test (tc, test_unknown_encoder);
   tcase_add_test (tc, test_bad_description);
   tcase_add_test (tc, test_rebuild);
