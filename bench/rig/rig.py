@@ -756,12 +756,18 @@ TARGET_EXACT_MS = 300
 AREA_BITS = 640 * 480 * 4 * 8
 
 
-def targets_table(results):
-    cells = results["cells"]
-    by = {(c["profile"], c["activity"], c["mode"]): c for c in cells
+def measured_cells(results):
+    """The cells with key press samples by (profile, activity, mode), and each
+    link's floor: its idle relay-off p50."""
+    by = {(c["profile"], c["activity"], c["mode"]): c for c in results["cells"]
           if c.get("status") == "ok" and (c.get("keypress") or {}).get("n")}
     floors = {p: c["keypress"]["p50_ms"] for (p, a, m), c in by.items()
               if a == "idle" and m == "relay-off"}
+    return by, floors
+
+
+def targets_table(results):
+    by, floors = measured_cells(results)
     yes, no = "✓", "✗"
     lines = ["| link | activity | mode | p50 / p95 − floor | floor +25 / +60 | relay-all p50 / p95 "
              "− floor | ≤ relay-all p50 / p95 | exact s (bound) |",
@@ -824,11 +830,7 @@ SHIPPED_TRANSCODE = ("transcode-lossless", "transcode-mjpeg", "transcode-vp8")
 
 
 def video_targets_table(results):
-    cells = results["cells"]
-    by = {(c["profile"], c["activity"], c["mode"]): c for c in cells
-          if c.get("status") == "ok" and (c.get("keypress") or {}).get("n")}
-    floors = {p: c["keypress"]["p50_ms"] for (p, a, m), c in by.items()
-              if a == "idle" and m == "relay-off"}
+    by, floors = measured_cells(results)
     yes, no = "✓", "✗"
     pairs = sorted({(p, a) for (p, a, m) in by if m == "relay-all"},
                    key=lambda pa: (list(results["links"]).index(pa[0])
