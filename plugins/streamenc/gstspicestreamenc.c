@@ -514,9 +514,18 @@ gst_spice_stream_enc_frame_probe (GstPad * pad, GstPadProbeInfo * info,
   return GST_PAD_PROBE_OK;
 }
 
+/* sticky events go downstream in the order of their types' values */
+static gint
+compare_sticky_order (gconstpointer a, gconstpointer b)
+{
+  GstEventType ta = GST_EVENT_TYPE (a), tb = GST_EVENT_TYPE (b);
+
+  return ta < tb ? -1 : ta > tb ? 1 : 0;
+}
+
 /* the queue's streaming thread, between the queue and the encoder: caps,
  * and the sticky events after them (the segment), wait for a frame. The
- * pad took the dropped events as sent, so copies of them go on, in their
+ * pad took the dropped events as sent, so copies of them go on, in sticky
  * order, just before the frame. GAPs wait for nothing: they are dropped
  * while events are held or the encoder has no caps. */
 static GstPadProbeReturn
@@ -559,7 +568,9 @@ gst_spice_stream_enc_caps_probe (GstPad * pad, GstPadProbeInfo * info,
       gst_event_replace ((GstEvent **) & l->data, event);
       return GST_PAD_PROBE_DROP;
     }
-  self->held = g_list_append (self->held, gst_event_ref (event));
+  /* in sticky order (a stream-start goes before the held caps) */
+  self->held = g_list_insert_sorted (self->held, gst_event_ref (event),
+      compare_sticky_order);
   return GST_PAD_PROBE_DROP;
 }
 

@@ -693,15 +693,22 @@ GST_START_TEST (test_jpeg_input_full_range)
 
 GST_END_TEST;
 
-/* what reached the encoder's sink pad: caps events (their widths) and
- * GAPs, in order */
+/* what reached the encoder's sink pad: the test's stream-start, caps
+ * events (their widths) and GAPs, in order */
 static GstPadProbeReturn
 encoder_input_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
 {
   GString *seen = data;
   GstEvent *event = GST_PAD_PROBE_INFO_EVENT (info);
 
-  if (GST_EVENT_TYPE (event) == GST_EVENT_CAPS) {
+  if (GST_EVENT_TYPE (event) == GST_EVENT_STREAM_START) {
+    const gchar *id;
+
+    /* the harness's own first one may pass after the probe is added */
+    gst_event_parse_stream_start (event, &id);
+    if (g_strcmp0 (id, "second") == 0)
+      g_string_append (seen, "stream-start second;");
+  } else if (GST_EVENT_TYPE (event) == GST_EVENT_CAPS) {
     GstCaps *caps;
     gint w = 0;
 
@@ -724,7 +731,8 @@ i420_caps (gint w, gint h)
 /* As spicetiler does: caps of the surface's size (1280x800) when its input
  * starts, GAPs while nothing streams, then the stream's caps (320x240)
  * with its first frame. vp8enc is set up once, at 320x240: the surface's
- * caps and the GAPs before any caps stop in the bin; later GAPs pass. */
+ * caps and the GAPs before any caps stop in the bin; later GAPs pass. A
+ * stream-start that comes while caps are held goes on before them. */
 GST_START_TEST (test_caps_wait_for_a_frame)
 {
   GstElement *bin, *enc;
@@ -755,6 +763,9 @@ GST_START_TEST (test_caps_wait_for_a_frame)
   for (i = 0; i < 3; i++)
     fail_unless (gst_harness_push_event (h, gst_event_new_gap (i * GST_SECOND
                 / 30, GST_SECOND / 30)));
+  /* a new stream while caps are held: it goes on before them */
+  fail_unless (gst_harness_push_event (h,
+          gst_event_new_stream_start ("second")));
   gst_harness_set_src_caps (h, i420_caps (320, 240));
   in = gst_buffer_new_allocate (NULL, 320 * 240 * 3 / 2, NULL);
   gst_buffer_memset (in, 0, 0x80, 320 * 240 * 3 / 2);
@@ -769,7 +780,7 @@ GST_START_TEST (test_caps_wait_for_a_frame)
   /* the GAP went through the queue's thread: wait for it at the encoder */
   for (i = 0; i < 500 && !g_str_has_suffix (seen->str, "gap;"); i++)
     g_usleep (10000);
-  fail_unless_equals_string (seen->str, "caps 320;gap;");
+  fail_unless_equals_string (seen->str, "stream-start second;caps 320;gap;");
   {
     GstCaps *caps = gst_pad_get_current_caps (pad);
     gint w = 0;
