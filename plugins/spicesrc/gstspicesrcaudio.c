@@ -11,7 +11,10 @@
  * sink would take nothing more); EOS comes when the element gets EOS. Timestamps are running time on the element's base (the video
  * buffers' base): the first buffer of a stream at its arrival minus its
  * duration, the next ones continuous, resynchronized (DISCONT) when the
- * arrival drifts more than RESYNC_NS from them. Volume and mute travel as
+ * arrival stays more than RESYNC_NS away from them for RESYNC_HOLD_NS: a
+ * guest or link that stalls and then catches up in a burst keeps its
+ * timestamps (no sample is missing), a guest whose sound clock paused (the
+ * samples never existed) gets a hole. Volume and mute travel as
  * the sticky `spice-audio-volume` event (gstspiceaudio.h).
  *
  * Buffers go from the context thread to the pad's own task through a
@@ -33,8 +36,10 @@ GST_DEBUG_CATEGORY_STATIC (gst_spice_src_audio_debug);
 
 /* how far the queue towards the audio task may grow */
 #define MAX_QUEUED_NS (500 * GST_MSECOND)
-/* arrival drift beyond which timestamps restart from the arrival */
+/* arrival drift beyond which timestamps restart from the arrival... */
 #define RESYNC_NS (200 * GST_MSECOND)
+/* ...when it lasts this long (a late packet and the burst after it do not) */
+#define RESYNC_HOLD_NS (500 * GST_MSECOND)
 /* the latency the pad reports: a SPICE audio packet and its jitter */
 #define AUDIO_LATENCY_NS (40 * GST_MSECOND)
 
@@ -65,6 +70,8 @@ struct _GstSpiceSrcAudio
   gboolean playing;             /* START seen, samples accepted */
   gint rate, channels;
   GstClockTime next_pts;
+  GstClockTime drift_since;     /* arrival when it left next_pts +-RESYNC_NS */
+  gint drift_side;              /* which side: 1 late, -1 early */
   guint64 offset;
   gboolean record_active;       /* the server started the record channel */
   gint rec_rate, rec_channels;  /* what it asked for */
@@ -335,6 +342,7 @@ on_playback_start (SpicePlaybackChannel * ch, gint format, gint channels,
   a->rate = rate;
   a->channels = channels;
   a->next_pts = GST_CLOCK_TIME_NONE;
+  a->drift_since = GST_CLOCK_TIME_NONE;
   a->offset = 0;
 
   caps = gst_spice_audio_raw_caps (rate, channels);
@@ -355,6 +363,29 @@ on_playback_start (SpicePlaybackChannel * ch, gint format, gint channels,
   }
 }
 
+/* Whether a packet arriving at ARRIVAL (running time of its first sample)
+ * ends a drift that lasted: it is beyond RESYNC_NS of next_pts, on the same
+ * side as every packet since drift_since, RESYNC_HOLD_NS after it.
+ * SPICE context thread. */
+static gboolean
+drift_lasts (GstSpiceSrcAudio * a, GstClockTime arrival)
+{
+  gint side = 0;
+
+  if (arrival > a->next_pts + RESYNC_NS)
+    side = 1;
+  else if (arrival + RESYNC_NS < a->next_pts)
+    side = -1;
+  if (side == 0 || side != a->drift_side ||
+      !GST_CLOCK_TIME_IS_VALID (a->drift_since)) {
+    a->drift_side = side;
+    a->drift_since = side ? arrival : GST_CLOCK_TIME_NONE;
+    return FALSE;
+  }
+  return arrival >= a->drift_since + RESYNC_HOLD_NS;
+}
+
+/* SPICE context thread */
 static void
 on_playback_data (SpicePlaybackChannel * ch, gpointer data, gint size,
     GstSpiceSrcAudio * a)
@@ -376,7 +407,7 @@ on_playback_data (SpicePlaybackChannel * ch, gpointer data, gint size,
   arrival = arrival > dur ? arrival - dur : 0;
   buf = gst_buffer_new_memdup (data, frames * bpf);
   if (!GST_CLOCK_TIME_IS_VALID (a->next_pts) ||
-      arrival > a->next_pts + RESYNC_NS || arrival + RESYNC_NS < a->next_pts) {
+      drift_lasts (a, arrival)) {
     if (GST_CLOCK_TIME_IS_VALID (a->next_pts)) {
       GST_DEBUG_OBJECT (a->element, "audio resync: arrival %" GST_TIME_FORMAT
           ", expected %" GST_TIME_FORMAT, GST_TIME_ARGS (arrival),
@@ -386,6 +417,7 @@ on_playback_data (SpicePlaybackChannel * ch, gpointer data, gint size,
       g_mutex_unlock (&a->lock);
     }
     a->next_pts = arrival;
+    a->drift_since = GST_CLOCK_TIME_NONE;
     GST_BUFFER_FLAG_SET (buf, GST_BUFFER_FLAG_DISCONT);
   }
   GST_BUFFER_PTS (buf) = a->next_pts;
@@ -602,6 +634,7 @@ gst_spice_src_audio_new (GstElement * element)
   g_cond_init (&a->cond);
   g_queue_init (&a->queue);
   a->next_pts = GST_CLOCK_TIME_NONE;
+  a->drift_since = GST_CLOCK_TIME_NONE;
   return a;
 }
 

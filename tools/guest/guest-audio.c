@@ -30,8 +30,13 @@
  *   audio volume V | audio mute M
  *   record start RATE          record interface started
  *   record level FRAMES HZ PEAK   one window of received samples
+ *   audio stall MS | audio pause MS   the command took effect
  * stdin (argv[0] == "audio"): audio start | audio stop | audio tone |
- *   audio silence | audio volume V (0..65535) | audio mute 0|1
+ *   audio silence | audio volume V (0..65535) | audio mute 0|1 |
+ *   audio stall MS (the guest's main thread sleeps MS, like a VM that is
+ *   not scheduled: its sound clock then catches up in one burst) |
+ *   audio pause MS (the sound clock stops for MS and goes on from where it
+ *   was, like a paused VM: those MS of samples never exist)
  *
  * Everything runs on the guest's main thread (its GLib main context).
  */
@@ -303,6 +308,14 @@ guest_audio_command (GuestAudio * a, gint argc, gchar ** argv)
 
     spice_server_playback_set_volume (&a->play, GUEST_AUDIO_CHANNELS, vol);
     a->log ("audio volume %u", (guint) v);
+  } else if (g_str_equal (what, "stall") && end && !*end && v <= 10000) {
+    a->log ("audio stall %u", (guint) v);
+    g_usleep (v * 1000);
+  } else if (g_str_equal (what, "pause") && end && !*end && v <= 10000 &&
+      a->playing) {
+    /* the frames due move MS later: none is made until then */
+    a->start_us += (gint64) v *1000;
+    a->log ("audio pause %u", (guint) v);
   } else if (g_str_equal (what, "mute") && end && !*end && v <= 1) {
     spice_server_playback_set_mute (&a->play, (guint8) v);
     a->log ("audio mute %u", (guint) v);
