@@ -207,6 +207,7 @@ struct _GstSpiceSrc
    * again), with the seq each holds; damage of frame seq is hist[seq %
    * DAMAGE_HISTORY] when hist_seq there is seq + 1 */
   gboolean hold_frames;
+  gboolean prefault;            /* the pool's frames are still untouched */
   GstBuffer *held[N_HELD_FRAMES];
   guint64 held_seq[N_HELD_FRAMES];
   GstSpiceRegion hist[DAMAGE_HISTORY];
@@ -1466,6 +1467,7 @@ gst_spice_src_start (GstBaseSrc * bsrc)
 
   self->out_valid = FALSE;
   self->hold_frames = FALSE;
+  self->prefault = FALSE;
   held_frames_reset (self);
   self->seq = 0;
   self->last_pts = GST_CLOCK_TIME_NONE;
@@ -1678,6 +1680,7 @@ gst_spice_src_decide_allocation (GstBaseSrc * bsrc, GstQuery * query)
   cur_drop (self);
   held_frames_reset (self);
   self->hold_frames = max == 0;
+  self->prefault = self->hold_frames;
   if (update)
     gst_query_set_nth_allocation_pool (query, 0, pool, size, min, max);
   else
@@ -1867,6 +1870,31 @@ cur_stale_since_locked (GstSpiceSrc * self, guint64 held_seq,
   }
 }
 
+/* streaming thread: write every page of the frames that will circulate
+ * (N_HELD_FRAMES, see cur_install()) once, when the pool is new, and give
+ * them back to it. A page's first write is a page fault, ~12 us on a
+ * virtual machine: 12 ms for a 1280x800 frame, which each of the first
+ * three key presses of a session waited for (a new frame is needed while
+ * downstream holds the ones before). Now that is paid while the session
+ * starts, before any client is there. */
+static void
+pool_prefault (GstSpiceSrc * self, GstBufferPool * pool)
+{
+  GstBufferPoolAcquireParams params = { 0, };
+  GstBuffer *bufs[N_HELD_FRAMES] = { NULL, };
+  guint i;
+
+  params.flags = GST_BUFFER_POOL_ACQUIRE_FLAG_DONTWAIT;
+  for (i = 0; i < N_HELD_FRAMES; i++) {
+    if (gst_buffer_pool_acquire_buffer (pool, &bufs[i], &params) != GST_FLOW_OK)
+      break;
+    gst_buffer_memset (bufs[i], 0, 0, gst_buffer_get_size (bufs[i]));
+  }
+  GST_DEBUG_OBJECT (self, "prefaulted %u frames", i);
+  for (i = 0; i < N_HELD_FRAMES; i++)
+    gst_clear_buffer (&bufs[i]);
+}
+
 /* streaming thread, self->lock not held: install the frame being made:
  * a held frame that downstream has let go of (it lacks only the damage
  * since), else a new one from the pool (with @reuse_only only while we
@@ -1902,6 +1930,10 @@ cur_install (GstSpiceSrc * self, gboolean reuse_only)
     if (!pool) {
       GST_ELEMENT_ERROR (self, RESOURCE, FAILED, (NULL), ("no buffer pool"));
       return GST_FLOW_ERROR;
+    }
+    if (self->prefault) {
+      self->prefault = FALSE;
+      pool_prefault (self, pool);
     }
     ret = gst_buffer_pool_acquire_buffer (pool, &buf, NULL);
     gst_object_unref (pool);

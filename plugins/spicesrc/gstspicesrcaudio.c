@@ -406,8 +406,7 @@ on_playback_data (SpicePlaybackChannel * ch, gpointer data, gint size,
     return;                     /* not playing yet */
   arrival = arrival > dur ? arrival - dur : 0;
   buf = gst_buffer_new_memdup (data, frames * bpf);
-  if (!GST_CLOCK_TIME_IS_VALID (a->next_pts) ||
-      drift_lasts (a, arrival)) {
+  if (!GST_CLOCK_TIME_IS_VALID (a->next_pts) || drift_lasts (a, arrival)) {
     if (GST_CLOCK_TIME_IS_VALID (a->next_pts)) {
       GST_DEBUG_OBJECT (a->element, "audio resync: arrival %" GST_TIME_FORMAT
           ", expected %" GST_TIME_FORMAT, GST_TIME_ARGS (arrival),

@@ -277,8 +277,7 @@ wait_frames (Probe * p, guint rate, gdouble secs, guint * disconts,
   g_mutex_lock (&p->lock);
   want = p->data->len + (guint) (secs * rate) * 4;
   g_mutex_unlock (&p->lock);
-  fail_unless (wait_count (p, &p->data->len, want, 20000),
-      "the audio stopped");
+  fail_unless (wait_count (p, &p->data->len, want, 20000), "the audio stopped");
   g_mutex_lock (&p->lock);
   *disconts = p->disconts;
   *gaps = p->gaps;
@@ -374,12 +373,9 @@ GST_START_TEST (test_audio_helpers)
   fail_unless (gb == b);
   gst_event_unref (e);
   gst_buffer_unref (b);
-  fail_unless_equals_int (gst_spice_audio_opus_packet_samples (celt20, 2),
-      960);
-  fail_unless_equals_int (gst_spice_audio_opus_packet_samples (celt10, 2),
-      480);
-  fail_unless_equals_int (gst_spice_audio_opus_packet_samples (two10, 2),
-      960);
+  fail_unless_equals_int (gst_spice_audio_opus_packet_samples (celt20, 2), 960);
+  fail_unless_equals_int (gst_spice_audio_opus_packet_samples (celt10, 2), 480);
+  fail_unless_equals_int (gst_spice_audio_opus_packet_samples (two10, 2), 960);
   /* 3 x 60 ms is more than Opus allows (120 ms) */
   fail_unless_equals_int (gst_spice_audio_opus_packet_samples (silk60x3, 2),
       -1);
