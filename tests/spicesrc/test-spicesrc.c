@@ -61,6 +61,18 @@ pull_until_equal (GstHarness * h, gint w, gint ht, const guint8 * expected,
 
 /* ------------------------------------------------------------------------ */
 
+/* the end of a test that kept two frames (kept[2]) from spicesrc on gp */
+static void
+teardown_kept (GstHarness * h, GstBuffer ** kept, gchar * uri,
+    GuestProcess * gp)
+{
+  gst_clear_buffer (&kept[0]);
+  gst_clear_buffer (&kept[1]);
+  gst_harness_teardown (h);
+  g_free (uri);
+  guest_process_stop (gp);
+}
+
 /* The first frames after the start need buffers that never held a frame
  * (downstream still holds the ones before): spicesrc writes their pages
  * when its pool is new, not while a key press waits for the frame. A
@@ -105,11 +117,7 @@ GST_START_TEST (test_first_frames_prefaulted)
   fail_unless (faults < pages, "3 presses cost %ld minor faults, a new "
       "frame's pages (%ld) were written while they waited", faults, pages);
 
-  gst_clear_buffer (&kept[0]);
-  gst_clear_buffer (&kept[1]);
-  gst_harness_teardown (h);
-  g_free (uri);
-  guest_process_stop (gp);
+  teardown_kept (h, kept, uri, gp);
 }
 
 GST_END_TEST;
@@ -378,11 +386,7 @@ GST_START_TEST (test_reused_frames_exact)
   fail_unless (reused1 >= reused0 + 6, "only %" G_GUINT64_FORMAT
       " of 9 frames made in a buffer that came back", reused1 - reused0);
 
-  gst_clear_buffer (&kept[0]);
-  gst_clear_buffer (&kept[1]);
-  gst_harness_teardown (h);
-  g_free (uri);
-  guest_process_stop (gp);
+  teardown_kept (h, kept, uri, gp);
 }
 
 GST_END_TEST;
