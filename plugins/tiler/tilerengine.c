@@ -30,9 +30,11 @@ GST_DEBUG_CATEGORY_STATIC (tiler_engine_debug);
  * pixels of the tile (2 bits per pixel: an MJPEG frame of natural content,
  * several VP8 frames) and more than TILER_COST_LINK_US of the link each
  * is hot whatever it looks like. On a fast link (a LAN) the draws are
- * cheap and stay. */
+ * cheap and stay; inside an area that scrolls they count as free. */
 #define TILER_COST_PX_PER_BYTE 4
 #define TILER_COST_LINK_US 1000
+
+static gboolean scroll_zone_live (TilerEngine * e, GstClockTime now);
 
 /* a run of cells of one class, while building an update */
 typedef struct
@@ -220,7 +222,13 @@ emit_rect (TilerEngine * e, const GstVideoRectangle * r, gboolean lossy,
           fstride, &type);
       if (lossy)
         mark_exact (e, &band);
-      tiler_heat_add_cost (&e->heat, &band, size, e->cur_now);
+      /* in an area that scrolls, draws carry what came into view (or
+       * what an update's budget left for the next): a stream would carry
+       * the same, blurred and to be refined; copies make scrolling cheap.
+       * Such a change counts as one that cost nothing. */
+      tiler_heat_add_cost (&e->heat, &band, scroll_zone_live (e, e->cur_now)
+          && gst_spice_rect_intersect (&band, &e->scroll_zone, NULL) ? 0 :
+          size, e->cur_now);
     } else
       mark_lossy (e, &band, e->cur_now);
     count_region (e, type, size);

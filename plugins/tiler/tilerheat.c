@@ -120,7 +120,7 @@ tiler_heat_add_cost (TilerHeat * h, const GstVideoRectangle * r, gsize bytes,
   guint64 area = gst_spice_rect_area (r);
   gint tx, ty;
 
-  if (area == 0 || bytes == 0)
+  if (area == 0)
     return;
   for (ty = r->y / h->tile; ty <= (r->y + r->h - 1) / h->tile; ty++)
     for (tx = r->x / h->tile; tx <= (r->x + r->w - 1) / h->tile; tx++) {
