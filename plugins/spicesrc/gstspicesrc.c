@@ -190,6 +190,7 @@ struct _GstSpiceSrc
   guint64 st_input;
   guint64 st_copied_area;
   guint64 st_frames_reused;
+  gint st_prefaulted;           /* atomic: frames written ahead */
   guint64 st_catchups;
   guint st_reconnects;
   gchar *st_last_error;
@@ -207,7 +208,8 @@ struct _GstSpiceSrc
    * again), with the seq each holds; damage of frame seq is hist[seq %
    * DAMAGE_HISTORY] when hist_seq there is seq + 1 */
   gboolean hold_frames;
-  gboolean prefault;            /* the pool's frames are still untouched */
+  gint prefault;                /* atomic: the pool's frames are still
+                                 * untouched, none was written yet */
   GstBuffer *held[N_HELD_FRAMES];
   guint64 held_seq[N_HELD_FRAMES];
   GstSpiceRegion hist[DAMAGE_HISTORY];
@@ -497,6 +499,7 @@ region_bound (GstSpiceRegion * r)
 }
 
 static void ctx_drop_session (GstSpiceSrc * self);
+static void prefault_start (GstSpiceSrc * self);
 static void held_frames_reset (GstSpiceSrc * self);
 static void cur_drop (GstSpiceSrc * self);
 static gboolean ctx_connect (gpointer data);
@@ -1345,6 +1348,7 @@ gst_spice_src_handle_navigation (GstSpiceSrc * self, GstEvent * event)
     case GST_NAVIGATION_EVENT_MOUSE_BUTTON_PRESS:
     case GST_NAVIGATION_EVENT_MOUSE_BUTTON_RELEASE:
     case GST_NAVIGATION_EVENT_MOUSE_SCROLL:
+      prefault_start (self);
       break;
     default:
       return FALSE;
@@ -1456,6 +1460,7 @@ gst_spice_src_start (GstBaseSrc * bsrc)
   self->st_frames = self->st_rects = self->st_area = 0;
   self->st_invalidates = self->st_invalidates_helper = self->st_input = 0;
   self->st_copied_area = self->st_frames_reused = self->st_catchups = 0;
+  g_atomic_int_set (&self->st_prefaulted, 0);
   self->st_reconnects = 0;
   self->upstream_lost = FALSE;
   self->lost_posted_us = 0;
@@ -1467,7 +1472,7 @@ gst_spice_src_start (GstBaseSrc * bsrc)
 
   self->out_valid = FALSE;
   self->hold_frames = FALSE;
-  self->prefault = FALSE;
+  g_atomic_int_set (&self->prefault, FALSE);
   held_frames_reset (self);
   self->seq = 0;
   self->last_pts = GST_CLOCK_TIME_NONE;
@@ -1680,7 +1685,7 @@ gst_spice_src_decide_allocation (GstBaseSrc * bsrc, GstQuery * query)
   cur_drop (self);
   held_frames_reset (self);
   self->hold_frames = max == 0;
-  self->prefault = self->hold_frames;
+  g_atomic_int_set (&self->prefault, self->hold_frames);
   if (update)
     gst_query_set_nth_allocation_pool (query, 0, pool, size, min, max);
   else
@@ -1870,29 +1875,62 @@ cur_stale_since_locked (GstSpiceSrc * self, guint64 held_seq,
   }
 }
 
-/* streaming thread: write every page of the frames that will circulate
- * (N_HELD_FRAMES, see cur_install()) once, when the pool is new, and give
- * them back to it. A page's first write is a page fault, ~12 us on a
- * virtual machine: 12 ms for a 1280x800 frame, which each of the first
- * three key presses of a session waited for (a new frame is needed while
- * downstream holds the ones before). Now that is paid while the session
- * starts, before any client is there. */
-static void
-pool_prefault (GstSpiceSrc * self, GstBufferPool * pool)
+/* Writes every page of the frames that will circulate (N_HELD_FRAMES, see
+ * cur_install()) once, and gives them back to the pool. A page's first
+ * write is a page fault, ~12 us on a virtual machine: 12 ms for a 1280x800
+ * frame, which each of a session's first three key presses waited for (a
+ * new frame is needed while downstream holds the ones before). It is done
+ * on a thread of its own when the first input event of a pool comes (a
+ * client is there: its first moves come before its first key), so that an
+ * idle session that nobody uses keeps the memory it never wrote. */
+typedef struct
 {
+  GstSpiceSrc *self;
+  GstBufferPool *pool;
+} Prefault;
+
+static gpointer
+prefault_thread (gpointer data)
+{
+  Prefault *pf = data;
   GstBufferPoolAcquireParams params = { 0, };
   GstBuffer *bufs[N_HELD_FRAMES] = { NULL, };
-  guint i;
+  guint i, n;
 
   params.flags = GST_BUFFER_POOL_ACQUIRE_FLAG_DONTWAIT;
-  for (i = 0; i < N_HELD_FRAMES; i++) {
-    if (gst_buffer_pool_acquire_buffer (pool, &bufs[i], &params) != GST_FLOW_OK)
+  for (n = 0; n < N_HELD_FRAMES; n++) {
+    if (gst_buffer_pool_acquire_buffer (pf->pool, &bufs[n], &params) !=
+        GST_FLOW_OK)
       break;
-    gst_buffer_memset (bufs[i], 0, 0, gst_buffer_get_size (bufs[i]));
+    gst_buffer_memset (bufs[n], 0, 0, gst_buffer_get_size (bufs[n]));
   }
-  GST_DEBUG_OBJECT (self, "prefaulted %u frames", i);
-  for (i = 0; i < N_HELD_FRAMES; i++)
-    gst_clear_buffer (&bufs[i]);
+  for (i = 0; i < n; i++)
+    gst_buffer_unref (bufs[i]);
+  GST_DEBUG_OBJECT (pf->self, "prefaulted %u frames", n);
+  g_atomic_int_add (&pf->self->st_prefaulted, (gint) n);
+  gst_object_unref (pf->pool);
+  gst_object_unref (pf->self);
+  g_free (pf);
+  return NULL;
+}
+
+/* any thread (an input event): the first one since the pool is new starts
+ * the prefault */
+static void
+prefault_start (GstSpiceSrc * self)
+{
+  Prefault *pf;
+  GstBufferPool *pool;
+
+  if (!g_atomic_int_compare_and_exchange (&self->prefault, TRUE, FALSE))
+    return;
+  pool = gst_base_src_get_buffer_pool (GST_BASE_SRC (self));
+  if (!pool)
+    return;
+  pf = g_new (Prefault, 1);
+  pf->self = gst_object_ref (self);
+  pf->pool = pool;
+  g_thread_unref (g_thread_new ("spicesrc-prefault", prefault_thread, pf));
 }
 
 /* streaming thread, self->lock not held: install the frame being made:
@@ -1900,7 +1938,7 @@ pool_prefault (GstSpiceSrc * self, GstBufferPool * pool)
  * since), else a new one from the pool (with @reuse_only only while we
  * hold fewer than N_HELD_FRAMES: then the frames in circulation grow to
  * that many, enough for one to be back whenever the next frame is
- * started). Its stale part is filled on the context thread: at the next
+ * started; and not before the first input event, see prefault_start()). Its stale part is filled on the context thread: at the next
  * invalidate, or by the catch-up source when damage is already
  * pending. */
 static GstFlowReturn
@@ -1923,17 +1961,16 @@ cur_install (GstSpiceSrc * self, gboolean reuse_only)
     GST_BUFFER_OFFSET (buf) = GST_BUFFER_OFFSET_NONE;
     GST_BUFFER_OFFSET_END (buf) = GST_BUFFER_OFFSET_NONE;
   } else if (reuse_only && self->hold_frames &&
-      held_frames_count (self) >= N_HELD_FRAMES) {
+      (held_frames_count (self) >= N_HELD_FRAMES ||
+          g_atomic_int_get (&self->prefault))) {
+    /* nor ahead of time a frame whose pages nobody wrote yet (before the
+     * first input event: see prefault_start()) */
     return GST_FLOW_OK;
   } else {
     pool = gst_base_src_get_buffer_pool (bsrc);
     if (!pool) {
       GST_ELEMENT_ERROR (self, RESOURCE, FAILED, (NULL), ("no buffer pool"));
       return GST_FLOW_ERROR;
-    }
-    if (self->prefault) {
-      self->prefault = FALSE;
-      pool_prefault (self, pool);
     }
     ret = gst_buffer_pool_acquire_buffer (pool, &buf, NULL);
     gst_object_unref (pool);
@@ -2168,6 +2205,8 @@ gst_spice_src_get_stats (GstSpiceSrc * self)
       "input-events", G_TYPE_UINT64, self->st_input,
       "copied-area", G_TYPE_UINT64, self->st_copied_area,
       "frames-reused", G_TYPE_UINT64, self->st_frames_reused,
+      "frames-prefaulted", G_TYPE_UINT,
+      (guint) g_atomic_int_get (&self->st_prefaulted),
       "catch-ups", G_TYPE_UINT64, self->st_catchups,
       "width", G_TYPE_INT, self->have_surface ? self->width : 0,
       "height", G_TYPE_INT, self->have_surface ? self->height : 0,
@@ -2504,7 +2543,9 @@ gst_spice_src_class_init (GstSpiceSrcClass * klass)
    * dispatched), `reconnects`, `input-events`, `copied-area` (pixels
    * copied from spice-gtk's canvas into frames: a buffer that downstream
    * has released is reused and gets only the damage since the frame it
-   * held), `frames-reused` (frames made that way), `catch-ups` (frames
+   * held), `frames-reused` (frames made that way), `frames-prefaulted`
+   * (frames whose pages were written ahead, after the first input event
+   * of a new pool), `catch-ups` (frames
    * whose missing pixels the catch-up source copied, because damage was
    * already pending when the frame was taken), `width`, `height`,
    * `mouse-mode` and `last-error`.
