@@ -972,8 +972,8 @@ GST_END_TEST;
  * lossless draws do not make a stream by their cost: there they carry
  * what came into view, or what an update's budget left for the next, and
  * a stream would carry the same, blurred and to be refined after. The
- * rig's 150/2 text cell streamed the 576x64 band where the 4 KiB updates
- * ran out, p50 +120 (VP8) and +200 ms (MJPEG) over lossless. Here a band
+ * rig's 150/2 text cell streamed a 576x64 band of its scrolling text,
+ * p50 +120 (VP8) and +200 ms (MJPEG) over lossless. Here a band
  * of the same costly blocks that stream beside a static desktop
  * (test_engine_stream_by_cost) changes inside a scrolling document: no
  * stream, every update exact. */
