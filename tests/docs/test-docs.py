@@ -310,7 +310,11 @@ def h_password_file(ctx, cmd):
 def typed_in_interactive_shell(ctx, cmd):
     """@cmd typed into an interactive bash on a terminal (job control),
     inside the guide's devenv shell, followed by the next command a user
-    types; True if a client then gets a picture from the guest on 5930"""
+    types once the guest listens; returns (picture, state): whether a
+    client then gets a picture from the guest on 5930, and the job's state
+    as bash's `jobs` prints it ("Running", "Stopped", ...). Each step waits
+    for what it needs (a prompt, the port), not for a fixed time, so that
+    a loaded machine cannot reorder what the user types."""
     pid, fd = pty.fork()
     if pid == 0:
         os.chdir(ctx.tmp)
@@ -320,40 +324,63 @@ def typed_in_interactive_shell(ctx, cmd):
     def typed(line):
         os.write(fd, (line + "\n").encode())
 
-    def drain(secs):
-        end = time.time() + secs
-        while time.time() < end:
+    def until(pattern, secs):
+        """terminal output up to @pattern (a regex), or all of it after
+        @secs seconds"""
+        out, end = "", time.time() + secs
+        while time.time() < end and not re.search(pattern, out):
             r, _, _ = select.select([fd], [], [], 0.2)
             if r:
                 try:
-                    os.read(fd, 4096)
+                    out += os.read(fd, 4096).decode(errors="replace")
                 except OSError:
-                    return
+                    break
+        return out
+
+    def shell_ready(tag):
+        # the typed line echoes "mark-$((1+1))"; only the shell prints 2
+        typed("echo %s-$((1+1))" % tag)
+        return until(r"%s-2" % tag, 60)
+
     typed(ctx.subst("meson devenv -C build --workdir ."))
-    drain(2)
+    shell_ready("devenv")
     typed(ctx.subst(cmd))
-    drain(2)
-    # terminal input: a background job that reads the terminal stops now
+    wait_port(ctx.ports[5930], 60)
+    # terminal input while the guest runs: a background job that reads
+    # the terminal stops now (SIGTTIN)
     typed("echo the next command")
-    drain(2)
-    ok = screenshot(ctx, 5930, timeout=15)
+    shell_ready("next")
+    state = ""
+    for _ in range(20):
+        typed("jobs")
+        out = shell_ready("jobs")
+        m = re.search(r"\[1\][+-]?\s+(\w+)", out)
+        state = m.group(1) if m else "none"
+        if state != "Running" or "</dev/null" in cmd:
+            break
+        time.sleep(0.5)     # the guest has not read the terminal yet
+    ok = state == "Running" and screenshot(ctx, 5930, timeout=15)
     typed("kill -9 %1")
-    drain(1)
+    until(r"$^", 1)
     try:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
     os.waitpid(pid, 0)
-    return ok
+    return ok, state
 
 
 def h_interactive_guest(ctx, cmd):
-    check(typed_in_interactive_shell(ctx, cmd),
-          "interactive shell: '%s' serves a picture" % cmd)
+    ok, state = typed_in_interactive_shell(ctx, cmd)
+    check(ok, "interactive shell: '%s' runs (%s) and serves a picture"
+          % (cmd, state))
     # the control: without </dev/null the guest is stopped (SIGTTIN)
     bad = cmd.replace(" </dev/null", "")
-    check(bad == cmd or not typed_in_interactive_shell(ctx, bad),
-          "interactive shell: '%s' (without </dev/null) is stopped" % bad)
+    if bad != cmd:
+        ok, state = typed_in_interactive_shell(ctx, bad)
+        check(state == "Stopped" and not ok,
+              "interactive shell: '%s' (without </dev/null) is stopped "
+              "(jobs: %s)" % (bad, state))
     # the guide's background guest is the one the next commands use
     ctx.guests.pop(5930, None)
     ctx.guest(5930)
