@@ -470,7 +470,8 @@ gst_spice_sink_draw_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
     GST_WARNING_OBJECT (sink, "malformed region in draws buffer");
   }
   gst_spice_draws_reader_clear (&rd);
-  ret = sink_server_draw_update (sink->server, regions, refresh);
+  ret = sink_server_draw_update (sink->server, regions, refresh,
+      GST_BUFFER_PTS (buf));
   g_array_unref (regions);
   g_bytes_unref (bytes);
   gst_buffer_unref (buf);
@@ -684,7 +685,8 @@ gst_spice_sink_stream_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
 
   if (frame) {
     ret = sink_server_stream_frame (sink->server, st->index,
-        meta ? &meta->dest : NULL, meta ? meta->stream_id : 0, key, frame);
+        meta ? &meta->dest : NULL, meta ? meta->stream_id : 0, key,
+        GST_BUFFER_PTS (buf), frame);
     g_bytes_unref (frame);
   }
   gst_buffer_unref (buf);

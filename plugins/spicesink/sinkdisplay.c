@@ -38,6 +38,8 @@ sink_draw_marshal (SinkDraw * d, const GstVideoRectangle * dest,
 {
   GByteArray *a = g_byte_array_sized_new (GST_SPICE_WIRE_DRAW_COPY_HEAD_SIZE);
 
+  d->dest = *dest;
+  d->pts = GST_CLOCK_TIME_NONE;
   if (image_type == GST_SPICE_IMAGE_COPY_BITS) {
     gint sx, sy;
 
@@ -79,10 +81,43 @@ sink_display_ready (SinkSession * s)
   return sink_conn_is_linked (s->display) && s->disp.surface_sent;
 }
 
+/* lock held: the streams whose area @d paints over are hidden before it
+ * (see SinkClientStream) */
+static void
+hide_streams_under (SinkSession * s, const SinkDraw * d)
+{
+  guint i;
+
+  for (i = 0; i < SINK_MAX_STREAMS; i++) {
+    SinkClientStream *cs = &s->disp.streams[i];
+
+    if (!cs->created || !gst_spice_rect_intersect (&d->dest, &cs->dest, NULL))
+      continue;
+    if (!cs->hidden) {
+      GByteArray *a = g_byte_array_new ();
+
+      gst_spice_wire_write_stream_clip (a, i, TRUE);
+      send_fixed (s->display, SPICE_MSG_DISPLAY_STREAM_CLIP, a);
+      g_byte_array_unref (a);
+      cs->hidden = TRUE;
+      cs->hidden_pts = d->pts;
+      s->disp.stream_hides++;
+      GST_LOG ("%s stream %u hidden under a draw", s->peer_host, i);
+    } else if (GST_CLOCK_TIME_IS_VALID (d->pts) &&
+        (!GST_CLOCK_TIME_IS_VALID (cs->hidden_pts) ||
+            d->pts > cs->hidden_pts)) {
+      cs->hidden_pts = d->pts;
+    }
+  }
+}
+
 void
 sink_display_send_draw (SinkSession * s, const SinkDraw * d)
 {
+  hide_streams_under (s, d);
   sink_conn_send_bytes (s->display, d->type, d->fixed, -1, d->payload);
+  GST_LOG ("%s draw %u, %" G_GSIZE_FORMAT " bytes", s->peer_host, d->type,
+      d->payload ? g_bytes_get_size (d->payload) : 0);
   if (d->type == SPICE_MSG_DISPLAY_COPY_BITS) {
     s->disp.copies++;
   } else {
@@ -317,6 +352,7 @@ send_stream_create (SinkSession * s, const SinkStreamInfo * st)
   memset (cs, 0, sizeof (*cs));
   cs->created = TRUE;
   cs->codec = st->codec;
+  cs->dest = st->dest;
   cs->unique_id = g_random_int ();
   if (sink_conn_has_channel_cap (d, SPICE_DISPLAY_CAP_STREAM_REPORT)) {
     gst_spice_wire_write_stream_activate_report (a, st->spice_id,
@@ -349,9 +385,22 @@ sink_display_send_frame (SinkSession * s, const SinkStreamInfo * st,
       send_stream_create (s, st);
     cs->need_key = FALSE;
   }
+  /* a frame newer than the draws that hid the stream shows it again */
+  if (cs->hidden && !(GST_CLOCK_TIME_IS_VALID (st->pts) &&
+          GST_CLOCK_TIME_IS_VALID (cs->hidden_pts) &&
+          st->pts <= cs->hidden_pts)) {
+    GByteArray *a = g_byte_array_new ();
+
+    gst_spice_wire_write_stream_clip (a, st->spice_id, FALSE);
+    send_fixed (s->display, SPICE_MSG_DISPLAY_STREAM_CLIP, a);
+    g_byte_array_unref (a);
+    cs->hidden = FALSE;
+  }
   /* stamped when its first byte goes out: mm now + stream-latency */
   sink_conn_send_bytes (s->display, SPICE_MSG_DISPLAY_STREAM_DATA, head,
       GST_SPICE_WIRE_STREAM_DATA_MM_OFFSET, frame);
+  GST_LOG ("%s stream %u frame%s, %" G_GSIZE_FORMAT " bytes", s->peer_host,
+      st->spice_id, key ? " (key)" : "", g_bytes_get_size (frame));
   cs->frames++;
   s->disp.stream_frames++;
   return SINK_FRAME_SENT;

@@ -18,6 +18,13 @@ typedef struct
   guint8 codec;
   guint32 unique_id;            /* for stream reports */
   guint64 frames;
+  GstVideoRectangle dest;       /* where the client paints the frames */
+  /* A draw over the area after the frames sent so far: the stream is
+   * clipped to nothing (STREAM_CLIP), since the client may paint a frame
+   * it still decodes after that draw, until a frame newer than the draw
+   * (by PTS) comes: an older one is sent but stays hidden. */
+  gboolean hidden;
+  GstClockTime hidden_pts;      /* the newest such draw's, or NONE */
 } SinkClientStream;
 
 typedef struct
@@ -34,7 +41,7 @@ typedef struct
   guint32 codec_failed;         /* bit per SPICE codec the client reported
                                  * as undecodable */
   /* counters */
-  guint64 draws, copies, updates, updates_skipped, stream_frames,
+  guint64 draws, copies, updates, updates_skipped, stream_frames, stream_hides,
       frames_dropped, behind_count, refreshes, wait_fallbacks;
   guint64 last_draws, last_stream_frames;
   gdouble draws_per_s, stream_fps;
@@ -51,6 +58,9 @@ typedef struct
   guint16 type;                 /* SPICE_MSG_DISPLAY_DRAW_COPY / COPY_BITS */
   GBytes *fixed;
   GBytes *payload;              /* image, or NULL */
+  GstVideoRectangle dest;
+  GstClockTime pts;             /* of its update, NONE: the last-known
+                                 * picture */
 } SinkDraw;
 
 /* render path, no lock */

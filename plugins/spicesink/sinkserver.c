@@ -1431,7 +1431,7 @@ sink_server_agent_event (SinkServer * server, GstEvent * event)
  * the lock; with it held only the queues are filled (and waited for). */
 GstFlowReturn
 sink_server_draw_update (SinkServer * server, GArray * regions,
-    gboolean refresh)
+    gboolean refresh, GstClockTime pts)
 {
   SinkPicture *pic = server->shared.picture;
   SinkPictureEdit *e;
@@ -1454,6 +1454,7 @@ sink_server_draw_update (SinkServer * server, GArray * regions,
     SinkUpdateRegion *r = &g_array_index (regions, SinkUpdateRegion, i);
 
     sink_draw_marshal (&draws[i], &r->dest, r->type, r->payload);
+    draws[i].pts = pts;
     if (r->type == GST_SPICE_IMAGE_COPY_BITS)
       sink_picture_edit_copy (e);
     else
@@ -1729,7 +1730,8 @@ stream_place (SinkServer * server, ServerStream * st,
 /* the stream pad's streaming thread: waits for room (lock held, released while waiting), then enqueues */
 GstFlowReturn
 sink_server_stream_frame (SinkServer * server, guint index,
-    const GstVideoRectangle * dest, guint meta_id, gboolean key, GBytes * frame)
+    const GstVideoRectangle * dest, guint meta_id, gboolean key,
+    GstClockTime pts, GBytes * frame)
 {
   gsize size = g_bytes_get_size (frame);
   gint width = g_atomic_int_get (&server->shared.width);
@@ -1771,6 +1773,7 @@ sink_server_stream_frame (SinkServer * server, guint index,
   info.width = st->width;
   info.height = st->height;
   info.dest = st->dest;
+  info.pts = pts;
   head = sink_display_marshal_stream_data (st->spice_id, size);
   for (l = server->sessions; l; l = l->next)
     if (sink_display_send_frame (l->data, &info, head, frame, key) ==

@@ -105,7 +105,7 @@ gboolean sink_server_agent_event (SinkServer * server, GstEvent * event);
 /* @regions: SinkUpdateRegion (validated against the surface). FLUSHING
  * while the draw path flushes. */
 GstFlowReturn sink_server_draw_update (SinkServer * server, GArray * regions,
-    gboolean refresh);
+    gboolean refresh, GstClockTime pts);
 
 /* ---- stream pads ---- */
 void     sink_server_stream_add (SinkServer * server, guint index);
@@ -115,10 +115,12 @@ void     sink_server_stream_set_caps (SinkServer * server, guint index,
 void     sink_server_stream_eos (SinkServer * server, guint index,
     gboolean eos);
 /* a frame of stream pad @index (its streaming thread); @dest NULL = the
- * whole surface (or the caps' size); FLUSHING while that pad flushes */
+ * whole surface (or the caps' size); @pts on the draws' timeline (a frame
+ * not newer than a draw over its area stays hidden); FLUSHING while that
+ * pad flushes */
 GstFlowReturn sink_server_stream_frame (SinkServer * server, guint index,
     const GstVideoRectangle * dest, guint meta_id, gboolean key,
-    GBytes * frame);
+    GstClockTime pts, GBytes * frame);
 
 /* ---- audio pad (sinkplayback.c, sinkrecord.c) ---- */
 /* application thread: the audio pad is linked (playback and record are

@@ -288,6 +288,7 @@ sink_session_stats (SinkSession * s)
       "stream-frames", G_TYPE_UINT64, d->stream_frames,
       "stream-fps", G_TYPE_DOUBLE, d->stream_fps,
       "frames-dropped", G_TYPE_UINT64, d->frames_dropped,
+      "stream-hides", G_TYPE_UINT64, d->stream_hides,
       "behind", G_TYPE_BOOLEAN, d->behind,
       "behind-count", G_TYPE_UINT64, d->behind_count,
       "refreshes", G_TYPE_UINT64, d->refreshes,

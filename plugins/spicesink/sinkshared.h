@@ -56,6 +56,7 @@ typedef struct
   guint8 codec;                 /* SPICE_VIDEO_CODEC_TYPE_* */
   gint width, height;           /* of the frames, 0 unknown */
   GstVideoRectangle dest;
+  GstClockTime pts;             /* of the frame being sent */
 } SinkStreamInfo;
 
 /* One client message of a channel, in a channel's handler table

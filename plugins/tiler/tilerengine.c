@@ -682,10 +682,11 @@ stream_settled (TilerEngine * e)
       && e->stream.last_change + e->p.refine_delay <= e->cur_now;
 }
 
-/* The stream ends: its cells are sent lossless at once, those refined
- * already too. A client may paint a stream frame at its multimedia time,
- * after a refinement draw that was sent later; once the stream is gone
- * nothing can overwrite them any more. */
+/* The stream ends: its cells still lossy are sent lossless at once. Those
+ * refined already stay as they are: a client that decodes a stream frame
+ * after a refinement draw would paint it over the draw, but spicesink
+ * hides a stream under any draw over its area until a newer frame comes
+ * (STREAM_CLIP, docs/spicesink.md), so a refined cell is exact for good. */
 static void
 stream_end (TilerEngine * e)
 {
@@ -697,7 +698,8 @@ stream_end (TilerEngine * e)
   GST_DEBUG ("stream %u ends", e->stream_id);
   for (cy = 0; cy < d->ncy; cy++)
     for (cx = 0; cx < d->ncx; cx++)
-      if (tiler_diff_cell_inside (d, cx, cy, &e->stream.rect))
+      if (tiler_diff_cell_inside (d, cx, cy, &e->stream.rect) &&
+          d->lossy_rt[TILER_CELL_INDEX (d, cx, cy)] != TILER_RT_EXACT)
         d->lossy_rt[TILER_CELL_INDEX (d, cx, cy)] = TILER_RT_UNKNOWN;
   e->stream.active = FALSE;
   e->stream_dirty = FALSE;

@@ -425,6 +425,7 @@ handle_display (SpiceRawSession * s, guint16 type, const guint8 * body,
       if (s->streams_live & (1u << (sc.id % 32)))
         return proto_error (s, "STREAM_CREATE of a live stream id");
       s->streams_live |= 1u << (sc.id % 32);
+      s->streams_hidden &= ~(1u << (sc.id % 32));
       s->stream_creates++;
       s->last_codec = sc.codec;
       return TRUE;
@@ -440,6 +441,8 @@ handle_display (SpiceRawSession * s, guint16 type, const guint8 * body,
       if (!(s->streams_live & (1u << (id % 32))))
         return proto_error (s, "STREAM_DATA for an unknown stream");
       s->stream_datas++;
+      if (s->streams_hidden & (1u << (id % 32)))
+        s->stream_datas_hidden++;
       s->last_stream_mm = mm;
       return TRUE;
     }
@@ -453,6 +456,21 @@ handle_display (SpiceRawSession * s, guint16 type, const guint8 * body,
         return proto_error (s, "STREAM_DESTROY of an unknown stream");
       s->streams_live &= ~(1u << (id % 32));
       s->stream_destroys++;
+      return TRUE;
+    }
+    case SPICE_MSG_DISPLAY_STREAM_CLIP:{
+      guint32 id;
+      gint64 n;
+
+      if (!gst_spice_wire_parse_stream_clip (body, size, &id, &n))
+        return proto_error (s, "bad STREAM_CLIP");
+      if (!(s->streams_live & (1u << (id % 32))))
+        return proto_error (s, "STREAM_CLIP of an unknown stream");
+      if (n == 0)
+        s->streams_hidden |= 1u << (id % 32);
+      else
+        s->streams_hidden &= ~(1u << (id % 32));
+      s->stream_clips++;
       return TRUE;
     }
     case SPICE_MSG_DISPLAY_STREAM_ACTIVATE_REPORT:

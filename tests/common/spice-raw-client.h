@@ -76,6 +76,9 @@ typedef struct {
   guint64 last_draw_area_at_mark;       /* ... as of the latest MARK */
   guint64 stream_creates, stream_datas, stream_destroys, stream_reports;
   guint32 streams_live;         /* bit per stream id */
+  guint32 streams_hidden;       /* bit per stream id clipped to nothing */
+  guint64 stream_clips;
+  guint64 stream_datas_hidden;  /* STREAM_DATA of a hidden stream */
   gboolean protocol_error;      /* message order or layout violated */
   gchar *error;
   guint8 last_codec;

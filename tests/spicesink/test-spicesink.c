@@ -1067,6 +1067,101 @@ GST_START_TEST (test_stream_vp9)
 GST_END_TEST;
 
 
+/* ------------------------------------------- draws over a stream's area */
+
+static gboolean
+got_n_stream_datas (SpiceRawSession * s, gpointer data)
+{
+  return s->stream_datas >= GPOINTER_TO_UINT (data);
+}
+
+/* pushes MJPEG frame @i of @frames at @dest with @pts */
+static void
+push_stream_frame (Fixture * f, GPtrArray * frames, guint i,
+    const GstVideoRectangle * dest, GstClockTime pts)
+{
+  GstBuffer *b = gst_buffer_copy (g_ptr_array_index (frames, i));
+
+  gst_buffer_add_spice_stream_meta (b, dest, 1, FALSE);
+  GST_BUFFER_PTS (b) = pts;
+  fail_unless_equals_int (gst_app_src_push_buffer (GST_APP_SRC
+          (f->stream_src), b), GST_FLOW_OK);
+}
+
+/* A client shows a stream frame at its multimedia time (here 700 ms after
+ * it arrives: stream-latency), so a draw over the stream's area sent after
+ * the frame would be painted over, leaving a lossy area that nothing
+ * corrects (the rig's 80/10 video cell: refinement painted over by the
+ * last frame, exact only at the stream's end). The sink hides the stream
+ * under such a draw (STREAM_CLIP to nothing) until a frame newer than the
+ * draw (by PTS) comes: spice-gtk ends on the exact picture, a frame older
+ * than the draw that arrives after it stays hidden, a newer one shows the
+ * stream again (STREAM_CLIP NONE before its data). */
+GST_START_TEST (test_stream_hidden_under_draw)
+{
+  Fixture *f = fixture_new (320, 240, "stream-latency=700 "
+      "appsrc name=vsrc format=time is-live=true ! sink.stream_0");
+  GstVideoRectangle dest = { 80, 60, 160, 120 };
+  GstCaps *caps = NULL;
+  GPtrArray *frames = encode_frames ("colors", 160, 120, 3,
+      "jpegenc quality=90", &caps);
+  ClientRun run = { f, 0, NULL, -1, 2500 };
+  SpiceRawSession *raw;
+  GstBuffer *draw;
+  GThread *t;
+  guint8 *shot;
+
+  f->stream_src = gst_bin_get_by_name (GST_BIN (f->pipeline), "vsrc");
+  g_object_set (f->stream_src, "caps", caps, NULL);
+  fixture_start (f, TRUE);
+  run.port = f->port;
+  t = g_thread_new ("client", client_thread, &run);
+  wait_client_picture (f);
+  raw = spice_raw_session_new (f->port, NULL, SPICE_RAW_DISPLAY_CAPS_ALL);
+  fail_unless (raw != NULL);
+  fail_unless (spice_raw_session_pump (raw, 10000, has_mark, NULL));
+  g_usleep (300 * 1000);
+
+  /* a frame, then (while the client holds it) the area drawn exactly,
+   * as refinement does: the same PTS as the frame */
+  push_stream_frame (f, frames, 0, &dest, 1 * GST_SECOND);
+  g_usleep (100 * 1000);
+  draw = rects_buffer (f, &dest, 1, 0);
+  GST_BUFFER_PTS (draw) = 1 * GST_SECOND;
+  fail_unless_equals_int (gst_app_src_push_buffer (GST_APP_SRC (f->src),
+          draw), GST_FLOW_OK);
+  g_usleep (100 * 1000);
+  /* a frame older than the draw comes late (a queue on the stream branch) */
+  push_stream_frame (f, frames, 1, &dest, GST_SECOND / 2);
+
+  /* spice-gtk, 2.5 s after it joined: the draw's pixels, not the frames */
+  shot = g_thread_join (t);
+  fail_unless_equals_int (run.status, 0);
+  fail_unless (shot != NULL);
+  fail_unless_equals_int (diff_full (f, shot, 320, 240), 0);
+  fail_unless_equals_uint64 (session_stat (f, "stream-frames"), 2);
+  fail_unless_equals_uint64 (session_stat (f, "stream-hides"), 1);
+
+  /* a newer frame shows the stream again */
+  push_stream_frame (f, frames, 2, &dest, 2 * GST_SECOND);
+  fail_unless (spice_raw_session_pump (raw, 10000, got_n_stream_datas,
+          GUINT_TO_POINTER (3)), "%s", raw->error ? raw->error : "timeout");
+  fail_unless_equals_uint64 (raw->stream_datas, 3);
+  fail_unless_equals_uint64 (raw->stream_clips, 2);
+  fail_unless_equals_uint64 (raw->stream_datas_hidden, 1);
+  fail_unless_equals_int (raw->streams_hidden, 0);
+  fail_if (raw->protocol_error);
+
+  spice_raw_session_free (raw);
+  g_free (shot);
+  g_free (run.log);
+  g_ptr_array_unref (frames);
+  gst_caps_unref (caps);
+  fixture_free (f);
+}
+
+GST_END_TEST;
+
 /* --------------------------------------------- late joiners and codecs */
 
 #define LIVE_VP8 "videotestsrc name=vts is-live=true pattern=colors ! " \
@@ -2478,6 +2573,7 @@ spicesink_suite (void)
   tcase_add_test (tc, test_stream_vp8);
   tcase_add_test (tc, test_stream_h264);
   tcase_add_test (tc, test_stream_vp9);
+  tcase_add_test (tc, test_stream_hidden_under_draw);
   tcase_add_test (tc, test_late_join_stream_spicegtk);
   tcase_add_test (tc, test_client_without_codec);
   tcase_add_test (tc, test_hostile_input);

@@ -783,6 +783,50 @@ GST_START_TEST (test_engine_stream)
 
 GST_END_TEST;
 
+/* A stream whose area went still is refined while it stays open; when it
+ * ends (stream-timeout) the refined cells are not sent again: spicesink
+ * hides a stream under the draws over its area (STREAM_CLIP), so no frame
+ * decoded late can paint over them. Before, the end re-sent the whole
+ * area: at 80/10 the rig's video cell waited for the area twice. */
+GST_START_TEST (test_engine_stream_end_keeps_refined)
+{
+  GstBuffer *frame = desktop ();
+  GstVideoRectangle act = { 64, 64, 192, 128 };
+  const TilerEngineStats *st;
+  guint64 refined_bytes = 0, end_bytes = 0;
+  gint i, n;
+
+  eng_setup (&t0, GST_SPICE_TILER_STREAMING_ALL);
+  t0.lossy_stream = TRUE;
+  st = tiler_engine_stats (t0.e);
+  eng_frame (&t0, frame, 0, NULL);
+  for (i = 1; i < 40; i++) {
+    paint (frame, &act, 0, i);
+    eng_frame (&t0, frame, i, &act);
+  }
+  fail_unless (st->stream_active);
+  fail_unless (eng_diff (&t0, frame, &act) > 0);      /* lossy frames */
+  /* still: refinement deadlines until the stream times out */
+  for (n = 0; n < 20 && st->stream_active; n++) {
+    fail_unless (GST_CLOCK_TIME_IS_VALID (t0.res.next_refine));
+    eng_idle (&t0, TILER_UPDATE_REFINE, NULL);
+    if (st->stream_active)
+      refined_bytes += t0.last_bytes;
+    else
+      end_bytes = t0.last_bytes;
+  }
+  fail_if (st->stream_active, "the stream did not end");
+  /* refined while open: the client had the exact area before the end */
+  fail_unless (refined_bytes > 0);
+  fail_unless_equals_uint64 (eng_diff (&t0, frame, NULL), 0);
+  fail_unless_equals_uint64 (end_bytes, 0);
+  fail_unless_equals_uint64 (st->lossy_cells, 0);
+  eng_teardown (&t0);
+  gst_buffer_unref (frame);
+}
+
+GST_END_TEST;
+
 /* Inside an active stream the classifier looks at one cell a tile and
  * frame (the first that is photographic), not at all sixteen: the heat
  * map needs no more. Photographic content over three by two tiles: 96
@@ -1081,6 +1125,7 @@ tiler_engine_suite (void)
   tcase_add_test (tc, test_engine_budget_and_final);
   tcase_add_test (tc, test_engine_small_frame_goes_first);
   tcase_add_test (tc, test_engine_stream);
+  tcase_add_test (tc, test_engine_stream_end_keeps_refined);
   tcase_add_test (tc, test_engine_stream_classifies_a_cell_a_tile);
   tcase_add_test (tc, test_engine_scroll_copy);
   tcase_add_test (tc, test_engine_no_stream_by_cost_in_scroll);

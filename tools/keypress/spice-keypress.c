@@ -133,6 +133,7 @@ typedef struct
   gint64 exact_ms;              /* -1 not reached */
   gint64 last_diff;
   gint64 t_last_inval;          /* last display-invalidate of any region */
+  guint n_exact_inval;          /* display-invalidates after t_stop */
   gboolean ref_checked;
 
   /* quality phase */
@@ -1209,6 +1210,10 @@ on_invalidate (SpiceChannel * ch, gint x, gint y, gint w, gint h, gpointer d)
   gboolean touches = x < BOX_X + BOX_SIZE && x + w > BOX_X
       && y < BOX_Y + BOX_SIZE && y + h > BOX_Y;
   ctx.t_last_inval = g_get_monotonic_time ();
+  /* -v: what paints after the activity stopped, the first 100 updates */
+  if (ctx.state == ST_EXACT && ctx.n_exact_inval++ < 100)
+    logv ("update %dx%d+%d+%d at %.1f ms", w, h, x, y,
+        (ctx.t_last_inval - ctx.t_stop) / 1e3);
   if (ctx.state == ST_QUALITY)
     quality_invalidate (x, y, w, h);
   surface_changed (touches);

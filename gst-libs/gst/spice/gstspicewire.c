@@ -648,6 +648,23 @@ gst_spice_wire_write_stream_destroy (GByteArray * a, guint32 id)
 }
 
 void
+gst_spice_wire_write_stream_clip (GByteArray * a, guint32 id, gboolean hide)
+{
+  GstByteWriter w;
+
+  /* id, clip type, and with RECTS their number */
+  wire_open (&w, a, hide ? 4 + 1 + 4 : 4 + 1);
+  gst_byte_writer_put_uint32_le (&w, id);
+  if (hide) {
+    gst_byte_writer_put_uint8 (&w, SPICE_CLIP_TYPE_RECTS);
+    gst_byte_writer_put_uint32_le (&w, 0);      /* no rectangle */
+  } else {
+    gst_byte_writer_put_uint8 (&w, SPICE_CLIP_TYPE_NONE);
+  }
+  wire_close (&w);
+}
+
+void
 gst_spice_wire_write_stream_activate_report (GByteArray * a,
     guint32 stream_id, guint32 unique_id, guint32 max_window,
     guint32 timeout_ms)
@@ -1071,6 +1088,29 @@ gst_spice_wire_parse_stream_data (const guint8 * data, gsize size,
   *frame = gst_byte_reader_get_data_unchecked (&r, n);
   *frame_size = n;
   return TRUE;
+}
+
+gboolean
+gst_spice_wire_parse_stream_clip (const guint8 * data, gsize size,
+    guint32 * id, gint64 * n_rects)
+{
+  GstByteReader r;
+  guint8 type;
+  guint32 n = 0;
+
+  if (!data || !wire_reader_init (&r, data, size) ||
+      !gst_byte_reader_get_uint32_le (&r, id) ||
+      !gst_byte_reader_get_uint8 (&r, &type))
+    return FALSE;
+  if (type == SPICE_CLIP_TYPE_RECTS &&
+      (!gst_byte_reader_get_uint32_le (&r, &n) ||
+          n > gst_byte_reader_get_remaining (&r) / RECT_SIZE ||
+          !gst_byte_reader_skip (&r, n * RECT_SIZE)))
+    return FALSE;
+  if (type != SPICE_CLIP_TYPE_NONE && type != SPICE_CLIP_TYPE_RECTS)
+    return FALSE;
+  *n_rects = type == SPICE_CLIP_TYPE_NONE ? -1 : (gint64) n;
+  return gst_byte_reader_get_remaining (&r) == 0;
 }
 
 /* ------------------------------------------- client -> server writers */

@@ -189,6 +189,11 @@ void gst_spice_wire_write_stream_data_head (GByteArray * a, guint32 id,
     guint32 mm_time, guint32 data_size);
 GST_SPICE_API
 void gst_spice_wire_write_stream_destroy (GByteArray * a, guint32 id);
+/* STREAM_CLIP: @hide TRUE clips the stream to nothing (RECTS, no rect: the
+ * client paints none of its frames), FALSE to its whole area (NONE) */
+GST_SPICE_API
+void gst_spice_wire_write_stream_clip (GByteArray * a, guint32 id,
+    gboolean hide);
 GST_SPICE_API
 void gst_spice_wire_write_stream_activate_report (GByteArray * a,
     guint32 stream_id, guint32 unique_id, guint32 max_window,
@@ -325,6 +330,10 @@ gboolean gst_spice_wire_parse_stream_create (const guint8 * data, gsize size,
 GST_SPICE_API
 gboolean gst_spice_wire_parse_stream_data (const guint8 * data, gsize size,
     guint32 * id, guint32 * mm_time, const guint8 ** frame, gsize * frame_size);
+/* STREAM_CLIP; @n_rects: -1 for clip NONE, else the number of rectangles */
+GST_SPICE_API
+gboolean gst_spice_wire_parse_stream_clip (const guint8 * data, gsize size,
+    guint32 * id, gint64 * n_rects);
 
 /* client -> server writers (tests) */
 GST_SPICE_API
