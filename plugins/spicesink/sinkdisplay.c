@@ -81,6 +81,18 @@ sink_display_ready (SinkSession * s)
   return sink_conn_is_linked (s->display) && s->disp.surface_sent;
 }
 
+/* lock held: STREAM_CLIP to nothing (@hide) or to the whole area */
+static void
+send_stream_clip (SinkSession * s, guint spice_id, gboolean hide)
+{
+  GByteArray *a = g_byte_array_new ();
+
+  gst_spice_wire_write_stream_clip (a, spice_id, hide);
+  send_fixed (s->display, SPICE_MSG_DISPLAY_STREAM_CLIP, a);
+  g_byte_array_unref (a);
+  s->disp.streams[spice_id].hidden = hide;
+}
+
 /* lock held: the streams whose area @d paints over are hidden before it
  * (see SinkClientStream) */
 static void
@@ -94,12 +106,7 @@ hide_streams_under (SinkSession * s, const SinkDraw * d)
     if (!cs->created || !gst_spice_rect_intersect (&d->dest, &cs->dest, NULL))
       continue;
     if (!cs->hidden) {
-      GByteArray *a = g_byte_array_new ();
-
-      gst_spice_wire_write_stream_clip (a, i, TRUE);
-      send_fixed (s->display, SPICE_MSG_DISPLAY_STREAM_CLIP, a);
-      g_byte_array_unref (a);
-      cs->hidden = TRUE;
+      send_stream_clip (s, i, TRUE);
       cs->hidden_pts = d->pts;
       s->disp.stream_hides++;
       GST_LOG ("%s stream %u hidden under a draw", s->peer_host, i);
@@ -388,14 +395,8 @@ sink_display_send_frame (SinkSession * s, const SinkStreamInfo * st,
   /* a frame newer than the draws that hid the stream shows it again */
   if (cs->hidden && !(GST_CLOCK_TIME_IS_VALID (st->pts) &&
           GST_CLOCK_TIME_IS_VALID (cs->hidden_pts) &&
-          st->pts <= cs->hidden_pts)) {
-    GByteArray *a = g_byte_array_new ();
-
-    gst_spice_wire_write_stream_clip (a, st->spice_id, FALSE);
-    send_fixed (s->display, SPICE_MSG_DISPLAY_STREAM_CLIP, a);
-    g_byte_array_unref (a);
-    cs->hidden = FALSE;
-  }
+          st->pts <= cs->hidden_pts))
+    send_stream_clip (s, st->spice_id, FALSE);
   /* stamped when its first byte goes out: mm now + stream-latency */
   sink_conn_send_bytes (s->display, SPICE_MSG_DISPLAY_STREAM_DATA, head,
       GST_SPICE_WIRE_STREAM_DATA_MM_OFFSET, frame);
