@@ -697,10 +697,13 @@ stream_end (TilerEngine * e)
     return;
   GST_DEBUG ("stream %u ends", e->stream_id);
   for (cy = 0; cy < d->ncy; cy++)
-    for (cx = 0; cx < d->ncx; cx++)
-      if (tiler_diff_cell_inside (d, cx, cy, &e->stream.rect) &&
-          d->lossy_rt[TILER_CELL_INDEX (d, cx, cy)] != TILER_RT_EXACT)
-        d->lossy_rt[TILER_CELL_INDEX (d, cx, cy)] = TILER_RT_UNKNOWN;
+    for (cx = 0; cx < d->ncx; cx++) {
+      GstClockTime *t = &d->lossy_rt[TILER_CELL_INDEX (d, cx, cy)];
+
+      if (*t != TILER_RT_EXACT &&
+          tiler_diff_cell_inside (d, cx, cy, &e->stream.rect))
+        *t = TILER_RT_UNKNOWN;
+    }
   e->stream.active = FALSE;
   e->stream_dirty = FALSE;
   e->stats.stream_active = FALSE;

@@ -361,7 +361,7 @@ def typed_in_interactive_shell(ctx, cmd):
         time.sleep(0.5)     # the guest has not read the terminal yet
     ok = state == "Running" and screenshot(ctx, 5930, timeout=15)
     typed("kill -9 %1")
-    until(r"$^", 1)
+    shell_ready("killed")       # the shell has sent the signal
     try:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
