@@ -88,6 +88,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_spice_sink_debug);
 #define DEFAULT_CLIENT_TIMEOUT 500
 #define DEFAULT_QUEUE_SIZE (256 * 1024)
 #define DEFAULT_NOTSENT_LOWAT (64 * 1024)
+#define DEFAULT_TCP_PACING TRUE
 #define DEFAULT_HANDSHAKE_TIMEOUT 10000
 #define DEFAULT_IDLE_TIMEOUT 300000
 #define DEFAULT_MAX_CONN_RATE -1
@@ -114,6 +115,7 @@ enum
   PROP_CLIENT_TIMEOUT,
   PROP_QUEUE_SIZE,
   PROP_NOTSENT_LOWAT,
+  PROP_TCP_PACING,
   PROP_HANDSHAKE_TIMEOUT,
   PROP_IDLE_TIMEOUT,
   PROP_MAX_CONN_RATE,
@@ -1093,6 +1095,9 @@ gst_spice_sink_set_property (GObject * object, guint prop_id,
     case PROP_NOTSENT_LOWAT:
       sink->props.notsent_lowat = g_value_get_uint (value);
       break;
+    case PROP_TCP_PACING:
+      sink->props.tcp_pacing = g_value_get_boolean (value);
+      break;
     case PROP_HANDSHAKE_TIMEOUT:
       sink->props.handshake_timeout = g_value_get_uint (value);
       break;
@@ -1180,6 +1185,9 @@ gst_spice_sink_get_property (GObject * object, guint prop_id, GValue * value,
     case PROP_NOTSENT_LOWAT:
       g_value_set_uint (value, sink->props.notsent_lowat);
       break;
+    case PROP_TCP_PACING:
+      g_value_set_boolean (value, sink->props.tcp_pacing);
+      break;
     case PROP_HANDSHAKE_TIMEOUT:
       g_value_set_uint (value, sink->props.handshake_timeout);
       break;
@@ -1246,6 +1254,7 @@ gst_spice_sink_init (GstSpiceSink * sink)
   sink->props.client_timeout = DEFAULT_CLIENT_TIMEOUT;
   sink->props.queue_size = DEFAULT_QUEUE_SIZE;
   sink->props.notsent_lowat = DEFAULT_NOTSENT_LOWAT;
+  sink->props.tcp_pacing = DEFAULT_TCP_PACING;
   sink->props.handshake_timeout = DEFAULT_HANDSHAKE_TIMEOUT;
   sink->props.idle_timeout = DEFAULT_IDLE_TIMEOUT;
   sink->props.max_conn_rate = DEFAULT_MAX_CONN_RATE;
@@ -1352,6 +1361,23 @@ gst_spice_sink_class_init (GstSpiceSinkClass * klass)
       g_param_spec_uint ("notsent-lowat", "Not-sent low water mark",
           "TCP_NOTSENT_LOWAT of client sockets in bytes (0 = system "
           "default)", 0, G_MAXINT, DEFAULT_NOTSENT_LOWAT, rw));
+  /**
+   * GstSpiceSink:tcp-pacing:
+   *
+   * Whether the kernel paces the segments of each display socket at TCP's
+   * own rate (SO_MAX_PACING_RATE without a cap turns Linux's internal TCP
+   * pacing on), instead of sending a congestion window at once. A burst
+   * larger than the path's bottleneck queue (a video frame of a whole new
+   * scene, a big draw) then leaves at about 1.2x the rate the window
+   * carries per round trip and fits the queue; unpaced, its tail is dropped
+   * and the draws behind it wait for the retransmissions. Applies to
+   * clients connecting after it is set.
+   */
+  g_object_class_install_property (gobject_class, PROP_TCP_PACING,
+      g_param_spec_boolean ("tcp-pacing", "TCP pacing",
+          "Let the kernel pace each display socket at TCP's own rate "
+          "(SO_MAX_PACING_RATE): a burst does not overflow the bottleneck "
+          "queue", DEFAULT_TCP_PACING, rw | GST_PARAM_MUTABLE_PLAYING));
   g_object_class_install_property (gobject_class, PROP_HANDSHAKE_TIMEOUT,
       g_param_spec_uint ("handshake-timeout", "Handshake timeout",
           "Connections that have not linked a channel after this many ms "

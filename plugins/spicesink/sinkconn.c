@@ -102,6 +102,7 @@ struct _SinkConn
       tcpi_retrans, tcpi_unacked;
   guint64 tcpi_delivery_rate;   /* bytes/s */
   guint64 tcpi_bytes_acked;
+  gboolean tcpi_kernel_paced;   /* a maximum pacing rate is set */
   /* previous link sample */
   guint64 rate_last_acked;
   gint64 rate_last_us;
@@ -456,9 +457,29 @@ queue_limit (SinkConn * conn)
       conn->env->queue_size);
 }
 
+/* Server thread. Turns Linux's internal TCP pacing on for a display
+ * socket: a maximum pacing rate other than "unlimited" makes the stack
+ * space the segments at its own rate (about 1.2x cwnd/srtt) where it would
+ * send a whole congestion window at once; the maximum itself is left as
+ * high as it goes, so TCP's rate, not our estimate, sets the pace. */
+static void
+enable_tcp_pacing (SinkConn * conn)
+{
+  guint64 max_rate = G_MAXUINT64 - 1;
+
+  if (!conn->env->tcp_pacing || !conn->socket)
+    return;
+  if (setsockopt (g_socket_get_fd (conn->socket), SOL_SOCKET,
+          SO_MAX_PACING_RATE, &max_rate, sizeof (max_rate)) < 0)
+    GST_CAT_WARNING (sink_pacing_debug (), "%s: SO_MAX_PACING_RATE: %s",
+        conn->peer, g_strerror (errno));
+}
+
 void
 sink_conn_set_paced (SinkConn * conn, gboolean paced)
 {
+  if (paced && !conn->paced)
+    enable_tcp_pacing (conn);
   conn->paced = paced;
 }
 
@@ -522,6 +543,9 @@ sink_conn_update_tcp_info (SinkConn * conn)
       sizeof (ti.tcpi_delivery_rate))
       conn->tcpi_delivery_rate = ti.tcpi_delivery_rate;
   conn->tcpi_unacked = ti.tcpi_unacked;
+  if (len >= offsetof (struct tcp_info, tcpi_max_pacing_rate) +
+      sizeof (ti.tcpi_max_pacing_rate))
+      conn->tcpi_kernel_paced = ti.tcpi_max_pacing_rate != G_MAXUINT64;
   if (conn->paced) {
     SinkLinkEstimate *e = &conn->link_estimate;
 
@@ -576,6 +600,7 @@ sink_conn_tcp_stats (SinkConn * conn, GstStructure * s)
       "tcp-delivery-rate", G_TYPE_UINT64, conn->tcpi_delivery_rate,
       "tcp-cwnd", G_TYPE_UINT, conn->tcpi_cwnd,
       "tcp-retransmits", G_TYPE_UINT, conn->tcpi_retrans,
+      "tcp-paced", G_TYPE_BOOLEAN, conn->tcpi_kernel_paced,
       "link-estimate-bps", G_TYPE_UINT64, conn->link_estimate.bps,
       "queue-delay-us", G_TYPE_UINT, conn->link_estimate.queue_delay_us,
       "pace-holds", G_TYPE_UINT64, conn->pace_holds,

@@ -55,6 +55,7 @@ typedef struct
   /* settings */
   guint queue_size;
   guint notsent_lowat;
+  gboolean tcp_pacing;
   guint stream_latency;
   /* counted by the connections (lock held) */
   guint64 closed_bad_message;

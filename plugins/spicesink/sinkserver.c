@@ -370,6 +370,7 @@ sink_server_configure (SinkServer * server, const SinkServerSettings * set)
   sink_server_settings_copy (&server->set, set);
   server->env.queue_size = set->queue_size;
   server->env.notsent_lowat = set->notsent_lowat;
+  server->env.tcp_pacing = set->tcp_pacing;
   server->env.stream_latency = set->stream_latency;
   sink_agent_hub_set_max_clipboard (server->shared.agent, set->max_clipboard);
   g_mutex_unlock (&server->lock);

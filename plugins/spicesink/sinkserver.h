@@ -55,6 +55,7 @@ typedef struct
   guint client_timeout;
   guint queue_size;
   guint notsent_lowat;
+  gboolean tcp_pacing;
   guint handshake_timeout;
   guint idle_timeout;
   gint max_conn_rate;           /* -1: automatic (by address) */

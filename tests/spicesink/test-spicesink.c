@@ -1632,6 +1632,40 @@ GST_START_TEST (test_stats)
 
 GST_END_TEST;
 
+/* tcp-pacing: the kernel reports a maximum pacing rate on the display
+ * socket (TCP_INFO's tcpi_max_pacing_rate, read back as "tcp-paced") when
+ * the property is on, and none when it is off */
+GST_START_TEST (test_tcp_pacing)
+{
+  gint on;
+
+  for (on = 0; on <= 1; on++) {
+    Fixture *f = fixture_new (160, 120, NULL);
+    SpiceRawSession *s;
+    GstStructure *st = NULL;
+    const GstStructure *c;
+    gboolean paced = !on;
+
+    g_object_set (f->sink, "tcp-pacing", on, NULL);
+    fixture_start (f, TRUE);
+    s = spice_raw_session_new (f->port, NULL, SPICE_RAW_DISPLAY_CAPS_ALL);
+    fail_unless (s != NULL);
+    fail_unless (spice_raw_session_pump (s, 2000, NULL, NULL));
+    g_usleep (1200 * 1000);     /* one TCP_INFO sample */
+    spice_raw_session_pump (s, 200, NULL, NULL);
+    g_object_get (f->sink, "stats", &st, NULL);
+    c = gst_value_get_structure (gst_value_array_get_value
+        (gst_structure_get_value (st, "client-stats"), 0));
+    fail_unless (gst_structure_get_boolean (c, "tcp-paced", &paced));
+    fail_unless_equals_int (paced, on);
+    gst_structure_free (st);
+    spice_raw_session_free (s);
+    fixture_free (f);
+  }
+}
+
+GST_END_TEST;
+
 /* ---------------------------------------------------------- rate control */
 
 typedef struct {
@@ -2567,6 +2601,7 @@ spicesink_suite (void)
   tcase_add_test (tc, test_inputs_raw);
   tcase_add_test (tc, test_cursor);
   tcase_add_test (tc, test_stats);
+  tcase_add_test (tc, test_tcp_pacing);
   tcase_add_test (tc, test_stream_mjpeg);
   tcase_add_test (tc, test_stream_vp8);
   tcase_add_test (tc, test_stream_h264);
