@@ -13,10 +13,11 @@ GST_DEBUG_CATEGORY (sink_rate_debug);
  * that the path carries at least that much: it can raise the estimate (by
  * at most 25 % per sample: burst rates overstate), never lower it. Queueing delay above SINK_QDELAY_HIGH_US means we offer
  * more than the path carries: the delivery rate then is the path's rate and
- * the estimate drops to it at once. A congested sample counts as at least
- * the bottleneck rate of the in-flight cap (sink_link_btl_update()), so
- * that the estimate cannot spiral down below what the kernel saw the path
- * deliver in the last one to two seconds. */
+ * the estimate drops to it at once. A congested sample, path- or
+ * application-limited, counts as at least the bottleneck rate of the
+ * in-flight cap (sink_link_btl_update()), so that the estimate cannot
+ * spiral down below what the kernel saw the path deliver in the last one
+ * to two seconds. */
 void
 sink_link_estimate_update (SinkLinkEstimate * e, const SinkLinkSample * s)
 {
@@ -29,13 +30,16 @@ sink_link_estimate_update (SinkLinkEstimate * e, const SinkLinkSample * s)
   if (x == 0 && s->app_limited)
     return;                     /* no information */
   e->samples++;
-  /* while a queue builds the path is the bottleneck: a goodput sample is
-   * then not taken below the bottleneck rate the kernel measured lately
-   * (an interval backlogged only at its ends understates the path, and a
-   * lower estimate would shrink what we offer and with it the next
-   * samples). Without queueing delay a low goodput is a slow receiver,
-   * whose bursts the kernel's delivery rate overstates: it counts. */
-  if (!s->app_limited && e->congested)
+  /* while a queue builds the path is the bottleneck: a sample is then not
+   * taken below the bottleneck rate the kernel measured lately (an
+   * interval backlogged only at its ends understates the path; the
+   * smoothed RTT stays up for a few round trips after a burst has drained,
+   * and the delivery rate of the small flights sent meanwhile is theirs,
+   * not the path's; a lower estimate would shrink what we offer and with
+   * it the next samples). Without queueing delay a low goodput is a slow
+   * receiver, whose bursts the kernel's delivery rate overstates: it
+   * counts. */
+  if (e->congested)
     x = MAX (x, btl);
   if (e->bps == 0)
     e->bps = x;

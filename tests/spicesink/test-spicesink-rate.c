@@ -470,6 +470,18 @@ GST_START_TEST (test_estimate_btl_floor)
   sink_link_estimate_update (&e, &smp);
   fail_unless (e.congested);
   fail_unless_equals_uint64 (e.bps, 1900000);
+  /* congested, and the kernel's last delivery rate (120 kbit/s: a small
+   * flight sent while the smoothed RTT was still up after a burst) is
+   * app-limited: the same floor (the rig at 80/10 logged such a hint of
+   * 0.14 Mbit/s while the estimate stood at 9.7) */
+  memset (&e, 0, sizeof (e));
+  e.bps = 2000000;
+  sink_link_btl_update (&e, 1900000, 1000000);
+  sink_link_sample_make (&smp, 15000, 0, 250000, FALSE, 220000, 150000);
+  fail_unless (smp.app_limited);
+  sink_link_estimate_update (&e, &smp);
+  fail_unless (e.congested);
+  fail_unless_equals_uint64 (e.bps, 1900000);
   /* a slow receiver (no queueing delay): the goodput counts as it is */
   memset (&e, 0, sizeof (e));
   e.bps = 2000000;
