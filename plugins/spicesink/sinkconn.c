@@ -107,7 +107,6 @@ struct _SinkConn
   guint64 rate_last_acked;
   gint64 rate_last_us;
   gboolean rate_last_backlogged;
-  guint64 rate_last_pace_holds;
 
   /* pacing (display) */
   gboolean paced;
@@ -571,16 +570,11 @@ sink_conn_sample_link (SinkConn * conn, gint64 now)
   backlogged = conn->out_bytes > 0;
   if (conn->rate_last_us) {
     SinkLinkSample smp;
-    /* writes held by pace_hold() during the interval: what was acked is
-     * what we let out, not what the path carries (the in-flight cap of a
-     * low bottleneck estimate would otherwise lower the estimate further) */
-    gboolean held = conn->pace_since_us != 0 ||
-        conn->pace_holds != conn->rate_last_pace_holds;
 
     sink_link_sample_make (&smp, conn->tcpi_delivery_rate,
         conn->tcpi_bytes_acked - conn->rate_last_acked,
-        now - conn->rate_last_us, backlogged && conn->rate_last_backlogged &&
-        !held, conn->tcpi_rtt_us, conn->tcpi_min_rtt_us);
+        now - conn->rate_last_us, backlogged && conn->rate_last_backlogged,
+        conn->tcpi_rtt_us, conn->tcpi_min_rtt_us);
     sink_link_estimate_update (&conn->link_estimate, &smp);
     GST_CAT_LOG (sink_rate_debug, "%s: sample %" G_GUINT64_FORMAT " bit/s%s, "
         "rtt %u us (min %u), unacked %u, queued %" G_GSIZE_FORMAT
@@ -592,7 +586,6 @@ sink_conn_sample_link (SinkConn * conn, gint64 now)
   conn->rate_last_us = now;
   conn->rate_last_acked = conn->tcpi_bytes_acked;
   conn->rate_last_backlogged = backlogged;
-  conn->rate_last_pace_holds = conn->pace_holds;
 }
 
 void

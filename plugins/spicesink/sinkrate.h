@@ -82,9 +82,9 @@ void     sink_link_estimate_update (SinkLinkEstimate * e,
     const SinkLinkSample * s);
 
 /* Builds a sample from one interval of a display socket: @backlogged when
- * our own queue held data at both ends of the interval and the pacing held
- * no write back in it (we offered more than the path took): the goodput
- * (@acked_bytes over @dt_us) then measures the path, receiver included. Otherwise the kernel's delivery rate
+ * our own queue held data at both ends of the interval (we offered more
+ * than the path took): the goodput (@acked_bytes over @dt_us) then measures
+ * the path, receiver included. Otherwise the kernel's delivery rate
  * (@delivery_Bps, bytes/s, from the last ACKed burst) is only a hint that
  * the path carries at least that much (app-limited). */
 void     sink_link_sample_make (SinkLinkSample * s, guint64 delivery_Bps,
