@@ -99,7 +99,8 @@ struct _SinkConn
   /* TCP_INFO snapshot */
   gboolean have_tcpi;
   guint32 tcpi_rtt_us, tcpi_min_rtt_us, tcpi_notsent, tcpi_cwnd,
-      tcpi_retrans, tcpi_unacked;
+      tcpi_retrans, tcpi_unacked, tcpi_snd_mss;
+  guint32 tcpi_snd_wnd;         /* the peer's receive window (0: unknown) */
   guint64 tcpi_delivery_rate;   /* bytes/s */
   guint64 tcpi_bytes_acked;
   gboolean tcpi_kernel_paced;   /* a maximum pacing rate is set */
@@ -558,6 +559,25 @@ sink_conn_update_tcp_info (SinkConn * conn)
   if (len >= offsetof (struct tcp_info, tcpi_bytes_acked) +
       sizeof (ti.tcpi_bytes_acked))
       conn->tcpi_bytes_acked = ti.tcpi_bytes_acked;
+  conn->tcpi_snd_mss = ti.tcpi_snd_mss;
+  if (len >= offsetof (struct tcp_info, tcpi_snd_wnd) +
+      sizeof (ti.tcpi_snd_wnd))
+      conn->tcpi_snd_wnd = ti.tcpi_snd_wnd;
+}
+
+/* Lock held, any thread. Whether the peer still reads, as TCP sees it
+ * now: its advertised receive window (TCP_INFO's tcpi_snd_wnd) holds at
+ * least a segment. A client that stops reading closes it once its receive
+ * buffer is full; a client behind a retransmission timeout or our own
+ * pacing keeps it open. FALSE when the kernel does not say. */
+gboolean
+sink_conn_peer_reading (SinkConn * conn)
+{
+  if (!conn->socket)
+    return FALSE;
+  conn->tcpi_snd_wnd = 0;
+  sink_conn_update_tcp_info (conn);
+  return conn->tcpi_snd_wnd >= MAX (conn->tcpi_snd_mss, 1);
 }
 
 void
@@ -600,6 +620,7 @@ sink_conn_tcp_stats (SinkConn * conn, GstStructure * s)
       "tcp-delivery-rate", G_TYPE_UINT64, conn->tcpi_delivery_rate,
       "tcp-cwnd", G_TYPE_UINT, conn->tcpi_cwnd,
       "tcp-retransmits", G_TYPE_UINT, conn->tcpi_retrans,
+      "tcp-peer-window", G_TYPE_UINT, conn->tcpi_snd_wnd,
       "tcp-paced", G_TYPE_BOOLEAN, conn->tcpi_kernel_paced,
       "link-estimate-bps", G_TYPE_UINT64, conn->link_estimate.bps,
       "queue-delay-us", G_TYPE_UINT, conn->link_estimate.queue_delay_us,

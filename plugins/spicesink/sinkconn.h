@@ -117,6 +117,7 @@ gboolean  sink_conn_has_channel_cap (SinkConn * conn, guint cap);
 gint64    sink_conn_last_rx_us (SinkConn * conn);
 gsize     sink_conn_queued_bytes (SinkConn * conn);
 gint64    sink_conn_last_progress_us (SinkConn * conn);
+gboolean  sink_conn_peer_reading (SinkConn * conn);
 void      sink_conn_counters (SinkConn * conn, SinkConnCounters * c);
 
 /* a connection whose queue does not move for this long is closed */

@@ -208,9 +208,10 @@ sink_stream_scale_decide (guint64 mean_frame_bytes, guint64 link_bps,
 }
 
 gboolean
-sink_leave_behind (gboolean progressing, gboolean others_waiting)
+sink_leave_behind (gboolean progressing, gboolean peer_reading,
+    gboolean others_waiting)
 {
-  return !progressing || others_waiting;
+  return others_waiting || (!progressing && !peer_reading);
 }
 
 /* ------------------------------------------------------- orchestration */

@@ -145,11 +145,14 @@ guint    sink_draw_budget (guint64 link_bps);
 gboolean sink_draw_budget_changed (guint64 last, guint64 now);
 
 /* Whether a display client that has been too full for client-timeout is
- * left behind (and resynchronised later): when it made no progress for
- * client-timeout (it stopped reading), or when another up-to-date client
- * waits for it (a slow client among faster ones). A single slow client
- * that drains just back-pressures the render: the tiler merges. */
-gboolean sink_leave_behind (gboolean progressing, gboolean others_waiting);
+ * left behind (and resynchronised later): when it stopped reading (no
+ * write progress for client-timeout and @peer_reading FALSE: its receive
+ * window is closed), or when another up-to-date client waits for it (a
+ * slow client among faster ones). A single slow client that drains, or
+ * whose writes wait on TCP (a retransmission timeout on a long path) while
+ * its window is open, just back-pressures the render: the tiler merges. */
+gboolean sink_leave_behind (gboolean progressing, gboolean peer_reading,
+    gboolean others_waiting);
 
 /* --- stream frame size ---
  * A keypress draw cannot overtake a stream frame the socket is already

@@ -1318,9 +1318,27 @@ announce_draw_budget (SinkServer * server)
         server->cb_data);
 }
 
+/* Render path, lock held: a display client left behind, for the service
+ * log (spice-health "fell-behind") */
+static void
+report_behind (SinkServer * server, SinkSession * s, gboolean others_waiting)
+{
+  SinkEvent ev = SINK_EVENT_INIT (TRUE, "fell-behind",
+      others_waiting ? "slower-than-others" : "not-reading");
+  gchar *detail = g_strdup_printf ("%" G_GSIZE_FORMAT " bytes queued%s",
+      sink_conn_queued_bytes (s->display), others_waiting ?
+      ", an up-to-date client waited" : ", receive window closed");
+
+  ev.limit = server->set.client_timeout;
+  ev.detail = detail;
+  conn_report (s->display, &ev, server);
+  g_free (detail);
+}
+
 /* Render path, lock held: waits until every up-to-date display client has
  * room. After client-timeout, clients still full fall behind when they
- * stopped reading or hold up a faster client (sink_leave_behind());
+ * stopped reading (no write progress, receive window closed) or hold up a
+ * faster client (sink_leave_behind());
  * otherwise the render keeps waiting. FALSE when *@flushing (that path
  * flushes). */
 static gboolean
@@ -1355,12 +1373,16 @@ wait_for_room (SinkServer * server, const gboolean * flushing)
       }
       for (l = server->sessions; l; l = l->next) {
         SinkSession *s = l->data;
+        gboolean progressing;
 
-        if (!display_blocked (s) || !sink_leave_behind (now -
-                sink_conn_last_progress_us (s->display) < timeout,
-                others_waiting))
+        if (!display_blocked (s))
+          continue;
+        progressing = now - sink_conn_last_progress_us (s->display) < timeout;
+        if (!sink_leave_behind (progressing,
+                sink_conn_peer_reading (s->display), others_waiting))
           continue;
         left = TRUE;
+        report_behind (server, s, others_waiting);
         sink_display_leave_behind (s);
       }
       if (left)

@@ -364,10 +364,37 @@ marks_at_least (SpiceRawSession * s, gpointer data)
   return s->marks >= *(guint64 *) data;
 }
 
+/* whether @event with @reason was posted as a spice-health element message
+ * within @timeout_ms (other messages are dropped) */
+static gboolean
+health_event_posted (Fixture * f, const gchar * event, const gchar * reason,
+    guint timeout_ms)
+{
+  GstBus *bus = gst_element_get_bus (f->pipeline);
+  gint64 end = g_get_monotonic_time () + timeout_ms * G_TIME_SPAN_MILLISECOND;
+  gboolean found = FALSE;
+
+  while (!found && g_get_monotonic_time () < end) {
+    GstMessage *m = gst_bus_timed_pop_filtered (bus, 100 * GST_MSECOND,
+        GST_MESSAGE_ELEMENT);
+    const GstStructure *st = m ? gst_message_get_structure (m) : NULL;
+
+    found = st && gst_structure_has_name (st, GST_SPICE_MESSAGE_HEALTH) &&
+        !g_strcmp0 (gst_structure_get_string (st, "event"), event) &&
+        !g_strcmp0 (gst_structure_get_string (st, "reason"), reason);
+    if (m)
+      gst_message_unref (m);
+  }
+  gst_object_unref (bus);
+  return found;
+}
+
 /* A client that stops reading falls behind while banded updates flow;
  * once it reads again and its queue drains it is resynchronised like a
  * joiner: the last draw before its second MARK is the whole surface (the
- * refresh answer), and the picture is exact. */
+ * refresh answer), and the picture is exact. The service log hears of it
+ * (spice-health fell-behind, reason not-reading: its receive window is
+ * closed). */
 GST_START_TEST (test_resync_behind_whole)
 {
   Fixture *f = fixture_new (320, 240, "queue-size=65536 client-timeout=100");
@@ -387,6 +414,8 @@ GST_START_TEST (test_resync_behind_whole)
   }
   GST_INFO ("behind after %u updates", i);
   fail_unless (behind >= 1, "the client never fell behind");
+  fail_unless (health_event_posted (f, "fell-behind", "not-reading", 5000),
+      "no spice-health fell-behind/not-reading message");
   fail_unless_equals_int (s->marks, 1);
   fail_unless (spice_raw_session_pump (s, 20000, marks_at_least, &want),
       "%s", s->error ? s->error : "no second MARK");
