@@ -1370,14 +1370,16 @@ gst_spice_sink_class_init (GstSpiceSinkClass * klass)
    * larger than the path's bottleneck queue (a video frame of a whole new
    * scene, a big draw) then leaves at about 1.2x the rate the window
    * carries per round trip and fits the queue; unpaced, its tail is dropped
-   * and the draws behind it wait for the retransmissions. Applies to
-   * clients connecting after it is set.
+   * and the draws behind it wait for the retransmissions. A client's
+   * socket is paced from its first stream on (paced from the connect, the
+   * link estimate starts too low and lossless draws look dear); applies to
+   * streams that start after it is set.
    */
   g_object_class_install_property (gobject_class, PROP_TCP_PACING,
       g_param_spec_boolean ("tcp-pacing", "TCP pacing",
-          "Let the kernel pace each display socket at TCP's own rate "
-          "(SO_MAX_PACING_RATE): a burst does not overflow the bottleneck "
-          "queue", DEFAULT_TCP_PACING, rw | GST_PARAM_MUTABLE_PLAYING));
+          "Let the kernel pace a display socket at TCP's own rate "
+          "(SO_MAX_PACING_RATE) from the client's first stream on: a burst "
+          "does not overflow the bottleneck queue", DEFAULT_TCP_PACING, rw | GST_PARAM_MUTABLE_PLAYING));
   g_object_class_install_property (gobject_class, PROP_HANDSHAKE_TIMEOUT,
       g_param_spec_uint ("handshake-timeout", "Handshake timeout",
           "Connections that have not linked a channel after this many ms "

@@ -111,6 +111,7 @@ struct _SinkConn
 
   /* pacing (display) */
   gboolean paced;
+  gboolean tcp_pacing_on;       /* SO_MAX_PACING_RATE set */
   SinkLinkEstimate link_estimate;
   gint64 pace_since_us;         /* holding since, 0 = not holding */
   guint64 pace_holds, paced_us;
@@ -458,29 +459,31 @@ queue_limit (SinkConn * conn)
       conn->env->queue_size);
 }
 
-/* Server thread. Turns Linux's internal TCP pacing on for a display
- * socket: a maximum pacing rate other than "unlimited" makes the stack
- * space the segments at its own rate (about 1.2x cwnd/srtt) where it would
- * send a whole congestion window at once; the maximum itself is left as
- * high as it goes, so TCP's rate, not our estimate, sets the pace. */
-static void
-enable_tcp_pacing (SinkConn * conn)
+/* Lock held, any thread. Turns Linux's internal TCP pacing on for a
+ * display socket (once; when the tcp-pacing property is on): a maximum
+ * pacing rate other than "unlimited" makes the stack space the segments at
+ * its own rate (about 1.2x cwnd/srtt) where it would send a whole
+ * congestion window at once; the maximum itself is left as high as it
+ * goes, so TCP's rate, not our estimate, sets the pace. */
+void
+sink_conn_enable_tcp_pacing (SinkConn * conn)
 {
   guint64 max_rate = G_MAXUINT64 - 1;
 
-  if (!conn->env->tcp_pacing || !conn->socket)
+  if (!conn->env->tcp_pacing || !conn->socket || conn->tcp_pacing_on)
     return;
+  conn->tcp_pacing_on = TRUE;
   if (setsockopt (g_socket_get_fd (conn->socket), SOL_SOCKET,
           SO_MAX_PACING_RATE, &max_rate, sizeof (max_rate)) < 0)
     GST_CAT_WARNING (sink_pacing_debug (), "%s: SO_MAX_PACING_RATE: %s",
         conn->peer, g_strerror (errno));
+  else
+    GST_CAT_DEBUG (sink_pacing_debug (), "%s: TCP pacing on", conn->peer);
 }
 
 void
 sink_conn_set_paced (SinkConn * conn, gboolean paced)
 {
-  if (paced && !conn->paced)
-    enable_tcp_pacing (conn);
   conn->paced = paced;
 }
 

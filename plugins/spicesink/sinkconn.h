@@ -157,6 +157,7 @@ gboolean  sink_conn_has_queued (SinkConn * conn);
 /* lock held: this connection carries the display: its writes are paced
  * and its queue and TCP_NOTSENT_LOWAT follow its link estimate */
 void      sink_conn_set_paced (SinkConn * conn, gboolean paced);
+void      sink_conn_enable_tcp_pacing (SinkConn * conn);
 /* lock held: whether its queue is above the link-sized limit */
 gboolean  sink_conn_queue_full (SinkConn * conn);
 /* server thread, lock held: reads TCP_INFO */

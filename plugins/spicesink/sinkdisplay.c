@@ -355,6 +355,10 @@ send_stream_create (SinkSession * s, const SinkStreamInfo * st)
       st->width > 0 ? st->width : st->dest.w,
       st->height > 0 ? st->height : st->dest.h, &st->dest);
   send_fixed (d, SPICE_MSG_DISPLAY_STREAM_CREATE, a);
+  /* stream frames are the bursts that overflow a bottleneck queue (a new
+   * scene's key frame); pacing from the connect on would slow the link
+   * estimate's start and make lossless draws look dear (tcp-pacing) */
+  sink_conn_enable_tcp_pacing (d);
   /* per-client state exists exactly from the moment STREAM_CREATE is queued */
   memset (cs, 0, sizeof (*cs));
   cs->created = TRUE;

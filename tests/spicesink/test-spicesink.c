@@ -1661,34 +1661,55 @@ GST_START_TEST (test_stats)
 
 GST_END_TEST;
 
-/* tcp-pacing: the kernel reports a maximum pacing rate on the display
- * socket (TCP_INFO's tcpi_max_pacing_rate, read back as "tcp-paced") when
- * the property is on, and none when it is off */
+/* "tcp-paced" of the only client, after a TCP_INFO sample */
+static gboolean
+client_tcp_paced (Fixture * f, SpiceRawSession * s)
+{
+  GstStructure *st = NULL;
+  gboolean paced = -1;
+
+  g_usleep (1200 * 1000);       /* one TCP_INFO sample */
+  spice_raw_session_pump (s, 200, NULL, NULL);
+  g_object_get (f->sink, "stats", &st, NULL);
+  fail_unless (gst_structure_get_boolean (gst_value_get_structure
+          (gst_value_array_get_value (gst_structure_get_value (st,
+                      "client-stats"), 0)), "tcp-paced", &paced));
+  gst_structure_free (st);
+  return paced;
+}
+
+/* tcp-pacing: the kernel paces the display socket (TCP_INFO's
+ * tcpi_max_pacing_rate, read back as "tcp-paced") from the client's first
+ * stream on when the property is on; not while only draws went to it, and
+ * never when the property is off */
 GST_START_TEST (test_tcp_pacing)
 {
   gint on;
 
   for (on = 0; on <= 1; on++) {
-    Fixture *f = fixture_new (160, 120, NULL);
+    Fixture *f = fixture_new (160, 120,
+        "appsrc name=vsrc format=time is-live=true ! sink.stream_0");
+    GstVideoRectangle dest = { 40, 30, 80, 60 };
+    GstCaps *caps = NULL;
+    GPtrArray *frames = encode_frames ("colors", 80, 60, 1, "jpegenc",
+        &caps);
     SpiceRawSession *s;
-    GstStructure *st = NULL;
-    const GstStructure *c;
-    gboolean paced = !on;
 
+    f->stream_src = gst_bin_get_by_name (GST_BIN (f->pipeline), "vsrc");
+    g_object_set (f->stream_src, "caps", caps, NULL);
     g_object_set (f->sink, "tcp-pacing", on, NULL);
     fixture_start (f, TRUE);
     s = spice_raw_session_new (f->port, NULL, SPICE_RAW_DISPLAY_CAPS_ALL);
     fail_unless (s != NULL);
-    fail_unless (spice_raw_session_pump (s, 2000, NULL, NULL));
-    g_usleep (1200 * 1000);     /* one TCP_INFO sample */
-    spice_raw_session_pump (s, 200, NULL, NULL);
-    g_object_get (f->sink, "stats", &st, NULL);
-    c = gst_value_get_structure (gst_value_array_get_value
-        (gst_structure_get_value (st, "client-stats"), 0));
-    fail_unless (gst_structure_get_boolean (c, "tcp-paced", &paced));
-    fail_unless_equals_int (paced, on);
-    gst_structure_free (st);
+    fail_unless (spice_raw_session_pump (s, 10000, has_mark, NULL));
+    fail_if (client_tcp_paced (f, s), "paced before any stream");
+    push_stream_frame (f, frames, 0, &dest, GST_CLOCK_TIME_NONE);
+    fail_unless (spice_raw_session_pump (s, 10000, got_n_stream_datas,
+            GUINT_TO_POINTER (1)), "%s", s->error ? s->error : "no frame");
+    fail_unless_equals_int (client_tcp_paced (f, s), on);
     spice_raw_session_free (s);
+    g_ptr_array_unref (frames);
+    gst_caps_unref (caps);
     fixture_free (f);
   }
 }
