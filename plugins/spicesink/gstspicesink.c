@@ -1379,7 +1379,8 @@ gst_spice_sink_class_init (GstSpiceSinkClass * klass)
       g_param_spec_boolean ("tcp-pacing", "TCP pacing",
           "Let the kernel pace a display socket at TCP's own rate "
           "(SO_MAX_PACING_RATE) from the client's first stream on: a burst "
-          "does not overflow the bottleneck queue", DEFAULT_TCP_PACING, rw | GST_PARAM_MUTABLE_PLAYING));
+          "does not overflow the bottleneck queue", DEFAULT_TCP_PACING,
+          rw | GST_PARAM_MUTABLE_PLAYING));
   g_object_class_install_property (gobject_class, PROP_HANDSHAKE_TIMEOUT,
       g_param_spec_uint ("handshake-timeout", "Handshake timeout",
           "Connections that have not linked a channel after this many ms "
@@ -1401,8 +1402,8 @@ gst_spice_sink_class_init (GstSpiceSinkClass * klass)
   g_object_class_install_property (gobject_class, PROP_CONN_BURST,
       g_param_spec_uint ("connection-burst", "Connection burst",
           "Connections one address may open at once before "
-          "max-connections-per-second applies", 1, 100000,
-          DEFAULT_CONN_BURST, rw | GST_PARAM_MUTABLE_PLAYING));
+          "max-connections-per-second applies", 1, 100000, DEFAULT_CONN_BURST,
+          rw | GST_PARAM_MUTABLE_PLAYING));
   g_object_class_install_property (gobject_class, PROP_MAX_PENDING,
       g_param_spec_uint ("max-pending-links", "Max pending links",
           "Connections allowed in the link stage at the same time (all "
