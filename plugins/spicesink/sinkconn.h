@@ -117,6 +117,7 @@ gboolean  sink_conn_has_channel_cap (SinkConn * conn, guint cap);
 gint64    sink_conn_last_rx_us (SinkConn * conn);
 gsize     sink_conn_queued_bytes (SinkConn * conn);
 gint64    sink_conn_last_progress_us (SinkConn * conn);
+/* lock held: the peer's receive window is open (fresh TCP_INFO) */
 gboolean  sink_conn_peer_reading (SinkConn * conn);
 void      sink_conn_counters (SinkConn * conn, SinkConnCounters * c);
 
@@ -157,6 +158,7 @@ gboolean  sink_conn_has_queued (SinkConn * conn);
 /* lock held: this connection carries the display: its writes are paced
  * and its queue and TCP_NOTSENT_LOWAT follow its link estimate */
 void      sink_conn_set_paced (SinkConn * conn, gboolean paced);
+/* lock held: kernel TCP pacing on, once (tcp-pacing; first stream) */
 void      sink_conn_enable_tcp_pacing (SinkConn * conn);
 /* lock held: whether its queue is above the link-sized limit */
 gboolean  sink_conn_queue_full (SinkConn * conn);
