@@ -120,16 +120,23 @@ audio_check_left (const guint8 * data, gsize bytes, guint channels,
  * that straddle a segment boundary. Each boundary is then located to a
  * fraction of a millisecond: a block-long window is slid across it, and
  * where the new step's share of the two steps' power crosses one half, the
- * window's middle is the boundary. Consecutive boundaries must be exactly
- * one segment (GUEST_AUDIO_SEGMENT_MS) apart, within AUDIO_GAP_BOUND_FRAMES:
- * a missing or repeated packet (10 ms, or an Opus frame of 2.5 ms) moves
- * the next boundary by its length, far more than the bound.
+ * window's middle is the boundary. Boundary k must sit k segments
+ * (GUEST_AUDIO_SEGMENT_MS) after the first one; its residual is how far it
+ * is off. A missing or repeated packet (10 ms, or an Opus frame of 2.5 ms)
+ * shifts every later boundary by its length: a slip, the median residual
+ * of the next AUDIO_GAP_MEDIAN boundaries minus that of the previous ones,
+ * must stay within AUDIO_GAP_BOUND_FRAMES at each boundary but the first
+ * and the last. The medians are there because Opus smears a frequency
+ * change: one boundary alone can be located about 1 ms off (measured: a
+ * 50-frame interval error that the next interval took back), which is
+ * not a slip.
  */
 #define AUDIO_GAP_BLOCK_MS 10
 /* 1 ms at 48 kHz: what the location of a boundary may be off by, Opus
  * included (measured: well below it, see the test's log) */
 #define AUDIO_GAP_BOUND_FRAMES 48
 #define AUDIO_GAP_SLIDE_FRAMES 12
+#define AUDIO_GAP_MEDIAN 3
 
 typedef struct
 {
@@ -137,8 +144,10 @@ typedef struct
   guint bad_blocks;             /* no step, away from a boundary */
   guint boundaries;             /* located */
   guint bad_steps;              /* a change that is not +1 step */
-  gint64 max_dev_frames;        /* |boundary interval - segment| at most */
-  gint64 worst_dev_frames;      /* that one, signed: < 0 lost, > 0 repeated */
+  gint64 max_dev_frames;        /* |boundary interval - segment| at most
+                                 * (two boundaries' location errors: log) */
+  gint64 max_slip_frames;       /* |slip| at most */
+  gint64 worst_slip_frames;     /* that one, signed: < 0 lost, > 0 repeated */
   gdouble first_boundary_s;     /* where the first one is, in the signal */
 } AudioGapReport;
 
@@ -178,6 +187,48 @@ audio_check_locate (const gint16 * s, gsize n, guint rate, gsize a, gsize b,
   return -1;
 }
 
+/* the median of @n (1..AUDIO_GAP_MEDIAN) residuals */
+static inline gdouble
+audio_check_median (const gdouble * v, guint n)
+{
+  gdouble t[AUDIO_GAP_MEDIAN] = { 0 };
+  guint i, j;
+
+  for (i = 0; i < n; i++) {
+    for (j = i; j > 0 && t[j - 1] > v[i]; j--)
+      t[j] = t[j - 1];
+    t[j] = v[i];
+  }
+  return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+}
+
+static inline void
+audio_check_note_slip (AudioGapReport * r, gdouble slip)
+{
+  gint64 s = llround (slip);
+
+  if (ABS (s) > r->max_slip_frames) {
+    r->max_slip_frames = ABS (s);
+    r->worst_slip_frames = s;
+  }
+}
+
+/* the slip between boundaries k - 1 and k: the median of up to
+ * AUDIO_GAP_MEDIAN residuals from k on minus that of those before k, at
+ * least two on either side (so not between the first two boundaries nor
+ * the last two: one boundary alone cannot tell a slip from its own
+ * location error) */
+static inline void
+audio_check_slips (const gdouble * res, guint n, AudioGapReport * r)
+{
+  const guint m = AUDIO_GAP_MEDIAN;
+  guint k;
+
+  for (k = 2; k + 2 <= n; k++)
+    audio_check_note_slip (r, audio_check_median (res + k, MIN (n - k, m)) -
+        audio_check_median (res + k - MIN (k, m), MIN (k, m)));
+}
+
 /* @s: mono (the left channel) */
 static inline void
 audio_check_gaps (const gint16 * s, gsize n, guint rate, AudioGapReport * r)
@@ -187,6 +238,7 @@ audio_check_gaps (const gint16 * s, gsize n, guint rate, AudioGapReport * r)
   gint last = -1;
   gdouble prev_at = -1;
   const gdouble segment = (gdouble) rate * GUEST_AUDIO_SEGMENT_MS / 1000;
+  GArray *resid = g_array_new (FALSE, FALSE, sizeof (gdouble));
 
   memset (r, 0, sizeof (*r));
   r->blocks = nb;
@@ -215,12 +267,14 @@ audio_check_gaps (const gint16 * s, gsize n, guint rate, AudioGapReport * r)
         r->bad_steps++;
       } else {
         gint64 dev = llround (at - prev_at - segment);
+        gdouble res;
 
-        if (prev_at >= 0 && ABS (dev) > r->max_dev_frames) {
-          r->max_dev_frames = ABS (dev);
-          r->worst_dev_frames = dev;
-        } else if (prev_at < 0)
+        if (prev_at >= 0)
+          r->max_dev_frames = MAX (r->max_dev_frames, ABS (dev));
+        else
           r->first_boundary_s = at / rate;
+        res = at - r->first_boundary_s * rate - r->boundaries * segment;
+        g_array_append_val (resid, res);
         prev_at = at;
         r->boundaries++;
       }
@@ -229,4 +283,6 @@ audio_check_gaps (const gint16 * s, gsize n, guint rate, AudioGapReport * r)
     last_k = k;
   }
   g_free (step);
+  audio_check_slips ((const gdouble *) resid->data, resid->len, r);
+  g_array_free (resid, TRUE);
 }

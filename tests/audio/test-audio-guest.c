@@ -4,6 +4,7 @@
  * the client, and a tone the client records reaches the guest's record
  * interface. */
 #include <gst/check/gstcheck.h>
+#include <math.h>
 #include <stdio.h>
 
 #include "guest-launcher.h"
@@ -64,6 +65,99 @@ run_tone (gboolean opus)
   audio_listener_stop (&l);
   guest_process_stop (gp);
 }
+
+/* @seconds of the guest's tone (mono), segment k lasting the segment plus
+ * @extra[k] frames (NULL: none); then @cut_len frames at @cut_at either
+ * dropped (@repeat FALSE) or played twice */
+static gint16 *
+synth_tone (gdouble seconds, const gint * extra, gsize cut_at, gsize cut_len,
+    gboolean repeat, gsize * n_out)
+{
+  const gsize seg = GUEST_AUDIO_RATE * GUEST_AUDIO_SEGMENT_MS / 1000;
+  gsize n = seconds * GUEST_AUDIO_RATE, i, k = 0, end = seg, o = 0;
+  gint16 *s = g_new (gint16, n + cut_len), *out = g_new (gint16, n + cut_len);
+  gdouble phase = 0;
+
+  for (i = 0; i < n; i++) {
+    if (i == end) {
+      k++;
+      end += seg + (extra ? extra[k] : 0);
+    }
+    s[i] = (gint16) (8000 * sin (phase));
+    phase += 2 * G_PI * guest_audio_tone_hz (k) / GUEST_AUDIO_RATE;
+  }
+  for (i = 0; i < n; i++) {
+    if (cut_len && i == cut_at && !repeat) {
+      i += cut_len - 1;
+      continue;
+    }
+    out[o++] = s[i];
+    if (cut_len && repeat && i == cut_at + cut_len - 1)
+      for (gsize j = cut_at; j <= i; j++)
+        out[o++] = s[j];
+  }
+  g_free (s);
+  *n_out = o;
+  return out;
+}
+
+static AudioGapReport
+gaps_of (const gint * extra, gsize cut_at, gsize cut_len, gboolean repeat)
+{
+  AudioGapReport r;
+  gsize n;
+  gint16 *s = synth_tone (30, extra, cut_at, cut_len, repeat, &n);
+
+  audio_check_gaps (s, n, GUEST_AUDIO_RATE, &r);
+  g_free (s);
+  GST_INFO ("cut %" G_GSIZE_FORMAT " at %" G_GSIZE_FORMAT " (repeat %d): "
+      "%u boundaries, %u bad blocks, %u bad steps, slip %" G_GINT64_FORMAT
+      ", interval error %" G_GINT64_FORMAT, cut_len, cut_at, repeat,
+      r.boundaries, r.bad_blocks, r.bad_steps, r.worst_slip_frames,
+      r.max_dev_frames);
+  return r;
+}
+
+/* the continuity check of the 30 s tests (audio_check_gaps) on signals
+ * made here: it finds a lost or repeated 2.5 ms (one small Opus frame) or
+ * 10 ms (one packet) anywhere after the first boundary, and does not
+ * take one boundary that is 1.25 ms late (what Opus does to a frequency
+ * change at worst) for a slip */
+GST_START_TEST (test_gap_check)
+{
+  const gsize ms = GUEST_AUDIO_RATE / 1000;
+  gint extra[64] = { 0 };
+  AudioGapReport r;
+
+  r = gaps_of (NULL, 0, 0, FALSE);
+  fail_unless_equals_int (r.boundaries, 59);
+  fail_unless_equals_int (r.bad_blocks, 0);
+  fail_unless_equals_int (r.bad_steps, 0);
+  fail_unless (r.max_slip_frames <= 4, "%" G_GINT64_FORMAT,
+      r.worst_slip_frames);
+
+  r = gaps_of (NULL, 10300 * ms, 5 * ms / 2, TRUE);
+  fail_unless (ABS (r.worst_slip_frames - 120) <= 4, "%" G_GINT64_FORMAT,
+      r.worst_slip_frames);
+  r = gaps_of (NULL, 20120 * ms, 10 * ms, FALSE);
+  fail_unless (ABS (r.worst_slip_frames + 480) <= 4, "%" G_GINT64_FORMAT,
+      r.worst_slip_frames);
+  r = gaps_of (NULL, 1200 * ms, 5 * ms / 2, FALSE);
+  fail_unless (ABS (r.worst_slip_frames + 120) <= 4, "%" G_GINT64_FORMAT,
+      r.worst_slip_frames);
+  fail_unless_equals_int (r.bad_steps, 0);
+
+  /* boundary 12 late by 60 frames, boundary 13 back in place */
+  extra[12] = 60;
+  extra[13] = -60;
+  r = gaps_of (extra, 0, 0, FALSE);
+  fail_unless (r.max_dev_frames >= 58, "%" G_GINT64_FORMAT,
+      r.max_dev_frames);
+  fail_unless (r.max_slip_frames <= 8, "%" G_GINT64_FORMAT,
+      r.worst_slip_frames);
+}
+
+GST_END_TEST;
 
 GST_START_TEST (test_guest_tone_raw)
 {
@@ -148,6 +242,7 @@ audio_guest_suite (void)
 
   tcase_set_timeout (tc, 120);
   suite_add_tcase (s, tc);
+  tcase_add_test (tc, test_gap_check);
   tcase_add_test (tc, test_guest_tone_raw);
   tcase_add_test (tc, test_guest_tone_opus);
   tcase_add_test (tc, test_guest_stop_start_volume);

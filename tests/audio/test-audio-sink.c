@@ -124,9 +124,10 @@ check_tone_5s (AudioListener * l, const gchar * what)
 
 /* The listener's next @seconds (after 1 s) hold the tone without a gap
  * (audio-check.h, audio_check_gaps): every 10 ms block carries the tone,
- * the segment boundaries are one segment apart within
- * AUDIO_GAP_BOUND_FRAMES (no sample missing or repeated beyond that), and
- * the frames received are the seconds' worth within 2 %. */
+ * the segment boundaries stay on a grid one segment apart, slipping no
+ * more than AUDIO_GAP_BOUND_FRAMES anywhere (no sample missing or
+ * repeated beyond that), and the frames received are the seconds' worth
+ * within 2 %. */
 static void
 check_tone_continuous (AudioListener * l, gdouble seconds, const gchar * what)
 {
@@ -139,20 +140,21 @@ check_tone_continuous (AudioListener * l, gdouble seconds, const gchar * what)
   audio_check_gaps (left, n, l->rate, &r);
   g_free (left);
   GST_INFO ("%s: %" G_GSIZE_FORMAT " frames in %.2f s (%.4f of real time), "
-      "%u blocks, %u bad; %u boundaries, %u bad steps, largest deviation %"
-      G_GINT64_FORMAT " frames; longest pause between packets %.1f ms", what,
-      n, wall, n / (wall * l->rate), r.blocks, r.bad_blocks, r.boundaries,
-      r.bad_steps, r.worst_dev_frames, l->max_data_gap_us / 1e3);
+      "%u blocks, %u bad; %u boundaries, %u bad steps, largest slip %"
+      G_GINT64_FORMAT " frames (interval error %" G_GINT64_FORMAT
+      "); longest pause between packets %.1f ms", what, n, wall,
+      n / (wall * l->rate), r.blocks, r.bad_blocks, r.boundaries, r.bad_steps,
+      r.worst_slip_frames, r.max_dev_frames, l->max_data_gap_us / 1e3);
   fail_unless (fabs (n - wall * l->rate) <= 0.02 * wall * l->rate,
       "%s: %" G_GSIZE_FORMAT " frames in %.2f s", what, n, wall);
   fail_unless_equals_int (r.bad_blocks, 0);
   fail_unless_equals_int (r.bad_steps, 0);
   fail_unless (r.boundaries >= seconds * 1000 / GUEST_AUDIO_SEGMENT_MS - 2,
       "%s: %u boundaries in %.0f s", what, r.boundaries, seconds);
-  fail_unless (r.max_dev_frames <= AUDIO_GAP_BOUND_FRAMES,
-      "%s: a segment off by %" G_GINT64_FORMAT " frames (< 0: lost, > 0: "
+  fail_unless (r.max_slip_frames <= AUDIO_GAP_BOUND_FRAMES,
+      "%s: the tone slipped by %" G_GINT64_FORMAT " frames (< 0: lost, > 0: "
       "repeated; longest pause between packets %.1f ms)", what,
-      r.worst_dev_frames, l->max_data_gap_us / 1e3);
+      r.worst_slip_frames, l->max_data_gap_us / 1e3);
 }
 
 static void
