@@ -132,8 +132,8 @@ audio_check_left (const guint8 * data, gsize bytes, guint channels,
  * not a slip.
  */
 #define AUDIO_GAP_BLOCK_MS 10
-/* 1 ms at 48 kHz: what the location of a boundary may be off by, Opus
- * included (measured: well below it, see the test's log) */
+/* 1 ms at 48 kHz: what the boundary grid may slip by, Opus included
+ * (measured: 7-12 frames, see the test's log and docs/benchmarks.md) */
 #define AUDIO_GAP_BOUND_FRAMES 48
 #define AUDIO_GAP_SLIDE_FRAMES 12
 #define AUDIO_GAP_MEDIAN 3

@@ -121,8 +121,8 @@ gaps_of (const gint * extra, gsize cut_at, gsize cut_len, gboolean repeat)
 /* the continuity check of the 30 s tests (audio_check_gaps) on signals
  * made here: it finds a lost or repeated 2.5 ms (one small Opus frame) or
  * 10 ms (one packet) anywhere after the first boundary, and does not
- * take one boundary that is 1.25 ms late (what Opus does to a frequency
- * change at worst) for a slip */
+ * take one boundary that is 1.25 ms late (about what Opus does to a
+ * frequency change at worst) for a slip */
 GST_START_TEST (test_gap_check)
 {
   const gsize ms = GUEST_AUDIO_RATE / 1000;
