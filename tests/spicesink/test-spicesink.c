@@ -399,21 +399,32 @@ GST_START_TEST (test_resync_behind_whole)
 {
   Fixture *f = fixture_new (320, 240, "queue-size=65536 client-timeout=100");
   SpiceRawSession *s;
-  guint64 want = 2, behind = 0;
-  guint i;
+  guint64 want = 2, behind = 0, queued;
+  gint64 start, end;
+  guint i = 0;
 
   fixture_start (f, TRUE);
   s = spice_raw_session_new (f->port, NULL, SPICE_RAW_DISPLAY_CAPS_ALL);
   fail_unless (s != NULL);
   fail_unless (spice_raw_session_pump (s, 10000, has_mark, NULL));
   g_socket_set_option (s->display->sock, SOL_SOCKET, SO_RCVBUF, 16384, NULL);
-  /* not reading: 300 KB updates until the sink leaves it behind */
-  for (i = 0; i < 200 && behind == 0; i++) {
-    push_bands (f, 100 + i, 16, 0);
+  /* not reading: 300 KB updates until the sink leaves it behind. The sink
+   * decides that after client-timeout without progress, twice, however
+   * fast the updates come: the bound is time (10 s), and the appsrc (which
+   * does not block) holds at most a few updates while the render waits */
+  start = g_get_monotonic_time ();
+  end = start + 10 * G_TIME_SPAN_SECOND;
+  while (behind == 0 && g_get_monotonic_time () < end) {
+    g_object_get (f->src, "current-level-bytes", &queued, NULL);
+    if (queued < 1024 * 1024)
+      push_bands (f, 100 + i++, 16, 0);
+    else
+      g_usleep (10 * G_TIME_SPAN_MILLISECOND);
     behind = client_stat_u64 (f, 0, "behind-count");
   }
-  GST_INFO ("behind after %u updates", i);
-  fail_unless (behind >= 1, "the client never fell behind");
+  GST_INFO ("behind after %u updates, %" G_GINT64_FORMAT " ms", i,
+      (g_get_monotonic_time () - start) / G_TIME_SPAN_MILLISECOND);
+  fail_unless (behind >= 1, "the client never fell behind in 10 s");
   fail_unless (health_event_posted (f, "fell-behind", "not-reading", 5000),
       "no spice-health fell-behind/not-reading message");
   fail_unless_equals_int (s->marks, 1);
