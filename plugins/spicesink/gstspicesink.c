@@ -72,13 +72,10 @@
 
 #include "gstspicesink.h"
 #include "sinkserver.h"
+#include "sinkupstream.h"
 
 GST_DEBUG_CATEGORY_STATIC (gst_spice_sink_debug);
 #define GST_CAT_DEFAULT gst_spice_sink_debug
-
-/* upstream events waiting for the event thread above which client input
- * (navigation) events are dropped */
-#define MAX_QUEUED_EVENTS 1024
 
 #define DEFAULT_ADDRESS "127.0.0.1"
 #define DEFAULT_PORT 5900
@@ -157,7 +154,7 @@ struct _GstSpiceSink
 
   /* draw pad's streaming thread */
   gint width, height;
-  gboolean draw_eos;
+  gboolean draw_eos;            /* object lock */
   guint64 cursor_serial;
   gboolean have_cursor;
   GBytes *cursor_shape;
@@ -168,13 +165,11 @@ struct _GstSpiceSink
   gboolean audio_warned;
   gboolean audio_stopped;       /* STOP sent: the next buffer starts again */
 
-  /* event thread */
-  GThreadPool *event_pool;
+  /* what goes upstream and on the bus from threads of its own */
+  SinkUpstream *upstream;
 
   /* counters (atomic) */
   gsize regions_invalid;
-  gsize input_events_dropped;
-  gsize input_drop_warned_us;   /* monotonic us */
 };
 
 static GstStaticPadTemplate draw_template = GST_STATIC_PAD_TEMPLATE ("draw",
@@ -203,65 +198,6 @@ GST_ELEMENT_REGISTER_DEFINE_WITH_CODE (spicesink, "spicesink", GST_RANK_NONE,
 
 /* ------------------------------------------------------- upstream events */
 
-typedef struct
-{
-  GstPad *pad;
-  GstEvent *event;
-  GstMessage *message;          /* instead: post it on the bus */
-} PendingEvent;
-
-/* event thread */
-static void
-event_thread_func (gpointer data, gpointer user_data)
-{
-  PendingEvent *pe = data;
-
-  if (pe->message) {
-    gst_element_post_message (GST_ELEMENT (user_data), pe->message);
-    g_free (pe);
-    return;
-  }
-  if (!gst_pad_push_event (pe->pad, pe->event))
-    GST_LOG_OBJECT (pe->pad, "upstream event not handled");
-  gst_object_unref (pe->pad);
-  g_free (pe);
-}
-
-/* any thread: pushes @event upstream from @pad on the event thread */
-static void
-queue_upstream (GstSpiceSink * sink, GstPad * pad, GstEvent * event)
-{
-  PendingEvent *pe;
-
-  if (!sink->event_pool || !pad) {
-    gst_event_unref (event);
-    return;
-  }
-  /* an input flood while upstream is slow must not queue without bound:
-   * navigation events beyond MAX_QUEUED_EVENTS are dropped (refresh,
-   * key-unit and rate events are rare and always queued) */
-  if (GST_EVENT_TYPE (event) == GST_EVENT_NAVIGATION &&
-      g_thread_pool_unprocessed (sink->event_pool) >= MAX_QUEUED_EVENTS) {
-    gsize now = (gsize) g_get_monotonic_time ();
-
-    g_atomic_pointer_add (&sink->input_events_dropped, 1);
-    if (now - (gsize) g_atomic_pointer_get (&sink->input_drop_warned_us) >=
-        G_TIME_SPAN_SECOND) {
-      g_atomic_pointer_set (&sink->input_drop_warned_us, now);
-      GST_WARNING_OBJECT (sink, "%u upstream events queued (limit %u): "
-          "dropping input events (%" G_GSIZE_FORMAT " so far)",
-          g_thread_pool_unprocessed (sink->event_pool), MAX_QUEUED_EVENTS,
-          (gsize) g_atomic_pointer_get (&sink->input_events_dropped));
-    }
-    gst_event_unref (event);
-    return;
-  }
-  pe = g_new0 (PendingEvent, 1);
-  pe->pad = gst_object_ref (pad);
-  pe->event = event;
-  g_thread_pool_push (sink->event_pool, pe, NULL);
-}
-
 /* any thread: the pad of @index (-1: draw), with a reference */
 static GstPad *
 pad_of (GstSpiceSink * sink, gint index)
@@ -276,15 +212,18 @@ pad_of (GstSpiceSink * sink, gint index)
   return gst_element_get_static_pad (GST_ELEMENT (sink), name);
 }
 
-/* any thread (the server's callbacks run with the server lock held) */
+/* any thread (the server's callbacks run with the server lock held):
+ * never blocks, sinkupstream.h */
 static void
 post_on (GstSpiceSink * sink, gint index, GstEvent * event)
 {
   GstPad *pad = pad_of (sink, index);
 
-  queue_upstream (sink, pad, event);
-  if (pad)
-    gst_object_unref (pad);
+  if (!pad) {
+    gst_event_unref (event);
+    return;
+  }
+  sink_upstream_push (sink->upstream, pad, 0, event);
 }
 
 /* ---- the server's callbacks (server lock held) ---- */
@@ -318,23 +257,27 @@ server_post_upstream (gint index, GstEvent * event, gpointer user_data)
   post_on (user_data, index, event);
 }
 
-/* a security or health event: an element message, posted from the event
- * thread (never under the server lock, where a bus sync handler that reads
- * `stats` would deadlock) */
+/* the server thread: a client's key or pointer event, from the draw pad */
+static void
+server_post_input (guint32 client, GstEvent * event, gpointer user_data)
+{
+  GstSpiceSink *sink = user_data;
+
+  sink_upstream_push (sink->upstream, gst_object_ref (sink->draw_pad), client,
+      event);
+}
+
+/* a security or health event: an element message, posted from the
+ * control thread (never under the server lock, where a bus sync handler
+ * that reads `stats` would deadlock) */
 static void
 server_post_report (GstStructure * report, gpointer user_data)
 {
   GstSpiceSink *sink = user_data;
-  PendingEvent *pe;
 
   GST_INFO_OBJECT (sink, "%" GST_PTR_FORMAT, report);
-  if (!sink->event_pool) {
-    gst_structure_free (report);
-    return;
-  }
-  pe = g_new0 (PendingEvent, 1);
-  pe->message = gst_message_new_element (GST_OBJECT (sink), report);
-  g_thread_pool_push (sink->event_pool, pe, NULL);
+  sink_upstream_post (sink->upstream,
+      gst_message_new_element (GST_OBJECT (sink), report));
 }
 
 static const SinkServerCallbacks server_callbacks = {
@@ -342,6 +285,7 @@ static const SinkServerCallbacks server_callbacks = {
   .request_key_unit = server_request_key_unit,
   .stream_control = server_stream_control,
   .post_upstream = server_post_upstream,
+  .post_input = server_post_input,
   .post_report = server_post_report,
 };
 
@@ -369,11 +313,9 @@ element_stats (GstSpiceSink * sink)
 {
   GstStructure *st = sink_server_stats (sink->server);
 
-  gst_structure_set (st,
-      "regions-invalid", G_TYPE_UINT64,
-      (guint64) g_atomic_pointer_get (&sink->regions_invalid),
-      "input-events-dropped", G_TYPE_UINT64,
-      (guint64) g_atomic_pointer_get (&sink->input_events_dropped), NULL);
+  gst_structure_set (st, "regions-invalid", G_TYPE_UINT64,
+      (guint64) g_atomic_pointer_get (&sink->regions_invalid), NULL);
+  sink_upstream_stats (sink->upstream, st);
   return st;
 }
 
@@ -567,8 +509,6 @@ handle_cursor_event (GstSpiceSink * sink, GstEvent * event)
   if (c.shape)
     gst_buffer_unref (c.shape);
   c.shape = NULL;
-  c.width = CLAMP (c.width, 0, 512);
-  c.height = CLAMP (c.height, 0, 512);
   sink->cursor_serial = c.serial;
   sink->have_cursor = TRUE;
   sink_server_set_cursor (sink->server, &c, sink->cursor_shape);
@@ -580,10 +520,11 @@ handle_cursor_event (GstSpiceSink * sink, GstEvent * event)
 static void
 check_all_eos (GstSpiceSink * sink)
 {
-  gboolean all = sink->draw_eos;
+  gboolean all;
   guint i;
 
   GST_OBJECT_LOCK (sink);
+  all = sink->draw_eos;
   for (i = 0; i < sink->streams->len; i++)
     all &= ((SinkPadStream *) g_ptr_array_index (sink->streams, i))->eos;
   GST_OBJECT_UNLOCK (sink);
@@ -638,11 +579,15 @@ gst_spice_sink_draw_event (GstPad * pad, GstObject * parent, GstEvent * event)
       return TRUE;
     case GST_EVENT_FLUSH_STOP:
       sink_server_set_flushing (sink->server, -1, FALSE);
+      GST_OBJECT_LOCK (sink);
       sink->draw_eos = FALSE;
+      GST_OBJECT_UNLOCK (sink);
       gst_event_unref (event);
       return TRUE;
     case GST_EVENT_EOS:
+      GST_OBJECT_LOCK (sink);
       sink->draw_eos = TRUE;
+      GST_OBJECT_UNLOCK (sink);
       gst_event_unref (event);
       check_all_eos (sink);
       return TRUE;
@@ -926,13 +871,19 @@ gst_spice_sink_request_new_pad (GstElement * element, GstPadTemplate * templ,
   return pad;
 }
 
-/* application thread */
+/* Application thread. The pad's streaming thread may be waiting for a
+ * client's room (sink_server_stream_frame()): its path flushes first
+ * (that wakes it), the pad is deactivated (which waits for its chain to
+ * return), and only then its stream is forgotten. */
 static void
 gst_spice_sink_release_pad (GstElement * element, GstPad * pad)
 {
   GstSpiceSink *sink = GST_SPICE_SINK (element);
   SinkPadStream *st = gst_pad_get_element_private (pad);
 
+  if (st)
+    sink_server_set_flushing (sink->server, st->index, TRUE);
+  gst_pad_set_active (pad, FALSE);
   if (st) {
     sink_server_stream_remove (sink->server, st->index);
     GST_OBJECT_LOCK (sink);
@@ -940,9 +891,10 @@ gst_spice_sink_release_pad (GstElement * element, GstPad * pad)
     gst_pad_set_element_private (pad, NULL);
     GST_OBJECT_UNLOCK (sink);
   }
-  gst_pad_set_active (pad, FALSE);
   gst_element_remove_pad (element, pad);
   g_free (st);
+  /* the other pads may all be at EOS already */
+  check_all_eos (sink);
 }
 
 /* ------------------------------------------------------ state changes */
@@ -990,16 +942,14 @@ gst_spice_sink_change_state (GstElement * element, GstStateChange transition)
       if (!read_ticket (sink))
         return GST_STATE_CHANGE_FAILURE;
       configure_server (sink);
-      sink->event_pool = g_thread_pool_new (event_thread_func, sink, 1, TRUE,
-          NULL);
+      sink_upstream_start (sink->upstream);
       if (!sink_server_start (sink->server, &err)) {
         GST_ELEMENT_ERROR (sink, RESOURCE, OPEN_READ_WRITE,
             ("Could not start the SPICE server: %s", err->message),
             ("address %s port %d tls-port %d", sink->props.address,
                 sink->props.port, sink->props.tls_port));
         g_clear_error (&err);
-        g_thread_pool_free (sink->event_pool, TRUE, TRUE);
-        sink->event_pool = NULL;
+        sink_upstream_stop (sink->upstream);
         return GST_STATE_CHANGE_FAILURE;
       }
       GST_OBJECT_LOCK (sink);
@@ -1010,7 +960,9 @@ gst_spice_sink_change_state (GstElement * element, GstStateChange transition)
       break;
     case GST_STATE_CHANGE_READY_TO_PAUSED:
       sink_server_set_all_flushing (sink->server, FALSE);
+      GST_OBJECT_LOCK (sink);
       sink->draw_eos = FALSE;
+      GST_OBJECT_UNLOCK (sink);
       break;
     case GST_STATE_CHANGE_PAUSED_TO_READY:
       sink_server_set_all_flushing (sink->server, TRUE);
@@ -1024,10 +976,7 @@ gst_spice_sink_change_state (GstElement * element, GstStateChange transition)
   switch (transition) {
     case GST_STATE_CHANGE_READY_TO_NULL:
       sink_server_stop (sink->server);
-      if (sink->event_pool) {
-        g_thread_pool_free (sink->event_pool, FALSE, TRUE);
-        sink->event_pool = NULL;
-      }
+      sink_upstream_stop (sink->upstream);
       sink->width = sink->height = 0;
       sink_server_reset (sink->server);
       break;
@@ -1234,6 +1183,7 @@ gst_spice_sink_finalize (GObject * object)
   GstSpiceSink *sink = GST_SPICE_SINK (object);
 
   sink_server_free (sink->server);
+  sink_upstream_free (sink->upstream);
   sink_server_settings_clear (&sink->props);
   g_free (sink->password_file);
   g_free (sink->ticket);
@@ -1266,6 +1216,7 @@ gst_spice_sink_init (GstSpiceSink * sink)
   sink->props.max_clipboard = DEFAULT_MAX_CLIPBOARD;
   sink->bound_port = sink->bound_tls_port = -1;
   sink->streams = g_ptr_array_new ();
+  sink->upstream = sink_upstream_new (GST_ELEMENT (sink));
   sink->server = sink_server_new (GST_OBJECT (sink), &server_callbacks, sink);
   configure_server (sink);
   set_default_cursor (sink);

@@ -21,8 +21,16 @@
  * Hostile input closes that client's main channel (and so its session),
  * with the reason in the log: an AGENT_DATA chunk that is empty or larger
  * than VD_AGENT_MAX_DATA_SIZE, more AGENT_DATA than its tokens, a
- * malformed message, clipboard data nobody asked for, a grab flood, more
- * than max-clipboard waiting because it gives no tokens back.
+ * malformed message, clipboard data nobody asked for, a grab flood. What
+ * waits for a client's tokens is held for its main connection
+ * (sink_conn_hold()): more than max-clipboard + 64 KiB closes a client
+ * that gives no tokens back (spice-health "queue-limit", reason
+ * "agent-tokens"); with what its socket has not taken, its main
+ * connection holds at most max-clipboard + SINK_AGENT_QUEUE_SLACK.
+ *
+ * Closing a client here only marks its connection dead (sinkconn.h): it
+ * leaves the hub when the server thread finishes it, so no list of the
+ * hub changes while it is walked.
  */
 #include "sinksession.h"
 
@@ -36,6 +44,9 @@ static SINK_DEBUG_CATEGORY (sink_agent_debug, "spicesinkagent",
 #define MAX_PENDING_REQUESTS 64
 /* non-clipboard messages are small; the largest kept */
 #define MAX_OTHER_MESSAGE (64 * 1024)
+/* what the main connection may queue beyond one clipboard: the agent's
+ * other messages (a burst of the guest's grabs) and the channel's own */
+#define SINK_AGENT_QUEUE_SLACK (4 * 1024 * 1024)
 
 typedef struct
 {
@@ -45,8 +56,10 @@ typedef struct
 
 typedef struct
 {
-  SinkSession *from;            /* NULL: the guest asked */
+  SinkSession *from;            /* NULL: the guest asked (or gone) */
   SinkSession *to;              /* NULL: asked to the guest */
+  gboolean orphan;              /* the client that asked left: the owner's
+                                 * answer still comes, and is dropped */
   guint selection;
   guint32 type;
 } SinkAgentRequest;
@@ -150,6 +163,8 @@ agent_flush (SinkSession * s)
     sink_conn_send (s->main, SPICE_MSG_MAIN_AGENT_DATA, NULL, chunk);
     g_bytes_unref (chunk);
   }
+  sink_conn_hold (s->main, st->out_bytes, hub_of (s)->max_clipboard +
+      MAX_OTHER_MESSAGE, "agent-tokens", "agent tokens not returned");
 }
 
 /* one whole VDAgentMessage (@msg) to a started client, in chunks */
@@ -169,11 +184,6 @@ agent_send (SinkSession * s, GByteArray * msg)
   }
   st->messages_out++;
   agent_flush (s);
-  if (st->out_bytes > hub_of (s)->max_clipboard + MAX_OTHER_MESSAGE) {
-    GST_WARNING ("session %08x (%s): agent tokens not returned (%"
-        G_GSIZE_FORMAT " bytes waiting)", s->id, s->peer, st->out_bytes);
-    sink_conn_close (s->main, "agent tokens not returned");
-  }
 }
 
 static gboolean
@@ -225,15 +235,11 @@ static void
 offer_clients (SinkAgentHub * hub, SinkSession * except,
     const GstSpiceClipboard * clip)
 {
-  GList *copy = g_list_copy (hub->sessions), *l;
+  GList *l;
 
-  /* a send closes a client that does not return its tokens, and it leaves
-   * the hub at once (sink_agent_leave() frees its link): walk a copy and
-   * skip those that left meanwhile */
-  for (l = copy; l; l = l->next)
-    if (l->data != except && g_list_find (hub->sessions, l->data))
+  for (l = hub->sessions; l; l = l->next)
+    if (l->data != except)
       send_clipboard (l->data, clip);
-  g_list_free (copy);
 }
 
 /* the answer (@data NULL: refused) to one request */
@@ -245,6 +251,8 @@ answer (SinkAgentHub * hub, SinkAgentRequest * r, GBytes * data)
   };
   GBytes *empty = NULL;
 
+  if (r->orphan)
+    return;
   if (data && g_bytes_get_size (data) > hub->max_clipboard) {
     GST_INFO ("clipboard of %" G_GSIZE_FORMAT " bytes above max-clipboard "
         "(%" G_GSIZE_FORMAT "): refused", g_bytes_get_size (data),
@@ -261,26 +269,36 @@ answer (SinkAgentHub * hub, SinkAgentRequest * r, GBytes * data)
     g_bytes_unref (empty);
 }
 
-/* answers (and forgets) the requests asked to @to (NULL the guest) for
- * @selection (G_MAXUINT: any); @data NULL refuses them. Returns how many. */
+/* Answers (and forgets) the oldest request asked to @to (NULL the guest)
+ * for @selection (G_MAXUINT: any), or every one of them (@all); @data
+ * NULL refuses. Returns how many. An owner answers each request it was
+ * sent, so one answer is for one request: two clients (or one, twice)
+ * asking the same owner get one answer each. The requests are taken out
+ * of the queue before they are answered. */
 static guint
 answer_requests (SinkAgentHub * hub, SinkSession * to, guint selection,
-    GBytes * data)
+    GBytes * data, gboolean all)
 {
-  GList *l = hub->requests.head, *next;
+  GList *l, *next, *mine = NULL;
   guint n = 0;
 
-  for (; l; l = next) {
+  for (l = hub->requests.head; l; l = next) {
     SinkAgentRequest *r = l->data;
 
     next = l->next;
     if (r->to != to || (selection != G_MAXUINT && r->selection != selection))
       continue;
-    answer (hub, r, data);
     g_queue_delete_link (&hub->requests, l);
-    g_free (r);
+    mine = g_list_prepend (mine, r);
+    if (!all)
+      break;
+  }
+  mine = g_list_reverse (mine);
+  for (l = mine; l; l = l->next) {
+    answer (hub, l->data, data);
     n++;
   }
+  g_list_free_full (mine, g_free);
   return n;
 }
 
@@ -369,7 +387,7 @@ guest_info (SinkAgentHub * hub, const GstSpiceAgentInfo * info)
   GST_INFO ("guest agent %s (caps %08x)", info->connected ? "connected" :
       "absent", info->caps[0]);
   if (was && !info->connected) {
-    answer_requests (hub, NULL, G_MAXUINT, NULL);
+    answer_requests (hub, NULL, G_MAXUINT, NULL, TRUE);
     for (i = 0; i < N_SELECTIONS; i++)
       release (hub, NULL, i);
   }
@@ -431,7 +449,7 @@ sink_agent_hub_guest_event (SinkAgentHub * hub, GstEvent * event)
       request (hub, NULL, clip.selection, clip.type);
       break;
     case GST_SPICE_CLIPBOARD_DATA:
-      if (!answer_requests (hub, NULL, clip.selection, clip.data))
+      if (!answer_requests (hub, NULL, clip.selection, clip.data, FALSE))
         GST_DEBUG ("guest clipboard data nobody waits for: dropped");
       break;
   }
@@ -480,10 +498,10 @@ client_message (guint32 type, guint64 opaque, const guint8 * body,
     }
     case VD_AGENT_CLIPBOARD:
       if (!body) {
-        /* above max-clipboard: refused to whoever waits for this owner */
+        /* above max-clipboard: the request it answers is refused */
         GST_INFO ("session %08x: clipboard of %" G_GSIZE_FORMAT " bytes "
             "above max-clipboard: refused", s->id, size);
-        if (!answer_requests (hub, s, G_MAXUINT, NULL)) {
+        if (!answer_requests (hub, s, G_MAXUINT, NULL, FALSE)) {
           st->close_reason = "clipboard data without a request";
           return FALSE;
         }
@@ -553,7 +571,7 @@ client_message (guint32 type, guint64 opaque, const guint8 * body,
       request (hub, s, clip.selection, clip.type);
       break;
     case GST_SPICE_CLIPBOARD_DATA:
-      if (!answer_requests (hub, s, clip.selection, clip.data)) {
+      if (!answer_requests (hub, s, clip.selection, clip.data, FALSE)) {
         gst_spice_clipboard_clear (&clip);
         st->close_reason = "clipboard data without a request";
         return FALSE;
@@ -638,8 +656,8 @@ gboolean
 sink_agent_handle (SinkSession * s, guint16 type, const guint8 * body,
     gsize size)
 {
-  return sink_handlers_dispatch (handlers, G_N_ELEMENTS (handlers), s, type,
-      body, size);
+  return sink_handlers_dispatch (GST_CAT_DEFAULT, handlers,
+      G_N_ELEMENTS (handlers), s, type, body, size);
 }
 
 /* ------------------------------------------------------------ lifetime */
@@ -655,6 +673,7 @@ sink_agent_join (SinkSession * s)
   st->joined = TRUE;
   st->recv_tokens = SINK_AGENT_CLIENT_TOKENS;
   g_queue_init (&st->out);
+  sink_conn_set_limit (s->main, hub->max_clipboard + SINK_AGENT_QUEUE_SLACK);
   /* a clipboard message may carry max-clipboard bytes plus its own head */
   st->reader = gst_spice_agent_reader_new (MAX (hub->max_clipboard + 8,
           MAX_OTHER_MESSAGE));
@@ -666,7 +685,7 @@ sink_agent_leave (SinkSession * s)
 {
   SinkAgentHub *hub = hub_of (s);
   SinkAgentState *st = &s->agent;
-  GList *l, *next;
+  GList *l;
   guint i;
 
   if (!st->joined)
@@ -676,12 +695,15 @@ sink_agent_leave (SinkSession * s)
   hub->sessions = g_list_remove (hub->sessions, s);
   for (i = 0; i < N_SELECTIONS; i++)
     release (hub, s, i);
-  answer_requests (hub, s, G_MAXUINT, NULL);
-  for (l = hub->requests.head; l; l = next) {
-    next = l->next;
-    if (((SinkAgentRequest *) l->data)->from == s) {
-      g_free (l->data);
-      g_queue_delete_link (&hub->requests, l);
+  answer_requests (hub, s, G_MAXUINT, NULL, TRUE);
+  /* its requests were sent: their owners answer them; the answers are
+   * dropped */
+  for (l = hub->requests.head; l; l = l->next) {
+    SinkAgentRequest *r = l->data;
+
+    if (r->from == s) {
+      r->from = NULL;
+      r->orphan = TRUE;
     }
   }
   if (hub->driver == s) {

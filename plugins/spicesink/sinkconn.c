@@ -32,6 +32,9 @@ static SINK_DEBUG_CATEGORY (sink_pacing_debug, "spicesinkpacing",
 #define GST_CAT_DEFAULT sink_conn_debug ()
 
 #define READ_BUDGET 64          /* messages per dispatch */
+/* bytes per dispatch: a connection that floods (valid messages too) gives
+ * the others their turn on the server thread */
+#define READ_BYTES_BUDGET (256 * 1024)
 #define STALL_TIMEOUT_US (SINK_CONN_STALL_TIMEOUT_MS * G_TIME_SPAN_MILLISECOND)
 #define MAX_IOV 32
 
@@ -73,10 +76,19 @@ struct _SinkConn
   gchar *peer;                  /* "address:port" */
   gchar *peer_host;
   gchar *source;                /* the owner's admission key */
-  SinkConnState state;          /* written by the server thread, lock held */
+  gint state;                   /* SinkConnState, lock held to write; read
+                                 * atomically (CONN_DEAD from any thread) */
+  gboolean finished;            /* sink_conn_finish() ran */
   gint64 start_us;
-  gint64 last_progress_us;      /* last write (or enqueue on empty) */
+  gint64 last_write_us;         /* last write (or enqueue on empty) */
+  gint64 last_progress_us;      /* last SINK_CONN_PROGRESS_BYTES written, or
+                                 * the queue emptied (or enqueue on empty) */
+  gsize progress_bytes;         /* written since last_progress_us */
   gint64 last_rx_us;            /* last byte received (server thread) */
+  gsize limit;                  /* bytes it may make us hold, 0 none */
+  gsize held;                   /* held for it outside the queue */
+  gsize held_max;
+  const gchar *held_reason, *held_what;
 
   /* reading (server thread) */
   guint8 *rbuf;
@@ -167,6 +179,9 @@ sink_conn_new (SinkConnEnv * env, GSocket * socket, gboolean tls, guint id)
   conn->id = id;
   conn->start_us = g_get_monotonic_time ();
   conn->last_rx_us = conn->start_us;
+  /* the link stage queues a reply of a few hundred bytes; each channel
+   * sets its own limit when it links */
+  conn->limit = SINK_CONN_LINK_LIMIT;
   addr = g_socket_get_remote_address (socket, NULL);
   if (addr && G_IS_INET_SOCKET_ADDRESS (addr)) {
     GInetSocketAddress *ia = G_INET_SOCKET_ADDRESS (addr);
@@ -192,9 +207,16 @@ sink_conn_new (SinkConnEnv * env, GSocket * socket, gboolean tls, guint id)
   return conn;
 }
 
+static inline SinkConnState
+conn_state (SinkConn * conn)
+{
+  return (SinkConnState) g_atomic_int_get (&conn->state);
+}
+
 void
 sink_conn_free (SinkConn * conn)
 {
+  g_assert (conn_state (conn) == CONN_DEAD && conn->finished);
   destroy_source (&conn->in_src);
   destroy_source (&conn->out_src);
   destroy_source (&conn->pace_src);
@@ -216,47 +238,73 @@ sink_conn_set_hooks (SinkConn * conn, const SinkConnHooks * hooks,
   conn->hooks_data = user_data;
 }
 
-/* lock held */
+/* Lock held, any thread: marks the connection dead; the server thread
+ * finishes it (sink_conn_finish()). The socket is shut down, not closed:
+ * the server thread may be reading it without the lock, and only it
+ * closes descriptors. */
 void
 sink_conn_close (SinkConn * conn, const gchar * reason)
 {
-  if (conn->state == CONN_DEAD)
+  SinkConnState state = conn_state (conn);
+
+  if (state == CONN_DEAD)
     return;
-  if (conn->state == CONN_DATA)
+  if (state == CONN_DATA)
     GST_INFO ("closing channel type %u of %s: %s", conn->link.channel_type,
         conn->peer, reason);
   else
     GST_WARNING ("closing connection from %s during link: %s", conn->peer,
         reason);
-  conn->state = CONN_DEAD;
+  g_atomic_int_set (&conn->state, CONN_DEAD);
+  clear_queue (conn);
+  conn->held = 0;
+  /* the peer sees the end now; the poll of a reader wakes up */
+  shutdown (g_socket_get_fd (conn->socket), SHUT_RDWR);
+  g_cond_broadcast (conn->env->room);
+  if (conn->env->kick)
+    g_source_set_ready_time (conn->env->kick, 0);
+}
+
+/* Server thread, lock held (or the loop is gone) */
+gboolean
+sink_conn_finish (SinkConn * conn)
+{
+  if (!sink_conn_needs_finish (conn))
+    return FALSE;
+  conn->finished = TRUE;
   destroy_source (&conn->in_src);
   destroy_source (&conn->out_src);
   destroy_source (&conn->pace_src);
-  clear_queue (conn);
   g_socket_close (conn->socket, NULL);
   if (conn->hooks && conn->hooks->on_closed)
     conn->hooks->on_closed (conn, conn->hooks_data);
-  g_cond_broadcast (conn->env->room);
-  /* freed by the owner's timer (never under a caller's feet) */
+  conn->hooks = NULL;
+  conn->hooks_data = NULL;
+  return TRUE;
+}
+
+gboolean
+sink_conn_needs_finish (SinkConn * conn)
+{
+  return conn_state (conn) == CONN_DEAD && !conn->finished;
 }
 
 gboolean
 sink_conn_is_dead (SinkConn * conn)
 {
-  return conn->state == CONN_DEAD;
+  return conn_state (conn) == CONN_DEAD;
 }
 
 gboolean
 sink_conn_is_linked (SinkConn * conn)
 {
-  return conn && conn->state == CONN_DATA;
+  return conn && conn_state (conn) == CONN_DATA;
 }
 
 gboolean
 sink_conn_is_freeable (SinkConn * conn)
 {
-  return conn->state == CONN_DEAD && !conn->in_src && !conn->out_src &&
-      !conn->handshake_pending;
+  return conn->finished && !conn->handshake_pending;
 }
 
 guint
@@ -291,8 +339,8 @@ sink_conn_source (SinkConn * conn)
 }
 
 /* lock held: hands @ev to the owner (SinkConnEnv.report) */
-static void
-report (SinkConn * conn, const SinkEvent * ev)
+void
+sink_conn_report (SinkConn * conn, const SinkEvent * ev)
 {
   if (conn->env->report)
     conn->env->report (conn, ev, conn->env->report_data);
@@ -330,9 +378,9 @@ sink_conn_queued_bytes (SinkConn * conn)
 }
 
 gint64
-sink_conn_last_progress_us (SinkConn * conn)
+sink_conn_last_write_us (SinkConn * conn)
 {
-  return conn->last_progress_us;
+  return conn->last_write_us;
 }
 
 void
@@ -351,14 +399,14 @@ sink_conn_check_timeouts (SinkConn * conn, gint64 now,
   gboolean expired = now - conn->start_us >
       (gint64) handshake_timeout_ms * G_TIME_SPAN_MILLISECOND;
 
-  if (conn->state != CONN_DATA && !conn->close_when_flushed && expired)
+  if (conn_state (conn) != CONN_DATA && !conn->close_when_flushed && expired)
     return SINK_CONN_LINK_EXPIRED;
   if (conn->close_when_flushed && expired)
     return SINK_CONN_ERROR_UNREAD;
   if (!g_queue_is_empty (&conn->outq) &&
       now - conn->last_progress_us > STALL_TIMEOUT_US) {
-    GST_WARNING ("%s: no write progress for %d s (stall limit), %"
-        G_GSIZE_FORMAT " bytes queued", conn->peer,
+    GST_WARNING ("%s: less than %d bytes written in %d s (stall limit), %"
+        G_GSIZE_FORMAT " bytes queued", conn->peer, SINK_CONN_PROGRESS_BYTES,
         (gint) (STALL_TIMEOUT_US / G_TIME_SPAN_SECOND), conn->out_bytes);
     return SINK_CONN_STALLED;
   }
@@ -376,18 +424,95 @@ sink_conn_env_mm_time (SinkConnEnv * env)
   return t ? t : 1;
 }
 
+static const gchar *
+limit_reason (SinkConn * conn)
+{
+  switch (conn->link.channel_type) {
+    case SPICE_CHANNEL_MAIN:
+      return "main-queue";
+    case SPICE_CHANNEL_DISPLAY:
+      return "display-queue";
+    case SPICE_CHANNEL_INPUTS:
+      return "inputs-queue";
+    case SPICE_CHANNEL_CURSOR:
+      return "cursor-queue";
+    case SPICE_CHANNEL_PLAYBACK:
+      return "playback-queue";
+    case SPICE_CHANNEL_RECORD:
+      return "record-queue";
+    default:
+      return "link-queue";
+  }
+}
+
+/* lock held: closes @conn when it makes us hold more than its limit;
+ * FALSE then */
+static gboolean
+check_limit (SinkConn * conn)
+{
+  SinkEvent ev = SINK_EVENT_INIT (TRUE, "queue-limit", NULL);
+  gchar *detail;
+
+  if (conn->held > conn->held_max) {
+    ev.reason = conn->held_reason;
+    ev.limit = (guint) MIN (conn->held_max, (gsize) G_MAXUINT);
+    detail = g_strdup_printf ("%s: %" G_GSIZE_FORMAT " bytes held for the "
+        "client (limit %" G_GSIZE_FORMAT ")", conn->held_what, conn->held,
+        conn->held_max);
+  } else if (conn->limit && conn->out_bytes + conn->held > conn->limit) {
+    ev.reason = limit_reason (conn);
+    ev.limit = (guint) MIN (conn->limit, (gsize) G_MAXUINT);
+    detail = g_strdup_printf ("the client does not read: %" G_GSIZE_FORMAT
+        " bytes queued and %" G_GSIZE_FORMAT " held for it (limit %"
+        G_GSIZE_FORMAT ")", conn->out_bytes, conn->held, conn->limit);
+  } else {
+    return TRUE;
+  }
+  ev.detail = detail;
+  GST_WARNING ("%s: channel type %u closed (%s): %s", conn->peer,
+      conn->link.channel_type, ev.reason, detail);
+  sink_conn_report (conn, &ev);
+  sink_conn_close (conn, ev.reason);
+  g_free (detail);
+  return FALSE;
+}
+
+void
+sink_conn_set_limit (SinkConn * conn, gsize max_bytes)
+{
+  conn->limit = max_bytes;
+  check_limit (conn);
+}
+
+gboolean
+sink_conn_hold (SinkConn * conn, gsize bytes, gsize max, const gchar * reason,
+    const gchar * what)
+{
+  if (conn_state (conn) == CONN_DEAD)
+    return FALSE;
+  conn->held = bytes;
+  conn->held_max = max;
+  conn->held_reason = reason;
+  conn->held_what = what;
+  return check_limit (conn);
+}
+
 /* lock held */
 static void
 send_msg (SinkConn * conn, SinkMsg * m)
 {
-  if (conn->state == CONN_DEAD) {
+  if (conn_state (conn) == CONN_DEAD) {
     msg_free (m);
     return;
   }
-  if (g_queue_is_empty (&conn->outq))
-    conn->last_progress_us = g_get_monotonic_time ();
+  if (g_queue_is_empty (&conn->outq)) {
+    conn->last_write_us = conn->last_progress_us = g_get_monotonic_time ();
+    conn->progress_bytes = 0;
+  }
   g_queue_push_tail (&conn->outq, m);
   conn->out_bytes += msg_size (m);
+  if (!check_limit (conn))
+    return;
   if (conn->env->kick)
     g_source_set_ready_time (conn->env->kick, 0);
 }
@@ -447,7 +572,7 @@ send_raw (SinkConn * conn, GByteArray * data)
 gboolean
 sink_conn_has_queued (SinkConn * conn)
 {
-  return conn->state != CONN_DEAD && !g_queue_is_empty (&conn->outq);
+  return conn_state (conn) != CONN_DEAD && !g_queue_is_empty (&conn->outq);
 }
 
 /* ------------------------------------------------------------- pacing */
@@ -490,7 +615,7 @@ sink_conn_set_paced (SinkConn * conn, gboolean paced)
 gboolean
 sink_conn_queue_full (SinkConn * conn)
 {
-  return conn->state == CONN_DATA && conn->out_bytes > queue_limit (conn);
+  return conn_state (conn) == CONN_DATA && conn->out_bytes > queue_limit (conn);
 }
 
 const SinkLinkEstimate *
@@ -669,7 +794,7 @@ pace_hold (SinkConn * conn)
 
   if (conn->pace_src)
     return TRUE;
-  if (!conn->paced || conn->state != CONN_DATA)
+  if (!conn->paced || conn_state (conn) != CONN_DATA)
     return FALSE;
   sink_conn_update_tcp_info (conn);
   now = g_get_monotonic_time ();
@@ -720,17 +845,17 @@ write_queue (SinkConn * conn, gboolean server_thread)
   SinkConnEnv *env = conn->env;
   gboolean progress = FALSE;
 
-  if (conn->state == CONN_DEAD || conn->out_src)
+  if (conn_state (conn) == CONN_DEAD || conn->out_src)
     return;
-  if (!server_thread && (conn->state != CONN_DATA || conn->close_when_flushed
-          || g_queue_is_empty (&conn->outq)))
+  if (!server_thread && (conn_state (conn) != CONN_DATA ||
+          conn->close_when_flushed || g_queue_is_empty (&conn->outq)))
     return;
   if (!g_queue_is_empty (&conn->outq) && pace_hold (conn))
     return;
-  if (conn->state == CONN_DATA && server_thread)
+  if (conn_state (conn) == CONN_DATA && server_thread)
     set_lowat (conn);
 
-  while (conn->state != CONN_DEAD && !g_queue_is_empty (&conn->outq)) {
+  while (conn_state (conn) != CONN_DEAD && !g_queue_is_empty (&conn->outq)) {
     GOutputVector vec[MAX_IOV];
     guint n = 0;
     GList *l;
@@ -786,6 +911,7 @@ write_queue (SinkConn * conn, gboolean server_thread)
     if (written)
       progress = TRUE;
     conn->bytes_out += written;
+    conn->progress_bytes += written;
     conn->out_bytes -= MIN (written, conn->out_bytes);
     while (written && !g_queue_is_empty (&conn->outq)) {
       SinkMsg *m = g_queue_peek_head (&conn->outq);
@@ -801,16 +927,25 @@ write_queue (SinkConn * conn, gboolean server_thread)
       }
     }
   }
-  if (progress)
-    conn->last_progress_us = g_get_monotonic_time ();
-  if (conn->state == CONN_DEAD)
+  if (progress) {
+    gint64 now = g_get_monotonic_time ();
+
+    conn->last_write_us = now;
+    if (conn->progress_bytes >= SINK_CONN_PROGRESS_BYTES ||
+        g_queue_is_empty (&conn->outq)) {
+      conn->last_progress_us = now;
+      conn->progress_bytes = 0;
+    }
+  }
+  if (conn_state (conn) == CONN_DEAD)
     return;
   if (g_queue_is_empty (&conn->outq) && server_thread) {
     if (conn->close_when_flushed) {
       sink_conn_close (conn, "closed after final message");
       return;
     }
-    if (conn->state == CONN_DATA && conn->hooks && conn->hooks->on_drained)
+    if (conn_state (conn) == CONN_DATA && conn->hooks &&
+        conn->hooks->on_drained)
       conn->hooks->on_drained (conn, conn->hooks_data);
   }
   if (progress && (!conn->paced || conn->out_bytes <= queue_limit (conn)))
@@ -835,10 +970,14 @@ sink_conn_write_now (SinkConn * conn)
 
 /* ----------------------------------------------------------- link stage */
 
+/* server thread, lock held: the next stage reads @need bytes; a dead
+ * connection stays dead */
 static void
 set_need (SinkConn * conn, SinkConnState state, gsize need)
 {
-  conn->state = state;
+  if (conn_state (conn) == CONN_DEAD)
+    return;
+  g_atomic_int_set (&conn->state, state);
   conn->rneed = need;
   conn->rlen = 0;
   if (need > conn->rcap) {
@@ -866,11 +1005,10 @@ link_error (SinkConn * conn, guint32 err, const gchar * token,
 
   GST_WARNING ("link from %s refused (error %u): %s", conn->peer, err, reason);
   ev.detail = reason;
-  report (conn, &ev);
+  sink_conn_report (conn, &ev);
   gst_spice_wire_write_link_reply (a, err, NULL, NULL, 0, NULL, 0);
   send_raw (conn, a);
   g_byte_array_unref (a);
-  conn->state = CONN_LINK_HEADER;
   stop_reading (conn);
   sink_conn_flush (conn);
 }
@@ -935,6 +1073,9 @@ handle_link_mess (SinkConn * conn)
   send_raw (conn, a);
   g_byte_array_unref (a);
   sink_conn_flush (conn);
+  /* the write may have failed: the connection is dead, nothing follows */
+  if (conn_state (conn) == CONN_DEAD)
+    return;
   if (gst_spice_caps_test (m->common_caps, m->n_common,
           SPICE_COMMON_CAP_PROTOCOL_AUTH_SELECTION))
     set_need (conn, CONN_AUTH_MECH, 4);
@@ -942,7 +1083,10 @@ handle_link_mess (SinkConn * conn)
     set_need (conn, CONN_TICKET, GST_SPICE_WIRE_TICKET_SIZE);
 }
 
-/* lock held */
+/* Server thread, lock held. on_link may have attached the connection to
+ * a session; if the result cannot be written, the connection is dead and
+ * its on_closed (from sink_conn_finish()) detaches it: nothing here goes
+ * on with it. */
 static void
 handle_ticket (SinkConn * conn)
 {
@@ -952,8 +1096,10 @@ handle_ticket (SinkConn * conn)
   if (conn->hooks && conn->hooks->on_link)
     result = conn->hooks->on_link (conn, &conn->link, conn->rbuf, conn->rlen,
         &reason, conn->hooks_data);
+  if (conn_state (conn) == CONN_DEAD)
+    return;
   link_result (conn, result, reason);
-  if (result != SPICE_LINK_ERR_OK)
+  if (result != SPICE_LINK_ERR_OK || conn_state (conn) == CONN_DEAD)
     return;
   GST_INFO ("%s: linked channel type %u%s", conn->peer,
       conn->link.channel_type, conn->tls ? " (TLS)" : "");
@@ -1006,7 +1152,7 @@ check_header (SinkConn * conn)
   }
   g_mutex_lock (conn->env->lock);
   conn->env->closed_bad_message++;
-  report (conn, &ev);
+  sink_conn_report (conn, &ev);
   sink_conn_close (conn, r);
   g_mutex_unlock (conn->env->lock);
   g_free (r);
@@ -1019,7 +1165,7 @@ check_header (SinkConn * conn)
 static void
 process_chunk (SinkConn * conn)
 {
-  switch (conn->state) {
+  switch (conn_state (conn)) {
     case CONN_LINK_HEADER:{
       GstSpiceLinkHeader h;
       guint32 err;
@@ -1049,7 +1195,7 @@ process_chunk (SinkConn * conn)
         SinkEvent ev = SINK_EVENT_INIT (FALSE, "bad-message", "auth-mechanism");
 
         ev.detail = "unsupported auth mechanism";
-        report (conn, &ev);
+        sink_conn_report (conn, &ev);
         link_result (conn, SPICE_LINK_ERR_INVALID_DATA, ev.detail);
       } else
         set_need (conn, CONN_TICKET, GST_SPICE_WIRE_TICKET_SIZE);
@@ -1082,7 +1228,7 @@ process_chunk (SinkConn * conn)
               conn->hdr.size ? conn->rbuf : NULL, conn->hdr.size,
               conn->hooks_data))
         return;                 /* closed */
-      if (conn->state == CONN_DATA) {
+      if (conn_state (conn) == CONN_DATA) {
         conn->rneed = gst_spice_wire_header_size (conn->mini);
         conn->rlen = 0;
       }
@@ -1098,8 +1244,10 @@ in_ready_cb (GObject * stream, gpointer user_data)
 {
   SinkConn *conn = user_data;
   guint budget = READ_BUDGET;
+  gsize bytes = 0;
 
-  while (conn->state != CONN_DEAD && conn->rneed > 0 && budget > 0) {
+  while (conn_state (conn) != CONN_DEAD && conn->rneed > 0 && budget > 0 &&
+      bytes < READ_BYTES_BUDGET) {
     GError *err = NULL;
     gssize n;
 
@@ -1116,7 +1264,7 @@ in_ready_cb (GObject * stream, gpointer user_data)
       break;
     }
     if (n == 0) {
-      close_locked (conn, conn->state == CONN_DATA && conn->rlen == 0 &&
+      close_locked (conn, conn_state (conn) == CONN_DATA && conn->rlen == 0 &&
           !conn->in_body ? "client disconnected" :
           "connection closed in the middle of a message");
       break;
@@ -1124,12 +1272,13 @@ in_ready_cb (GObject * stream, gpointer user_data)
     g_atomic_pointer_add (&conn->bytes_in, n);
     conn->last_rx_us = g_get_monotonic_time ();
     conn->rlen += n;
+    bytes += n;
     if (conn->rlen == conn->rneed) {
       process_chunk (conn);
       budget--;
     }
   }
-  if (conn->state != CONN_DEAD && conn->in_src)
+  if (conn_state (conn) != CONN_DEAD && conn->in_src)
     return G_SOURCE_CONTINUE;
   /* closed, or stopped reading: the source is gone or goes now */
   g_mutex_lock (conn->env->lock);
@@ -1164,13 +1313,13 @@ tls_handshake_done (GObject * source, GAsyncResult * res, gpointer user_data)
   ok = g_tls_connection_handshake_finish (G_TLS_CONNECTION (source), res, &err);
   g_mutex_lock (conn->env->lock);
   conn->handshake_pending = FALSE;
-  if (conn->state == CONN_TLS_HANDSHAKE) {
+  if (conn_state (conn) == CONN_TLS_HANDSHAKE) {
     if (!ok) {
       gchar *r = g_strdup_printf ("TLS handshake failed: %s", err->message);
       SinkEvent ev = SINK_EVENT_INIT (FALSE, "tls-failure", "handshake");
 
       ev.detail = r;
-      report (conn, &ev);
+      sink_conn_report (conn, &ev);
       sink_conn_close (conn, r);
       g_free (r);
     } else {
@@ -1199,7 +1348,7 @@ sink_conn_start (SinkConn * conn, GTlsCertificate * cert)
   }
   g_object_unref (conn->io);
   conn->io = t;
-  conn->state = CONN_TLS_HANDSHAKE;
+  g_atomic_int_set (&conn->state, CONN_TLS_HANDSHAKE);
   conn->handshake_pending = TRUE;
   g_tls_connection_handshake_async (G_TLS_CONNECTION (t), G_PRIORITY_DEFAULT,
       NULL, tls_handshake_done, conn);

@@ -9,6 +9,25 @@
  * writes a draw at once where the socket has room (sink_conn_write_now()) and
  * reads the queue state, with that lock held. Reading and framing run on
  * the server thread without the lock: hooks that need it take it.
+ *
+ * A connection's life has one owner, the server thread. sink_conn_close()
+ * may be called from any thread (lock held): it only marks the connection
+ * dead, drops its queue, shuts the socket down (which wakes the poll, while
+ * the descriptor stays valid for a reader that is still in it) and kicks
+ * the server thread. The server thread then finishes it
+ * (sink_conn_finish(): sources gone, socket closed, on_closed) from a
+ * dispatch of its own, never under the feet of a caller that still uses
+ * the connection, and frees it once freeable. No hook runs from
+ * sink_conn_close().
+ *
+ * Bounds: every connection has a byte limit (sink_conn_set_limit()) on what
+ * it makes us hold: its queue plus what its channel keeps for it elsewhere
+ * (sink_conn_hold(), e.g. agent data waiting for tokens). Over it the
+ * connection is closed with a spice-health "queue-limit" event. A queue
+ * that does not drain SINK_CONN_PROGRESS_BYTES (or empty) within
+ * SINK_CONN_STALL_TIMEOUT_MS is stalled (sink_conn_check_timeouts()), so a
+ * client that reads a byte now and then is closed like one that reads
+ * nothing.
  */
 #pragma once
 
@@ -78,7 +97,8 @@ typedef struct
    * FALSE when it closed the connection. */
   gboolean (*on_message) (SinkConn * conn, guint16 type, const guint8 * body,
       gsize size, gpointer user_data);
-  /* lock held: the connection was closed (any stage) */
+  /* server thread, lock held, from sink_conn_finish(): the connection is
+   * gone (any stage); the last hook it calls */
   void (*on_closed) (SinkConn * conn, gpointer user_data);
   /* server thread, lock held: everything queued was written */
   void (*on_drained) (SinkConn * conn, gpointer user_data);
@@ -92,15 +112,24 @@ typedef struct
 /* server thread: takes @socket (connected, non-blocking) */
 SinkConn *sink_conn_new (SinkConnEnv * env, GSocket * socket, gboolean tls,
     guint id);
-/* server thread, after sink_conn_is_freeable() or once the loop is gone */
+/* server thread, lock held, after sink_conn_is_freeable() (or once the
+ * loop is gone, after sink_conn_finish()) */
 void      sink_conn_free (SinkConn * conn);
 void      sink_conn_set_hooks (SinkConn * conn, const SinkConnHooks * hooks,
     gpointer user_data);
 /* server thread, lock held: TLS handshake (tls) or link stage */
 void      sink_conn_start (SinkConn * conn, GTlsCertificate * cert);
 
-/* lock held */
+/* lock held, any thread: marks @conn dead (see above); the server thread
+ * finishes it */
 void      sink_conn_close (SinkConn * conn, const gchar * reason);
+/* server thread, lock held (or the loop is gone): a dead connection's
+ * end: sources destroyed, socket closed, on_closed. FALSE if @conn is not
+ * dead or was finished before. */
+gboolean  sink_conn_finish (SinkConn * conn);
+/* lock held: dead and not finished yet */
+gboolean  sink_conn_needs_finish (SinkConn * conn);
+/* any thread (atomic) */
 gboolean  sink_conn_is_dead (SinkConn * conn);
 gboolean  sink_conn_is_linked (SinkConn * conn);
 gboolean  sink_conn_is_freeable (SinkConn * conn);
@@ -116,13 +145,31 @@ guint8    sink_conn_channel_type (SinkConn * conn);
 gboolean  sink_conn_has_channel_cap (SinkConn * conn, guint cap);
 gint64    sink_conn_last_rx_us (SinkConn * conn);
 gsize     sink_conn_queued_bytes (SinkConn * conn);
-gint64    sink_conn_last_progress_us (SinkConn * conn);
+/* the last write of any size (the render path's "still moving") */
+gint64    sink_conn_last_write_us (SinkConn * conn);
 /* lock held: the peer's receive window is open (fresh TCP_INFO) */
 gboolean  sink_conn_peer_reading (SinkConn * conn);
 void      sink_conn_counters (SinkConn * conn, SinkConnCounters * c);
 
-/* a connection whose queue does not move for this long is closed */
+/* a connection whose queue does not drain SINK_CONN_PROGRESS_BYTES (or
+ * all it had) in this long is closed */
 #define SINK_CONN_STALL_TIMEOUT_MS 20000
+#define SINK_CONN_PROGRESS_BYTES (16 * 1024)
+/* the limit of a connection until its channel sets one */
+#define SINK_CONN_LINK_LIMIT (64 * 1024)
+
+/* lock held: what @conn may make us hold (its queue plus sink_conn_hold()),
+ * 0 no limit. Over it: closed with a spice-health "queue-limit" event
+ * whose reason is "<channel>-queue" (or the holder's reason). */
+void      sink_conn_set_limit (SinkConn * conn, gsize max_bytes);
+/* lock held: the channel keeps @bytes for @conn outside its queue (waiting
+ * for the client's tokens, say), counted against its limit, and at most
+ * @max of them: above, it is closed with the event's reason @reason and
+ * @what (for people) in the log. FALSE when that closed it. */
+gboolean  sink_conn_hold (SinkConn * conn, gsize bytes, gsize max,
+    const gchar * reason, const gchar * what);
+/* lock held: posts @ev about @conn (SinkConnEnv.report) */
+void      sink_conn_report (SinkConn * conn, const SinkEvent * ev);
 
 typedef enum
 {

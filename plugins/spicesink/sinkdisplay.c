@@ -75,6 +75,22 @@ sink_display_marshal_stream_data (guint spice_id, gsize frame_size)
 
 /* ------------------------------------------------------------- picture */
 
+/* lock held: the display connection's limit. The render path waits while
+ * its queue is above queue-size and then adds one update (at most a
+ * surface of raw pixels); a client that joins or resynchronises gets the
+ * last-known picture on top of what it has queued. More than that is not
+ * what the sink queues for a client that reads. */
+static void
+set_limit (SinkSession * s)
+{
+  gsize surface = (gsize) MAX (s->shared->width, 1) *
+      MAX (s->shared->height, 1) * 4;
+
+  sink_conn_set_limit (s->display, s->shared->env->queue_size +
+      MAX (2 * surface, sink_picture_bytes (s->shared->picture) + surface) +
+      1024 * 1024);
+}
+
 gboolean
 sink_display_ready (SinkSession * s)
 {
@@ -139,6 +155,7 @@ sink_display_send_picture (SinkSession * s)
   SinkPicture *pic = s->shared->picture;
   guint i, n = sink_picture_n_regions (pic);
 
+  set_limit (s);
   for (i = 0; i < n; i++) {
     const SinkPictureRegion *r = sink_picture_region (pic, i);
     SinkDraw d;
@@ -193,6 +210,9 @@ sink_display_start (SinkSession * s)
   guint i;
 
   if (!sink_conn_is_linked (d) || width <= 0)
+    return;
+  set_limit (s);
+  if (!sink_conn_is_linked (d))
     return;
   a = g_byte_array_new ();
   if (s->disp.surface_sent) {
@@ -459,15 +479,46 @@ sink_display_handle_stream_report (SinkSession * s, guint16 type,
   return TRUE;
 }
 
+static gboolean
+sink_display_handle_preferred_compression (SinkSession * s, guint16 type,
+    const guint8 * body, gsize size)
+{
+  /* the size was checked (one u8); any value is the client's business */
+  s->disp.pref_compression = body[0];
+  GST_DEBUG ("%s prefers image compression %u (recorded)", s->peer_host,
+      body[0]);
+  return TRUE;
+}
+
+static gboolean
+sink_display_handle_preferred_video_codecs (SinkSession * s, guint16 type,
+    const guint8 * body, gsize size)
+{
+  if (!gst_spice_wire_parse_preferred_video_codecs (body, size,
+          s->disp.pref_codecs, G_N_ELEMENTS (s->disp.pref_codecs),
+          &s->disp.n_pref_codecs)) {
+    sink_conn_close (s->display, "malformed PREFERRED_VIDEO_CODEC_TYPE");
+    return FALSE;
+  }
+  GST_DEBUG ("%s prefers %u video codecs, first %u (recorded)", s->peer_host,
+      s->disp.n_pref_codecs, s->disp.n_pref_codecs ? s->disp.pref_codecs[0] :
+      0);
+  return TRUE;
+}
+
 static const SinkHandler handlers[] = {
   [SPICE_MSGC_DISPLAY_STREAM_REPORT] = sink_display_handle_stream_report,
-  /* DISPLAY_INIT: no caches to set up */
+  [SPICE_MSGC_DISPLAY_PREFERRED_COMPRESSION] =
+      sink_display_handle_preferred_compression,
+  [SPICE_MSGC_DISPLAY_PREFERRED_VIDEO_CODEC_TYPE] =
+      sink_display_handle_preferred_video_codecs,
+  /* DISPLAY_INIT: no caches to set up; GL_DRAW_DONE: no GL scanout */
 };
 
 gboolean
 sink_display_handle (SinkSession * s, guint16 type, const guint8 * body,
     gsize size)
 {
-  return sink_handlers_dispatch (handlers, G_N_ELEMENTS (handlers), s, type,
-      body, size);
+  return sink_handlers_dispatch (GST_CAT_DEFAULT, handlers,
+      G_N_ELEMENTS (handlers), s, type, body, size);
 }

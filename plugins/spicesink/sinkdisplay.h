@@ -40,6 +40,11 @@ typedef struct
   SinkClientStream streams[SINK_MAX_STREAMS];
   guint32 codec_failed;         /* bit per SPICE codec the client reported
                                  * as undecodable */
+  /* what the client prefers (PREFERRED_COMPRESSION, _VIDEO_CODEC_TYPE):
+   * recorded, not acted on yet */
+  guint8 pref_compression;      /* SpiceImageCompression, 0 none */
+  guint8 pref_codecs[SPICE_VIDEO_CODEC_TYPE_ENUM_END];
+  guint n_pref_codecs;
   /* counters */
   guint64 draws, copies, updates, updates_skipped, stream_frames, stream_hides,
       frames_dropped, behind_count, refreshes, wait_fallbacks;

@@ -38,6 +38,7 @@ sink_inputs_linked (SinkSession * s)
 {
   GByteArray *a = g_byte_array_new ();
 
+  sink_conn_set_limit (s->inputs, SINK_INPUTS_MAX_QUEUED);
   gst_spice_wire_write_inputs_init (a, 0);
   sink_conn_send (s->inputs, SPICE_MSG_INPUTS_INIT, a, NULL);
   g_byte_array_unref (a);
@@ -241,6 +242,6 @@ gboolean
 sink_inputs_handle (SinkSession * s, guint16 type, const guint8 * body,
     gsize size)
 {
-  return sink_handlers_dispatch (handlers, G_N_ELEMENTS (handlers), s, type,
-      body, size);
+  return sink_handlers_dispatch (GST_CAT_DEFAULT, handlers,
+      G_N_ELEMENTS (handlers), s, type, body, size);
 }

@@ -22,6 +22,10 @@ typedef struct
 } SinkInputsState;
 
 /* server thread, lock held */
+/* what the inputs channel queues for its client (INPUTS_INIT, one
+ * MOUSE_MOTION_ACK per SPICE_INPUT_MOTION_ACK_BUNCH motions) */
+#define SINK_INPUTS_MAX_QUEUED (256 * 1024)
+
 void     sink_inputs_linked (SinkSession * s);
 /* server thread, lock NOT held; FALSE when it closed the channel */
 gboolean sink_inputs_handle (SinkSession * s, guint16 type,

@@ -94,8 +94,8 @@ gboolean
 sink_main_handle (SinkSession * s, guint16 type, const guint8 * body,
     gsize size)
 {
-  return sink_handlers_dispatch (handlers, G_N_ELEMENTS (handlers), s, type,
-      body, size);
+  return sink_handlers_dispatch (GST_CAT_DEFAULT, handlers,
+      G_N_ELEMENTS (handlers), s, type, body, size);
 }
 
 void

@@ -265,6 +265,12 @@ sink_picture_edit_discard (SinkPictureEdit * e)
 
 /* ------------------------------------------------------------ readers */
 
+gsize
+sink_picture_bytes (SinkPicture * pic)
+{
+  return pic->st.bytes;
+}
+
 guint
 sink_picture_n_regions (SinkPicture * pic)
 {

@@ -54,6 +54,8 @@ void     sink_picture_edit_discard (SinkPictureEdit * e);
 
 /* ---- readers, lock held ---- */
 guint    sink_picture_n_regions (SinkPicture * pic);
+/* the payload bytes of its regions */
+gsize    sink_picture_bytes (SinkPicture * pic);
 const SinkPictureRegion *sink_picture_region (SinkPicture * pic, guint i);
 /* one region covering the whole surface: a client's first draw would be
  * the whole picture */

@@ -91,6 +91,7 @@ sink_playback_start (SinkSession * s)
 void
 sink_playback_linked (SinkSession * s)
 {
+  sink_conn_set_limit (s->playback, SINK_PLAYBACK_LIMIT);
   s->play.started = FALSE;
   sink_playback_start (s);
 }
@@ -123,6 +124,6 @@ gboolean
 sink_playback_handle (SinkSession * s, guint16 type, const guint8 * body,
     gsize size)
 {
-  return sink_handlers_dispatch (handlers, G_N_ELEMENTS (handlers), s, type,
-      body, size);
+  return sink_handlers_dispatch (GST_CAT_DEFAULT, handlers,
+      G_N_ELEMENTS (handlers), s, type, body, size);
 }

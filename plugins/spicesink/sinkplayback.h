@@ -10,6 +10,9 @@ G_BEGIN_DECLS
 /* a playback channel that does not read keeps at most this much queued;
  * newer packets are dropped for it (about 170 ms of 48 kHz stereo) */
 #define SINK_PLAYBACK_MAX_QUEUED (32 * 1024)
+/* the channel's limit: packets are dropped above SINK_PLAYBACK_MAX_QUEUED
+ * (real time), control messages come on top */
+#define SINK_PLAYBACK_LIMIT (2 * SINK_PLAYBACK_MAX_QUEUED + 64 * 1024)
 
 typedef struct
 {

@@ -12,10 +12,20 @@ G_BEGIN_DECLS
 #define SINK_RECORD_RATE 48000
 #define SINK_RECORD_CHANNELS 2
 
+/* A client records in real time: more RECORD_DATA than the negotiated
+ * rate allows, beyond a burst of SINK_RECORD_BURST_MS (a client catching
+ * up after a stall), is a protocol violation that closes its record
+ * channel (spice-security "protocol-violation", reason "record-rate"). */
+#define SINK_RECORD_BURST_MS 2000
+/* what the record channel queues for its client (RECORD_START, volume) */
+#define SINK_RECORD_MAX_QUEUED (64 * 1024)
+
 typedef struct
 {
   gboolean started;             /* RECORD_START sent */
   guint64 packets, bytes;
+  gdouble budget;               /* bytes it may still send now */
+  gint64 budget_us;             /* when the budget was last topped up */
 } SinkRecordState;
 
 /* all: server thread, lock held */

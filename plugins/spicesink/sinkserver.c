@@ -91,8 +91,7 @@ struct _SinkServer
   GHashTable *rate_buckets;     /* source -> SinkRateBucket */
   GHashTable *event_slots;      /* "source event reason" -> SinkEventSlot */
   gboolean loopback;            /* listening on a loopback address */
-  GList *sessions;              /* SinkSession* */
-  GList *ended;                 /* SinkSession* to free */
+  GList *sessions;              /* SinkSession* (one reference each) */
   guint next_conn_id;
   gint64 last_stats_us;
 
@@ -117,6 +116,7 @@ struct _SinkServer
 
 static const SinkSessionHooks session_hooks;
 static const SinkConnHooks link_hooks;
+static ServerStream *stream_find (SinkServer * server, guint index);
 
 /* ------------------------------------------------------------- events */
 
@@ -306,6 +306,11 @@ sink_server_new (GstObject * owner, const SinkServerCallbacks * callbacks,
   server->env.channel_served[SPICE_CHANNEL_CURSOR] = TRUE;
   gst_spice_caps_set (&server->env.channel_caps[SPICE_CHANNEL_DISPLAY], 1,
       SPICE_DISPLAY_CAP_STREAM_REPORT);
+  /* a client may say what it prefers (recorded in its stats) */
+  gst_spice_caps_set (&server->env.channel_caps[SPICE_CHANNEL_DISPLAY], 1,
+      SPICE_DISPLAY_CAP_PREF_COMPRESSION);
+  gst_spice_caps_set (&server->env.channel_caps[SPICE_CHANNEL_DISPLAY], 1,
+      SPICE_DISPLAY_CAP_PREF_VIDEO_CODEC_TYPE);
   gst_spice_caps_set (&server->env.channel_caps[SPICE_CHANNEL_INPUTS], 1,
       SPICE_INPUTS_CAP_KEY_SCANCODE);
   gst_spice_caps_set (&server->env.channel_caps[SPICE_CHANNEL_PLAYBACK], 1,
@@ -478,17 +483,22 @@ session_display_changed (SinkSession * s, gpointer user_data)
   update_stream_control (user_data);
 }
 
-/* lock held (SinkSessionHooks): freed at the end of the timer tick */
+/* server thread, lock held (SinkSessionHooks, from a connection's
+ * finish): the session leaves the list; it is freed when its last
+ * connection is finished too */
 static void
 session_ended (SinkSession * s, gpointer user_data)
 {
   SinkServer *server = user_data;
+  GList *l = g_list_find (server->sessions, s);
 
-  server->sessions = g_list_remove (server->sessions, s);
-  server->ended = g_list_prepend (server->ended, s);
+  if (!l)
+    return;
+  server->sessions = g_list_delete_link (server->sessions, l);
   if (server->record_session == s)
     server->record_session = NULL;
   update_stream_control (server);
+  sink_session_unref (s);
 }
 
 /* server thread, lock not held */
@@ -497,7 +507,7 @@ session_navigation (SinkSession * s, GstEvent * event, gpointer user_data)
 {
   SinkServer *server = user_data;
 
-  server->cb->post_upstream (-1, event, server->cb_data);
+  server->cb->post_input (s->id, event, server->cb_data);
 }
 
 /* server thread, lock held: one client's record goes upstream at a time
@@ -828,7 +838,36 @@ accept_cb (GSocket * lsock, GIOCondition cond, gpointer user_data)
 
 /* -------------------------------------------------------------- timers */
 
-/* server thread: writes what the render path queued */
+/* Server thread, lock held: finishes the connections marked dead (from
+ * any thread) and frees what nobody uses any more. A finish runs hooks that
+ * may close other connections (a main channel takes its session with it):
+ * the list is walked again until a walk finishes nothing. Runs from a
+ * dispatch of its own (the kick, the timer), never inside a connection's
+ * callback. */
+static void
+reap (SinkServer * server)
+{
+  GList *l, *next;
+  gboolean again;
+
+  do {
+    again = FALSE;
+    for (l = server->conns; l; l = l->next)
+      again |= sink_conn_finish (l->data);
+  } while (again);
+  for (l = server->conns; l; l = next) {
+    SinkConn *conn = l->data;
+
+    next = l->next;
+    if (sink_conn_is_freeable (conn)) {
+      server->conns = g_list_delete_link (server->conns, l);
+      sink_conn_free (conn);
+    }
+  }
+}
+
+/* server thread: finishes dead connections, writes what the render path
+ * queued */
 static gboolean
 kick_dispatch (GSource * source, GSourceFunc cb, gpointer user_data)
 {
@@ -837,6 +876,7 @@ kick_dispatch (GSource * source, GSourceFunc cb, gpointer user_data)
 
   g_source_set_ready_time (source, -1);
   g_mutex_lock (&server->lock);
+  reap (server);
   for (l = server->conns; l; l = l->next)
     if (sink_conn_has_queued (l->data))
       sink_conn_flush (l->data);
@@ -910,25 +950,20 @@ timer_cb (gpointer user_data)
 {
   SinkServer *server = user_data;
   SinkServerSettings *set = &server->set;
-  GList *l, *next;
+  GList *l;
   gint64 now = g_get_monotonic_time ();
   gboolean second = now - server->last_stats_us >= G_TIME_SPAN_SECOND;
   gdouble dt = (now - server->last_stats_us) / (gdouble) G_TIME_SPAN_SECOND;
   gboolean want_refresh = FALSE;
 
   g_mutex_lock (&server->lock);
-  for (l = server->conns; l; l = next) {
+  reap (server);
+  for (l = server->conns; l; l = l->next) {
     SinkConn *conn = l->data;
     gchar *reason;
 
-    next = l->next;
-    if (sink_conn_is_dead (conn)) {
-      if (sink_conn_is_freeable (conn)) {
-        server->conns = g_list_delete_link (server->conns, l);
-        sink_conn_free (conn);
-      }
+    if (sink_conn_is_dead (conn))
       continue;
-    }
     switch (sink_conn_check_timeouts (conn, now, set->handshake_timeout)) {
       case SINK_CONN_LINK_EXPIRED:{
         SinkEvent ev = SINK_EVENT_INIT (FALSE, "handshake-timeout",
@@ -961,7 +996,8 @@ timer_cb (gpointer user_data)
 
         server->closed_stalled++;
         ev.limit = SINK_CONN_STALL_TIMEOUT_MS;
-        ev.detail = "client stopped reading";
+        ev.detail = "client stopped reading (less than 16 KiB in the stall "
+            "limit)";
         conn_report (conn, &ev, server);
         sink_conn_close (conn, ev.detail);
         continue;
@@ -972,11 +1008,10 @@ timer_cb (gpointer user_data)
     if (second && sink_conn_is_linked (conn))
       sink_conn_update_tcp_info (conn);
   }
-  for (l = server->sessions; l; l = next) {
+  for (l = server->sessions; l; l = l->next) {
     SinkSession *s = l->data;
     gint64 last = sink_session_last_rx_us (s);
 
-    next = l->next;
     if (set->idle_timeout && sink_conn_is_linked (s->main) &&
         now - last > (gint64) set->idle_timeout * G_TIME_SPAN_MILLISECOND) {
       SinkEvent ev = SINK_EVENT_INIT (TRUE, "idle-close", "idle-timeout");
@@ -1015,8 +1050,6 @@ timer_cb (gpointer user_data)
   rate_tick (server, now);
   if (want_refresh)
     request_refresh (server, FALSE);
-  g_list_free_full (server->ended, (GDestroyNotify) sink_session_free);
-  server->ended = NULL;
   g_mutex_unlock (&server->lock);
   return G_SOURCE_CONTINUE;
 }
@@ -1192,6 +1225,7 @@ void
 sink_server_stop (SinkServer * server)
 {
   GSource *kick;
+  GList *l;
   guint i;
 
   if (server->thread) {
@@ -1203,19 +1237,17 @@ sink_server_stop (SinkServer * server)
     g_thread_join (server->thread);
     server->thread = NULL;
   }
-  /* the loop is gone: tear everything down here */
+  /* the loop is gone: this thread is the server thread now */
   g_mutex_lock (&server->lock);
+  for (l = server->conns; l; l = l->next)
+    sink_conn_close (l->data, "server stopped");
+  reap (server);
+  /* a TLS handshake callback that never came cannot come any more */
   while (server->conns) {
-    SinkConn *conn = server->conns->data;
-
-    sink_conn_close (conn, "server stopped");
+    sink_conn_free (server->conns->data);
     server->conns = g_list_delete_link (server->conns, server->conns);
-    sink_conn_free (conn);
   }
-  g_list_free_full (server->sessions, (GDestroyNotify) sink_session_free);
-  server->sessions = NULL;
-  g_list_free_full (server->ended, (GDestroyNotify) sink_session_free);
-  server->ended = NULL;
+  g_assert (server->sessions == NULL);
   kick = server->env.kick;
   server->env.kick = NULL;
   g_mutex_unlock (&server->lock);
@@ -1335,14 +1367,28 @@ report_behind (SinkServer * server, SinkSession * s, gboolean others_waiting)
   g_free (detail);
 }
 
+/* lock held: whether the path of @index (-1 the draws, else a stream
+ * pad) flushes; a stream that was removed flushes */
+static gboolean
+path_flushing (SinkServer * server, gint index)
+{
+  ServerStream *st;
+
+  if (index < 0)
+    return server->draw_flushing;
+  st = stream_find (server, (guint) index);
+  return !st || st->flushing;
+}
+
 /* Render path, lock held: waits until every up-to-date display client has
  * room. After client-timeout, clients still full fall behind when they
  * stopped reading (no write progress, receive window closed) or hold up a
  * faster client (sink_leave_behind());
- * otherwise the render keeps waiting. FALSE when *@flushing (that path
- * flushes). */
+ * otherwise the render keeps waiting. FALSE when the path of @index
+ * flushes (path_flushing()); the lock is released while waiting, so the
+ * caller looks up what it holds again afterwards. */
 static gboolean
-wait_for_room (SinkServer * server, const gboolean * flushing)
+wait_for_room (SinkServer * server, gint index)
 {
   gint64 timeout = (gint64) server->set.client_timeout *
       G_TIME_SPAN_MILLISECOND;
@@ -1354,7 +1400,7 @@ wait_for_room (SinkServer * server, const gboolean * flushing)
     gboolean blocked = FALSE;
     gint64 now;
 
-    if (*flushing)
+    if (path_flushing (server, index))
       return FALSE;
     for (l = server->sessions; l; l = l->next)
       blocked |= display_blocked (l->data);
@@ -1377,7 +1423,7 @@ wait_for_room (SinkServer * server, const gboolean * flushing)
 
         if (!display_blocked (s))
           continue;
-        progressing = now - sink_conn_last_progress_us (s->display) < timeout;
+        progressing = now - sink_conn_last_write_us (s->display) < timeout;
         if (!sink_leave_behind (progressing,
                 sink_conn_peer_reading (s->display), others_waiting))
           continue;
@@ -1429,11 +1475,22 @@ sink_server_set_cursor (SinkServer * server, const GstSpiceCursor * cursor,
   g_mutex_lock (&server->lock);
   if (server->shared.cursor_shape)
     g_bytes_unref (server->shared.cursor_shape);
-  server->shared.cursor_shape = shape ? g_bytes_ref (shape) : NULL;
   server->shared.cursor = *cursor;
   server->shared.cursor.shape = NULL;
+  if (shape && (cursor->width > SINK_CURSOR_MAX_SIZE ||
+          cursor->height > SINK_CURSOR_MAX_SIZE || cursor->width <= 0 ||
+          cursor->height <= 0 || g_bytes_get_size (shape) !=
+          (gsize) cursor->width * cursor->height * 4)) {
+    GST_WARNING_OBJECT (server->owner, "cursor shape %dx%d not served "
+        "(at most %d pixels a side)", cursor->width, cursor->height,
+        SINK_CURSOR_MAX_SIZE);
+    shape = NULL;
+  }
+  if (!shape)
+    server->shared.cursor.width = server->shared.cursor.height = 0;
+  server->shared.cursor_shape = shape ? g_bytes_ref (shape) : NULL;
   for (l = server->sessions; l; l = l->next)
-    sink_cursor_send (l->data, FALSE);
+    sink_cursor_send (l->data);
   g_mutex_unlock (&server->lock);
 }
 
@@ -1488,7 +1545,7 @@ sink_server_draw_update (SinkServer * server, GArray * regions,
   g_mutex_lock (&server->lock);
   server->updates_in++;
   server->regions_in += regions->len;
-  if (!wait_for_room (server, &server->draw_flushing)) {
+  if (!wait_for_room (server, -1)) {
     g_mutex_unlock (&server->lock);
     sink_picture_edit_discard (e);
     for (i = 0; i < regions->len; i++)
@@ -1775,10 +1832,12 @@ sink_server_stream_frame (SinkServer * server, guint index,
   st->frames_in++;
   server->stream_frames_in++;
   sink_rate_stream_frame (st->rate, size, key);
-  if (!wait_for_room (server, &st->flushing)) {
+  if (!wait_for_room (server, (gint) index)) {
     g_mutex_unlock (&server->lock);
     return GST_FLOW_FLUSHING;
   }
+  /* the lock was released while waiting */
+  st = stream_find (server, index);
   if (width <= 0 || st->codec == 0 || !st->enabled || size == 0)
     goto dropped;
   if (dest) {

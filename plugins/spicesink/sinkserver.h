@@ -38,8 +38,12 @@ typedef struct
   void (*post_report) (GstStructure * report, gpointer user_data);
   /* any thread, lock held or not: push @event upstream from the draw pad
    * (@index -1), the audio pad (SINK_SERVER_AUDIO_PAD) or stream pad
-   * @index */
+   * @index; never blocks */
   void (*post_upstream) (gint index, GstEvent * event, gpointer user_data);
+  /* server thread, lock not held: a navigation @event of the client of
+   * session @client, upstream from the draw pad; never blocks, and one
+   * client's flood must not cost another its input */
+  void (*post_input) (guint32 client, GstEvent * event, gpointer user_data);
 } SinkServerCallbacks;
 
 /* The element's properties that the server uses (docs/spicesink.md) */

@@ -57,7 +57,7 @@ session_linked (SinkConn * conn, gpointer user_data)
       sink_inputs_linked (s);
       break;
     case SPICE_CHANNEL_CURSOR:
-      sink_cursor_send (s, TRUE);
+      sink_cursor_linked (s);
       break;
     case SPICE_CHANNEL_PLAYBACK:
       sink_playback_linked (s);
@@ -137,30 +137,32 @@ session_message (SinkConn * conn, guint16 type, const guint8 * body,
   return ok;
 }
 
-/* lock held */
+/* Server thread, lock held, from the connection's finish: its slot is
+ * free again; the session ends with its main channel. Drops the
+ * connection's reference: @s may be freed on return. */
 static void
 session_closed (SinkConn * conn, gpointer user_data)
 {
   SinkSession *s = user_data;
   SinkConn **slot = slot_of (s, sink_conn_channel_type (conn));
 
-  if (!slot || *slot != conn)
-    return;
-  *slot = NULL;
-  if (slot == &s->playback)
-    s->play.started = FALSE;
-  if (slot == &s->record)
-    sink_record_closed (s);
-  if (slot == &s->display) {
-    sink_display_closed (s);
-    s->hooks->on_display_changed (s, s->hooks_data);
+  if (slot && *slot == conn) {
+    *slot = NULL;
+    if (slot == &s->playback)
+      s->play.started = FALSE;
+    if (slot == &s->record)
+      sink_record_closed (s);
+    if (slot == &s->display) {
+      sink_display_closed (s);
+      s->hooks->on_display_changed (s, s->hooks_data);
+    }
+    if (slot == &s->main) {
+      sink_agent_leave (s);
+      sink_session_close (s, "session ended");
+      s->hooks->on_ended (s, s->hooks_data);
+    }
   }
-  if (slot == &s->main) {
-    sink_agent_leave (s);
-    /* the session ends with its main channel */
-    sink_session_close (s, "session ended");
-    s->hooks->on_ended (s, s->hooks_data);
-  }
+  sink_session_unref (s);
 }
 
 /* server thread, lock held */
@@ -171,6 +173,8 @@ session_drained (SinkConn * conn, gpointer user_data)
 
   if (conn == s->display)
     sink_display_drained (s);
+  else if (conn == s->cursor)
+    sink_cursor_drained (s);
 }
 
 static const SinkConnHooks session_conn_hooks = {
@@ -189,6 +193,7 @@ sink_session_new (guint32 id, SinkConn * main, const SinkShared * shared,
 {
   SinkSession *s = g_new0 (SinkSession, 1);
 
+  s->refs = 2;
   s->id = id;
   s->peer_host = g_strdup (sink_conn_peer_host (main));
   s->peer = g_strdup (sink_conn_peer (main));
@@ -202,10 +207,16 @@ sink_session_new (guint32 id, SinkConn * main, const SinkShared * shared,
   return s;
 }
 
-/* server thread, lock held (timer), or after the loop stopped */
+/* server thread, lock held (or the loop is gone) */
 void
-sink_session_free (SinkSession * s)
+sink_session_unref (SinkSession * s)
 {
+  g_assert (s->refs > 0);
+  if (--s->refs > 0)
+    return;
+  g_assert (!s->main && !s->display && !s->inputs && !s->cursor &&
+      !s->playback && !s->record && !s->agent.joined);
+  GST_DEBUG ("session %08x freed", s->id);
   g_free (s->peer_host);
   g_free (s->peer);
   g_free (s);
@@ -220,6 +231,7 @@ sink_session_attach (SinkSession * s, SinkConn * conn, guint8 type)
   if (!slot || *slot)
     return FALSE;
   *slot = conn;
+  s->refs++;
   sink_conn_set_hooks (conn, &session_conn_hooks, s);
   return TRUE;
 }
@@ -312,6 +324,22 @@ sink_session_stats (SinkSession * s)
 
     gst_structure_set (c, "agent", GST_TYPE_STRUCTURE, as, NULL);
     gst_structure_free (as);
+  }
+  if (d->pref_compression)
+    gst_structure_set (c, "preferred-compression", G_TYPE_UINT,
+        (guint) d->pref_compression, NULL);
+  if (d->n_pref_codecs) {
+    GValue arr = G_VALUE_INIT;
+
+    g_value_init (&arr, GST_TYPE_ARRAY);
+    for (i = 0; i < d->n_pref_codecs; i++) {
+      GValue v = G_VALUE_INIT;
+
+      g_value_init (&v, G_TYPE_UINT);
+      g_value_set_uint (&v, d->pref_codecs[i]);
+      gst_value_array_append_and_take_value (&arr, &v);
+    }
+    gst_structure_take_value (c, "preferred-video-codecs", &arr);
   }
   if (d->have_margin)
     gst_structure_set (c, "stream-margin-ms", G_TYPE_INT, d->last_margin_ms,

@@ -23,7 +23,9 @@ typedef struct
   /* lock held: which codecs the session's display takes changed (linked,
    * closed, a codec failed): stream control again */
   void (*on_display_changed) (SinkSession * s, gpointer user_data);
-  /* lock held: the main channel closed; the owner frees the session */
+  /* server thread, lock held: the main channel is gone; the owner drops
+   * the reference it holds (the session is freed when its connections
+   * are finished too) */
   void (*on_ended) (SinkSession * s, gpointer user_data);
   /* server thread, lock NOT held: an input event for upstream */
   void (*on_navigation) (SinkSession * s, GstEvent * event,
@@ -34,6 +36,9 @@ typedef struct
 
 struct _SinkSession
 {
+  guint refs;                   /* the owner's, and one per connection
+                                 * attached (dropped at its finish); lock
+                                 * held */
   guint32 id;
   gchar *peer_host;
   gchar *peer;                  /* address:port of the main channel */
@@ -50,14 +55,15 @@ struct _SinkSession
   SinkAgentState agent;
 };
 
-/* all: lock held */
+/* all: lock held. A new session holds two references: the owner's and
+ * its main connection's. */
 SinkSession *sink_session_new (guint32 id, SinkConn * main,
     const SinkShared * shared, const SinkSessionHooks * hooks,
     gpointer user_data);
-void     sink_session_free (SinkSession * s);
+void     sink_session_unref (SinkSession * s);
 /* takes @conn as its channel of @type; FALSE if that one is linked */
 gboolean sink_session_attach (SinkSession * s, SinkConn * conn, guint8 type);
-/* every channel, closed */
+/* every channel marked dead (sink_conn_close()) */
 void     sink_session_close (SinkSession * s, const gchar * reason);
 /* the newest byte received on any channel */
 gint64   sink_session_last_rx_us (SinkSession * s);

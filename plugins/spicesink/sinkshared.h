@@ -65,13 +65,18 @@ typedef struct
 typedef gboolean (*SinkHandler) (SinkSession * s, guint16 type,
     const guint8 * body, gsize size);
 
+/* A valid message without a handler (the connection checked its type and
+ * size against the protocol's table) is one the sink does not act on: it
+ * is ignored, logged in @cat at debug. */
 static inline gboolean
-sink_handlers_dispatch (const SinkHandler * table, guint n, SinkSession * s,
-    guint16 type, const guint8 * body, gsize size)
+sink_handlers_dispatch (GstDebugCategory * cat, const SinkHandler * table,
+    guint n, SinkSession * s, guint16 type, const guint8 * body, gsize size)
 {
   if (type < n && table[type])
     return table[type] (s, type, body, size);
-  return TRUE;                  /* nothing to do for it */
+  GST_CAT_DEBUG (cat, "message type %u (%" G_GSIZE_FORMAT " bytes) ignored",
+      type, size);
+  return TRUE;
 }
 
 G_END_DECLS

@@ -683,6 +683,82 @@ GST_START_TEST (test_tokens_not_returned)
 
 GST_END_TEST;
 
+/* whether the peer of @data (a SpiceRawConn) closed; reads what it has */
+static gboolean
+raw_closed_now (gpointer data)
+{
+  SpiceRawConn *c = data;
+  guint8 buf[4096];
+
+  while (g_socket_condition_check (c->sock, G_IO_IN | G_IO_HUP)) {
+    gssize n = g_socket_receive (c->sock, (gchar *) buf, sizeof (buf), NULL,
+        NULL);
+
+    if (n <= 0)
+      return TRUE;
+  }
+  return FALSE;
+}
+
+typedef struct
+{
+  Client *c;
+  guint n;
+} RequestsWait;
+
+static gboolean
+has_requests (gpointer data)
+{
+  RequestsWait *w = data;
+
+  return w->c->requests >= w->n;
+}
+
+/* A client that takes no AGENT_DATA (0 tokens) asks five times for the
+ * clipboard of another client, which answers each request with 900 KB:
+ * the answers wait for its tokens until they are more than max-clipboard +
+ * 64 KiB; it is closed with its reason, while the answers still come in.
+ * The owner gets one request per ask and none of its answers is refused
+ * as unasked-for; it and the guest go on. */
+GST_START_TEST (test_withholder_requests_clipboard)
+{
+  Guest *g = guest_new ("max-clipboard=1000000", FALSE);
+  Client *owner = client_new (g->f->port);
+  SpiceRawConn *c;
+  GByteArray *a = g_byte_array_new ();
+  guint32 utf8 = VD_AGENT_CLIPBOARD_UTF8_TEXT;
+  GstSpiceClipboard got, req = { GST_SPICE_CLIPBOARD_REQUEST,
+    VD_AGENT_CLIPBOARD_SELECTION_CLIPBOARD, 0, {0,}, utf8, NULL
+  };
+  guint i;
+
+  gst_debug_set_threshold_for_name ("spicesink*", GST_LEVEL_WARNING);
+  gst_debug_add_log_function (log_func, NULL, NULL);
+  owner->mine = big_text (900 * 1000);
+  spice_main_channel_clipboard_selection_grab (owner->main,
+      VD_AGENT_CLIPBOARD_SELECTION_CLIPBOARD, &utf8, 1);
+  wait_up (g, GST_SPICE_CLIPBOARD_GRAB, &got);
+  gst_spice_clipboard_clear (&got);
+  c = raw_agent_tokens (g, 0);
+  for (i = 0; i < 5; i++)
+    gst_spice_agent_write_clipboard (a, &req, FALSE, FALSE, 0);
+  raw_send_stream (c, a);
+  g_byte_array_unref (a);
+  fail_unless (spin_until (raw_closed_now, c, 20000),
+      "the client that takes no answer was not closed");
+  fail_unless (warned (g, "agent tokens not returned"));
+  /* the owner answered every request, and none of its answers closed it */
+  fail_unless (spin_until (has_requests, &(RequestsWait) {
+          owner, 5}, 20000), "the owner got %u requests", owner->requests);
+  fail_if (warned (g, "clipboard data without a request"));
+  expect_closed (g, c, owner, "agent tokens not returned");
+  gst_debug_remove_log_function (log_func);
+  client_free (owner);
+  guest_free (g);
+}
+
+GST_END_TEST;
+
 static Suite *
 agent_sink_suite (void)
 {
@@ -698,6 +774,7 @@ agent_sink_suite (void)
   tcase_add_test (tc, test_monitors_config);
   tcase_add_test (tc, test_hostile);
   tcase_add_test (tc, test_tokens_not_returned);
+  tcase_add_test (tc, test_withholder_requests_clipboard);
   return s;
 }
 

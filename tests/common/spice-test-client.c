@@ -5,8 +5,13 @@
  * "INV <us> x y w h" (monotonic microseconds) on stdout, sends the given
  * scancodes once the display is ready, and writes the primary surface as a
  * PPM when the display has been quiet for --settle-ms (after at least
- * --min-invalidates invalidates) or after --duration-ms. Exit codes: 0 done,
- * 1 no picture, 2 timeout/connection error.
+ * --min-invalidates invalidates) or after --duration-ms. With
+ * --prefer-compression / --prefer-codecs it tells the server its preferred
+ * image compression and video codecs once the display is ready, through
+ * spice-gtk's API (what spicy's menu does), and logs "PREFERRED-SENT".
+ * Every event of the display channel from CLOSED on is logged as
+ * "CHANNEL-EVENT <n>". Exit codes: 0 done, 1 no picture, 2
+ * timeout/connection error.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,8 +19,11 @@
 #include "ppm.h"
 
 static gchar *host = NULL, *port = NULL, *tls_port = NULL, *ca_file = NULL,
-    *cert_subject = NULL, *password = NULL, *out = NULL, *keys = NULL;
-static gint settle_ms = 400, min_inv = 1, duration_ms = 0, timeout_s = 30;
+    *cert_subject = NULL, *password = NULL, *out = NULL, *keys = NULL,
+    *prefer_codecs = NULL;
+static gint settle_ms = 400, min_inv = 1, duration_ms = 0, timeout_s = 30,
+    prefer_compression = 0;
+static SpiceChannel *display;
 static gboolean log_inv = FALSE;
 
 static GMainLoop *loop;
@@ -110,8 +118,34 @@ invalidate (SpiceChannel * ch, gint x, gint y, gint w, gint h, gpointer data)
   last_inv_us = g_get_monotonic_time ();
   n_inv++;
   if (log_inv)
-    g_print ("INV %" G_GINT64_FORMAT " %d %d %d %d\n", last_inv_us, x, y, w,
-        h);
+    g_print ("INV %" G_GINT64_FORMAT " %d %d %d %d\n", last_inv_us, x, y, w, h);
+}
+
+/* the display is ready: the preferences, if asked for */
+static void
+send_preferences (void)
+{
+  if (prefer_compression > 0)
+    spice_display_channel_change_preferred_compression (display,
+        prefer_compression);
+  if (prefer_codecs) {
+    gchar **names = g_strsplit (prefer_codecs, ",", -1);
+    guint n = g_strv_length (names), i;
+    gint *codecs = g_new0 (gint, MAX (n, 1));
+    GError *err = NULL;
+
+    for (i = 0; i < n; i++)
+      codecs[i] = (gint) g_ascii_strtoll (names[i], NULL, 0);
+    if (!spice_display_channel_change_preferred_video_codec_types (display,
+            codecs, n, &err)) {
+      g_printerr ("preferred codecs: %s\n", err->message);
+      g_clear_error (&err);
+    }
+    g_free (codecs);
+    g_strfreev (names);
+  }
+  if (prefer_compression > 0 || prefer_codecs)
+    g_print ("PREFERRED-SENT\n");
 }
 
 static void
@@ -120,12 +154,15 @@ mark (SpiceChannel * ch, gint m, gpointer data)
   if (m && !marked) {
     marked = TRUE;
     g_print ("MARK %" G_GINT64_FORMAT "\n", g_get_monotonic_time ());
+    send_preferences ();
   }
 }
 
 static void
 channel_event (SpiceChannel * ch, SpiceChannelEvent ev, gpointer data)
 {
+  if (ch == display && ev >= SPICE_CHANNEL_CLOSED)
+    g_print ("CHANNEL-EVENT %d\n", ev);
   if (ev >= SPICE_CHANNEL_ERROR_CONNECT) {
     g_printerr ("channel error %d\n", ev);
     exit_code = 2;
@@ -144,12 +181,12 @@ channel_new (SpiceSession * s, SpiceChannel * ch, gpointer data)
     g_object_get (ch, "channel-id", &id, NULL);
     if (id != 0)
       return;
+    display = ch;
     g_signal_connect (ch, "display-primary-create",
         G_CALLBACK (primary_create), NULL);
     g_signal_connect (ch, "display-primary-destroy",
         G_CALLBACK (primary_destroy), NULL);
-    g_signal_connect (ch, "display-invalidate", G_CALLBACK (invalidate),
-        NULL);
+    g_signal_connect (ch, "display-invalidate", G_CALLBACK (invalidate), NULL);
     g_signal_connect (ch, "display-mark", G_CALLBACK (mark), NULL);
     g_signal_connect (ch, "channel-event", G_CALLBACK (channel_event), NULL);
     spice_channel_connect (ch);
@@ -187,6 +224,10 @@ main (int argc, char **argv)
     {"timeout", 0, 0, G_OPTION_ARG_INT, &timeout_s, "timeout (s)", NULL},
     {"log", 0, 0, G_OPTION_ARG_NONE, &log_inv, "log invalidates", NULL},
     {"keys", 0, 0, G_OPTION_ARG_STRING, &keys, "scancodes a,b,c", NULL},
+    {"prefer-compression", 0, 0, G_OPTION_ARG_INT, &prefer_compression,
+        "SpiceImageCompression to prefer", NULL},
+    {"prefer-codecs", 0, 0, G_OPTION_ARG_STRING, &prefer_codecs,
+        "SpiceVideoCodecTypes to prefer, a,b,c", NULL},
     {NULL}
   };
   GOptionContext *ctx = g_option_context_new ("- gst-spice test client");

@@ -475,6 +475,21 @@ encode_frames (const gchar * pattern, gint w, gint h, guint n,
   return frames;
 }
 
+/* pushes encoded frame @i of @frames (the first a keyframe) on the
+ * fixture's stream branch at @dest; @pts NONE keeps the encoder's */
+static inline void
+push_stream_frame (Fixture * f, GPtrArray * frames, guint i,
+    const GstVideoRectangle * dest, GstClockTime pts)
+{
+  GstBuffer *b = gst_buffer_copy (g_ptr_array_index (frames, i));
+
+  gst_buffer_add_spice_stream_meta (b, dest, 1, i == 0);
+  if (GST_CLOCK_TIME_IS_VALID (pts))
+    GST_BUFFER_PTS (b) = pts;
+  fail_unless_equals_int (gst_app_src_push_buffer (GST_APP_SRC
+          (f->stream_src), b), GST_FLOW_OK);
+}
+
 /* the raw BGRx picture of videotestsrc @pattern */
 static inline guint8 *
 reference_frame (const gchar * pattern, gint w, gint h)

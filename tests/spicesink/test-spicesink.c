@@ -944,21 +944,6 @@ cmp_i64 (gconstpointer a, gconstpointer b)
   return x < y ? -1 : x > y;
 }
 
-/* pushes encoded frame @i of @frames (the first a keyframe) on the
- * fixture's stream branch at @dest; @pts NONE keeps the encoder's */
-static void
-push_stream_frame (Fixture * f, GPtrArray * frames, guint i,
-    const GstVideoRectangle * dest, GstClockTime pts)
-{
-  GstBuffer *b = gst_buffer_copy (g_ptr_array_index (frames, i));
-
-  gst_buffer_add_spice_stream_meta (b, dest, 1, i == 0);
-  if (GST_CLOCK_TIME_IS_VALID (pts))
-    GST_BUFFER_PTS (b) = pts;
-  fail_unless_equals_int (gst_app_src_push_buffer (GST_APP_SRC
-          (f->stream_src), b), GST_FLOW_OK);
-}
-
 /* Streams frames spaced 300 ms apart to a spice-gtk client; each frame
  * must be shown (display-invalidate of the stream area) within that
  * interval: no mm-time lag, no dropped "late" frame. */

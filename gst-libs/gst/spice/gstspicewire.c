@@ -370,12 +370,29 @@ typedef struct
   const gchar *name;
 } MsgLimit;
 
+/* Every client message spice.proto defines for the channels the sink
+ * serves, also those it does not act on (migration, preferences, quality
+ * indicator): a valid message is never a reason to close; the limits of
+ * opaque bodies are generous bounds, not the protocol's. */
 static const MsgLimit client_limits[] = {
   {0, SPICE_MSGC_ACK_SYNC, 4, 4, "ACK_SYNC"},
   {0, SPICE_MSGC_ACK, 0, 0, "ACK"},
   /* PONG echoes PING; a client may echo padding, we never send any */
   {0, SPICE_MSGC_PONG, 12, 12, "PONG"},
+  {0, SPICE_MSGC_MIGRATE_FLUSH_MARK, 0, 0, "MIGRATE_FLUSH_MARK"},
+  {0, SPICE_MSGC_MIGRATE_DATA, 0, 65536, "MIGRATE_DATA"},
   {0, SPICE_MSGC_DISCONNECTING, 12, 12, "DISCONNECTING"},
+  {SPICE_CHANNEL_MAIN, SPICE_MSGC_MAIN_MIGRATE_CONNECTED, 0, 0,
+      "MIGRATE_CONNECTED"},
+  {SPICE_CHANNEL_MAIN, SPICE_MSGC_MAIN_MIGRATE_CONNECT_ERROR, 0, 0,
+      "MIGRATE_CONNECT_ERROR"},
+  {SPICE_CHANNEL_MAIN, SPICE_MSGC_MAIN_MIGRATE_END, 0, 0, "MIGRATE_END"},
+  {SPICE_CHANNEL_MAIN, SPICE_MSGC_MAIN_MIGRATE_DST_DO_SEAMLESS, 4, 4,
+      "MIGRATE_DST_DO_SEAMLESS"},
+  {SPICE_CHANNEL_MAIN, SPICE_MSGC_MAIN_MIGRATE_CONNECTED_SEAMLESS, 0, 0,
+      "MIGRATE_CONNECTED_SEAMLESS"},
+  {SPICE_CHANNEL_MAIN, SPICE_MSGC_MAIN_QUALITY_INDICATOR, 0, 4096,
+      "QUALITY_INDICATOR"},
   {SPICE_CHANNEL_MAIN, SPICE_MSGC_MAIN_ATTACH_CHANNELS, 0, 0,
       "ATTACH_CHANNELS"},
   {SPICE_CHANNEL_MAIN, SPICE_MSGC_MAIN_MOUSE_MODE_REQUEST, 2, 2,
@@ -391,6 +408,14 @@ static const MsgLimit client_limits[] = {
       "DISPLAY_INIT"},
   {SPICE_CHANNEL_DISPLAY, SPICE_MSGC_DISPLAY_STREAM_REPORT, 32, 32,
       "STREAM_REPORT"},
+  /* u8 SpiceImageCompression */
+  {SPICE_CHANNEL_DISPLAY, SPICE_MSGC_DISPLAY_PREFERRED_COMPRESSION, 1, 1,
+      "PREFERRED_COMPRESSION"},
+  {SPICE_CHANNEL_DISPLAY, SPICE_MSGC_DISPLAY_GL_DRAW_DONE, 0, 0,
+      "GL_DRAW_DONE"},
+  /* u8 count, then count u8 SpiceVideoCodecType */
+  {SPICE_CHANNEL_DISPLAY, SPICE_MSGC_DISPLAY_PREFERRED_VIDEO_CODEC_TYPE, 1,
+      1 + 255, "PREFERRED_VIDEO_CODEC_TYPE"},
   {SPICE_CHANNEL_INPUTS, SPICE_MSGC_INPUTS_KEY_DOWN, 4, 4,
       "KEY_DOWN"},
   {SPICE_CHANNEL_INPUTS, SPICE_MSGC_INPUTS_KEY_UP, 4, 4, "KEY_UP"},
@@ -835,6 +860,24 @@ gst_spice_wire_parse_stream_report (const guint8 * data, gsize size,
   out->last_frame_delay = gst_byte_reader_get_int32_le_unchecked (&r);
   out->audio_delay = gst_byte_reader_get_uint32_le_unchecked (&r);
   return out->stream_id < GST_SPICE_WIRE_MAX_STREAMS;
+}
+
+gboolean
+gst_spice_wire_parse_preferred_video_codecs (const guint8 * data, gsize size,
+    guint8 * codecs, guint max, guint * n)
+{
+  GstByteReader r;
+  guint8 count;
+  const guint8 *list;
+
+  if (!wire_reader_init (&r, data, size) ||
+      !gst_byte_reader_get_uint8 (&r, &count) ||
+      gst_byte_reader_get_remaining (&r) != count ||
+      !gst_byte_reader_get_data (&r, count, &list))
+    return FALSE;
+  *n = MIN (count, max);
+  memcpy (codecs, list, *n);
+  return TRUE;
 }
 
 gboolean

@@ -243,6 +243,14 @@ GST_SPICE_API
 gboolean gst_spice_wire_parse_stream_report (const guint8 * data, gsize size,
     GstSpiceStreamReport * out);
 
+/* DISPLAY_PREFERRED_VIDEO_CODEC_TYPE: u8 count, then count codec types
+ * (SpiceVideoCodecType, the client's order of preference); *@n of them
+ * (at most @max) into @codecs. FALSE when the count does not match the
+ * size. */
+GST_SPICE_API
+gboolean gst_spice_wire_parse_preferred_video_codecs (const guint8 * data,
+    gsize size, guint8 * codecs, guint max, guint * n);
+
 GST_SPICE_API
 gboolean gst_spice_wire_parse_key (const guint8 * data, gsize size,
     guint32 * code);
