@@ -19,6 +19,7 @@
 #include "runner-process.h"
 #include "audio-check.h"
 #include "audio-listener.h"
+#include "pause-proxy.h"
 
 typedef struct
 {
@@ -431,6 +432,92 @@ GST_START_TEST (test_sink_record)
 
 GST_END_TEST;
 
+/* the newest "record level" line of the guest from @mark on with a tone
+ * near @hz, within a few seconds; NULL if none */
+static gchar *
+wait_recorded_tone (Chain * c, guint mark, guint hz)
+{
+  gchar *line = NULL;
+
+  for (;;) {
+    guint idx = 0, frames, got = 0;
+    gint peak = 0;
+    gchar *next = guest_process_wait_line_from (c->guest, mark,
+        "record level ", 5000, &idx);
+
+    if (!next)
+      break;
+    g_free (line);
+    line = next;
+    mark = idx + 1;
+    if (sscanf (line, "record level %u %u %d", &frames, &got, &peak) == 3 &&
+        got >= hz - 20 && got <= hz + 20 && peak > 4000)
+      return line;
+  }
+  g_free (line);
+  return NULL;
+}
+
+/* spice-gtk's catch-up after a stall, what the sink's record-rate limit
+ * must leave room for (sinkrecord.h): a client records in real time, its
+ * link stops carrying what it sends for 3 s (a proxy stops forwarding),
+ * and when the link is back spice-gtk sends everything it queued at once.
+ * Measured here: the bytes that arrive within 300 ms of the link's return.
+ * The record channel stays open (no protocol-violation event) and the
+ * guest records the tone sent after it. */
+GST_START_TEST (test_sink_record_stall)
+{
+  Chain c;
+  AudioListener l;
+  PauseProxy *px;
+  GstBus *bus;
+  GstMessage *m;
+  guint64 before, after;
+  gdouble burst_s;
+  gboolean never = FALSE;
+  guint mark;
+  gchar *line;
+
+  chain_start (&c, "on", "queue");
+  px = pause_proxy_new (c.port);
+  audio_listener_start (&l, pause_proxy_port (px), FALSE);
+  fail_unless (audio_listener_pump_until (&l.record_started, 20000),
+      "spicesink never started the client's record channel");
+  audio_listener_send_tone (&l, 500, GUEST_AUDIO_RATE, 1);
+  pause_proxy_pause (px, TRUE);
+  audio_listener_send_tone (&l, 500, GUEST_AUDIO_RATE, 3);
+  before = pause_proxy_bytes_up (px);
+  pause_proxy_pause (px, FALSE);
+  audio_listener_pump_until (&never, 300);
+  after = pause_proxy_bytes_up (px);
+  burst_s = (after - before) / (GUEST_AUDIO_RATE * 4.0);
+  GST_INFO ("after a 3 s stall spice-gtk sent %.2f s of audio (%"
+      G_GUINT64_FORMAT " bytes) within 300 ms", burst_s, after - before);
+  g_print ("RESULT record burst after a 3 s stall: %.2f s of audio within "
+      "300 ms\n", burst_s);
+  fail_unless (burst_s >= 2.0, "spice-gtk sent only %.2f s at once: the "
+      "stall was not a stall", burst_s);
+  mark = guest_process_mark (c.guest);
+  audio_listener_send_tone (&l, 900, GUEST_AUDIO_RATE, 3);
+  line = wait_recorded_tone (&c, mark, 900);
+  fail_unless (line != NULL, "the guest recorded nothing after the stall");
+  g_free (line);
+  bus = gst_element_get_bus (c.pipe);
+  while ((m = gst_bus_pop_filtered (bus, GST_MESSAGE_ELEMENT))) {
+    const GstStructure *st = gst_message_get_structure (m);
+
+    fail_if (st && g_strcmp0 (gst_structure_get_string (st, "event"),
+            "protocol-violation") == 0, "%" GST_PTR_FORMAT, st);
+    gst_message_unref (m);
+  }
+  gst_object_unref (bus);
+  audio_listener_stop (&l);
+  pause_proxy_free (px);
+  chain_stop (&c);
+}
+
+GST_END_TEST;
+
 static Suite *
 audio_sink_suite (void)
 {
@@ -444,6 +531,7 @@ audio_sink_suite (void)
   tcase_add_test (tc, test_sink_opus_refused);
   tcase_add_test (tc, test_sink_stalled_playback);
   tcase_add_test (tc, test_sink_record);
+  tcase_add_test (tc, test_sink_record_stall);
   tcase_add_test (tc, test_sink_record_malformed);
   tcase_add_test (tc, test_pipeline_tone_opus);
   tcase_add_test (tc, test_pipeline_tone_raw);
