@@ -2,6 +2,7 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
 #include <string.h>
+#include <sys/socket.h>
 #include "spice-raw-client.h"
 #include "ppm.h"
 
@@ -113,6 +114,17 @@ spice_raw_close (SpiceRawConn * c)
   g_free (c);
 }
 
+void
+spice_raw_reset (SpiceRawConn * c)
+{
+  struct linger l = { 1, 0 };
+
+  if (!c)
+    return;
+  setsockopt (g_socket_get_fd (c->sock), SOL_SOCKET, SO_LINGER, &l, sizeof (l));
+  spice_raw_close (c);
+}
+
 gboolean
 spice_raw_send (SpiceRawConn * c, const guint8 * data, gsize size)
 {
@@ -175,64 +187,99 @@ spice_raw_wait_closed (SpiceRawConn * c, guint timeout_ms)
 }
 
 gboolean
-spice_raw_link (SpiceRawConn * c, guint32 connection_id, guint8 channel_type,
-    guint32 common_caps, guint32 channel_caps, const gchar * password,
-    guint32 * reply_error)
+spice_raw_link_send_mess (SpiceRawConn * c, guint32 connection_id,
+    guint8 channel_type, guint32 common_caps, guint32 channel_caps)
 {
   GstSpiceLinkMess m = { 0, };
-  GstSpiceLinkHeader h;
-  GstSpiceLinkReply r;
   GByteArray *a = g_byte_array_new ();
-  guint8 hdr[16], *body, ticket[128], res[4];
-  gboolean ok = FALSE;
+  gboolean ok;
 
-  if (reply_error)
-    *reply_error = 0;
   m.connection_id = connection_id;
   m.channel_type = channel_type;
   m.n_common = 1;
   m.n_channel = 1;
   m.common_caps[0] = common_caps;
   m.channel_caps[0] = channel_caps;
+  c->common_caps = common_caps;
   gst_spice_wire_write_link_mess (a, &m);
-  if (!spice_raw_send (c, a->data, a->len))
-    goto out;
-  if (!spice_raw_recv_exact (c, hdr, 16, 10000) ||
+  ok = spice_raw_send (c, a->data, a->len);
+  g_byte_array_unref (a);
+  return ok;
+}
+
+gboolean
+spice_raw_link_read_reply (SpiceRawConn * c, GstSpiceLinkReply * r,
+    guint timeout_ms)
+{
+  GstSpiceLinkHeader h;
+  guint8 hdr[16], *body;
+  gboolean ok;
+
+  if (!spice_raw_recv_exact (c, hdr, 16, timeout_ms) ||
       !gst_spice_wire_parse_link_header (hdr, 16,
           GST_SPICE_WIRE_LINK_REPLY_SIZE, &h, NULL))
-    goto out;
+    return FALSE;
   body = g_malloc (h.size);
-  if (!spice_raw_recv_exact (c, body, h.size, 10000) ||
-      !gst_spice_wire_parse_link_reply (body, h.size, &r)) {
-    g_free (body);
-    goto out;
-  }
+  ok = spice_raw_recv_exact (c, body, h.size, timeout_ms) &&
+      gst_spice_wire_parse_link_reply (body, h.size, r);
   g_free (body);
+  if (ok)
+    c->mini = gst_spice_caps_test (r->common_caps, r->n_common,
+        SPICE_COMMON_CAP_MINI_HEADER) &&
+        (c->common_caps & (1u << SPICE_COMMON_CAP_MINI_HEADER));
+  return ok;
+}
+
+gboolean
+spice_raw_link_send_ticket (SpiceRawConn * c, const GstSpiceLinkReply * r,
+    const gchar * password)
+{
+  GByteArray *a = g_byte_array_new ();
+  guint8 ticket[128];
+  gboolean ok = FALSE;
+
+  if (c->common_caps & (1u << SPICE_COMMON_CAP_PROTOCOL_AUTH_SELECTION))
+    gst_spice_put_u32 (a, SPICE_COMMON_CAP_AUTH_SPICE);
+  if (gst_spice_ticket_encrypt (r->pub_key, SPICE_TICKET_PUBKEY_BYTES,
+          password ? password : "", ticket, sizeof (ticket))) {
+    gst_spice_put_bytes (a, ticket, 128);
+    ok = spice_raw_send (c, a->data, a->len);
+  }
+  g_byte_array_unref (a);
+  return ok;
+}
+
+gboolean
+spice_raw_link_read_result (SpiceRawConn * c, guint timeout_ms)
+{
+  guint8 res[4];
+
+  if (!spice_raw_recv_exact (c, res, 4, timeout_ms))
+    return FALSE;
+  c->link_result = GST_READ_UINT32_LE (res);
+  return TRUE;
+}
+
+gboolean
+spice_raw_link (SpiceRawConn * c, guint32 connection_id, guint8 channel_type,
+    guint32 common_caps, guint32 channel_caps, const gchar * password,
+    guint32 * reply_error)
+{
+  GstSpiceLinkReply r;
+
+  if (reply_error)
+    *reply_error = 0;
+  if (!spice_raw_link_send_mess (c, connection_id, channel_type, common_caps,
+          channel_caps) || !spice_raw_link_read_reply (c, &r, 10000))
+    return FALSE;
   if (r.error) {
     if (reply_error)
       *reply_error = r.error;
-    goto out;
+    return FALSE;
   }
   c->type = channel_type;
-  c->mini = gst_spice_caps_test (r.common_caps, r.n_common,
-      SPICE_COMMON_CAP_MINI_HEADER) &&
-      (common_caps & (1u << SPICE_COMMON_CAP_MINI_HEADER));
-  g_byte_array_set_size (a, 0);
-  if (common_caps & (1u << SPICE_COMMON_CAP_PROTOCOL_AUTH_SELECTION))
-    gst_spice_put_u32 (a, SPICE_COMMON_CAP_AUTH_SPICE);
-  if (!gst_spice_ticket_encrypt (r.pub_key, SPICE_TICKET_PUBKEY_BYTES,
-          password ? password : "", ticket, sizeof (ticket)))
-    goto out;
-  gst_spice_put_bytes (a, ticket, 128);
-  if (!spice_raw_send (c, a->data, a->len))
-    goto out;
-  if (!spice_raw_recv_exact (c, res, 4, 10000))
-    goto out;
-  c->link_result = GST_READ_UINT32_LE (res);
-  ok = TRUE;
-out:
-  g_byte_array_unref (a);
-  return ok;
+  return spice_raw_link_send_ticket (c, &r, password) &&
+      spice_raw_link_read_result (c, 10000);
 }
 
 gboolean
@@ -274,11 +321,8 @@ spice_raw_read_msg (SpiceRawConn * c, guint timeout_ms, guint16 * type,
   return TRUE;
 }
 
-#define COMMON_CAPS 0x0d        /* AUTH_SELECTION, AUTH_SASL, MINI_HEADER: as spice-gtk */
-
 SpiceRawSession *
-spice_raw_session_new (guint16 port, const gchar * password,
-    guint32 display_caps)
+spice_raw_session_new_main (guint16 port, const gchar * password)
 {
   SpiceRawSession *s = g_new0 (SpiceRawSession, 1);
   guint16 type;
@@ -288,7 +332,8 @@ spice_raw_session_new (guint16 port, const gchar * password,
 
   s->main = spice_raw_connect (port, 10);
   if (!s->main || !spice_raw_link (s->main, 0, SPICE_CHANNEL_MAIN,
-          COMMON_CAPS, 0, password, NULL) || s->main->link_result != 0)
+          SPICE_RAW_COMMON_CAPS, 0, password, NULL)
+      || s->main->link_result != 0)
     goto fail;
   if (!spice_raw_read_msg (s->main, 10000, &type, &body, &size))
     goto fail;
@@ -310,9 +355,23 @@ spice_raw_session_new (guint16 port, const gchar * password,
     if (type == SPICE_MSG_MAIN_CHANNELS_LIST)
       break;
   }
+  return s;
+fail:
+  spice_raw_session_free (s);
+  return NULL;
+}
+
+SpiceRawSession *
+spice_raw_session_new (guint16 port, const gchar * password,
+    guint32 display_caps)
+{
+  SpiceRawSession *s = spice_raw_session_new_main (port, password);
+
+  if (!s)
+    return NULL;
   s->display = spice_raw_connect (port, 10);
   if (!s->display || !spice_raw_link (s->display, s->session_id,
-          SPICE_CHANNEL_DISPLAY, COMMON_CAPS, display_caps, password,
+          SPICE_CHANNEL_DISPLAY, SPICE_RAW_COMMON_CAPS, display_caps, password,
           NULL) || s->display->link_result != 0)
     goto fail;
   return s;

@@ -15,6 +15,7 @@ typedef struct {
   gboolean mini;
   guint8 type;
   guint32 link_result;
+  guint32 common_caps;          /* the client's, as sent in the link */
 } SpiceRawConn;
 
 /* A TCP connection to 127.0.0.1:@port with @timeout_s for every socket
@@ -40,11 +41,17 @@ SpiceRawConn *spice_raw_connect (guint16 port, guint timeout_s);
 SpiceRawConn *spice_raw_connect_from (const gchar * from, guint16 port,
     guint timeout_s);
 void     spice_raw_close (SpiceRawConn * c);
+/* closes with SO_LINGER {1, 0}: the peer gets a reset (RST), not a FIN,
+ * and whatever is unsent or unread is dropped; frees @c. NULL-safe. */
+void     spice_raw_reset (SpiceRawConn * c);
 gboolean spice_raw_send (SpiceRawConn * c, const guint8 * data, gsize size);
 gboolean spice_raw_recv_exact (SpiceRawConn * c, guint8 * buf, gsize size,
     guint timeout_ms);
 /* TRUE when the peer closed (EOF or reset) within @timeout_ms */
 gboolean spice_raw_wait_closed (SpiceRawConn * c, guint timeout_ms);
+
+/* the common caps spice-gtk sends: AUTH_SELECTION, AUTH_SASL, MINI_HEADER */
+#define SPICE_RAW_COMMON_CAPS 0x0d
 
 /* Full link handshake. Returns TRUE if it reached the link result (stored
  * in c->link_result); with @reply_error set to the error of an error
@@ -52,6 +59,19 @@ gboolean spice_raw_wait_closed (SpiceRawConn * c, guint timeout_ms);
 gboolean spice_raw_link (SpiceRawConn * c, guint32 connection_id,
     guint8 channel_type, guint32 common_caps, guint32 channel_caps,
     const gchar * password, guint32 * reply_error);
+
+/* The same in its steps, for clients that stop anywhere in between: the
+ * link header and message; the server's reply (*@r; FALSE if none came;
+ * also sets c->mini); the auth mechanism (with AUTH_SELECTION in the
+ * common caps) and the 128-byte ticket, @password encrypted with the
+ * reply's key; the 4-byte link result (in c->link_result). */
+gboolean spice_raw_link_send_mess (SpiceRawConn * c, guint32 connection_id,
+    guint8 channel_type, guint32 common_caps, guint32 channel_caps);
+gboolean spice_raw_link_read_reply (SpiceRawConn * c, GstSpiceLinkReply * r,
+    guint timeout_ms);
+gboolean spice_raw_link_send_ticket (SpiceRawConn * c,
+    const GstSpiceLinkReply * r, const gchar * password);
+gboolean spice_raw_link_read_result (SpiceRawConn * c, guint timeout_ms);
 
 gboolean spice_raw_send_msg (SpiceRawConn * c, guint16 type,
     const guint8 * body, gsize size);
@@ -90,6 +110,9 @@ typedef struct {
 
 SpiceRawSession *spice_raw_session_new (guint16 port, const gchar * password,
     guint32 display_caps);
+/* Only its main channel (ATTACH_CHANNELS answered); display is NULL. */
+SpiceRawSession *spice_raw_session_new_main (guint16 port,
+    const gchar * password);
 void     spice_raw_session_free (SpiceRawSession * s);
 /* pixels (B,G,R) differing from @bgrx (same size, @stride) */
 guint64  spice_raw_session_compare (SpiceRawSession * s, const guint8 * bgrx,
