@@ -166,10 +166,10 @@ clear_queue (SinkConn * conn)
 /* ------------------------------------------------------------ lifetime */
 
 SinkConn *
-sink_conn_new (SinkConnEnv * env, GSocket * socket, gboolean tls, guint id)
+sink_conn_new (SinkConnEnv * env, GSocket * socket, GSocketAddress * addr,
+    gboolean tls, guint id)
 {
   SinkConn *conn = g_new0 (SinkConn, 1);
-  GSocketAddress *addr;
   gint fd = g_socket_get_fd (socket);
   gint one = 1;
 
@@ -182,7 +182,6 @@ sink_conn_new (SinkConnEnv * env, GSocket * socket, gboolean tls, guint id)
   /* the link stage queues a reply of a few hundred bytes; each channel
    * sets its own limit when it links */
   conn->limit = SINK_CONN_LINK_LIMIT;
-  addr = g_socket_get_remote_address (socket, NULL);
   if (addr && G_IS_INET_SOCKET_ADDRESS (addr)) {
     GInetSocketAddress *ia = G_INET_SOCKET_ADDRESS (addr);
     conn->peer_host =
@@ -193,7 +192,6 @@ sink_conn_new (SinkConnEnv * env, GSocket * socket, gboolean tls, guint id)
     conn->peer_host = g_strdup ("?");
     conn->peer = g_strdup ("?");
   }
-  g_clear_object (&addr);
   if (setsockopt (fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof (one)) < 0)
     GST_DEBUG ("TCP_NODELAY: %s", g_strerror (errno));
   if (env->notsent_lowat > 0) {

@@ -109,9 +109,10 @@ typedef struct
   guint64 bytes_out, msgs_out, bytes_in, msgs_in;
 } SinkConnCounters;
 
-/* server thread: takes @socket (connected, non-blocking) */
-SinkConn *sink_conn_new (SinkConnEnv * env, GSocket * socket, gboolean tls,
-    guint id);
+/* server thread: takes @socket (connected, non-blocking); @addr is the
+ * peer's address as accept() gave it */
+SinkConn *sink_conn_new (SinkConnEnv * env, GSocket * socket,
+    GSocketAddress * addr, gboolean tls, guint id);
 /* server thread, lock held, after sink_conn_is_freeable() (or once the
  * loop is gone, after sink_conn_finish()) */
 void      sink_conn_free (SinkConn * conn);

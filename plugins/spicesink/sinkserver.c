@@ -9,6 +9,10 @@
  * SinkServerCallbacks.
  */
 #include <string.h>
+#include <errno.h>
+#include <unistd.h>
+#include <fcntl.h>
+#include <sys/socket.h>
 
 #include "sinkserver.h"
 #include "sinksession.h"
@@ -641,16 +645,48 @@ static const SinkConnHooks link_hooks = {
 /* ------------------------------------------------------------- accept */
 
 static gchar *
-socket_peer_host (GSocket * sock)
+peer_host (GSocketAddress * addr)
 {
-  GSocketAddress *addr = g_socket_get_remote_address (sock, NULL);
   gchar *host = NULL;
 
   if (addr && G_IS_INET_SOCKET_ADDRESS (addr))
     host = g_inet_address_to_string (g_inet_socket_address_get_address
         (G_INET_SOCKET_ADDRESS (addr)));
-  g_clear_object (&addr);
   return host ? host : g_strdup ("?");
+}
+
+/* Server thread: the next connection of @lsock (non-blocking) and the
+ * address accept() gave for it (a client that resets at once has none
+ * left for getpeername()); NULL when none is waiting. */
+static GSocket *
+accept_one (GSocket * lsock, GSocketAddress ** peer)
+{
+  struct sockaddr_storage ss;
+  socklen_t len = sizeof (ss);
+  GSocket *sock;
+  GError *err = NULL;
+  gint fd;
+
+  *peer = NULL;
+  do {
+    len = sizeof (ss);
+    fd = accept (g_socket_get_fd (lsock), (struct sockaddr *) &ss, &len);
+  } while (fd < 0 && (errno == ECONNABORTED || errno == EINTR));
+  if (fd < 0) {
+    if (errno != EAGAIN && errno != EWOULDBLOCK)
+      GST_WARNING ("accept failed: %s", g_strerror (errno));
+    return NULL;
+  }
+  fcntl (fd, F_SETFD, FD_CLOEXEC);
+  sock = g_socket_new_from_fd (fd, &err);
+  if (!sock) {
+    GST_WARNING ("accepted socket: %s", err->message);
+    g_error_free (err);
+    close (fd);
+    return NULL;
+  }
+  *peer = g_socket_address_new_from_native (&ss, len);
+  return sock;
 }
 
 /* lock held */
@@ -703,14 +739,14 @@ refuse (SinkServer * server, const gchar * source, const gchar * host,
  * max-links-per-source, and max-connections-per-second with
  * connection-burst (per source). *@source: the socket's admission key. */
 static gboolean
-accept_allowed (SinkServer * server, GSocket * sock, gchar ** source)
+accept_allowed (SinkServer * server, GSocketAddress * peer, gchar ** source)
 {
   SinkServerSettings *set = &server->set;
   gint64 now = g_get_monotonic_time ();
   guint rate = conn_rate_limit (server), n;
   gboolean ok = TRUE;
   SinkRateBucket *b;
-  gchar *host = socket_peer_host (sock);
+  gchar *host = peer_host (peer);
   gchar *key = source_key (server, host);
 
   if ((n = count_conns (server, TRUE)) >= set->max_pending) {
@@ -804,26 +840,25 @@ accept_cb (GSocket * lsock, GIOCondition cond, gpointer user_data)
   guint i;
 
   for (i = 0; i < 16; i++) {
-    GError *err = NULL;
-    GSocket *sock = g_socket_accept (lsock, NULL, &err);
+    GSocketAddress *peer;
+    GSocket *sock = accept_one (lsock, &peer);
     gchar *source = NULL;
     SinkConn *conn;
 
-    if (!sock) {
-      if (!g_error_matches (err, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK))
-        GST_WARNING_OBJECT (server->owner, "accept failed: %s", err->message);
-      g_error_free (err);
+    if (!sock)
       break;
-    }
     g_socket_set_blocking (sock, FALSE);
     g_mutex_lock (&server->lock);
-    if (!accept_allowed (server, sock, &source)) {
+    if (!accept_allowed (server, peer, &source)) {
       g_mutex_unlock (&server->lock);
       g_socket_close (sock, NULL);
       g_object_unref (sock);
+      g_clear_object (&peer);
       continue;
     }
-    conn = sink_conn_new (&server->env, sock, tls, ++server->next_conn_id);
+    conn = sink_conn_new (&server->env, sock, peer, tls,
+        ++server->next_conn_id);
+    g_clear_object (&peer);
     sink_conn_set_source (conn, source);
     g_free (source);
     server->conns = g_list_append (server->conns, conn);
