@@ -195,7 +195,12 @@ G_GNUC_PRINTF (1, 2);
   vfprintf (stdout, fmt, ap);
   va_end (ap);
   fputc ('\n', stdout);
-  fflush (stdout);
+  if (fflush (stdout) != 0 && errno == EPIPE) {
+    /* SIGPIPE is ignored for spice-server's sockets (main()); a closed
+     * stdout pipe (launcher gone) still ends us like any CLI tool */
+    signal (SIGPIPE, SIG_DFL);
+    raise (SIGPIPE);
+  }
   g_mutex_unlock (&log_lock);
 }
 
@@ -1377,7 +1382,11 @@ main (int argc, char *argv[])
     }
   }
 
-  /* a closed stdout pipe (launcher gone) ends us like any CLI tool */
+  /* spice-server writes to client sockets with write(): a client that
+   * reset its connection must cost that client, not the guest (qemu
+   * ignores SIGPIPE too). A closed stdout pipe still ends us, in
+   * guest_log(). */
+  signal (SIGPIPE, SIG_IGN);
   g->loop = g_main_loop_new (NULL, FALSE);
   g->cmd_queue = g_async_queue_new ();
   g->cursor_queue = g_async_queue_new ();
