@@ -154,7 +154,13 @@ struct _GstSpiceSrc
   gint c_channel_id;
   guint c_connect_timeout;
   GstSpiceSrcCompression c_compression;
-  gboolean context_ref;
+  /* state-change thread only (start() and stop(), which basesrc
+   * serializes): start() took a reference to the context helper; stop()
+   * hands it to its teardown, which releases it on the context. It never
+   * crosses threads through the element, so the teardown of one start
+   * cannot release the reference of the next (a teardown that stop() gave
+   * up waiting for runs after the next start()). */
+  gboolean helper_ref;
 
   /* shared between the context and the streaming thread (self->lock) */
   GMutex lock;
@@ -1148,10 +1154,33 @@ ctx_connect (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
+/* what stop() hands to its session teardown on the context */
+typedef struct
+{
+  GstSpiceSrc *self;
+  gboolean helper_ref;          /* release the start()'s helper reference */
+} TeardownOp;
+
+/* context, right after ctx_teardown() (or wherever the context drops it
+ * unrun) */
+static void
+teardown_op_free (gpointer data)
+{
+  TeardownOp *op = data;
+
+  /* the helper may stop once spice-gtk had time to close the sockets */
+  if (op->helper_ref)
+    gst_spice_src_context_unref ();
+  gst_object_unref (op->self);
+  g_free (op);
+}
+
+/* context */
 static gboolean
 ctx_teardown (gpointer data)
 {
-  GstSpiceSrc *self = data;
+  TeardownOp *op = data;
+  GstSpiceSrc *self = op->self;
 
   if (self->reconnect_id) {
     g_source_remove (self->reconnect_id);
@@ -1163,12 +1192,6 @@ ctx_teardown (gpointer data)
   self->teardown_done = TRUE;
   g_cond_broadcast (&self->cond);
   g_mutex_unlock (&self->lock);
-
-  /* the helper may stop once spice-gtk had time to close the sockets */
-  if (self->context_ref) {
-    self->context_ref = FALSE;
-    gst_spice_src_context_unref ();
-  }
   return G_SOURCE_REMOVE;
 }
 
@@ -1481,9 +1504,11 @@ gst_spice_src_start (GstBaseSrc * bsrc)
   self->mouse_mode = 0;
   self->cursor_serial = 0;
 
-  /* released by ctx_teardown(), once the session is closed */
-  self->context_ref = self->context_mode == GST_SPICE_SRC_CONTEXT_AUTO;
-  if (self->context_ref)
+  /* released by this start's ctx_teardown(), once the session is closed */
+  GST_OBJECT_LOCK (self);
+  self->helper_ref = self->context_mode == GST_SPICE_SRC_CONTEXT_AUTO;
+  GST_OBJECT_UNLOCK (self);
+  if (self->helper_ref)
     gst_spice_src_context_ref ();
 
   gst_spice_src_context_invoke (ctx_connect, gst_object_ref (self),
@@ -1496,6 +1521,7 @@ gst_spice_src_stop (GstBaseSrc * bsrc)
 {
   GstSpiceSrc *self = GST_SPICE_SRC (bsrc);
   gint64 deadline = g_get_monotonic_time () + TEARDOWN_TIMEOUT_US;
+  TeardownOp *op = g_new0 (TeardownOp, 1);
   gboolean done;
 
   g_mutex_lock (&self->lock);
@@ -1506,8 +1532,10 @@ gst_spice_src_stop (GstBaseSrc * bsrc)
   g_cond_broadcast (&self->cond);
   g_mutex_unlock (&self->lock);
 
-  gst_spice_src_context_invoke (ctx_teardown, gst_object_ref (self),
-      gst_object_unref);
+  op->self = gst_object_ref (self);
+  op->helper_ref = self->helper_ref;
+  self->helper_ref = FALSE;
+  gst_spice_src_context_invoke (ctx_teardown, op, teardown_op_free);
 
   g_mutex_lock (&self->lock);
   while (!self->teardown_done)

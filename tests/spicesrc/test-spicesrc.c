@@ -7,6 +7,7 @@
  * GMainLoop on the default context, like gst-launch-1.0.
  */
 #include "spicesrc-test-util.h"
+#include "context-blocker.h"
 
 #include <gst/app/gstappsink.h>
 #include <gst/video/navigation.h>
@@ -991,6 +992,85 @@ GST_START_TEST (test_null_while_connecting)
 
 GST_END_TEST;
 
+/* whether spicesrc's context helper thread (gstspicesrccontext.c,
+ * "spicesrc-ctx") runs in this process */
+static gboolean
+helper_thread_running (void)
+{
+  GDir *d = g_dir_open ("/proc/self/task", 0, NULL);
+  const gchar *tid;
+  gboolean found = FALSE;
+
+  fail_unless (d != NULL);
+  while (!found && (tid = g_dir_read_name (d))) {
+    gchar *path = g_strdup_printf ("/proc/self/task/%s/comm", tid);
+    gchar *comm = NULL;
+
+    if (g_file_get_contents (path, &comm, NULL, NULL))
+      found = g_str_has_prefix (comm, "spicesrc-ctx");
+    g_free (comm);
+    g_free (path);
+  }
+  g_dir_close (d);
+  return found;
+}
+
+/* Each start's reference to the context helper is released by its own
+ * teardown. A stop that gives up waiting for its teardown (nobody could
+ * dispatch the context for 2 s) leaves it queued; the next start runs
+ * before it. The helper thread must still stop after the last NULL (its
+ * 2 s linger): before the fix, the late teardown released the new start's
+ * reference and the new start's teardown then released none, so the
+ * helper ran forever. Frames flow again after the restart meanwhile. */
+GST_START_TEST (test_helper_ref_after_late_teardown)
+{
+  GuestProcess *gp = start_guest (NULL);
+  gchar *uri = guest_process_get_uri (gp);
+  GstElement *src;
+  GstElement *p = pipeline_for (uri, NULL, &src);
+  TestContextBlocker *blocker;
+  gint64 end, us;
+
+  gst_element_set_state (p, GST_STATE_PLAYING);
+  end = g_get_monotonic_time () + PULL_TIMEOUT_MS * 1000LL;
+  while (stat_u64 (src, "frames") == 0 && g_get_monotonic_time () < end)
+    g_usleep (10000);
+  fail_unless (stat_u64 (src, "frames") > 0, "no frame");
+  fail_unless (helper_thread_running ());
+
+  /* stop without the context: the teardown stays queued */
+  blocker = test_context_block ();
+  us = timed_set_null (p);
+  g_printerr ("NULL with the context held: %.3f s\n", us / 1e6);
+  fail_unless (us >= G_USEC_PER_SEC, "the teardown ran although the "
+      "context was held (%.3f s)", us / 1e6);
+  /* a new start before that teardown ran */
+  fail_unless (gst_element_set_state (p, GST_STATE_PLAYING) !=
+      GST_STATE_CHANGE_FAILURE);
+  test_context_unblock (blocker);
+  end = g_get_monotonic_time () + PULL_TIMEOUT_MS * 1000LL;
+  while (stat_u64 (src, "frames") == 0 && g_get_monotonic_time () < end)
+    g_usleep (10000);
+  fail_unless (stat_u64 (src, "frames") > 0, "no frame after the restart");
+
+  us = timed_set_null (p);
+  fail_unless (us < 2 * G_USEC_PER_SEC, "took %.3f s", us / 1e6);
+  /* the helper lingers 2 s after its last reference */
+  end = g_get_monotonic_time () + (4 + 4 * test_time_factor ()) *
+      G_USEC_PER_SEC;
+  while (helper_thread_running () && g_get_monotonic_time () < end)
+    g_usleep (50000);
+  fail_if (helper_thread_running (), "the context helper still runs: a "
+      "start's reference was never released");
+
+  gst_object_unref (src);
+  gst_object_unref (p);
+  g_free (uri);
+  guest_process_stop (gp);
+}
+
+GST_END_TEST;
+
 /* Downstream blocks (appsink full, nobody pulls): draws merge instead of
  * queueing, consecutive pulled frames carry consecutive seqs whose damage
  * covers their difference, and NULL returns promptly while blocked. */
@@ -1344,6 +1424,7 @@ spicesrc_suite (void)
   tcase_add_test (tc, test_error_tls);
   tcase_add_test (tc, test_max_framerate_timestamps);
   tcase_add_test (tc, test_null_while_connecting);
+  tcase_add_test (tc, test_helper_ref_after_late_teardown);
   tcase_add_test (tc, test_coalesce_and_null_while_blocked);
   tcase_add_test (tc, test_cursor_event);
   tcase_add_test (tc, test_app_main_loop);
