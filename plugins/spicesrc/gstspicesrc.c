@@ -232,6 +232,7 @@ struct _GstSpiceSrc
   gint canvas_w, canvas_h;
   guint reconnect_id;
   guint connect_timeout_id;
+  GCancellable *tls_cancel;     /* the TLS diagnosis under way */
   gboolean session_opened;
   /* spice-health events (context thread): lost since the last open, the
    * last upstream-lost posted and those not posted since */
@@ -830,16 +831,17 @@ ctx_post_health (GstSpiceSrc * self, const gchar * event,
       gst_message_new_element (GST_OBJECT (self), st));
 }
 
+/* context: the session failed with @event, @msg says how (spice-gtk's
+ * @detail beside it); @cert_refused: a TLS failure's certificate is one
+ * we refuse. Posts our error (when fatal) before create() can return
+ * FLOW_ERROR, drops the session, and reconnects unless fatal. */
 static void
-ctx_handle_failure (GstSpiceSrc * self, SpiceChannel * channel,
-    SpiceChannelEvent event)
+ctx_fail (GstSpiceSrc * self, SpiceChannelEvent event, const gchar * msg,
+    const gchar * detail, gboolean cert_refused)
 {
-  const GError *gerr = channel ? spice_channel_get_error (channel) : NULL;
-  const gchar *detail = gerr ? gerr->message : "";
-  gboolean fatal, cert_refused = FALSE;
+  gboolean fatal;
   GstSpiceSrcReconnect policy;
   guint interval;
-  gchar *msg, *why;
 
   GST_OBJECT_LOCK (self);
   policy = self->reconnect;
@@ -849,36 +851,6 @@ ctx_handle_failure (GstSpiceSrc * self, SpiceChannel * channel,
   fatal = policy == GST_SPICE_SRC_RECONNECT_NEVER ||
       event == SPICE_CHANNEL_ERROR_AUTH || event == SPICE_CHANNEL_ERROR_TLS;
 
-  switch (event) {
-    case SPICE_CHANNEL_ERROR_AUTH:
-      msg = g_strdup_printf ("SPICE authentication failed for %s", self->c_uri);
-      break;
-    case SPICE_CHANNEL_ERROR_TLS:
-      /* blocks this thread for a moment (the server just answered),
-       * at most connect-timeout or 5 s per step */
-      why = gst_spice_src_tls_diagnose (self->c_host, self->c_tls_port,
-          self->c_ca_file, self->c_cert_subject,
-          self->c_connect_timeout ? MIN (self->c_connect_timeout, 5) : 5,
-          &cert_refused);
-      msg = g_strdup_printf ("TLS connection to SPICE server %s failed: %s",
-          self->c_uri, why);
-      g_free (why);
-      break;
-    case SPICE_CHANNEL_ERROR_CONNECT:
-      /* without a channel: the connect timeout */
-      msg = channel ? g_strdup_printf ("Could not connect to SPICE server %s",
-          self->c_uri) : g_strdup_printf ("Could not connect to SPICE server "
-          "at host %s port %s: no answer within %u s", self->c_host,
-          self->c_port ? self->c_port : self->c_tls_port,
-          self->c_connect_timeout);
-      break;
-    case SPICE_CHANNEL_ERROR_LINK:
-      msg = g_strdup_printf ("SPICE link with %s failed", self->c_uri);
-      break;
-    default:
-      msg = g_strdup_printf ("Connection to SPICE server %s lost", self->c_uri);
-      break;
-  }
   GST_WARNING_OBJECT (self, "%s (%s)%s", msg, detail,
       fatal ? "" : ", reconnecting");
   ctx_post_health (self, "upstream-lost",
@@ -922,12 +894,163 @@ ctx_handle_failure (GstSpiceSrc * self, SpiceChannel * channel,
     self->fatal = TRUE;
   g_cond_broadcast (&self->cond);
   g_mutex_unlock (&self->lock);
-  g_free (msg);
 
   ctx_drop_session (self);
   if (!fatal && !self->reconnect_id)
     self->reconnect_id = g_timeout_add (MAX (interval, 1),
         ctx_reconnect_timeout, self);
+}
+
+/* A TLS failure's diagnosis (gstspicesrctls.c): DNS, a TCP connect and a
+ * TLS handshake of up to 5 s each, so never on the context's thread (by
+ * default the application's, which runs its main loop on the default
+ * context: its UI would freeze). A thread of our own runs it and hands
+ * the result back to the context, where ctx_tls_diagnosed() finishes the
+ * failure. The thread reads only this struct, and the element stays alive
+ * through its reference; stop's teardown cancels @cancel, which ends the
+ * diagnosis at once and makes its result stale. */
+typedef struct
+{
+  GstSpiceSrc *self;            /* a reference */
+  GCancellable *cancel;         /* also in self->tls_cancel while current */
+  gchar *host, *port, *ca_file, *cert_subject;
+  guint timeout_s;
+  gchar *detail;                /* spice-gtk's error */
+  /* the worker's result */
+  gchar *reason;
+  gboolean cert_refused;
+} TlsDiagnosis;
+
+/* any thread */
+static void
+tls_diagnosis_free (gpointer data)
+{
+  TlsDiagnosis *d = data;
+
+  gst_object_unref (d->self);
+  g_object_unref (d->cancel);
+  g_free (d->host);
+  g_free (d->port);
+  g_free (d->ca_file);
+  g_free (d->cert_subject);
+  g_free (d->detail);
+  g_free (d->reason);
+  g_free (d);
+}
+
+/* context: the diagnosis is done; unless stop() cancelled it meanwhile,
+ * the failure ends as any other: today's message with its reason */
+static gboolean
+ctx_tls_diagnosed (gpointer data)
+{
+  TlsDiagnosis *d = data;
+  GstSpiceSrc *self = d->self;
+  gboolean stopping;
+  gchar *msg;
+
+  g_mutex_lock (&self->lock);
+  stopping = self->stopping;
+  g_mutex_unlock (&self->lock);
+  if (d->cancel != self->tls_cancel || stopping) {
+    GST_DEBUG_OBJECT (self, "TLS diagnosis no longer wanted: %s", d->reason);
+    return G_SOURCE_REMOVE;
+  }
+  g_clear_object (&self->tls_cancel);
+  msg = g_strdup_printf ("TLS connection to SPICE server %s failed: %s",
+      self->c_uri, d->reason);
+  ctx_fail (self, SPICE_CHANNEL_ERROR_TLS, msg, d->detail, d->cert_refused);
+  g_free (msg);
+  return G_SOURCE_REMOVE;
+}
+
+/* the diagnosis thread */
+static gpointer
+tls_diagnosis_thread (gpointer data)
+{
+  TlsDiagnosis *d = data;
+
+  d->reason = gst_spice_src_tls_diagnose (d->host, d->port, d->ca_file,
+      d->cert_subject, d->timeout_s, d->cancel, &d->cert_refused);
+  if (g_cancellable_is_cancelled (d->cancel))
+    tls_diagnosis_free (d);
+  else
+    gst_spice_src_context_invoke (ctx_tls_diagnosed, d, tls_diagnosis_free);
+  return NULL;
+}
+
+/* context: spice-gtk refused the TLS connection without saying why. The
+ * session goes now (no more events from it); the error, with the reason
+ * that the diagnosis finds, comes when it is done. create() waits
+ * meanwhile, as it does for any session that has no picture yet. */
+static void
+ctx_tls_failed (GstSpiceSrc * self, const gchar * detail)
+{
+  TlsDiagnosis *d;
+  GThread *thread;
+  GError *err = NULL;
+
+  ctx_drop_session (self);
+  if (self->tls_cancel)
+    return;                     /* already looking */
+  d = g_new0 (TlsDiagnosis, 1);
+  d->self = gst_object_ref (self);
+  d->cancel = g_cancellable_new ();
+  d->host = g_strdup (self->c_host);
+  d->port = g_strdup (self->c_tls_port);
+  d->ca_file = g_strdup (self->c_ca_file);
+  d->cert_subject = g_strdup (self->c_cert_subject);
+  /* at most connect-timeout or 5 s per step */
+  d->timeout_s = self->c_connect_timeout ? MIN (self->c_connect_timeout, 5) : 5;
+  d->detail = g_strdup (detail);
+  self->tls_cancel = g_object_ref (d->cancel);
+  GST_INFO_OBJECT (self, "TLS failed (%s): looking for the reason", detail);
+  thread = g_thread_try_new ("spicesrc-tls", tls_diagnosis_thread, d, &err);
+  if (thread) {
+    g_thread_unref (thread);
+  } else {
+    d->reason = g_strdup_printf ("(no thread to look for the reason: %s)",
+        err->message);
+    g_clear_error (&err);
+    ctx_tls_diagnosed (d);
+    tls_diagnosis_free (d);
+  }
+}
+
+/* context: the main or our display channel failed */
+static void
+ctx_handle_failure (GstSpiceSrc * self, SpiceChannel * channel,
+    SpiceChannelEvent event)
+{
+  const GError *gerr = channel ? spice_channel_get_error (channel) : NULL;
+  gchar *detail = g_strdup (gerr ? gerr->message : "");
+  gchar *msg;
+
+  switch (event) {
+    case SPICE_CHANNEL_ERROR_AUTH:
+      msg = g_strdup_printf ("SPICE authentication failed for %s", self->c_uri);
+      break;
+    case SPICE_CHANNEL_ERROR_TLS:
+      ctx_tls_failed (self, detail);
+      g_free (detail);
+      return;
+    case SPICE_CHANNEL_ERROR_CONNECT:
+      /* without a channel: the connect timeout */
+      msg = channel ? g_strdup_printf ("Could not connect to SPICE server %s",
+          self->c_uri) : g_strdup_printf ("Could not connect to SPICE server "
+          "at host %s port %s: no answer within %u s", self->c_host,
+          self->c_port ? self->c_port : self->c_tls_port,
+          self->c_connect_timeout);
+      break;
+    case SPICE_CHANNEL_ERROR_LINK:
+      msg = g_strdup_printf ("SPICE link with %s failed", self->c_uri);
+      break;
+    default:
+      msg = g_strdup_printf ("Connection to SPICE server %s lost", self->c_uri);
+      break;
+  }
+  ctx_fail (self, event, msg, detail, FALSE);
+  g_free (msg);
+  g_free (detail);
 }
 
 static void
@@ -1182,6 +1305,10 @@ ctx_teardown (gpointer data)
   TeardownOp *op = data;
   GstSpiceSrc *self = op->self;
 
+  if (self->tls_cancel) {
+    g_cancellable_cancel (self->tls_cancel);
+    g_clear_object (&self->tls_cancel);
+  }
   if (self->reconnect_id) {
     g_source_remove (self->reconnect_id);
     self->reconnect_id = 0;
@@ -2422,6 +2549,7 @@ gst_spice_src_finalize (GObject * object)
   g_free (self->c_ca_file);
   g_free (self->c_cert_subject);
   gst_spice_region_clear (&self->stale);
+  g_clear_object (&self->tls_cancel);
   g_free (self->st_last_error);
   gst_clear_buffer (&self->cursor.shape);
   gst_spice_region_clear (&self->damage);

@@ -24,10 +24,11 @@ accept_any (GTlsConnection * conn, GTlsCertificate * cert,
   return TRUE;
 }
 
-/* the server's certificate, or NULL with *reason set */
+/* the server's certificate, or NULL with *reason set; @cancel ends every
+ * step at once */
 static GTlsCertificate *
 fetch_certificate (const gchar * host, guint16 port, guint timeout_s,
-    gchar ** reason)
+    GCancellable * cancel, gchar ** reason)
 {
   GSocketClient *client = g_socket_client_new ();
   GSocketConnectable *id = g_network_address_new (host, port);
@@ -37,7 +38,7 @@ fetch_certificate (const gchar * host, guint16 port, guint timeout_s,
   GError *err = NULL;
 
   g_socket_client_set_timeout (client, MAX (timeout_s, 1));
-  conn = g_socket_client_connect (client, id, NULL, &err);
+  conn = g_socket_client_connect (client, id, cancel, &err);
   if (!conn) {
     *reason = g_strdup_printf ("cannot connect to %s port %u: %s", host,
         port, err->message);
@@ -50,7 +51,7 @@ fetch_certificate (const gchar * host, guint16 port, guint timeout_s,
     goto out;
   }
   g_signal_connect (tls, "accept-certificate", G_CALLBACK (accept_any), NULL);
-  if (!g_tls_connection_handshake (G_TLS_CONNECTION (tls), NULL, &err)) {
+  if (!g_tls_connection_handshake (G_TLS_CONNECTION (tls), cancel, &err)) {
     *reason = g_strdup_printf ("no TLS handshake with %s port %u (%s): is "
         "it the server's TLS port?", host, port, err->message);
     goto out;
@@ -100,10 +101,11 @@ verify (GTlsDatabase * db, GTlsCertificate * cert, GSocketConnectable * id,
       G_TLS_DATABASE_VERIFY_NONE, NULL, err);
 }
 
+/* any thread but the context's (it blocks) */
 gchar *
 gst_spice_src_tls_diagnose (const gchar * host, const gchar * port,
     const gchar * ca_file, const gchar * cert_subject, guint timeout_s,
-    gboolean * cert_refused)
+    GCancellable * cancel, gboolean * cert_refused)
 {
   guint64 port_num = 0;
   GTlsCertificate *cert;
@@ -116,7 +118,7 @@ gst_spice_src_tls_diagnose (const gchar * host, const gchar * port,
   if (!port || !g_ascii_string_to_unsigned (port, 10, 1, 65535, &port_num,
           NULL))
     return g_strdup ("no TLS port");
-  cert = fetch_certificate (host, port_num, timeout_s, &reason);
+  cert = fetch_certificate (host, port_num, timeout_s, cancel, &reason);
   if (!cert)
     return reason;
 
