@@ -23,7 +23,13 @@
  *
  * Record: upstream `spice-record-start/-data/-stop` events on the audio
  * pad (from spicesink) feed the upstream's record channel, when its
- * format (rate, channels) is what the server asked for.
+ * format (rate, channels) is what the server asked for. They reach the
+ * SPICE context through gst_spice_src_context_invoke(); at most
+ * MAX_RECORD_PENDING data events (MAX_RECORD_PENDING_BYTES) wait there,
+ * more data is dropped (record-dropped): upstream events have no flow
+ * control, and a client that floods its microphone channel must not make
+ * us hold its flood while the context is busy. Start and stop always
+ * pass.
  */
 #include <gst/spice/gstspice.h>
 #include <spice/enums.h>
@@ -42,6 +48,11 @@ GST_DEBUG_CATEGORY_STATIC (gst_spice_src_audio_debug);
 #define RESYNC_HOLD_NS (500 * GST_MSECOND)
 /* the latency the pad reports: a SPICE audio packet and its jitter */
 #define AUDIO_LATENCY_NS (40 * GST_MSECOND)
+/* record data waiting for the context: 0.5 s of 10 ms packets (what
+ * spicesink forwards from a client) at 48 kHz stereo S16, 1920 bytes
+ * each; the bytes bound holds larger packets to the same 0.5 s */
+#define MAX_RECORD_PENDING 50
+#define MAX_RECORD_PENDING_BYTES (MAX_RECORD_PENDING * 1920)
 
 GstStaticPadTemplate gst_spice_src_audio_template =
 GST_STATIC_PAD_TEMPLATE ("audio", GST_PAD_SRC, GST_PAD_SOMETIMES,
@@ -63,6 +74,12 @@ struct _GstSpiceSrcAudio
   GstCaps *caps;                /* of the current stream */
   guint64 st_buffers, st_dropped, st_discont, st_streams;
   guint64 st_record_bytes, st_record_dropped;
+  /* record data handed to the context and not yet done there */
+  guint rec_pending;
+  gsize rec_pending_bytes;
+  guint st_rec_pending_max;
+  gint64 rec_drop_warned_us;    /* monotonic, the last warning */
+  guint64 rec_dropped_warned;   /* st_record_dropped at that warning */
 
   /* context thread */
   SpicePlaybackChannel *playback;
@@ -203,6 +220,8 @@ typedef struct
   GstSpiceSrcAudio *a;
   GstEvent *event;
   GstElement *element;
+  gsize data_bytes;             /* record data: counted in rec_pending */
+  gboolean data;
 } RecordOp;
 
 static gboolean
@@ -214,14 +233,55 @@ record_op_run (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
+/* context, once the op ran (or was dropped unrun) */
 static void
 record_op_free (gpointer data)
 {
   RecordOp *op = data;
 
+  if (op->data) {
+    g_mutex_lock (&op->a->lock);
+    op->a->rec_pending--;
+    op->a->rec_pending_bytes -= op->data_bytes;
+    g_mutex_unlock (&op->a->lock);
+  }
   gst_event_unref (op->event);
   gst_object_unref (op->element);
   g_free (op);
+}
+
+/* any thread: whether record data of @bytes may wait for the context;
+ * counts it pending if so, dropped (with a warning a second at most) if
+ * not */
+static gboolean
+record_data_admit (GstSpiceSrcAudio * a, gsize bytes)
+{
+  gint64 now;
+
+  g_mutex_lock (&a->lock);
+  if (a->rec_pending < MAX_RECORD_PENDING &&
+      a->rec_pending_bytes + bytes <= MAX_RECORD_PENDING_BYTES) {
+    a->rec_pending++;
+    a->rec_pending_bytes += bytes;
+    a->st_rec_pending_max = MAX (a->st_rec_pending_max, a->rec_pending);
+    g_mutex_unlock (&a->lock);
+    return TRUE;
+  }
+  a->st_record_dropped++;
+  now = g_get_monotonic_time ();
+  if (!a->rec_drop_warned_us || now - a->rec_drop_warned_us >=
+      G_TIME_SPAN_SECOND) {
+    GST_WARNING_OBJECT (a->element, "record data: %u packets (%"
+        G_GSIZE_FORMAT " bytes) wait for the SPICE context already (limit "
+        "%u, %u bytes): dropping; %" G_GUINT64_FORMAT " dropped since the "
+        "last warning", a->rec_pending, a->rec_pending_bytes,
+        MAX_RECORD_PENDING, MAX_RECORD_PENDING_BYTES,
+        a->st_record_dropped - a->rec_dropped_warned);
+    a->rec_drop_warned_us = now;
+    a->rec_dropped_warned = a->st_record_dropped;
+  }
+  g_mutex_unlock (&a->lock);
+  return FALSE;
 }
 
 /* any thread: an upstream event on the audio pad */
@@ -229,16 +289,26 @@ static gboolean
 audio_src_event (GstPad * pad, GstObject * parent, GstEvent * event)
 {
   GstSpiceSrcAudio *a = gst_pad_get_element_private (pad);
+  GstBuffer *buf = NULL;
+  gboolean data = GST_EVENT_TYPE (event) == GST_EVENT_CUSTOM_UPSTREAM &&
+      gst_spice_event_parse_record_data (event, &buf);
 
-  if (GST_EVENT_TYPE (event) == GST_EVENT_CUSTOM_UPSTREAM &&
-      (gst_spice_event_parse_record_data (event, NULL) ||
-          gst_spice_event_parse_record_start (event, NULL, NULL) ||
-          gst_spice_event_is_record_stop (event))) {
-    RecordOp *op = g_new0 (RecordOp, 1);
+  if (data || (GST_EVENT_TYPE (event) == GST_EVENT_CUSTOM_UPSTREAM &&
+          (gst_spice_event_parse_record_start (event, NULL, NULL) ||
+              gst_spice_event_is_record_stop (event)))) {
+    RecordOp *op;
+    gsize bytes = buf ? gst_buffer_get_size (buf) : 0;
 
+    if (data && !record_data_admit (a, bytes)) {
+      gst_event_unref (event);
+      return TRUE;
+    }
+    op = g_new0 (RecordOp, 1);
     op->a = a;
     op->event = event;
     op->element = gst_object_ref (a->element);
+    op->data = data;
+    op->data_bytes = bytes;
     gst_spice_src_context_invoke (record_op_run, op, record_op_free);
     return TRUE;
   }
@@ -616,7 +686,9 @@ gst_spice_src_audio_stats (GstSpiceSrcAudio * a, GstStructure * s)
       "audio-dropped", G_TYPE_UINT64, a->st_dropped,
       "audio-resyncs", G_TYPE_UINT64, a->st_discont,
       "record-bytes", G_TYPE_UINT64, a->st_record_bytes,
-      "record-dropped", G_TYPE_UINT64, a->st_record_dropped, NULL);
+      "record-dropped", G_TYPE_UINT64, a->st_record_dropped,
+      "record-pending", G_TYPE_UINT, a->rec_pending,
+      "record-pending-max", G_TYPE_UINT, a->st_rec_pending_max, NULL);
   g_mutex_unlock (&a->lock);
 }
 
