@@ -14,21 +14,6 @@
 #define W GUEST_DEFAULT_WIDTH
 #define H GUEST_DEFAULT_HEIGHT
 #define RESETS 200
-/* AUTH_SELECTION, AUTH_SASL, MINI_HEADER: as spice-gtk */
-#define COMMON_CAPS 0x0d
-
-/* closes @sock with a reset: SO_LINGER {1, 0}, then close */
-static void
-reset_socket (GSocket ** sock)
-{
-  struct linger l = { 1, 0 };
-
-  if (!*sock)
-    return;
-  fail_unless (setsockopt (g_socket_get_fd (*sock), SOL_SOCKET, SO_LINGER,
-          &l, sizeof (l)) == 0);
-  spice_raw_tcp_close (sock);
-}
 
 /* fails the test: step @i of @what failed; says whether the guest died of
  * a signal (SIGPIPE: guest_process_stop() gives -1 for a guest that a
@@ -57,43 +42,17 @@ assert_guest_serves (GuestProcess * gp, const gchar * what)
 }
 
 /* A channel's link up to its ticket (empty password), without waiting
- * for the link result as spice_raw_link() does: a reset right after it
- * reaches the guest before it writes the result, so spice-server writes
- * to a socket that the peer reset. FALSE if the guest stopped answering. */
+ * for the link result: a reset right after it reaches the guest before it
+ * writes the result, so spice-server writes to a socket that the peer
+ * reset. FALSE if the guest stopped answering. */
 static gboolean
-link_send_ticket (SpiceRawConn * c, guint32 connection_id, guint8 type,
-    guint32 channel_caps)
+link_send_ticket (SpiceRawConn * c, guint8 type)
 {
-  GstSpiceLinkMess m = { 0, };
-  GstSpiceLinkHeader h;
   GstSpiceLinkReply r;
-  GByteArray *a = g_byte_array_new ();
-  guint8 hdr[16], body[GST_SPICE_WIRE_LINK_REPLY_SIZE + 64], ticket[128];
-  gboolean ok;
 
-  m.connection_id = connection_id;
-  m.channel_type = type;
-  m.n_common = 1;
-  m.n_channel = 1;
-  m.common_caps[0] = COMMON_CAPS;
-  m.channel_caps[0] = channel_caps;
-  gst_spice_wire_write_link_mess (a, &m);
-  ok = spice_raw_send (c, a->data, a->len) &&
-      spice_raw_recv_exact (c, hdr, 16, GUEST_LINE_TIMEOUT_MS) &&
-      gst_spice_wire_parse_link_header (hdr, 16,
-      GST_SPICE_WIRE_LINK_REPLY_SIZE, &h, NULL) && h.size <= sizeof (body) &&
-      spice_raw_recv_exact (c, body, h.size, GUEST_LINE_TIMEOUT_MS) &&
-      gst_spice_wire_parse_link_reply (body, h.size, &r) && r.error == 0;
-  if (ok) {
-    g_byte_array_set_size (a, 0);
-    gst_spice_put_u32 (a, SPICE_COMMON_CAP_AUTH_SPICE);
-    fail_unless (gst_spice_ticket_encrypt (r.pub_key,
-            SPICE_TICKET_PUBKEY_BYTES, "", ticket, sizeof (ticket)));
-    gst_spice_put_bytes (a, ticket, sizeof (ticket));
-    ok = spice_raw_send (c, a->data, a->len);
-  }
-  g_byte_array_unref (a);
-  return ok;
+  return spice_raw_link_send_mess (c, 0, type, SPICE_RAW_COMMON_CAPS, 0) &&
+      spice_raw_link_read_reply (c, &r, GUEST_LINE_TIMEOUT_MS) &&
+      spice_raw_link_send_ticket (c, &r, "");
 }
 
 /* RESETS main channels, each reset right after its ticket (without the
@@ -107,10 +66,9 @@ GST_START_TEST (test_reset_after_ticket)
   for (i = 0; i < RESETS; i++) {
     SpiceRawConn *c = spice_raw_connect (port, 10);
 
-    if (!c || !link_send_ticket (c, 0, SPICE_CHANNEL_MAIN, 0))
+    if (!c || !link_send_ticket (c, SPICE_CHANNEL_MAIN))
       fail_guest_gone (gp, "link", i);
-    reset_socket (&c->sock);
-    spice_raw_close (c);
+    spice_raw_reset (c);
   }
   assert_guest_serves (gp, "after resets at the link");
   fail_unless_equals_int (guest_process_stop (gp), 0);
@@ -147,8 +105,9 @@ GST_START_TEST (test_reset_while_drawing)
         !spice_raw_recv_exact (s->display, head, sizeof (head),
             GUEST_LINE_TIMEOUT_MS))
       fail_guest_gone (gp, "session", i);
-    reset_socket (&s->display->sock);
-    reset_socket (&s->main->sock);
+    spice_raw_reset (s->display);
+    spice_raw_reset (s->main);
+    s->display = s->main = NULL;
     spice_raw_session_free (s);
     /* the next session once the guest has let this one go */
     line = guest_process_wait_line_from (gp, mark, "client disconnected",

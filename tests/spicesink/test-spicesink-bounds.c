@@ -22,7 +22,6 @@
 #include <glib/gstdio.h>
 #include "spicesink-test-util.h"
 
-#define COMMON_CAPS 0x0d        /* AUTH_SELECTION, AUTH_SASL, MINI_HEADER */
 #define RECORD_BYTES_PER_S (48000 * 2 * 2)
 
 /* ------------------------------------------------------------ helpers */
@@ -50,7 +49,8 @@ link_channel (guint16 port, guint32 id, guint8 type, guint32 caps)
   SpiceRawConn *c = spice_raw_connect (port, 10);
 
   fail_unless (c != NULL);
-  fail_unless (spice_raw_link (c, id, type, COMMON_CAPS, caps, NULL, NULL),
+  fail_unless (spice_raw_link (c, id, type, SPICE_RAW_COMMON_CAPS, caps, NULL,
+          NULL),
       "link of channel type %u failed", type);
   fail_unless_equals_int (c->link_result, SPICE_LINK_ERR_OK);
   return c;
