@@ -194,6 +194,9 @@ struct _GstSpiceSrc
   guint64 st_invalidates;
   guint64 st_invalidates_helper;
   guint64 st_input;
+  guint64 st_input_dropped;
+  guint input_pending;          /* input ops waiting for the context */
+  gint64 input_warned_us;
   guint64 st_copied_area;
   guint64 st_frames_reused;
   gint st_prefaulted;           /* atomic: frames written ahead */
@@ -1405,11 +1408,20 @@ typedef struct
   GstEvent *event;
 } InputOp;
 
+/* input events waiting for the context (an application's busy UI thread,
+ * a flood from downstream): at most this many; beyond it presses and
+ * motion are dropped, releases wait (up to twice as many) so that no key
+ * or button stays down */
+#define MAX_INPUT_PENDING 512
+
 static void
 input_op_free (gpointer data)
 {
   InputOp *op = data;
 
+  g_mutex_lock (&op->self->lock);
+  op->self->input_pending--;
+  g_mutex_unlock (&op->self->lock);
   gst_event_unref (op->event);
   gst_object_unref (op->self);
   g_free (op);
@@ -1489,7 +1501,7 @@ static gboolean
 gst_spice_src_handle_navigation (GstSpiceSrc * self, GstEvent * event)
 {
   InputOp *op;
-  gboolean running;
+  gboolean running, release;
 
   switch (gst_navigation_event_get_type (event)) {
     case GST_NAVIGATION_EVENT_KEY_PRESS:
@@ -1503,10 +1515,27 @@ gst_spice_src_handle_navigation (GstSpiceSrc * self, GstEvent * event)
     default:
       return FALSE;
   }
+  release = gst_navigation_event_get_type (event) ==
+      GST_NAVIGATION_EVENT_KEY_RELEASE ||
+      gst_navigation_event_get_type (event) ==
+      GST_NAVIGATION_EVENT_MOUSE_BUTTON_RELEASE;
   g_mutex_lock (&self->lock);
   running = self->started && !self->stopping;
-  if (running)
+  if (running && self->input_pending >= (release ? 2 : 1) * MAX_INPUT_PENDING) {
+    gint64 now = g_get_monotonic_time ();
+
+    self->st_input_dropped++;
+    if (now - self->input_warned_us >= G_TIME_SPAN_SECOND) {
+      self->input_warned_us = now;
+      GST_WARNING_OBJECT (self, "%u input events wait for the SPICE context: "
+          "dropping input (%" G_GUINT64_FORMAT " so far)",
+          self->input_pending, self->st_input_dropped);
+    }
+    running = FALSE;
+  } else if (running) {
     self->st_input++;
+    self->input_pending++;
+  }
   g_mutex_unlock (&self->lock);
   if (!running)
     return FALSE;
@@ -1609,6 +1638,7 @@ gst_spice_src_start (GstBaseSrc * bsrc)
   gst_spice_src_agent_reset_locked (self->agent);
   self->st_frames = self->st_rects = self->st_area = 0;
   self->st_invalidates = self->st_invalidates_helper = self->st_input = 0;
+  self->st_input_dropped = 0;
   self->st_copied_area = self->st_frames_reused = self->st_catchups = 0;
   g_atomic_int_set (&self->st_prefaulted, 0);
   self->st_reconnects = 0;
@@ -2358,6 +2388,8 @@ gst_spice_src_get_stats (GstSpiceSrc * self)
       "invalidates-on-helper", G_TYPE_UINT64, self->st_invalidates_helper,
       "reconnects", G_TYPE_UINT, self->st_reconnects,
       "input-events", G_TYPE_UINT64, self->st_input,
+      "input-events-dropped", G_TYPE_UINT64, self->st_input_dropped,
+      "input-pending", G_TYPE_UINT, self->input_pending,
       "copied-area", G_TYPE_UINT64, self->st_copied_area,
       "frames-reused", G_TYPE_UINT64, self->st_frames_reused,
       "frames-prefaulted", G_TYPE_UINT,
