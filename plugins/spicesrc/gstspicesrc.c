@@ -125,6 +125,33 @@ enum
   PROP_STATS,
 };
 
+/* The connection parameters of one start() (docs/spicesrc.md, "One start,
+ * one session"): start() makes them from the properties and nothing
+ * changes them afterwards but the one-way @stopped. They travel to the
+ * context with that start's connect, which keeps them in self->params
+ * while it runs the start's session; its teardown and a TLS diagnosis of
+ * the session hold references of their own. A start's stop() marks them
+ * stopped before it hands its teardown to the context: whatever still
+ * runs for that session afterwards (a timer, a failure, the diagnosis's
+ * result, a signal), also after the next start(), changes nothing and
+ * posts nothing, and its teardown ends only that session. */
+typedef struct
+{
+  gatomicrefcount ref;
+  gint stopped;                 /* atomic: this start's stop() ran */
+  guint64 serial;               /* which start of the element (1, 2, ...) */
+  gchar *uri;
+  gchar *host;
+  gchar *port;
+  gchar *tls_port;
+  gchar *password;
+  gchar *ca_file;
+  gchar *cert_subject;
+  gint channel_id;
+  guint connect_timeout;
+  GstSpiceSrcCompression compression;
+} SessionParams;
+
 struct _GstSpiceSrc
 {
   GstPushSrc parent;
@@ -143,23 +170,16 @@ struct _GstSpiceSrc
   gint max_fps_n, max_fps_d;
   GstSpiceSrcContextMode context_mode;
 
-  /* connection parameters, set in start() before the context sees them */
-  gchar *c_uri;
-  gchar *c_host;
-  gchar *c_port;
-  gchar *c_tls_port;
-  gchar *c_password;
-  gchar *c_ca_file;
-  gchar *c_cert_subject;
-  gint c_channel_id;
-  guint c_connect_timeout;
-  GstSpiceSrcCompression c_compression;
   /* state-change thread only (start() and stop(), which basesrc
-   * serializes): start() took a reference to the context helper; stop()
-   * hands it to its teardown, which releases it on the context. It never
-   * crosses threads through the element, so the teardown of one start
-   * cannot release the reference of the next (a teardown that stop() gave
-   * up waiting for runs after the next start()). */
+   * serializes): the parameters start() made, and whether it took a
+   * reference to the context helper; stop() hands both to its teardown,
+   * which releases them on the context. They never cross threads through
+   * the element, so the teardown of one start cannot release what the
+   * next one took, nor the next start change what the previous session
+   * reads (a teardown that stop() gave up waiting for runs after the next
+   * start()). */
+  SessionParams *start_params;
+  guint64 n_starts;
   gboolean helper_ref;
 
   /* shared between the context and the streaming thread (self->lock) */
@@ -169,7 +189,7 @@ struct _GstSpiceSrc
   gboolean started;
   gboolean stopping;
   gboolean fatal;
-  gboolean teardown_done;
+  guint64 torn_down;            /* the newest start whose teardown ran */
   gint width, height;           /* the server's surface */
   /* the frame being made: ours alone, mapped for writing, filled from
    * spice-gtk's canvas on the context thread; it equals the picture
@@ -224,7 +244,10 @@ struct _GstSpiceSrc
   GstSpiceRegion hist[DAMAGE_HISTORY];
   guint64 hist_seq[DAMAGE_HISTORY];
 
-  /* context only */
+  /* context only: the session of one start, with its parameters (NULL:
+   * none), which ctx_session_start() and ctx_session_end() replace
+   * together with everything below */
+  SessionParams *params;
   SpiceSession *session;
   SpiceMainChannel *main_ch;
   SpiceDisplayChannel *display_ch;
@@ -476,6 +499,42 @@ gst_spice_src_set_uri (GstSpiceSrc * self, const gchar * uri, GError ** error)
 }
 
 /* ------------------------------------------------------------------------ */
+/* one start's connection parameters */
+
+/* any thread */
+static SessionParams *
+session_params_ref (SessionParams * p)
+{
+  g_atomic_ref_count_inc (&p->ref);
+  return p;
+}
+
+/* any thread: the last reference frees them (usually a teardown on the
+ * context, or a TLS diagnosis that outlived its session) */
+static void
+session_params_unref (SessionParams * p)
+{
+  if (!g_atomic_ref_count_dec (&p->ref))
+    return;
+  g_free (p->uri);
+  g_free (p->host);
+  g_free (p->port);
+  g_free (p->tls_port);
+  g_free (p->password);
+  g_free (p->ca_file);
+  g_free (p->cert_subject);
+  g_free (p);
+}
+
+/* any thread: the port that messages name beside the host (never the
+ * URI in health messages: it may hold the password) */
+static const gchar *
+session_params_port (const SessionParams * p)
+{
+  return p->port ? p->port : p->tls_port;
+}
+
+/* ------------------------------------------------------------------------ */
 /* helpers on the shared state (self->lock held) */
 
 static void
@@ -512,7 +571,17 @@ static void ctx_drop_session (GstSpiceSrc * self);
 static void prefault_start (GstSpiceSrc * self);
 static void held_frames_reset (GstSpiceSrc * self);
 static void cur_drop (GstSpiceSrc * self);
-static gboolean ctx_connect (gpointer data);
+static void ctx_connect (GstSpiceSrc * self);
+
+/* context: whether the session here (if any) belongs to a start that
+ * stop() has ended; its teardown, maybe queued behind the next start's
+ * calls, ends it. Until then whatever runs for it (a signal, a timer, the
+ * TLS diagnosis's result) changes nothing that the next start sees. */
+static gboolean
+ctx_session_stopped (GstSpiceSrc * self)
+{
+  return !self->params || g_atomic_int_get (&self->params->stopped);
+}
 
 /* context thread, self->lock held, at a safe point: copy the stale part of
  * the frame being made from spice-gtk's canvas. A safe point is one where
@@ -589,6 +658,8 @@ on_primary_create (SpiceChannel * channel, gint format, gint width,
 {
   GstVideoRectangle full = { 0, 0, width, height };
 
+  if (ctx_session_stopped (self))
+    return;
   GST_INFO_OBJECT (self, "primary surface %dx%d format %d stride %d",
       width, height, format, stride);
   if ((format != SPICE_SURFACE_FMT_32_xRGB &&
@@ -644,7 +715,7 @@ on_invalidate (SpiceChannel * channel, gint x, gint y, gint w, gint h,
 {
   GstVideoRectangle r = { x, y, w, h };
 
-  if (!self->canvas)
+  if (!self->canvas || ctx_session_stopped (self))
     return;
   if (!gst_spice_rect_clip (&r, self->canvas_w, self->canvas_h))
     return;
@@ -676,6 +747,8 @@ static void
 on_mark (SpiceChannel * channel, gint mark, GstSpiceSrc * self)
 {
   GST_DEBUG_OBJECT (self, "mark %d", mark);
+  if (ctx_session_stopped (self))
+    return;
   g_mutex_lock (&self->lock);
   self->marked = mark != 0;
   g_cond_broadcast (&self->cond);
@@ -696,6 +769,8 @@ on_cursor_shape (SpiceChannel * channel, GParamSpec * pspec, GstSpiceSrc * self)
   GstBuffer *buf = NULL;
   gint w = 0, h = 0, hx = 0, hy = 0;
 
+  if (ctx_session_stopped (self))
+    return;
   g_object_get (channel, "cursor", &shape, NULL);
   if (shape && shape->data && shape->width > 0 && shape->height > 0) {
     gsize i, n = (gsize) shape->width * shape->height;
@@ -738,6 +813,8 @@ on_cursor_shape (SpiceChannel * channel, GParamSpec * pspec, GstSpiceSrc * self)
 static void
 on_cursor_move (SpiceChannel * channel, gint x, gint y, GstSpiceSrc * self)
 {
+  if (ctx_session_stopped (self))
+    return;
   g_mutex_lock (&self->lock);
   self->cursor.x = x;
   self->cursor.y = y;
@@ -749,6 +826,8 @@ on_cursor_move (SpiceChannel * channel, gint x, gint y, GstSpiceSrc * self)
 static void
 on_cursor_hide (SpiceChannel * channel, GstSpiceSrc * self)
 {
+  if (ctx_session_stopped (self))
+    return;
   g_mutex_lock (&self->lock);
   self->cursor.visible = FALSE;
   cursor_changed_locked (self);
@@ -758,6 +837,8 @@ on_cursor_hide (SpiceChannel * channel, GstSpiceSrc * self)
 static void
 on_cursor_reset (SpiceChannel * channel, GstSpiceSrc * self)
 {
+  if (ctx_session_stopped (self))
+    return;
   g_mutex_lock (&self->lock);
   gst_clear_buffer (&self->cursor.shape);
   self->cursor.width = self->cursor.height = 0;
@@ -773,6 +854,8 @@ on_mouse_mode (SpiceChannel * channel, GParamSpec * pspec, GstSpiceSrc * self)
 {
   gint mode = 0;
 
+  if (ctx_session_stopped (self))
+    return;
   g_object_get (channel, "mouse-mode", &mode, NULL);
   GST_INFO_OBJECT (self, "mouse mode %s",
       mode == SPICE_MOUSE_MODE_CLIENT ? "client" : "server");
@@ -788,19 +871,18 @@ ctx_reconnect_timeout (gpointer data)
   GstSpiceSrc *self = data;
 
   self->reconnect_id = 0;
-  g_mutex_lock (&self->lock);
-  if (self->stopping) {
-    g_mutex_unlock (&self->lock);
+  if (ctx_session_stopped (self))
     return G_SOURCE_REMOVE;
-  }
+  g_mutex_lock (&self->lock);
   self->st_reconnects++;
   g_mutex_unlock (&self->lock);
-  GST_INFO_OBJECT (self, "reconnecting to %s", self->c_uri);
+  GST_INFO_OBJECT (self, "reconnecting to %s", self->params->uri);
   ctx_connect (self);
   return G_SOURCE_REMOVE;
 }
 
-/* context thread: a spice-health element message (gstspiceevents.h);
+/* context thread, for the session here (its start not stopped): a
+ * spice-health element message (gstspiceevents.h);
  * upstream-lost at most once a second, the next one counts the others.
  * @what goes in the detail after host and port (never the URI: it may
  * hold the password). */
@@ -820,13 +902,13 @@ ctx_post_health (GstSpiceSrc * self, const gchar * event,
     }
     self->lost_posted_us = now;
   }
-  detail = g_strdup_printf ("%s port %s: %s", self->c_host,
-      self->c_port ? self->c_port : self->c_tls_port, what);
+  detail = g_strdup_printf ("%s port %s: %s", self->params->host,
+      session_params_port (self->params), what);
   st = gst_structure_new (GST_SPICE_MESSAGE_HEALTH, "event", G_TYPE_STRING,
-      event, "peer", G_TYPE_STRING, self->c_host, "source", G_TYPE_STRING,
-      self->c_host, "reason", G_TYPE_STRING, reason, "detail", G_TYPE_STRING,
-      detail, "suppressed", G_TYPE_UINT64, lost ? self->lost_suppressed :
-      (guint64) 0, NULL);
+      event, "peer", G_TYPE_STRING, self->params->host, "source",
+      G_TYPE_STRING, self->params->host, "reason", G_TYPE_STRING, reason,
+      "detail", G_TYPE_STRING, detail, "suppressed", G_TYPE_UINT64,
+      lost ? self->lost_suppressed : (guint64) 0, NULL);
   g_free (detail);
   if (lost)
     self->lost_suppressed = 0;
@@ -834,10 +916,11 @@ ctx_post_health (GstSpiceSrc * self, const gchar * event,
       gst_message_new_element (GST_OBJECT (self), st));
 }
 
-/* context: the session failed with @event, @msg says how (spice-gtk's
- * @detail beside it); @cert_refused: a TLS failure's certificate is one
- * we refuse. Posts our error (when fatal) before create() can return
- * FLOW_ERROR, drops the session, and reconnects unless fatal. */
+/* context: the session here (its start not stopped) failed with @event,
+ * @msg says how (spice-gtk's @detail beside it); @cert_refused: a TLS
+ * failure's certificate is one we refuse. Posts our error (when fatal)
+ * before create() can return FLOW_ERROR, drops the session, and
+ * reconnects unless fatal. */
 static void
 ctx_fail (GstSpiceSrc * self, SpiceChannelEvent event, const gchar * msg,
     const gchar * detail, gboolean cert_refused)
@@ -909,15 +992,15 @@ ctx_fail (GstSpiceSrc * self, SpiceChannelEvent event, const gchar * msg,
  * default the application's, which runs its main loop on the default
  * context: its UI would freeze). A thread of our own runs it and hands
  * the result back to the context, where ctx_tls_diagnosed() finishes the
- * failure. The thread reads only this struct, and the element stays alive
- * through its reference; stop's teardown cancels @cancel, which ends the
- * diagnosis at once and makes its result stale. */
+ * failure. The thread reads only this struct and the session's
+ * parameters, and the element stays alive through its reference; stop's
+ * teardown cancels @cancel, which ends the diagnosis at once and makes its
+ * result stale. */
 typedef struct
 {
   GstSpiceSrc *self;            /* a reference */
+  SessionParams *params;        /* the failed session's, a reference */
   GCancellable *cancel;         /* also in self->tls_cancel while current */
-  gchar *host, *port, *ca_file, *cert_subject;
-  guint timeout_s;
   gchar *detail;                /* spice-gtk's error */
   /* the worker's result */
   gchar *reason;
@@ -931,36 +1014,32 @@ tls_diagnosis_free (gpointer data)
   TlsDiagnosis *d = data;
 
   gst_object_unref (d->self);
+  session_params_unref (d->params);
   g_object_unref (d->cancel);
-  g_free (d->host);
-  g_free (d->port);
-  g_free (d->ca_file);
-  g_free (d->cert_subject);
   g_free (d->detail);
   g_free (d->reason);
   g_free (d);
 }
 
-/* context: the diagnosis is done; unless stop() cancelled it meanwhile,
- * the failure ends as any other: today's message with its reason */
+/* context: the diagnosis is done; unless its start was stopped (or its
+ * session ended) meanwhile, the failure ends as any other: today's
+ * message with its reason */
 static gboolean
 ctx_tls_diagnosed (gpointer data)
 {
   TlsDiagnosis *d = data;
   GstSpiceSrc *self = d->self;
-  gboolean stopping;
   gchar *msg;
 
-  g_mutex_lock (&self->lock);
-  stopping = self->stopping;
-  g_mutex_unlock (&self->lock);
-  if (d->cancel != self->tls_cancel || stopping) {
+  /* self->tls_cancel is the current session's diagnosis: then d->params
+   * are self->params */
+  if (d->cancel != self->tls_cancel || ctx_session_stopped (self)) {
     GST_DEBUG_OBJECT (self, "TLS diagnosis no longer wanted: %s", d->reason);
     return G_SOURCE_REMOVE;
   }
   g_clear_object (&self->tls_cancel);
   msg = g_strdup_printf ("TLS connection to SPICE server %s failed: %s",
-      self->c_uri, d->reason);
+      d->params->uri, d->reason);
   ctx_fail (self, SPICE_CHANNEL_ERROR_TLS, msg, d->detail, d->cert_refused);
   g_free (msg);
   return G_SOURCE_REMOVE;
@@ -971,9 +1050,12 @@ static gpointer
 tls_diagnosis_thread (gpointer data)
 {
   TlsDiagnosis *d = data;
+  const SessionParams *p = d->params;
 
-  d->reason = gst_spice_src_tls_diagnose (d->host, d->port, d->ca_file,
-      d->cert_subject, d->timeout_s, d->cancel, &d->cert_refused);
+  /* at most connect-timeout or 5 s per step */
+  d->reason = gst_spice_src_tls_diagnose (p->host, p->tls_port, p->ca_file,
+      p->cert_subject, p->connect_timeout ? MIN (p->connect_timeout, 5) : 5,
+      d->cancel, &d->cert_refused);
   if (g_cancellable_is_cancelled (d->cancel))
     tls_diagnosis_free (d);
   else
@@ -997,13 +1079,8 @@ ctx_tls_failed (GstSpiceSrc * self, const gchar * detail)
     return;                     /* already looking */
   d = g_new0 (TlsDiagnosis, 1);
   d->self = gst_object_ref (self);
+  d->params = session_params_ref (self->params);
   d->cancel = g_cancellable_new ();
-  d->host = g_strdup (self->c_host);
-  d->port = g_strdup (self->c_tls_port);
-  d->ca_file = g_strdup (self->c_ca_file);
-  d->cert_subject = g_strdup (self->c_cert_subject);
-  /* at most connect-timeout or 5 s per step */
-  d->timeout_s = self->c_connect_timeout ? MIN (self->c_connect_timeout, 5) : 5;
   d->detail = g_strdup (detail);
   self->tls_cancel = g_object_ref (d->cancel);
   GST_INFO_OBJECT (self, "TLS failed (%s): looking for the reason", detail);
@@ -1019,18 +1096,20 @@ ctx_tls_failed (GstSpiceSrc * self, const gchar * detail)
   }
 }
 
-/* context: the main or our display channel failed */
+/* context: the main or our display channel of the session here failed
+ * (its start not stopped) */
 static void
 ctx_handle_failure (GstSpiceSrc * self, SpiceChannel * channel,
     SpiceChannelEvent event)
 {
+  const SessionParams *p = self->params;
   const GError *gerr = channel ? spice_channel_get_error (channel) : NULL;
   gchar *detail = g_strdup (gerr ? gerr->message : "");
   gchar *msg;
 
   switch (event) {
     case SPICE_CHANNEL_ERROR_AUTH:
-      msg = g_strdup_printf ("SPICE authentication failed for %s", self->c_uri);
+      msg = g_strdup_printf ("SPICE authentication failed for %s", p->uri);
       break;
     case SPICE_CHANNEL_ERROR_TLS:
       ctx_tls_failed (self, detail);
@@ -1039,16 +1118,15 @@ ctx_handle_failure (GstSpiceSrc * self, SpiceChannel * channel,
     case SPICE_CHANNEL_ERROR_CONNECT:
       /* without a channel: the connect timeout */
       msg = channel ? g_strdup_printf ("Could not connect to SPICE server %s",
-          self->c_uri) : g_strdup_printf ("Could not connect to SPICE server "
-          "at host %s port %s: no answer within %u s", self->c_host,
-          self->c_port ? self->c_port : self->c_tls_port,
-          self->c_connect_timeout);
+          p->uri) : g_strdup_printf ("Could not connect to SPICE server "
+          "at host %s port %s: no answer within %u s", p->host,
+          session_params_port (p), p->connect_timeout);
       break;
     case SPICE_CHANNEL_ERROR_LINK:
-      msg = g_strdup_printf ("SPICE link with %s failed", self->c_uri);
+      msg = g_strdup_printf ("SPICE link with %s failed", p->uri);
       break;
     default:
-      msg = g_strdup_printf ("Connection to SPICE server %s lost", self->c_uri);
+      msg = g_strdup_printf ("Connection to SPICE server %s lost", p->uri);
       break;
   }
   ctx_fail (self, event, msg, detail, FALSE);
@@ -1061,6 +1139,8 @@ on_channel_event (SpiceChannel * channel, SpiceChannelEvent event,
     GstSpiceSrc * self)
 {
   GST_DEBUG_OBJECT (self, "%s: event %d", G_OBJECT_TYPE_NAME (channel), event);
+  if (ctx_session_stopped (self))
+    return;
   switch (event) {
     case SPICE_CHANNEL_OPENED:
       if (SPICE_IS_MAIN_CHANNEL (channel)) {
@@ -1077,7 +1157,7 @@ on_channel_event (SpiceChannel * channel, SpiceChannelEvent event,
             SPICE_MOUSE_MODE_CLIENT);
       } else if (SPICE_IS_DISPLAY_CHANNEL (channel)) {
         spice_display_channel_change_preferred_compression (channel,
-            self->c_compression);
+            self->params->compression);
       }
       break;
     case SPICE_CHANNEL_NONE:
@@ -1104,6 +1184,8 @@ on_channel_new (SpiceSession * session, SpiceChannel * channel,
   g_object_get (channel, "channel-id", &id, NULL);
   GST_DEBUG_OBJECT (self, "new channel %s id %d",
       G_OBJECT_TYPE_NAME (channel), id);
+  if (ctx_session_stopped (self))
+    return;
 
   if (SPICE_IS_MAIN_CHANNEL (channel)) {
     self->main_ch = SPICE_MAIN_CHANNEL (channel);
@@ -1113,7 +1195,7 @@ on_channel_new (SpiceSession * session, SpiceChannel * channel,
         G_CALLBACK (on_mouse_mode), self);
     gst_spice_src_agent_set_channel (self->agent, self->main_ch);
   } else if (SPICE_IS_DISPLAY_CHANNEL (channel)) {
-    if (id != self->c_channel_id || self->display_ch)
+    if (id != self->params->channel_id || self->display_ch)
       return;
     self->display_ch = SPICE_DISPLAY_CHANNEL (channel);
     g_signal_connect (channel, "channel-event",
@@ -1134,7 +1216,7 @@ on_channel_new (SpiceSession * session, SpiceChannel * channel,
         G_CALLBACK (on_channel_event), self);
     spice_channel_connect (channel);
   } else if (SPICE_IS_CURSOR_CHANNEL (channel)) {
-    if (id != self->c_channel_id || self->cursor_ch)
+    if (id != self->params->channel_id || self->cursor_ch)
       return;
     self->cursor_ch = SPICE_CURSOR_CHANNEL (channel);
     g_signal_connect (channel, "channel-event",
@@ -1221,40 +1303,39 @@ ctx_connect_timed_out (gpointer data)
   GstSpiceSrc *self = data;
 
   self->connect_timeout_id = 0;
-  if (!self->session_opened)
+  if (!self->session_opened && !ctx_session_stopped (self))
     ctx_handle_failure (self, NULL, SPICE_CHANNEL_ERROR_CONNECT);
   return G_SOURCE_REMOVE;
 }
 
-static gboolean
-ctx_connect (gpointer data)
+/* context: a spice-gtk session with self->params (at the start, and at
+ * each reconnection) */
+static void
+ctx_connect (GstSpiceSrc * self)
 {
-  GstSpiceSrc *self = data;
+  const SessionParams *p = self->params;
   SpiceSession *session;
 
-  g_mutex_lock (&self->lock);
-  if (self->stopping || self->session) {
-    g_mutex_unlock (&self->lock);
-    return G_SOURCE_REMOVE;
-  }
-  g_mutex_unlock (&self->lock);
+  if (ctx_session_stopped (self) || self->session)
+    return;
 
-  GST_INFO_OBJECT (self, "connecting to %s", self->c_uri);
+  GST_INFO_OBJECT (self, "connecting to %s (start %" G_GUINT64_FORMAT ")",
+      p->uri, p->serial);
   session = spice_session_new ();
-  g_object_set (session, "host", self->c_host, NULL);
-  if (self->c_port)
-    g_object_set (session, "port", self->c_port, NULL);
-  if (self->c_tls_port)
-    g_object_set (session, "tls-port", self->c_tls_port, NULL);
-  if (self->c_password)
-    g_object_set (session, "password", self->c_password, NULL);
-  if (self->c_ca_file)
-    g_object_set (session, "ca-file", self->c_ca_file, NULL);
-  if (self->c_cert_subject)
-    g_object_set (session, "cert-subject", self->c_cert_subject, NULL);
+  g_object_set (session, "host", p->host, NULL);
+  if (p->port)
+    g_object_set (session, "port", p->port, NULL);
+  if (p->tls_port)
+    g_object_set (session, "tls-port", p->tls_port, NULL);
+  if (p->password)
+    g_object_set (session, "password", p->password, NULL);
+  if (p->ca_file)
+    g_object_set (session, "ca-file", p->ca_file, NULL);
+  if (p->cert_subject)
+    g_object_set (session, "cert-subject", p->cert_subject, NULL);
   g_object_set (session, "enable-audio", TRUE, "enable-usbredir", FALSE,
       "enable-smartcard", FALSE,
-      "preferred-compression", (gint) self->c_compression, NULL);
+      "preferred-compression", (gint) p->compression, NULL);
   self->session = session;
   g_signal_connect (session, "channel-new", G_CALLBACK (on_channel_new), self);
   g_signal_connect (session, "channel-destroy",
@@ -1262,7 +1343,7 @@ ctx_connect (gpointer data)
 
   if (!spice_session_connect (session)) {
     gchar *msg = g_strdup_printf ("Could not connect to SPICE server %s",
-        self->c_uri);
+        p->uri);
 
     GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ, ("%s", msg),
         ("spice_session_connect() failed"));
@@ -1273,41 +1354,19 @@ ctx_connect (gpointer data)
     g_mutex_unlock (&self->lock);
     g_free (msg);
     ctx_drop_session (self);
-  } else if (self->c_connect_timeout) {
-    self->connect_timeout_id = g_timeout_add_seconds (self->c_connect_timeout,
+  } else if (p->connect_timeout) {
+    self->connect_timeout_id = g_timeout_add_seconds (p->connect_timeout,
         ctx_connect_timed_out, self);
   }
-  return G_SOURCE_REMOVE;
 }
 
-/* what stop() hands to its session teardown on the context */
-typedef struct
-{
-  GstSpiceSrc *self;
-  gboolean helper_ref;          /* release the start()'s helper reference */
-} TeardownOp;
-
-/* context, right after ctx_teardown() (or wherever the context drops it
- * unrun) */
+/* context: the end of the session here: its TLS diagnosis, its timers,
+ * spice-gtk's session, its parameters */
 static void
-teardown_op_free (gpointer data)
+ctx_session_end (GstSpiceSrc * self)
 {
-  TeardownOp *op = data;
-
-  /* the helper may stop once spice-gtk had time to close the sockets */
-  if (op->helper_ref)
-    gst_spice_src_context_unref ();
-  gst_object_unref (op->self);
-  g_free (op);
-}
-
-/* context */
-static gboolean
-ctx_teardown (gpointer data)
-{
-  TeardownOp *op = data;
-  GstSpiceSrc *self = op->self;
-
+  GST_DEBUG_OBJECT (self, "session of start %" G_GUINT64_FORMAT " ends",
+      self->params->serial);
   if (self->tls_cancel) {
     g_cancellable_cancel (self->tls_cancel);
     g_clear_object (&self->tls_cancel);
@@ -1317,9 +1376,76 @@ ctx_teardown (gpointer data)
     self->reconnect_id = 0;
   }
   ctx_drop_session (self);
+  g_clear_pointer (&self->params, session_params_unref);
+}
+
+/* what start() hands to its connect, and stop() to its teardown, on the
+ * context */
+typedef struct
+{
+  GstSpiceSrc *self;
+  SessionParams *params;        /* that start's */
+  gboolean helper_ref;          /* teardown: release the start()'s helper
+                                 * reference */
+} SessionOp;
+
+/* context, right after ctx_session_start() or ctx_teardown() (or
+ * wherever the context drops it unrun) */
+static void
+session_op_free (gpointer data)
+{
+  SessionOp *op = data;
+
+  /* the helper may stop once spice-gtk had time to close the sockets */
+  if (op->helper_ref)
+    gst_spice_src_context_unref ();
+  session_params_unref (op->params);
+  gst_object_unref (op->self);
+  g_free (op);
+}
+
+/* context: start()'s connect. The session of the previous start may still
+ * be here: its stop gave up waiting and its teardown is queued, and this
+ * ran first on the thread of the next start(), which could take the
+ * context at once; it ends now (that teardown then finds nothing of its
+ * own). A start that was stopped before its connect ran connects
+ * nowhere. */
+static gboolean
+ctx_session_start (gpointer data)
+{
+  SessionOp *op = data;
+  GstSpiceSrc *self = op->self;
+
+  if (g_atomic_int_get (&op->params->stopped)) {
+    GST_DEBUG_OBJECT (self, "start %" G_GUINT64_FORMAT " was stopped before "
+        "it connected", op->params->serial);
+    return G_SOURCE_REMOVE;
+  }
+  if (self->params)
+    ctx_session_end (self);
+  self->params = session_params_ref (op->params);
+  self->upstream_lost = FALSE;
+  self->lost_posted_us = 0;
+  self->lost_suppressed = 0;
+  self->mouse_mode = 0;
+  self->cursor_serial = 0;
+  ctx_connect (self);
+  return G_SOURCE_REMOVE;
+}
+
+/* context: stop()'s teardown ends its own start's session (if a later
+ * start has not ended it already) */
+static gboolean
+ctx_teardown (gpointer data)
+{
+  SessionOp *op = data;
+  GstSpiceSrc *self = op->self;
+
+  if (self->params == op->params)
+    ctx_session_end (self);
 
   g_mutex_lock (&self->lock);
-  self->teardown_done = TRUE;
+  self->torn_down = MAX (self->torn_down, op->params->serial);
   g_cond_broadcast (&self->cond);
   g_mutex_unlock (&self->lock);
   return G_SOURCE_REMOVE;
@@ -1350,7 +1476,7 @@ ctx_pointer_to (GstSpiceSrc * self, gdouble fx, gdouble fy)
 
   if (self->mouse_mode == SPICE_MOUSE_MODE_CLIENT) {
     spice_inputs_channel_position (self->inputs_ch, MAX (x, 0), MAX (y, 0),
-        self->c_channel_id, self->buttons);
+        self->params->channel_id, self->buttons);
   } else if (self->have_pos && (x != self->last_x || y != self->last_y)) {
     spice_inputs_channel_motion (self->inputs_ch, x - self->last_x,
         y - self->last_y, self->buttons);
@@ -1436,7 +1562,7 @@ ctx_input_op (gpointer data)
   gdouble x, y, dx, dy;
   gint button;
 
-  if (!self->inputs_ch) {
+  if (!self->inputs_ch || ctx_session_stopped (self)) {
     GST_DEBUG_OBJECT (self, "no inputs channel, dropping %" GST_PTR_FORMAT,
         event);
     return G_SOURCE_REMOVE;
@@ -1550,6 +1676,9 @@ gst_spice_src_handle_navigation (GstSpiceSrc * self, GstEvent * event)
 /* ------------------------------------------------------------------------ */
 /* GstBaseSrc */
 
+/* the state-change thread: the parameters of a new start (this one's
+ * alone: nothing of the element that the context reads is written here),
+ * a reference to the context helper, and the connect on the context */
 static gboolean
 gst_spice_src_start (GstBaseSrc * bsrc)
 {
@@ -1557,6 +1686,8 @@ gst_spice_src_start (GstBaseSrc * bsrc)
   gchar *uri, *host, *port, *tls_port, *password, *file;
   gboolean from_file = FALSE;
   GError *err = NULL;
+  SessionParams *p;
+  SessionOp *op;
 
   GST_OBJECT_LOCK (self);
   uri = g_strdup (self->uri);
@@ -1598,39 +1729,38 @@ gst_spice_src_start (GstBaseSrc * bsrc)
     from_file = TRUE;
   }
 
+  p = g_new0 (SessionParams, 1);
+  g_atomic_ref_count_init (&p->ref);
+  p->serial = ++self->n_starts;
+  p->uri = uri;
+  p->host = host;
+  p->port = port;
+  p->tls_port = tls_port;
   GST_OBJECT_LOCK (self);
-  g_free (self->c_uri);
-  self->c_uri = uri;
-  g_free (self->c_host);
-  self->c_host = host;
-  g_free (self->c_port);
-  self->c_port = port;
-  g_free (self->c_tls_port);
-  self->c_tls_port = tls_port;
-  g_free (self->c_password);
   if (self->password && !from_file) {
-    self->c_password = g_strdup (self->password);
+    p->password = g_strdup (self->password);
     g_free (password);
   } else {
-    self->c_password = password;
+    p->password = password;
   }
   /* "" is unset: pipelines pass ca-file="${UPSTREAM_CA_FILE:-}" */
-  g_free (self->c_ca_file);
-  self->c_ca_file = self->ca_file && *self->ca_file ?
+  p->ca_file = self->ca_file && *self->ca_file ?
       g_strdup (self->ca_file) : NULL;
-  g_free (self->c_cert_subject);
-  self->c_cert_subject = self->cert_subject && *self->cert_subject ?
+  p->cert_subject = self->cert_subject && *self->cert_subject ?
       g_strdup (self->cert_subject) : NULL;
-  self->c_channel_id = self->channel_id;
-  self->c_connect_timeout = self->connect_timeout;
-  self->c_compression = self->compression;
+  p->channel_id = self->channel_id;
+  p->connect_timeout = self->connect_timeout;
+  p->compression = self->compression;
+  /* released by this start's ctx_teardown(), once the session is closed */
+  self->helper_ref = self->context_mode == GST_SPICE_SRC_CONTEXT_AUTO;
   GST_OBJECT_UNLOCK (self);
+  g_assert (self->start_params == NULL);
+  self->start_params = p;
 
   g_mutex_lock (&self->lock);
   self->flushing = FALSE;
   self->stopping = FALSE;
   self->fatal = FALSE;
-  self->teardown_done = FALSE;
   self->have_surface = FALSE;
   self->marked = FALSE;
   gst_spice_region_reset (&self->damage);
@@ -1642,9 +1772,6 @@ gst_spice_src_start (GstBaseSrc * bsrc)
   self->st_copied_area = self->st_frames_reused = self->st_catchups = 0;
   g_atomic_int_set (&self->st_prefaulted, 0);
   self->st_reconnects = 0;
-  self->upstream_lost = FALSE;
-  self->lost_posted_us = 0;
-  self->lost_suppressed = 0;
   g_clear_pointer (&self->st_last_error, g_free);
   self->mouse_mode_shared = 0;
   self->started = TRUE;
@@ -1658,47 +1785,55 @@ gst_spice_src_start (GstBaseSrc * bsrc)
   self->last_pts = GST_CLOCK_TIME_NONE;
   self->last_push_us = 0;
   self->pushed_any = FALSE;
-  self->mouse_mode = 0;
-  self->cursor_serial = 0;
 
-  /* released by this start's ctx_teardown(), once the session is closed */
-  GST_OBJECT_LOCK (self);
-  self->helper_ref = self->context_mode == GST_SPICE_SRC_CONTEXT_AUTO;
-  GST_OBJECT_UNLOCK (self);
   if (self->helper_ref)
     gst_spice_src_context_ref ();
 
-  gst_spice_src_context_invoke (ctx_connect, gst_object_ref (self),
-      gst_object_unref);
+  op = g_new0 (SessionOp, 1);
+  op->self = gst_object_ref (self);
+  op->params = session_params_ref (p);
+  gst_spice_src_context_invoke (ctx_session_start, op, session_op_free);
   return TRUE;
 }
 
+/* the state-change thread: this start's session ends on the context; its
+ * parameters are marked stopped first, so that nothing that still runs
+ * for it there acts after this returns (docs/spicesrc.md, "One start, one
+ * session") */
 static gboolean
 gst_spice_src_stop (GstBaseSrc * bsrc)
 {
   GstSpiceSrc *self = GST_SPICE_SRC (bsrc);
   gint64 deadline = g_get_monotonic_time () + TEARDOWN_TIMEOUT_US;
-  TeardownOp *op = g_new0 (TeardownOp, 1);
+  SessionParams *p = g_steal_pointer (&self->start_params);
+  SessionOp *op;
+  guint64 serial;
   gboolean done;
 
+  /* none: start() failed, and basesrc does not call stop() then */
+  if (!p)
+    return TRUE;
+  serial = p->serial;
+  g_atomic_int_set (&p->stopped, TRUE);
   g_mutex_lock (&self->lock);
   self->stopping = TRUE;
   self->started = FALSE;
   self->flushing = TRUE;
-  self->teardown_done = FALSE;
   g_cond_broadcast (&self->cond);
   g_mutex_unlock (&self->lock);
 
+  op = g_new0 (SessionOp, 1);
   op->self = gst_object_ref (self);
+  op->params = p;
   op->helper_ref = self->helper_ref;
   self->helper_ref = FALSE;
-  gst_spice_src_context_invoke (ctx_teardown, op, teardown_op_free);
+  gst_spice_src_context_invoke (ctx_teardown, op, session_op_free);
 
   g_mutex_lock (&self->lock);
-  while (!self->teardown_done)
+  while (self->torn_down < serial)
     if (!g_cond_wait_until (&self->cond, &self->lock, deadline))
       break;
-  done = self->teardown_done;
+  done = self->torn_down >= serial;
   gst_clear_buffer (&self->cursor.shape);
   memset (&self->cursor, 0, sizeof (self->cursor));
   self->cursor_pending = FALSE;
@@ -2573,13 +2708,10 @@ gst_spice_src_finalize (GObject * object)
   g_free (self->password_file);
   g_free (self->ca_file);
   g_free (self->cert_subject);
-  g_free (self->c_uri);
-  g_free (self->c_host);
-  g_free (self->c_port);
-  g_free (self->c_tls_port);
-  g_free (self->c_password);
-  g_free (self->c_ca_file);
-  g_free (self->c_cert_subject);
+  /* none left: a start's parameters go with its teardown, which holds a
+   * reference to the element */
+  g_clear_pointer (&self->start_params, session_params_unref);
+  g_clear_pointer (&self->params, session_params_unref);
   gst_spice_region_clear (&self->stale);
   g_clear_object (&self->tls_cancel);
   g_free (self->st_last_error);

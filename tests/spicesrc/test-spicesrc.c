@@ -926,14 +926,31 @@ timed_set_null (GstElement * p)
   return g_get_monotonic_time () - t0;
 }
 
-GST_START_TEST (test_null_while_connecting)
+/* a server on a free loopback port that accepts TCP and never says a
+ * word (a hung VM); its spice:// URI in @uri */
+static GSocket *
+silent_server_new (gchar ** uri)
 {
-  /* a server that accepts TCP and never says a word */
   GSocket *sock = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM,
       G_SOCKET_PROTOCOL_TCP, NULL);
   GInetAddress *lo = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
   GSocketAddress *addr = g_inet_socket_address_new (lo, 0), *bound;
+
+  fail_unless (g_socket_bind (sock, addr, TRUE, NULL));
+  fail_unless (g_socket_listen (sock, NULL));
+  bound = g_socket_get_local_address (sock, NULL);
+  *uri = g_strdup_printf ("spice://127.0.0.1:%u",
+      g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (bound)));
+  g_object_unref (bound);
+  g_object_unref (addr);
+  g_object_unref (lo);
+  return sock;
+}
+
+GST_START_TEST (test_null_while_connecting)
+{
   gchar *uri;
+  GSocket *sock = silent_server_new (&uri);
   GstElement *p;
   gint64 us;
 
@@ -946,11 +963,6 @@ GST_START_TEST (test_null_while_connecting)
   gst_check_add_log_filter ("GLib-GObject", G_LOG_LEVEL_CRITICAL,
       g_regex_new ("^g_object_get: assertion 'G_IS_OBJECT \\(object\\)' "
           "failed$", 0, 0, NULL), NULL, NULL, NULL);
-  fail_unless (g_socket_bind (sock, addr, TRUE, NULL));
-  fail_unless (g_socket_listen (sock, NULL));
-  bound = g_socket_get_local_address (sock, NULL);
-  uri = g_strdup_printf ("spice://127.0.0.1:%u",
-      g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (bound)));
 
   p = pipeline_for (uri, NULL, NULL);
   gst_element_set_state (p, GST_STATE_PLAYING);
@@ -984,9 +996,6 @@ GST_START_TEST (test_null_while_connecting)
 
   gst_object_unref (p);
   g_free (uri);
-  g_object_unref (bound);
-  g_object_unref (addr);
-  g_object_unref (lo);
   g_object_unref (sock);
 }
 
@@ -1067,6 +1076,226 @@ GST_START_TEST (test_helper_ref_after_late_teardown)
   gst_object_unref (p);
   g_free (uri);
   guest_process_stop (gp);
+}
+
+GST_END_TEST;
+
+/* ------------------------------------------------------------------------ */
+/* one start, one session: a late teardown and the next start's parameters */
+
+/* "spicesrc ! appsink" with the newest frame kept */
+static GstElement *
+appsink_pipeline_for (const gchar * uri, const gchar * extra,
+    GstElement ** src, GstElement ** sink)
+{
+  gchar *desc = g_strdup_printf ("spicesrc name=src uri=\"%s\" %s ! "
+      "appsink name=sink sync=false max-buffers=1 drop=true", uri,
+      extra ? extra : "");
+  GstElement *p = gst_parse_launch (desc, NULL);
+
+  fail_unless (p != NULL);
+  g_free (desc);
+  *src = gst_bin_get_by_name (GST_BIN (p), "src");
+  *sink = gst_bin_get_by_name (GST_BIN (p), "sink");
+  return p;
+}
+
+/* NULL while @blocker holds the default context (the teardown stays
+ * queued: NULL gives up after its 2 s), the uri of @gp, PLAYING again;
+ * the context is let go at @release_us (monotonic), not before */
+static void
+restart_on_while_context_held (GstElement * p, GstElement * src,
+    TestContextBlocker * blocker, GuestProcess * gp, gint64 release_us)
+{
+  gchar *uri = guest_process_get_uri (gp);
+  gint64 us = timed_set_null (p);
+
+  g_printerr ("NULL with the context held: %.3f s\n", us / 1e6);
+  fail_unless (us >= G_USEC_PER_SEC, "the teardown ran although the "
+      "context was held (%.3f s)", us / 1e6);
+  g_object_set (src, "uri", uri, NULL);
+  fail_unless (gst_element_set_state (p, GST_STATE_PLAYING) !=
+      GST_STATE_CHANGE_FAILURE);
+  us = release_us - g_get_monotonic_time ();
+  if (us > 0)
+    g_usleep (us);
+  test_context_unblock (blocker);
+  g_free (uri);
+}
+
+/* fails on an ERROR or a spice-health upstream-lost message waiting on
+ * @p's bus (the bus drops what it had at NULL; other messages go too) */
+static void
+expect_no_failure_posted (GstElement * p)
+{
+  GstBus *bus = gst_element_get_bus (p);
+  GstMessage *msg;
+
+  while ((msg = gst_bus_pop_filtered (bus,
+              GST_MESSAGE_ERROR | GST_MESSAGE_ELEMENT))) {
+    const GstStructure *st = gst_message_get_structure (msg);
+
+    if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
+      GError *err = NULL;
+
+      gst_message_parse_error (msg, &err, NULL);
+      fail ("error: %s", err->message);
+    }
+    if (st && gst_structure_has_name (st, GST_SPICE_MESSAGE_HEALTH))
+      fail_if (g_strcmp0 (gst_structure_get_string (st, "event"),
+              "upstream-lost") == 0, "upstream-lost: %s",
+          gst_structure_get_string (st, "detail"));
+    gst_message_unref (msg);
+  }
+  gst_object_unref (bus);
+}
+
+/* waits for a frame from @sink that equals @gp's own picture (its dump)
+ * exactly; nothing may fail on @p meanwhile */
+static void
+expect_guest_picture (GstElement * p, GstElement * sink, GuestProcess * gp)
+{
+  gint64 end = g_get_monotonic_time () + PULL_TIMEOUT_MS * 1000LL;
+  guint64 diff = G_MAXUINT64;
+  guint8 *dump = NULL;
+  gint dw, dh, fx = -1, fy = -1;
+
+  fail_unless (guest_process_dump (gp, &dump, &dw, &dh));
+  while (diff != 0 && g_get_monotonic_time () < end) {
+    GstSample *sample = gst_app_sink_try_pull_sample (GST_APP_SINK (sink),
+        GST_SECOND);
+    GstVideoInfo info;
+
+    expect_no_failure_posted (p);
+    if (!sample)
+      continue;
+    fail_unless (gst_video_info_from_caps (&info,
+            gst_sample_get_caps (sample)));
+    if (info.width == dw && info.height == dh)
+      diff = frame_diff (gst_sample_get_buffer (sample), dw, dh, dump, &fx,
+          &fy);
+    gst_sample_unref (sample);
+  }
+  g_free (dump);
+  fail_unless (diff == 0, "no frame equal to the guest's picture (%dx%d; "
+      "last diff %" G_GUINT64_FORMAT " pixels, first at %d,%d)", dw, dh, diff,
+      fx, fy);
+}
+
+/* The parameters of one start belong to its session. The first start
+ * connects to a server that accepts and never answers (a hung VM), with
+ * connect-timeout=3. With the context held, the element goes to NULL
+ * (its teardown stays queued), its uri changes to the test guest and it
+ * starts again; the first session's connect timeout is due by the time
+ * the context runs, and runs before that late teardown. It must neither
+ * read the new start's parameters nor fail it: before the fix it posted
+ * "Could not connect to SPICE server at host 127.0.0.1 port <the
+ * guest's>: no answer within 3 s" and the new start ended in that error. */
+GST_START_TEST (test_params_after_late_teardown)
+{
+  GuestProcess *gp = start_guest (NULL);
+  gchar *silent_uri;
+  GSocket *silent = silent_server_new (&silent_uri);
+  GSocket *conn;
+  GstElement *src, *sink;
+  GstElement *p = appsink_pipeline_for (silent_uri, "connect-timeout=3", &src,
+      &sink);
+  TestContextBlocker *blocker;
+  gint64 connected_us;
+  GError *err = NULL;
+  GstStructure *st;
+
+  gst_element_set_state (p, GST_STATE_PLAYING);
+  /* spice-gtk's connection: the session's connect (which set the 3 s
+   * timer) has run */
+  g_socket_set_timeout (silent, 30 * test_time_factor ());
+  conn = g_socket_accept (silent, NULL, &err);
+  fail_unless (conn != NULL, "spicesrc never connected: %s",
+      err ? err->message : "");
+  connected_us = g_get_monotonic_time ();
+  blocker = test_context_block ();
+  fail_unless_equals_string (gst_structure_get_string (st = src_stats (src),
+          "last-error"), "");
+  gst_structure_free (st);
+
+  /* the timer (3 s, whole seconds: due within 4 s) is due before the
+   * context runs again */
+  restart_on_while_context_held (p, src, blocker, gp,
+      connected_us + 5 * G_USEC_PER_SEC);
+  expect_guest_picture (p, sink, gp);
+  expect_no_failure_posted (p);
+  st = src_stats (src);
+  fail_unless_equals_string (gst_structure_get_string (st, "last-error"), "");
+  gst_structure_free (st);
+
+  gst_element_set_state (p, GST_STATE_NULL);
+  gst_object_unref (src);
+  gst_object_unref (sink);
+  gst_object_unref (p);
+  g_object_unref (conn);
+  g_object_unref (silent);
+  g_free (silent_uri);
+  guest_process_stop (gp);
+}
+
+GST_END_TEST;
+
+/* The same with reconnect=always and two test guests: the first guest
+ * goes away, the session arms its reconnect timer (2 s); with the context
+ * held, NULL, the uri of the second guest (another seed), PLAYING. The
+ * first session's timer is due when the context runs again and runs
+ * before the late teardown: before the fix it took the new start for its
+ * own (it counted a reconnect in the new start's stats and connected a
+ * session with the new parameters). The element shows the second guest's
+ * exact picture, the new start counts no reconnect, nothing failed. */
+GST_START_TEST (test_reconnect_after_late_teardown)
+{
+  GuestProcess *gp1 = start_guest (NULL);
+  GuestProcess *gp2 = start_guest ("--seed=11", NULL);
+  gchar *uri1 = guest_process_get_uri (gp1);
+  GstElement *src, *sink;
+  GstElement *p = appsink_pipeline_for (uri1,
+      "reconnect=always reconnect-interval=2000", &src, &sink);
+  TestContextBlocker *blocker;
+  GstBus *bus = gst_element_get_bus (p);
+  GstMessage *msg;
+  gint64 lost_us;
+
+  gst_element_set_state (p, GST_STATE_PLAYING);
+  expect_guest_picture (p, sink, gp1);
+  guest_process_stop (gp1);
+  /* posted by the failure that then arms the reconnect timer, on the
+   * context thread: the blocker gets the context after it */
+  for (;;) {
+    const GstStructure *st;
+
+    msg = gst_bus_timed_pop_filtered (bus, PULL_TIMEOUT_MS * GST_MSECOND,
+        GST_MESSAGE_ELEMENT);
+    fail_unless (msg != NULL, "the guest went, spicesrc said nothing");
+    st = gst_message_get_structure (msg);
+    if (st && gst_structure_has_name (st, GST_SPICE_MESSAGE_HEALTH) &&
+        !g_strcmp0 (gst_structure_get_string (st, "event"), "upstream-lost"))
+      break;
+    gst_message_unref (msg);
+  }
+  gst_message_unref (msg);
+  lost_us = g_get_monotonic_time ();
+  blocker = test_context_block ();
+  fail_unless_equals_uint64 (stat_u64 (src, "reconnects"), 0);
+
+  restart_on_while_context_held (p, src, blocker, gp2,
+      lost_us + 3 * G_USEC_PER_SEC);
+  expect_guest_picture (p, sink, gp2);
+  expect_no_failure_posted (p);
+  fail_unless_equals_uint64 (stat_u64 (src, "reconnects"), 0);
+
+  gst_element_set_state (p, GST_STATE_NULL);
+  gst_object_unref (bus);
+  gst_object_unref (src);
+  gst_object_unref (sink);
+  gst_object_unref (p);
+  g_free (uri1);
+  guest_process_stop (gp2);
 }
 
 GST_END_TEST;
@@ -1425,6 +1654,8 @@ spicesrc_suite (void)
   tcase_add_test (tc, test_max_framerate_timestamps);
   tcase_add_test (tc, test_null_while_connecting);
   tcase_add_test (tc, test_helper_ref_after_late_teardown);
+  tcase_add_test (tc, test_params_after_late_teardown);
+  tcase_add_test (tc, test_reconnect_after_late_teardown);
   tcase_add_test (tc, test_coalesce_and_null_while_blocked);
   tcase_add_test (tc, test_cursor_event);
   tcase_add_test (tc, test_app_main_loop);
