@@ -2860,7 +2860,10 @@ gst_spice_src_class_init (GstSpiceSrcClass * klass)
    * Counters since the element started: `frames`, `damage-rects`,
    * `damage-area` (pixels), `invalidates` (draws reported by spice-gtk),
    * `invalidates-on-helper` (of those, how many the helper thread
-   * dispatched), `reconnects`, `input-events`, `copied-area` (pixels
+   * dispatched), `reconnects`, `input-events`, `input-events-dropped`
+   * (presses and motion dropped because 512 input events already waited
+   * for the context; releases wait up to 1024), `input-pending` (input
+   * events waiting for the context now), `copied-area` (pixels
    * copied from spice-gtk's canvas into frames: a buffer that downstream
    * has released is reused and gets only the damage since the frame it
    * held), `frames-reused` (frames made that way), `frames-prefaulted`

@@ -1300,6 +1300,149 @@ GST_START_TEST (test_reconnect_after_late_teardown)
 
 GST_END_TEST;
 
+/* ------------------------------------------------------------------------ */
+/* input */
+
+/* the lines of key @code ("key down 0x1e", "key up 0x1e") that the guest
+ * logged from line @mark on */
+static GPtrArray *
+guest_key_lines (GuestProcess * gp, guint mark, const gchar * code)
+{
+  gchar **lines = guest_process_get_lines (gp);
+  GPtrArray *keys = g_ptr_array_new_with_free_func (g_free);
+  gchar *down = g_strdup_printf ("key down %s", code);
+  gchar *up = g_strdup_printf ("key up %s", code);
+  guint i;
+
+  for (i = mark; lines[i]; i++)
+    if (!g_strcmp0 (lines[i], down) || !g_strcmp0 (lines[i], up))
+      g_ptr_array_add (keys, g_strdup (lines[i]));
+  g_free (down);
+  g_free (up);
+  g_strfreev (lines);
+  return keys;
+}
+
+/* waits until no input event of @src waits for the context */
+static void
+expect_no_input_pending (GstElement * src)
+{
+  gint64 end = g_get_monotonic_time () +
+      10 * test_time_factor () * G_USEC_PER_SEC;
+
+  while (stat_u64 (src, "input-pending") > 0 && g_get_monotonic_time () < end)
+    g_usleep (10 * 1000);
+  fail_unless_equals_uint64 (stat_u64 (src, "input-pending"), 0);
+}
+
+/* spicesrc's input bound: while nobody dispatches the context, at most
+ * 512 input events wait for it, 1024 with releases (so that no key stays
+ * down); beyond, presses and motion are dropped. With the context held, a
+ * pointer move and then 2000 presses and releases of "a" sent to the
+ * element: input-pending never exceeds 1024 and some are dropped (before
+ * the bound all 4001 waited). The move makes the last press that fits
+ * the 512 take the last place, so that its release comes beyond it: a
+ * bound that took no release beyond 512 left "a" down. Once the context
+ * runs, every admitted key event reaches the guest, in order, and "a"
+ * ends released. */
+GST_START_TEST (test_input_bound)
+{
+  GuestProcess *gp = start_guest (NULL);
+  gchar *uri = guest_process_get_uri (gp);
+  GstElement *src;
+  GstElement *p = pipeline_for (uri, NULL, &src);
+  TestContextBlocker *blocker;
+  GPtrArray *admitted = g_ptr_array_new (), *got;
+  guint64 pending, max_pending = 0, dropped, presses = 0;
+  gint64 end;
+  gchar *line;
+  guint i, mark;
+
+  gst_element_set_state (p, GST_STATE_PLAYING);
+  fail_unless ((line = guest_process_wait_line (gp, "channel up inputs",
+              GUEST_LINE_TIMEOUT_MS)) != NULL);
+  g_free (line);
+  /* spice-gtk's side of the inputs channel is ready once a key goes
+   * through (until then it drops keys; the guest logs its side's link
+   * first). Input is sent to the pipeline, which hands it to its sink,
+   * which sends it upstream to spicesrc, the way it comes from a video
+   * sink (GstBaseSrc's own send_event does not take navigation events) */
+  end = g_get_monotonic_time () + GUEST_LINE_TIMEOUT_MS * 1000LL;
+  do {
+    mark = guest_process_mark (gp);
+    fail_unless (gst_element_send_event (p,
+            gst_navigation_event_new_key_press ("space", 0)));
+    fail_unless (gst_element_send_event (p,
+            gst_navigation_event_new_key_release ("space", 0)));
+    line = guest_process_wait_line_from (gp, mark, "key up 0x39", 500, NULL);
+  } while (!line && g_get_monotonic_time () < end);
+  fail_unless (line != NULL, "no key reached the guest");
+  g_free (line);
+  expect_no_input_pending (src);
+  fail_unless_equals_uint64 (stat_u64 (src, "input-events-dropped"), 0);
+
+  mark = guest_process_mark (gp);
+  blocker = test_context_block ();
+  fail_unless (gst_element_send_event (p,
+          gst_navigation_event_new_mouse_move (10, 10, 0)));
+  for (i = 0; i < 4000; i++) {
+    gboolean press = i % 2 == 0;
+    GstEvent *ev = press ? gst_navigation_event_new_key_press ("a", 0) :
+        gst_navigation_event_new_key_release ("a", 0);
+
+    if (gst_element_send_event (p, ev)) {
+      g_ptr_array_add (admitted, press ? "key down 0x1e" : "key up 0x1e");
+      presses += press;
+    }
+    pending = stat_u64 (src, "input-pending");
+    max_pending = MAX (max_pending, pending);
+    fail_unless (pending <= 1024, "%" G_GUINT64_FORMAT " input events wait "
+        "for the context after the move and %u keys", pending, i + 1);
+  }
+  dropped = stat_u64 (src, "input-events-dropped");
+  g_printerr ("context held, a move, 2000 presses and releases: %u keys "
+      "admitted (%" G_GUINT64_FORMAT " presses), %" G_GUINT64_FORMAT
+      " dropped, input-pending at most %" G_GUINT64_FORMAT "\n",
+      admitted->len, presses, dropped, max_pending);
+  fail_unless (dropped > 0, "nothing dropped");
+  fail_unless_equals_uint64 (dropped + admitted->len + 1, 4001);
+  fail_unless (presses <= 512, "%" G_GUINT64_FORMAT " presses wait", presses);
+  /* nothing reached the guest meanwhile */
+  got = guest_key_lines (gp, mark, "0x1e");
+  fail_unless_equals_int (got->len, 0);
+  g_ptr_array_unref (got);
+  test_context_unblock (blocker);
+
+  /* every admitted event, in order; the last one a release */
+  end = g_get_monotonic_time () + PULL_TIMEOUT_MS * 1000LL;
+  while ((got = guest_key_lines (gp, mark, "0x1e"))->len < admitted->len &&
+      g_get_monotonic_time () < end) {
+    g_ptr_array_unref (got);
+    g_usleep (20 * 1000);
+  }
+  g_ptr_array_unref (got);
+  expect_no_input_pending (src);
+  got = guest_key_lines (gp, mark, "0x1e");
+  fail_unless_equals_int (got->len, admitted->len);
+  for (i = 0; i < admitted->len; i++)
+    fail_unless_equals_string (g_ptr_array_index (got, i),
+        g_ptr_array_index (admitted, i));
+  fail_unless_equals_string (g_ptr_array_index (got, got->len - 1),
+      "key up 0x1e");
+  g_printerr ("the guest got the %u admitted events in order, 'a' ends "
+      "released\n", got->len);
+
+  g_ptr_array_unref (got);
+  g_ptr_array_unref (admitted);
+  gst_element_set_state (p, GST_STATE_NULL);
+  gst_object_unref (src);
+  gst_object_unref (p);
+  g_free (uri);
+  guest_process_stop (gp);
+}
+
+GST_END_TEST;
+
 /* Downstream blocks (appsink full, nobody pulls): draws merge instead of
  * queueing, consecutive pulled frames carry consecutive seqs whose damage
  * covers their difference, and NULL returns promptly while blocked. */
@@ -1656,6 +1799,7 @@ spicesrc_suite (void)
   tcase_add_test (tc, test_helper_ref_after_late_teardown);
   tcase_add_test (tc, test_params_after_late_teardown);
   tcase_add_test (tc, test_reconnect_after_late_teardown);
+  tcase_add_test (tc, test_input_bound);
   tcase_add_test (tc, test_coalesce_and_null_while_blocked);
   tcase_add_test (tc, test_cursor_event);
   tcase_add_test (tc, test_app_main_loop);
