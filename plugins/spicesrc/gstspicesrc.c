@@ -2038,10 +2038,19 @@ gst_spice_src_event (GstBaseSrc * bsrc, GstEvent * event)
   return GST_BASE_SRC_CLASS (parent_class)->event (bsrc, event);
 }
 
-/* any thread: EOS sent to the element ends the audio pad too */
+/* any thread: EOS sent to the element ends the audio pad too; navigation
+ * sent to the element (an application's input) goes where navigation
+ * from downstream goes (GstBaseSrc would drop it) */
 static gboolean
 gst_spice_src_send_event (GstElement * element, GstEvent * event)
 {
+  if (GST_EVENT_TYPE (event) == GST_EVENT_NAVIGATION) {
+    gboolean ret = gst_spice_src_handle_navigation (GST_SPICE_SRC (element),
+        event);
+
+    gst_event_unref (event);
+    return ret;
+  }
   if (GST_EVENT_TYPE (event) == GST_EVENT_EOS)
     gst_spice_src_audio_eos (GST_SPICE_SRC (element)->audio);
   return GST_ELEMENT_CLASS (parent_class)->send_event (element, event);
@@ -2566,7 +2575,6 @@ gst_spice_src_set_property (GObject * object, guint prop_id,
     case PROP_PASSWORD:
       GST_OBJECT_LOCK (self);
       g_free (self->password);
-      g_free (self->password_file);
       self->password = g_value_dup_string (value);
       GST_OBJECT_UNLOCK (self);
       break;

@@ -81,6 +81,27 @@ teardown_kept (GstHarness * h, GstBuffer ** kept, gchar * uri,
  * a 1280x800 frame, the first presses of every session waited for it).
  * Downstream keeps the last two frames here, like spicetiler; three
  * presses then made two new frames, each a frame's pages of faults. */
+/* password-file overrides password: setting password keeps the file
+ * (it used to free password-file without forgetting it: a read of freed
+ * memory afterwards, a double free at finalize; the ASan run sees it) */
+GST_START_TEST (test_password_keeps_file)
+{
+  GstElement *src = gst_element_factory_make ("spicesrc", NULL);
+  gchar *file = NULL, *pw = NULL;
+
+  fail_unless (src != NULL);
+  g_object_set (src, "password-file", "/run/vm.ticket", NULL);
+  g_object_set (src, "password", "secret", NULL);
+  g_object_get (src, "password-file", &file, "password", &pw, NULL);
+  fail_unless_equals_string (file, "/run/vm.ticket");
+  fail_unless_equals_string (pw, "secret");
+  g_free (file);
+  g_free (pw);
+  gst_object_unref (src);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_first_frames_prefaulted)
 {
   GuestProcess *gp = start_guest (NULL);
@@ -1784,6 +1805,7 @@ spicesrc_suite (void)
   tcase_add_test (tc, test_first_frame_exact);
   tcase_add_test (tc, test_busy_damage);
   tcase_add_test (tc, test_reused_frames_exact);
+  tcase_add_test (tc, test_password_keeps_file);
   tcase_add_test (tc, test_first_frames_prefaulted);
   tcase_add_test (tc, test_key_press);
   tcase_add_test (tc, test_mouse_client_mode);
