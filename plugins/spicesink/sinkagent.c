@@ -167,23 +167,46 @@ agent_flush (SinkSession * s)
       MAX_OTHER_MESSAGE, "agent-tokens", "agent tokens not returned");
 }
 
-/* one whole VDAgentMessage (@msg) to a started client, in chunks */
+/* One whole VDAgentMessage to a started client, in AGENT_DATA chunks:
+ * @head, then @data (may be NULL). The chunks of @data share its bytes
+ * (a clipboard sent to several clients, or held for one that has no
+ * tokens, is in memory once); only the chunk that straddles @head is a
+ * copy. */
 static void
-agent_send (SinkSession * s, GByteArray * msg)
+agent_send_parts (SinkSession * s, const GByteArray * head, GBytes * data)
 {
   SinkAgentState *st = &s->agent;
-  gsize off;
+  gsize dlen = data ? g_bytes_get_size (data) : 0;
+  gsize total = head->len + dlen, off;
 
   if (!st->started || !sink_conn_is_linked (s->main))
     return;
-  for (off = 0; off < msg->len; off += VD_AGENT_MAX_DATA_SIZE) {
-    gsize n = MIN (VD_AGENT_MAX_DATA_SIZE, msg->len - off);
+  for (off = 0; off < total; off += VD_AGENT_MAX_DATA_SIZE) {
+    gsize n = MIN (VD_AGENT_MAX_DATA_SIZE, total - off);
+    GBytes *chunk;
 
-    g_queue_push_tail (&st->out, g_bytes_new (msg->data + off, n));
+    if (off >= head->len) {
+      chunk = g_bytes_new_from_bytes (data, off - head->len, n);
+    } else {
+      guint8 *b = g_malloc (n);
+      gsize h = MIN (n, head->len - off);
+
+      memcpy (b, head->data + off, h);
+      if (n > h)
+        memcpy (b + h, g_bytes_get_data (data, NULL), n - h);
+      chunk = g_bytes_new_take (b, n);
+    }
+    g_queue_push_tail (&st->out, chunk);
     st->out_bytes += n;
   }
   st->messages_out++;
   agent_flush (s);
+}
+
+static void
+agent_send (SinkSession * s, const GByteArray * msg)
+{
+  agent_send_parts (s, msg, NULL);
 }
 
 static gboolean
@@ -203,8 +226,9 @@ send_clipboard (SinkSession * s, const GstSpiceClipboard * clip)
   if (!sel && clip->selection != VD_AGENT_CLIPBOARD_SELECTION_CLIPBOARD)
     return;
   a = g_byte_array_new ();
-  gst_spice_agent_write_clipboard (a, clip, sel, FALSE, 0);
-  agent_send (s, a);
+  gst_spice_agent_write_clipboard_head (a, clip, sel, FALSE, 0);
+  agent_send_parts (s, a, clip->action == GST_SPICE_CLIPBOARD_DATA ?
+      clip->data : NULL);
   g_byte_array_unref (a);
 }
 
@@ -510,13 +534,19 @@ client_message (guint32 type, guint64 opaque, const guint8 * body,
       /* fall through */
     case VD_AGENT_CLIPBOARD_GRAB:
     case VD_AGENT_CLIPBOARD_REQUEST:
-    case VD_AGENT_CLIPBOARD_RELEASE:
-      if (!gst_spice_agent_parse_clipboard (type, body, size,
-              client_has_selection (s), FALSE, &clip)) {
+    case VD_AGENT_CLIPBOARD_RELEASE:{
+      /* the body as it is, shared by the clipboard's data (no copy) */
+      GBytes *whole = gst_spice_agent_reader_steal (st->reader);
+      gboolean ok = gst_spice_agent_parse_clipboard_bytes (type, whole,
+          client_has_selection (s), FALSE, &clip);
+
+      g_bytes_unref (whole);
+      if (!ok) {
         st->close_reason = "malformed clipboard message";
         return FALSE;
       }
       break;
+    }
     case VD_AGENT_MONITORS_CONFIG:
       if (!gst_spice_agent_parse_monitors_config (body, size, st->mons,
               &st->n_mons)) {

@@ -183,6 +183,79 @@ GST_START_TEST (test_reader_chunks)
 
 GST_END_TEST;
 
+typedef struct
+{
+  GstSpiceAgentReader *r;
+  const guint8 *seen;           /* the body the callback got */
+  GstSpiceClipboard clip;
+} Stolen;
+
+static gboolean
+steal_clipboard (guint32 type, guint64 opaque, const guint8 * body,
+    gsize size, gpointer data)
+{
+  Stolen *st = data;
+  GBytes *whole = gst_spice_agent_reader_steal (st->r);
+
+  st->seen = body;
+  fail_unless (g_bytes_get_data (whole, NULL) == body);
+  fail_unless (gst_spice_agent_parse_clipboard_bytes (type, whole, TRUE,
+          FALSE, &st->clip));
+  g_bytes_unref (whole);
+  return TRUE;
+}
+
+/* A 1 MiB clipboard read and passed on without a copy: the reader's body
+ * becomes the clipboard's data (the sink holds one copy however many
+ * clients it goes to); what the head writer and the data make is the
+ * message gst_spice_agent_write_clipboard() makes; the reader's next
+ * message gets a buffer of its own. */
+GST_START_TEST (test_clipboard_zero_copy)
+{
+  GstSpiceClipboard clip = { GST_SPICE_CLIPBOARD_DATA, 1, 0, {0,},
+  VD_AGENT_CLIPBOARD_UTF8_TEXT, NULL
+  };
+  GByteArray *whole = g_byte_array_new (), *head = g_byte_array_new ();
+  guint8 *big = g_malloc (1024 * 1024);
+  Stolen st = { gst_spice_agent_reader_new (2 * 1024 * 1024), NULL, };
+  const guint8 *data;
+  const gchar *reason;
+  gsize off, n;
+
+  memset (big, 'x', 1024 * 1024);
+  clip.data = g_bytes_new_take (big, 1024 * 1024);
+  gst_spice_agent_write_clipboard (whole, &clip, TRUE, FALSE, 0);
+  gst_spice_agent_write_clipboard_head (head, &clip, TRUE, FALSE, 0);
+  fail_unless_equals_int (head->len + 1024 * 1024, whole->len);
+  fail_unless (memcmp (head->data, whole->data, head->len) == 0);
+  for (off = 0; off < whole->len; off += VD_AGENT_MAX_DATA_SIZE)
+    fail_unless (gst_spice_agent_reader_push (st.r, whole->data + off,
+            MIN (VD_AGENT_MAX_DATA_SIZE, whole->len - off), steal_clipboard,
+            &st, &reason));
+  fail_unless (st.clip.data != NULL);
+  data = g_bytes_get_data (st.clip.data, &n);
+  fail_unless_equals_int (n, 1024 * 1024);
+  /* the data lies in the body the reader filled: 4 bytes of selection
+   * and 4 of type before it */
+  fail_unless (data == st.seen + 8);
+  fail_unless (g_bytes_equal (st.clip.data, clip.data));
+  /* the next message is read into a new buffer */
+  st.seen = NULL;
+  gst_spice_clipboard_clear (&st.clip);
+  for (off = 0; off < whole->len; off += VD_AGENT_MAX_DATA_SIZE)
+    fail_unless (gst_spice_agent_reader_push (st.r, whole->data + off,
+            MIN (VD_AGENT_MAX_DATA_SIZE, whole->len - off), steal_clipboard,
+            &st, &reason));
+  fail_unless (g_bytes_equal (st.clip.data, clip.data));
+  gst_spice_clipboard_clear (&st.clip);
+  gst_spice_agent_reader_free (st.r);
+  gst_spice_clipboard_clear (&clip);
+  g_byte_array_unref (whole);
+  g_byte_array_unref (head);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_reader_malformed)
 {
   guint8 bad[20] = { 2, 0, 0, 0, 4, 0, 0, 0 };  /* protocol 2 */
@@ -250,6 +323,7 @@ agent_events_suite (void)
   tcase_add_test (tc, test_monitors_event);
   tcase_add_test (tc, test_reader_chunks);
   tcase_add_test (tc, test_reader_malformed);
+  tcase_add_test (tc, test_clipboard_zero_copy);
   tcase_add_test (tc, test_monitors_wire);
   return s;
 }

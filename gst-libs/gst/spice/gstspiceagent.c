@@ -225,8 +225,13 @@ struct _GstSpiceAgentReader
   guint32 size;                 /* of the current body */
   guint32 got;
   gboolean skipping;
-  GByteArray *body;
+  guint8 *body;                 /* the current body, exactly its size (a
+                                 * large one is not kept for the next) */
+  gsize cap;
 };
+
+/* a body buffer kept from one message to the next at most this large */
+#define KEEP_BODY_MAX (64 * 1024)
 
 GstSpiceAgentReader *
 gst_spice_agent_reader_new (gsize max_size)
@@ -234,7 +239,6 @@ gst_spice_agent_reader_new (gsize max_size)
   GstSpiceAgentReader *r = g_new0 (GstSpiceAgentReader, 1);
 
   r->max_size = max_size;
-  r->body = g_byte_array_new ();
   return r;
 }
 
@@ -243,8 +247,32 @@ gst_spice_agent_reader_free (GstSpiceAgentReader * r)
 {
   if (!r)
     return;
-  g_byte_array_unref (r->body);
+  g_free (r->body);
   g_free (r);
+}
+
+GBytes *
+gst_spice_agent_reader_steal (GstSpiceAgentReader * r)
+{
+  GBytes *b;
+
+  g_return_val_if_fail (r->head_len == MSG_HEAD_SIZE && r->got == r->size &&
+      !r->skipping, NULL);
+  b = r->body ? g_bytes_new_take (r->body, r->size) : g_bytes_new (NULL, 0);
+  r->body = NULL;
+  r->cap = 0;
+  return b;
+}
+
+/* the buffer for a body of r->size bytes */
+static void
+reader_body_alloc (GstSpiceAgentReader * r)
+{
+  if (r->cap >= r->size && r->cap <= MAX (r->size, KEEP_BODY_MAX))
+    return;
+  g_free (r->body);
+  r->cap = r->size;
+  r->body = r->cap ? g_malloc (r->cap) : NULL;
 }
 
 gboolean
@@ -276,13 +304,14 @@ gst_spice_agent_reader_push (GstSpiceAgentReader * r, const guint8 * data,
       }
       r->got = 0;
       r->skipping = r->size > r->max_size;
-      g_byte_array_set_size (r->body, 0);
+      if (!r->skipping)
+        reader_body_alloc (r);
     }
     if (r->got < r->size) {
       gsize n = MIN (size, (gsize) (r->size - r->got));
 
       if (!r->skipping)
-        g_byte_array_append (r->body, data, n);
+        memcpy (r->body + r->got, data, n);
       r->got += n;
       data += n;
       size -= n;
@@ -290,10 +319,9 @@ gst_spice_agent_reader_push (GstSpiceAgentReader * r, const guint8 * data,
     if (r->got == r->size) {
       gboolean ok;
 
+      ok = func (r->type, r->opaque, r->skipping ? NULL : (r->body ? r->body :
+              (const guint8 *) ""), r->size, user_data);
       r->head_len = 0;
-      ok = func (r->type, r->opaque, r->skipping ? NULL : r->body->data,
-          r->size, user_data);
-      g_byte_array_set_size (r->body, 0);
       if (!ok) {
         *reason = "agent message refused";
         return FALSE;
@@ -332,9 +360,12 @@ static const guint32 type_of_action[] = {
   [GST_SPICE_CLIPBOARD_RELEASE] = VD_AGENT_CLIPBOARD_RELEASE,
 };
 
-gboolean
-gst_spice_agent_parse_clipboard (guint32 type, const guint8 * body,
-    gsize size, gboolean selection, gboolean serial, GstSpiceClipboard * clip)
+/* @owner: the GBytes @body is in (its data then shares it), or NULL (a
+ * copy) */
+static gboolean
+parse_clipboard (guint32 type, const guint8 * body, gsize size,
+    GBytes * owner, gboolean selection, gboolean serial,
+    GstSpiceClipboard * clip)
 {
   gsize off = 0;
 
@@ -374,11 +405,29 @@ gst_spice_agent_parse_clipboard (guint32 type, const guint8 * body,
         return FALSE;
       clip->type = GST_READ_UINT32_LE (body + off);
       off += 4;
-      clip->data = g_bytes_new (body + off, size - off);
+      clip->data = owner ? g_bytes_new_from_bytes (owner, off, size - off) :
+          g_bytes_new (body + off, size - off);
       return TRUE;
     default:                   /* RELEASE */
       return size == off;
   }
+}
+
+gboolean
+gst_spice_agent_parse_clipboard (guint32 type, const guint8 * body,
+    gsize size, gboolean selection, gboolean serial, GstSpiceClipboard * clip)
+{
+  return parse_clipboard (type, body, size, NULL, selection, serial, clip);
+}
+
+gboolean
+gst_spice_agent_parse_clipboard_bytes (guint32 type, GBytes * body,
+    gboolean selection, gboolean serial, GstSpiceClipboard * clip)
+{
+  gsize size;
+  const guint8 *data = g_bytes_get_data (body, &size);
+
+  return parse_clipboard (type, data, size, body, selection, serial, clip);
 }
 
 void
@@ -386,7 +435,25 @@ gst_spice_agent_write_clipboard (GByteArray * a,
     const GstSpiceClipboard * clip, gboolean selection, gboolean serial,
     guint32 serial_value)
 {
+  gst_spice_agent_write_clipboard_head (a, clip, selection, serial,
+      serial_value);
+  if (clip->action == GST_SPICE_CLIPBOARD_DATA && clip->data) {
+    gsize n;
+    const guint8 *d = g_bytes_get_data (clip->data, &n);
+
+    g_byte_array_append (a, d, n);
+  }
+}
+
+void
+gst_spice_agent_write_clipboard_head (GByteArray * a,
+    const GstSpiceClipboard * clip, gboolean selection, gboolean serial,
+    guint32 serial_value)
+{
   GByteArray *b = g_byte_array_new ();
+  gsize data_size = clip->action == GST_SPICE_CLIPBOARD_DATA && clip->data ?
+      g_bytes_get_size (clip->data) : 0;
+  guint8 head[MSG_HEAD_SIZE];
   guint8 w[4];
   guint i;
 
@@ -409,18 +476,16 @@ gst_spice_agent_write_clipboard (GByteArray * a,
     case GST_SPICE_CLIPBOARD_DATA:
       GST_WRITE_UINT32_LE (w, clip->type);
       g_byte_array_append (b, w, 4);
-      if (clip->action == GST_SPICE_CLIPBOARD_DATA && clip->data) {
-        gsize n;
-        const guint8 *d = g_bytes_get_data (clip->data, &n);
-
-        g_byte_array_append (b, d, n);
-      }
       break;
     default:
       break;
   }
-  gst_spice_agent_write_message (a, type_of_action[clip->action], b->data,
-      b->len);
+  GST_WRITE_UINT32_LE (head, VD_AGENT_PROTOCOL);
+  GST_WRITE_UINT32_LE (head + 4, type_of_action[clip->action]);
+  GST_WRITE_UINT64_LE (head + 8, 0);
+  GST_WRITE_UINT32_LE (head + 16, (guint32) (b->len + data_size));
+  g_byte_array_append (a, head, sizeof (head));
+  g_byte_array_append (a, b->data, b->len);
   g_byte_array_unref (b);
 }
 

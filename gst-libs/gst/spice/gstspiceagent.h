@@ -137,6 +137,10 @@ GST_SPICE_API
 gboolean  gst_spice_agent_reader_push (GstSpiceAgentReader * r,
     const guint8 * data, gsize size, GstSpiceAgentMessageFunc func,
     gpointer user_data, const gchar ** reason);
+/* From the GstSpiceAgentMessageFunc of a kept message only: its body as
+ * GBytes, without a copy (the reader takes a new buffer for the next). */
+GST_SPICE_API
+GBytes   *gst_spice_agent_reader_steal (GstSpiceAgentReader * r);
 
 /* appends one whole message (header + @body) to @a */
 GST_SPICE_API
@@ -152,9 +156,19 @@ GST_SPICE_API
 gboolean  gst_spice_agent_parse_clipboard (guint32 type, const guint8 * body,
     gsize size, gboolean selection, gboolean serial,
     GstSpiceClipboard * clip);
+/* the same from a whole body in a GBytes: @clip->data shares it */
+GST_SPICE_API
+gboolean  gst_spice_agent_parse_clipboard_bytes (guint32 type, GBytes * body,
+    gboolean selection, gboolean serial, GstSpiceClipboard * clip);
 /* appends the whole message for @clip (VDAgentMessage header included) */
 GST_SPICE_API
 void      gst_spice_agent_write_clipboard (GByteArray * a,
+    const GstSpiceClipboard * clip, gboolean selection, gboolean serial,
+    guint32 serial_value);
+/* the same without @clip->data's bytes, which follow it in the stream:
+ * a writer that sends the data without copying it */
+GST_SPICE_API
+void      gst_spice_agent_write_clipboard_head (GByteArray * a,
     const GstSpiceClipboard * clip, gboolean selection, gboolean serial,
     guint32 serial_value);
 
