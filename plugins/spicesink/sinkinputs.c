@@ -84,6 +84,14 @@ emit_key (SinkSession * s, const GstSpiceKeyEvent * k)
     s->in.mods &= ~gst_spice_keymap_modifier_mask (k->scancode);
   else
     s->in.mods |= gst_spice_keymap_modifier_mask (k->scancode);
+  if (k->scancode < 0x200) {
+    guint32 bit = 1u << (k->scancode % 32);
+
+    if (k->release)
+      s->in.held[k->scancode / 32] &= ~bit;
+    else
+      s->in.held[k->scancode / 32] |= bit;
+  }
   g_atomic_pointer_add (&s->in.key_events, 1);
   GST_LOG ("key %s 0x%x (%s)", k->release ? "up" : "down", k->scancode, name);
   s->hooks->on_navigation (s, ev, s->hooks_data);
@@ -225,6 +233,41 @@ sink_inputs_handle_mouse_button (SinkSession * s, guint16 type,
   s->in.buttons = b;
   emit_pointer (s, ev);
   return TRUE;
+}
+
+void
+sink_inputs_closed (SinkSession * s)
+{
+  static const struct
+  {
+    guint16 mask;
+    gint button;
+  } buttons[] = {
+    {SPICE_MOUSE_BUTTON_MASK_LEFT, 1}, {SPICE_MOUSE_BUTTON_MASK_MIDDLE, 2},
+    {SPICE_MOUSE_BUTTON_MASK_RIGHT, 3},
+  };
+  guint i;
+
+  for (i = 0; i < 0x200; i++) {
+    GstSpiceKeyEvent k = { 0, };
+
+    if (!(s->in.held[i / 32] & (1u << (i % 32))))
+      continue;
+    k.scancode = i;
+    k.release = TRUE;
+    GST_INFO ("session %08x: key 0x%x released for a client that left",
+        s->id, i);
+    emit_key (s, &k);
+  }
+  for (i = 0; i < G_N_ELEMENTS (buttons); i++) {
+    if (!(s->in.buttons & buttons[i].mask))
+      continue;
+    s->in.buttons &= ~buttons[i].mask;
+    GST_INFO ("session %08x: button %d released for a client that left",
+        s->id, buttons[i].button);
+    emit_pointer (s, gst_navigation_event_new_mouse_button_release
+        (buttons[i].button, s->in.mouse_x, s->in.mouse_y, nav_state (s)));
+  }
 }
 
 static const SinkHandler handlers[] = {

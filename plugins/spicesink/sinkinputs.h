@@ -18,6 +18,8 @@ typedef struct
   guint16 buttons;
   guint16 locks;
   guint32 mods;                 /* GstNavigationModifierType of held keys */
+  guint32 held[0x200 / 32];     /* bit per scancode (0x100 | code for E0
+                                 * keys) its client holds down */
   gsize key_events, pointer_events;     /* atomic */
 } SinkInputsState;
 
@@ -27,6 +29,10 @@ typedef struct
 #define SINK_INPUTS_MAX_QUEUED (256 * 1024)
 
 void     sink_inputs_linked (SinkSession * s);
+/* server thread, lock held: the channel is gone: what its client held
+ * down (keys, buttons) is released upstream, so that no key stays down
+ * for the next client */
+void     sink_inputs_closed (SinkSession * s);
 /* server thread, lock NOT held; FALSE when it closed the channel */
 gboolean sink_inputs_handle (SinkSession * s, guint16 type,
     const guint8 * body, gsize size);

@@ -152,6 +152,8 @@ session_closed (SinkConn * conn, gpointer user_data)
       s->play.started = FALSE;
     if (slot == &s->record)
       sink_record_closed (s);
+    if (slot == &s->inputs)
+      sink_inputs_closed (s);
     if (slot == &s->display) {
       sink_display_closed (s);
       s->hooks->on_display_changed (s, s->hooks_data);

@@ -27,7 +27,8 @@ typedef struct
    * the reference it holds (the session is freed when its connections
    * are finished too) */
   void (*on_ended) (SinkSession * s, gpointer user_data);
-  /* server thread, lock NOT held: an input event for upstream */
+  /* server thread, lock not held (held when a closed inputs channel
+   * releases its keys): an input event for upstream; never blocks */
   void (*on_navigation) (SinkSession * s, GstEvent * event,
       gpointer user_data);
   /* server thread, lock held: a record event for upstream (takes it) */

@@ -544,6 +544,101 @@ GST_START_TEST (test_input_flood_fair)
 
 GST_END_TEST;
 
+/* the last navigation event upstream with @scancode: its event type name
+ * ("key-press"/"key-release"), NULL if none */
+static gchar *
+last_key_event (Fixture * f, guint scancode)
+{
+  gchar *ev = NULL;
+  guint i;
+
+  g_mutex_lock (&f->lock);
+  for (i = 0; i < f->nav->len; i++) {
+    GstStructure *st = g_ptr_array_index (f->nav, i);
+    guint sc = 0;
+
+    if (gst_structure_get_uint (st, "scancode", &sc) && sc == scancode) {
+      g_free (ev);
+      ev = g_strdup (gst_structure_get_string (st, "event"));
+    }
+  }
+  g_mutex_unlock (&f->lock);
+  return ev;
+}
+
+static gboolean
+nav_has_button_release (Fixture * f, gint button)
+{
+  gboolean found = FALSE;
+  guint i;
+
+  g_mutex_lock (&f->lock);
+  for (i = 0; i < f->nav->len && !found; i++) {
+    GstStructure *st = g_ptr_array_index (f->nav, i);
+    gint b = 0;
+
+    found = g_strcmp0 (gst_structure_get_string (st, "event"),
+        "mouse-button-release") == 0 &&
+        gst_structure_get_int (st, "button", &b) && b == button;
+  }
+  g_mutex_unlock (&f->lock);
+  return found;
+}
+
+/* A client that leaves (here: resets its connections) with a key and the
+ * left button held: the sink releases both upstream, so the next client's
+ * presses of that key are presses again (the guest toggled nothing for a
+ * second spice-keypress run while the first one's last Space stayed
+ * down). */
+GST_START_TEST (test_inputs_released_on_leave)
+{
+  Fixture *f = fixture_new (320, 240, NULL);
+  SpiceRawSession *s;
+  SpiceRawConn *in;
+  guint8 key[4], press[3] = { SPICE_MOUSE_BUTTON_LEFT,
+    SPICE_MOUSE_BUTTON_MASK_LEFT, 0
+  };
+  gchar *ev = NULL;
+  gint64 end;
+
+  fixture_start (f, TRUE);
+  s = spice_raw_session_new (f->port, NULL, SPICE_RAW_DISPLAY_CAPS_ALL);
+  fail_unless (s != NULL);
+  in = link_channel (f->port, s->session_id, SPICE_CHANNEL_INPUTS, 0);
+  GST_WRITE_UINT32_LE (key, 0x39);
+  fail_unless (spice_raw_send_msg (in, SPICE_MSGC_INPUTS_KEY_DOWN, key, 4));
+  fail_unless (spice_raw_send_msg (in, SPICE_MSGC_INPUTS_MOUSE_PRESS, press,
+          3));
+  end = g_get_monotonic_time () + 10 * G_TIME_SPAN_SECOND;
+  while (g_get_monotonic_time () < end &&
+      g_strcmp0 ((ev = last_key_event (f, 0x39)), "key-press") != 0) {
+    g_free (ev);
+    ev = NULL;
+    g_usleep (10 * 1000);
+  }
+  fail_unless_equals_string (ev, "key-press");
+  g_free (ev);
+  spice_raw_reset (in);
+  spice_raw_reset (s->display);
+  spice_raw_reset (s->main);
+  s->main = s->display = NULL;
+  spice_raw_session_free (s);
+  end = g_get_monotonic_time () + 10 * G_TIME_SPAN_SECOND;
+  while (g_get_monotonic_time () < end &&
+      (g_strcmp0 ((ev = last_key_event (f, 0x39)), "key-release") != 0 ||
+          !nav_has_button_release (f, 1))) {
+    g_free (ev);
+    ev = NULL;
+    g_usleep (10 * 1000);
+  }
+  fail_unless_equals_string (ev, "key-release");
+  fail_unless (nav_has_button_release (f, 1), "the button stays down");
+  g_free (ev);
+  fixture_free (f);
+}
+
+GST_END_TEST;
+
 /* ---------------------------------------------- messages we do not use */
 
 static gboolean
@@ -923,6 +1018,7 @@ spicesink_bounds_suite (void)
   tcase_add_test (tc, test_cursor_latest);
   tcase_add_test (tc, test_cursor_coalesced_and_drip);
   tcase_add_test (tc, test_input_flood_fair);
+  tcase_add_test (tc, test_inputs_released_on_leave);
   tcase_add_test (tc, test_unused_messages_ignored);
   tcase_add_test (tc, test_preferences_spicegtk);
   tcase_add_test (tc, test_release_pad_while_blocked);
