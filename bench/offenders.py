@@ -109,7 +109,7 @@ class Guest:
 
     def __init__(self, procs, argv, out):
         self.lock = threading.Lock()
-        self.key_downs = 0
+        self.key_downs = []        # monotonic time of each
         self.log = open(os.path.join(out, "guest.log"), "w")
         self.p = procs.start(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              stderr=open(os.path.join(out, "guest.err"), "w"),
@@ -121,12 +121,12 @@ class Guest:
             self.log.write(line)
             if line.strip() == "key down " + SCANCODE:
                 with self.lock:
-                    self.key_downs += 1
+                    self.key_downs.append(time.monotonic())
         self.log.close()
 
-    def downs(self):
+    def down_times(self):
         with self.lock:
-            return self.key_downs
+            return list(self.key_downs)
 
     def cmd(self, text):
         try:
@@ -206,43 +206,98 @@ class Sampler(threading.Thread):
         return [k for t, k in self.samples if t0 <= t <= t1]
 
 
-def keypress_phase(a, tools, cport, guest, runner_pid, out, name):
-    """One run of the measuring client; its JSON plus the presses that
-    reached the guest and the runner's CPU over the phase."""
-    path = os.path.join(out, "keypress-%s.json" % name)
-    n = max(10, int(a.phase / 0.8))
-    argv = [tools["keypress"], "--uri", "spice://127.0.0.1:%d" % cport,
-            "-n", str(n), "--warmup", "2", "--warmup-presses", "3",
-            "--timeout", "15", "--seed", "1", "-o", path]
-    downs0, c0, t0 = guest.downs(), rig.cpu_ticks(runner_pid), time.monotonic()
-    with open(os.path.join(out, "keypress-%s.err" % name), "w") as err:
-        try:
-            rc = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=err,
-                                timeout=a.phase * 4 + 120).returncode
-        except subprocess.TimeoutExpired:
-            rc = "timeout"
-    t1, c1 = time.monotonic(), rig.cpu_ticks(runner_pid)
-    time.sleep(1.0)            # the last release, and a late echo
-    try:
-        with open(path) as f:
-            kp = json.load(f)
-    except (OSError, ValueError):
-        kp = {"ok": False, "error": "no JSON (exit %s)" % rc}
-    # presses: the warm-up ones, the measured ones and those that timed
-    # out (echoed late, or the last one when the client gave up)
-    sent = kp.get("warmup_presses", 0) + kp.get("n", 0) + (kp.get("timeouts") or 0)
-    m = re.search(r"after press (\d+)", kp.get("error") or "")
-    if m:
-        sent = int(m.group(1))
-    echoed = sent if kp.get("ok") else max(0, sent - 1)
-    return {"exit": rc, "ok": bool(kp.get("ok")), "error": kp.get("error"), "downs0": downs0,
-            "sent": sent, "arrived": guest.downs() - downs0,
-            "echoed": echoed,
-            "measured": kp.get("n", 0), "timeouts": kp.get("timeouts"),
-            "p50_ms": kp.get("p50_ms"), "p95_ms": kp.get("p95_ms"),
-            "max_ms": kp.get("max_ms"), "seconds": t1 - t0,
-            "runner_cores": (c1 - c0) / rig.CLK_TCK / (t1 - t0),
-            "t0": t0, "t1": t1}
+PRESS_LINE = re.compile(r"^\[\s*([\d.]+)\] (?:press (\d+)(?:: (warm-up|sample) ([\d.]+) ms| (timed out))"
+                        r"|(late draw arrived)|(connected, key box visible))")
+
+
+class MeasuringClient:
+    """spice-keypress, one session for both phases, pressing until it is
+    stopped (right after an echo, never with a press in flight). -v gives a
+    line per press with its time since the client's start; the offset of
+    that clock is taken from the guest's key downs of the warm-up presses."""
+
+    def __init__(self, procs, a, tools, cport, out):
+        self.json_path = os.path.join(out, "keypress.json")
+        self.log_path = os.path.join(out, "keypress.log")
+        self.timeout_s = a.press_timeout
+        argv = [tools["keypress"], "--uri", "spice://127.0.0.1:%d" % cport,
+                "-n", "1000000", "--warmup", "2", "--warmup-presses", "3",
+                "--timeout", str(a.press_timeout), "--seed", "1", "-v",
+                "-o", self.json_path]
+        self.t0 = time.monotonic()
+        with open(self.log_path, "w") as err:
+            self.p = procs.start(argv, stdout=subprocess.DEVNULL, stderr=err)
+
+    def stop_after_echo(self, procs, timeout):
+        """Stops the client at its next echo (or after @timeout); FALSE if it
+        had exited by itself."""
+        n0 = len(self.presses(raw=True))
+        end = time.monotonic() + timeout
+        while time.monotonic() < end and self.p.poll() is None and \
+                len(self.presses(raw=True)) == n0:
+            time.sleep(0.02)
+        exited = self.p.poll() is not None
+        procs.stop(self.p)
+        return not exited
+
+    def wait_connected(self, timeout):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end and self.p.poll() is None:
+            if any(m and m.group(7) for m in map(PRESS_LINE.match, self.lines())):
+                return True
+            time.sleep(0.1)
+        return False
+
+    def lines(self):
+        with open(self.log_path, errors="replace") as f:
+            return f.read().splitlines()
+
+    def presses(self, raw=False, downs=None):
+        """[(press time (monotonic), kind, ms)]: kind sample, warm-up, late
+        (echoed after the timeout) or lost (the client gave up on it). With
+        @downs (the guest's key down times) the times are moved by the
+        median offset of the warm-up presses' key downs."""
+        out, late = {}, False
+        for line in self.lines():
+            m = PRESS_LINE.match(line)
+            if not m:
+                continue
+            t = self.t0 + float(m.group(1))
+            if m.group(6):
+                late = True
+            elif m.group(5):
+                out[int(m.group(2))] = (t - self.timeout_s, "lost", None)
+            elif m.group(3):
+                n, ms = int(m.group(2)), float(m.group(4))
+                if late:
+                    out[n] = (out.get(n, (t, None, None))[0], "late", None)
+                else:
+                    out[n] = (t - ms / 1000.0, m.group(3), ms)
+                late = False
+        ps = [out[k] for k in sorted(out)]
+        if raw or not downs:
+            return ps
+        warm = [d - p[0] for p, d in zip(ps, downs) if p[1] == "warm-up"]
+        off = rig.pct(warm, 0.5) if warm else 0.0
+        return [(t + off, kind, ms) for t, kind, ms in ps]
+
+
+def phase_figures(presses, t0, t1, downs, runner_cores):
+    """The presses made in [t0, t1) (monotonic) and the key downs the guest
+    saw then."""
+    ps = [p for p in presses if t0 <= p[0] < t1]
+    warm = len([p for p in ps if p[1] == "warm-up"])
+    ps = [p for p in ps if p[1] != "warm-up"]
+    samples = [ms for _, kind, ms in ps if kind == "sample"]
+    return {"sent": len(ps),
+            "arrived": len([t for t in downs if t0 <= t < t1]) - warm,
+            "echoed": len([p for p in ps if p[1] != "lost"]),
+            "measured": len(samples),
+            "timeouts": len([p for p in ps if p[1] in ("late", "lost")]),
+            "lost": len([p for p in ps if p[1] == "lost"]),
+            "p50_ms": rig.pct(samples, 0.5), "p95_ms": rig.pct(samples, 0.95),
+            "max_ms": max(samples) if samples else None,
+            "seconds": t1 - t0, "runner_cores": runner_cores}
 
 
 def offender_list(a):
@@ -323,6 +378,7 @@ def run(a, out):
     res = {"phase_s": a.phase, "busy_loops": a.busy, "max_clients": a.max_clients,
            "offenders_run": a.offenders, "drip_s": a.drip, "drip_bytes": a.drip_bytes,
            "clipboard_bytes": a.clipboard_bytes, "cursor_hz": a.cursor_hz,
+           "press_timeout_s": a.press_timeout,
            "load_before": open("/proc/loadavg").read().split()[:3]}
     sampler = None
     try:
@@ -358,20 +414,24 @@ def run(a, out):
 
         sampler = Sampler(runner.pid, a.rss_limit * 1024, stop_offenders)
         sampler.start()
-        threading.Thread(target=cursor_loop, args=(guest, a.cursor_hz, stop_cursor),
-                         daemon=True).start()
+        if a.cursor_hz > 0:
+            threading.Thread(target=cursor_loop, args=(guest, a.cursor_hz, stop_cursor),
+                             daemon=True).start()
         time.sleep(a.warmup)
 
-        log("phase 1: the measuring client alone (about %.0f s)" % a.phase)
-        res["baseline"] = keypress_phase(a, tools, cport, guest, runner.pid, out,
-                                         "baseline")
-        del res["baseline"]["downs0"]
-        time.sleep(3)
-        base = sampler.between(time.monotonic() - 2.5, time.monotonic())
+        log("phase 1: the measuring client alone (%.0f s)" % a.phase)
+        client = MeasuringClient(procs, a, tools, cport, out)
+        if not client.wait_connected(60):
+            raise RuntimeError("the measuring client did not connect: %s" %
+                               client.lines()[-3:])
+        time.sleep(2.0)         # its --warmup; the warm-up presses follow
+        t_conn, c_conn = time.monotonic(), rig.cpu_ticks(runner.pid)
+        time.sleep(a.phase)
+        t_off, c_off = time.monotonic(), rig.cpu_ticks(runner.pid)
+        base = sampler.between(t_off - 3, t_off)
         res["rss_baseline_mib"] = mib(min(base) if base else status_kib(runner.pid, "VmRSS"))
 
-        log("phase 2: the same client with the offenders")
-        t_off = time.monotonic()
+        log("phase 2: the same client, the offenders %s join" % ",".join(a.offenders))
         sampler.armed = True
 
         def start(role, addr):
@@ -391,9 +451,16 @@ def run(a, out):
             o = start(role, addr)
             if not o.offending.wait(15):
                 raise RuntimeError("offender %s did not start: %s" % (role, o.lines[-3:]))
-        time.sleep(a.settle)
-        res["offenders_phase"] = keypress_phase(a, tools, cport, guest, runner.pid,
-                                                out, "offenders")
+        end = t_off + a.phase
+        while time.monotonic() < end and client.p.poll() is None:
+            time.sleep(0.1)
+        if not client.stop_after_echo(procs, 2 * a.press_timeout + 5):
+            try:
+                with open(client.json_path) as f:
+                    res["client_error"] = json.load(f).get("error")
+            except (OSError, ValueError):
+                res["client_error"] = "exited (%s) without JSON" % client.p.returncode
+        t_end, c_end = time.monotonic(), rig.cpu_ticks(runner.pid)
         stop_offenders()
         for o in offenders:
             try:
@@ -410,10 +477,15 @@ def run(a, out):
             res["rss_limit_stop_s"] = sampler.tripped[0] - t_off
         time.sleep(max(0, a.after - 2))
         res["rss_after_mib"] = mib(status_kib(runner.pid, "VmRSS"))
-        # keys of phase 2 that reached the guest late, by the end of the run
-        ph = res["offenders_phase"]
-        ph["arrived_by_end"] = guest.downs() - ph.pop("downs0")
         res["runner_alive"] = runner.poll() is None
+        downs = guest.down_times()
+        presses = client.presses(downs=downs)
+        res["baseline"] = phase_figures(presses, t_conn, t_off, downs,
+                                        (c_off - c_conn) / rig.CLK_TCK / (t_off - t_conn))
+        ph = res["offenders_phase"] = phase_figures(
+            presses, t_off, t_end, downs, (c_end - c_off) / rig.CLK_TCK / (t_end - t_off))
+        # keys of phase 2 that reached the guest late, by the end of the run
+        ph["arrived_by_end"] = len([t for t in downs if t >= t_off])
         ph["offender_cores"] = sum((o.result or {}).get("cpu_s", 0) for o in offenders) / \
             max([0.001] + [(o.result or {}).get("seconds", 0) for o in offenders])
         res["offenders"] = {o.role: {"addr": o.addr, "result": o.result,
@@ -451,17 +523,21 @@ def judge(a, res):
     """The targets missed, as sentences (empty: all met)."""
     miss = []
     b, o = res.get("baseline", {}), res.get("offenders_phase", {})
-    if not b.get("ok") or b.get("timeouts") or b.get("arrived") != b.get("sent"):
-        miss.append("phase 1 itself failed: %s" % (b.get("error") or
-                                                    "%s of %s presses arrived" % (b.get("arrived"), b.get("sent"))))
-    if not o.get("ok") or o.get("timeouts") or o.get("arrived") != o.get("sent"):
-        miss.append("keys lost with the offenders: %s of %s presses arrived, %s timeouts%s" % (
-            o.get("arrived"), o.get("sent"), o.get("timeouts"),
-            ", client: " + o["error"] if o.get("error") else ""))
+    if b.get("timeouts") or b.get("arrived") != b.get("sent") or not b.get("measured"):
+        miss.append("phase 1 itself failed: %s of %s presses arrived, %s timeouts" % (
+            b.get("arrived"), b.get("sent"), b.get("timeouts")))
+    if o.get("timeouts") or o.get("arrived") != o.get("sent") or \
+            res.get("client_error"):
+        miss.append("keys lost or late with the offenders: %s of %s presses arrived in "
+                    "time, %s timeouts%s" % (
+                        o.get("arrived"), o.get("sent"), o.get("timeouts"),
+                        "; the client: " + res["client_error"]
+                        if res.get("client_error") else ""))
     if b.get("p95_ms") is None or o.get("p95_ms") is None or \
             o["p95_ms"] > b["p95_ms"] + a.p95_margin:
-        miss.append("keypress p95 %s ms with the offenders against %s ms alone (margin %d ms)" % (
-            fmt(o.get("p95_ms"), 1), fmt(b.get("p95_ms"), 1), a.p95_margin))
+        miss.append("keypress p95 %s ms with the offenders against %s ms alone "
+                    "(margin %d ms)" % (fmt(o.get("p95_ms"), 1), fmt(b.get("p95_ms"), 1),
+                                        a.p95_margin))
     growth = None
     if res.get("rss_peak_mib") is not None and res.get("rss_baseline_mib") is not None:
         growth = res["rss_peak_mib"] - res["rss_baseline_mib"]
@@ -476,7 +552,7 @@ def judge(a, res):
             miss.append("offender %s (%s) not in the service log as `%s`" % (
                 role, sl.get("addr"), sl.get("expected")))
     if not res.get("runner_alive", False):
-        miss.append("the runner exited during the run")
+        miss.append("the runner exited during the run (exit %s)" % res.get("runner_exit"))
     return miss
 
 
@@ -487,10 +563,11 @@ def fmt(v, nd=0):
 def markdown(res):
     b, o = res["baseline"], res["offenders_phase"]
     out = ["| | alone | with the offenders |", "| --- | ---: | ---: |"]
-    out.append("| presses sent / arrived / echoed | %s / %s / %s | %s / %s / %s |" % (
+    out.append("| presses sent / arrived at the guest / echoed | %s / %s / %s | %s / %s / %s |" % (
         b["sent"], b["arrived"], b["echoed"], o["sent"], o["arrived"], o["echoed"]))
     out.append("| presses arrived by the end of the run | | %s |" % o.get("arrived_by_end", "-"))
-    out.append("| timeouts | %s | %s |" % (b["timeouts"], o["timeouts"]))
+    out.append("| timeouts (%s s) / given up | %s / %s | %s / %s |" % (
+        fmt(res["press_timeout_s"]), b["timeouts"], b["lost"], o["timeouts"], o["lost"]))
     for k, label in (("p50_ms", "keypress p50 (ms)"), ("p95_ms", "keypress p95 (ms)"),
                      ("max_ms", "keypress max (ms)")):
         out.append("| %s | %s | %s |" % (label, fmt(b.get(k), 1), fmt(o.get(k), 1)))
@@ -498,6 +575,9 @@ def markdown(res):
     out.append("| offenders' CPU (cores) | - | %.2f |" % o.get("offender_cores", 0))
     out.append("| phase length (s) | %.0f | %.0f |" % (b["seconds"], o["seconds"]))
     out.append("")
+    if res.get("client_error"):
+        out.append("The measuring client stopped: %s." % res["client_error"])
+        out.append("")
     out.append("Pipeline VmRSS: %s MiB before phase 2, peak %s MiB during it (VmHWM %s), "
                "%s MiB %d s after the offenders stopped%s." % (
                    fmt(res["rss_baseline_mib"], 1), fmt(res["rss_peak_mib"], 1),
@@ -525,11 +605,13 @@ def main():
     ap.add_argument("--busy", type=int, default=0, help="busy loops during both phases (0)")
     ap.add_argument("--warmup", type=float, default=5,
                     help="seconds between the pipeline's start and phase 1 (5)")
-    ap.add_argument("--settle", type=float, default=2,
-                    help="seconds between the offenders' start and the client's (2)")
+    ap.add_argument("--press-timeout", type=float, default=15,
+                    help="spice-keypress --timeout: a press not echoed by then is "
+                    "a timeout (15)")
     ap.add_argument("--after", type=float, default=10,
                     help="seconds after the offenders stopped for the last RSS (10)")
-    ap.add_argument("--cursor-hz", type=float, default=20)
+    ap.add_argument("--cursor-hz", type=float, default=20,
+                    help="guest cursor commands a second, 0: none (20)")
     ap.add_argument("--drip", type=float, default=19)
     ap.add_argument("--drip-bytes", type=int, default=1)
     ap.add_argument("--clipboard-bytes", type=int, default=16 * 1024 * 1024)
@@ -539,12 +621,13 @@ def main():
     ap.add_argument("--rss-limit", type=int, default=512,
                     help="MiB of runner VmRSS at which the offenders are stopped (512)")
     ap.add_argument("--offenders", default=",".join(r for r, _ in OFFENDERS),
-                    help="which offenders run (all: %(default)s)")
+                    help="which offenders run (all: %(default)s; none: phase 2 "
+                    "is the client alone again, a control)")
     ap.add_argument("--out", help="logs here (default a new /tmp/gst-spice-offenders.*)")
     ap.add_argument("--json", help="also write the summary here")
     a = ap.parse_args()
     a.build = os.path.abspath(a.build)
-    a.offenders = a.offenders.split(",")
+    a.offenders = [] if a.offenders == "none" else a.offenders.split(",")
     if not set(a.offenders) <= set(r for r, _ in OFFENDERS):
         ap.error("--offenders: some of %s" % ",".join(r for r, _ in OFFENDERS))
     out = a.out or tempfile.mkdtemp(prefix="gst-spice-offenders.")
