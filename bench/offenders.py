@@ -158,6 +158,7 @@ class Offender:
         self.role, self.addr = role, addr
         self.lines, self.result = [], None
         self.offending = threading.Event()
+        self.holding = threading.Event()
         self.log = open(os.path.join(out, "offender-%s.log" % role), "w")
         self.p = procs.start(argv, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True, bufsize=1)
@@ -177,7 +178,15 @@ class Offender:
                 self.lines.append(line)
                 if "event=offending" in line:
                     self.offending.set()
+                elif "event=holding" in line:
+                    self.holding.set()
         self.log.close()
+
+
+    def release(self):
+        """A --hold offender starts misbehaving."""
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGUSR1)
 
 
 class Sampler(threading.Thread):
@@ -378,7 +387,7 @@ def run(a, out):
     res = {"phase_s": a.phase, "busy_loops": a.busy, "max_clients": a.max_clients,
            "offenders_run": a.offenders, "drip_s": a.drip, "drip_bytes": a.drip_bytes,
            "clipboard_bytes": a.clipboard_bytes, "cursor_hz": a.cursor_hz,
-           "press_timeout_s": a.press_timeout,
+           "press_timeout_s": a.press_timeout, "record_holds_slot": a.record_holds_slot,
            "load_before": open("/proc/loadavg").read().split()[:3]}
     sampler = None
     try:
@@ -419,6 +428,23 @@ def run(a, out):
                              daemon=True).start()
         time.sleep(a.warmup)
 
+        def start(role, addr, held=False):
+            argv = [offender_bin, "--port", str(cport), "--from", addr, "--role", role,
+                    "--drip", str(a.drip), "--drip-bytes", str(a.drip_bytes),
+                    "--clipboard-bytes", str(a.clipboard_bytes)]
+            o = Offender(procs, argv + (["--hold"] if held else []), role, addr, out)
+            offenders.append(o)
+            if not (o.holding if held else o.offending).wait(15):
+                raise RuntimeError("%s did not start: %s" % (role, o.lines[-3:]))
+            return o
+
+        # the sink forwards one client's record upstream, the first that
+        # linked one: the record offender takes that place before the
+        # measuring client (spice-gtk links record too), idle until phase 2
+        held = None
+        if "record" in a.offenders and a.record_holds_slot:
+            held = start("record", dict(OFFENDERS)["record"], held=True)
+
         log("phase 1: the measuring client alone (%.0f s)" % a.phase)
         client = MeasuringClient(procs, a, tools, cport, out)
         if not client.wait_connected(60):
@@ -434,23 +460,16 @@ def run(a, out):
         log("phase 2: the same client, the offenders %s join" % ",".join(a.offenders))
         sampler.armed = True
 
-        def start(role, addr):
-            argv = [offender_bin, "--port", str(cport), "--from", addr, "--role", role,
-                    "--drip", str(a.drip), "--drip-bytes", str(a.drip_bytes),
-                    "--clipboard-bytes", str(a.clipboard_bytes)]
-            o = Offender(procs, argv, role, addr, out)
-            offenders.append(o)
-            return o
-
         if "agent" in a.offenders:
-            owner = start(*OWNER)
-            if not owner.offending.wait(15):
-                raise RuntimeError("the clipboard owner did not start: %s" %
-                                   owner.lines[-3:])
+            start(*OWNER)
         for role, addr in offender_list(a):
-            o = start(role, addr)
-            if not o.offending.wait(15):
-                raise RuntimeError("offender %s did not start: %s" % (role, o.lines[-3:]))
+            if held and role == held.role:
+                held.release()
+                if not held.offending.wait(15):
+                    raise RuntimeError("the record offender did not start: %s" %
+                                       held.lines[-3:])
+            else:
+                start(role, addr)
         end = t_off + a.phase
         while time.monotonic() < end and client.p.poll() is None:
             time.sleep(0.1)
@@ -562,7 +581,8 @@ def fmt(v, nd=0):
 
 def markdown(res):
     b, o = res["baseline"], res["offenders_phase"]
-    out = ["| | alone | with the offenders |", "| --- | ---: | ---: |"]
+    out = ["| | phase 1: before the offenders | phase 2: with the offenders |",
+           "| --- | ---: | ---: |"]
     out.append("| presses sent / arrived at the guest / echoed | %s / %s / %s | %s / %s / %s |" % (
         b["sent"], b["arrived"], b["echoed"], o["sent"], o["arrived"], o["echoed"]))
     out.append("| presses arrived by the end of the run | | %s |" % o.get("arrived_by_end", "-"))
@@ -616,6 +636,10 @@ def main():
     ap.add_argument("--drip-bytes", type=int, default=1)
     ap.add_argument("--clipboard-bytes", type=int, default=16 * 1024 * 1024)
     ap.add_argument("--max-clients", type=int, default=6)
+    ap.add_argument("--record-holds-slot", action=argparse.BooleanOptionalAction,
+                    default=True,
+                    help="the record offender links (idle) before the measuring "
+                    "client, so its record is the one the sink forwards upstream (on)")
     ap.add_argument("--p95-margin", type=int, default=30)
     ap.add_argument("--rss-mib", type=int, default=64)
     ap.add_argument("--rss-limit", type=int, default=512,

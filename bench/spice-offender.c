@@ -29,9 +29,11 @@
  *                   --clipboard-bytes of text; grabs again 1 s after
  *                   another client did
  *
+ * With --hold a role connects (and links its channels) and then waits,
+ * an idle client, until SIGUSR1 before it misbehaves.
  * Every role answers the server's PINGs and reads its main channel.
  * stdout: one line per event, `offender t=SECS role=R from=A event=E …`
- * (connected, offending, closed, refused, error), and at exit one JSON
+ * (connected, holding, offending, closed, refused, error), and at exit one JSON
  * object (`{"role":…}`) with the counters. Exit status 0, 2 on bad usage.
  *
  * Everything runs on the main thread, except the record role's reader of
@@ -110,12 +112,20 @@ typedef struct
 
 static Offender o;
 static volatile sig_atomic_t stopping;
+static volatile sig_atomic_t released = 1;      /* 0 with --hold until SIGUSR1 */
 
 /* signal handler */
 static void
 on_signal (int sig)
 {
   stopping = 1;
+}
+
+/* signal handler */
+static void
+on_release (int sig)
+{
+  released = 1;
 }
 
 static gdouble
@@ -457,6 +467,25 @@ typedef struct
   gint done;                    /* atomic: 1 stop reading, 2 main closed */
 } MainReader;
 
+/* --hold: the session waits, reading its main channel (or letting @r's
+ * thread read it), until SIGUSR1; FALSE if it closed or the run stops */
+static gboolean
+hold (SpiceRawConn * main, MainReader * r)
+{
+  if (released)
+    return TRUE;
+  emit ("holding", "%s", "until SIGUSR1");
+  while (!released && !should_stop ()) {
+    if (r ? g_atomic_int_get (&r->done) == 2 : !main_pump (main, 200)) {
+      closed ("main channel");
+      return FALSE;
+    }
+    if (r)
+      g_usleep (50 * 1000);
+  }
+  return !should_stop ();
+}
+
 /* the record role's reader thread */
 static gpointer
 main_reader (gpointer data)
@@ -530,6 +559,8 @@ record_session (void)
   g_clear_pointer (&body, g_free);
   r.main = main;
   th = g_thread_new ("main-reader", main_reader, &r);
+  if (!hold (main, &r))
+    goto out;
 
   /* RECORD_MODE (time, raw, no data) and RECORD_START_MARK (time) */
   t_start = g_get_monotonic_time ();
@@ -623,7 +654,8 @@ cursor_session (void)
     error ("connect failed");
     goto out;
   }
-  if (!link_channel (cur, init.session_id, SPICE_CHANNEL_CURSOR, 0))
+  if (!link_channel (cur, init.session_id, SPICE_CHANNEL_CURSOR, 0) ||
+      !hold (main, NULL))
     goto out;
   fd = g_socket_get_fd (cur->sock);
   getsockopt (fd, SOL_SOCKET, SO_RCVBUF, &o.rcvbuf_effective, &len);
@@ -677,7 +709,7 @@ agent_session (void)
   if (!(main = main_open (1u << SPICE_MAIN_CAP_AGENT_CONNECTED_TOKENS, FALSE,
               &init, NULL)))
     return;
-  if (!wait_agent (main, &init))
+  if (!wait_agent (main, &init) || !hold (main, NULL))
     goto out;
   if (!send_u32 (main, SPICE_MSGC_MAIN_AGENT_START, (guint32) o.tokens)) {
     closed ("main channel (AGENT_START)");
@@ -753,7 +785,7 @@ owner_session (void)
   o.answer_off = 0;
   o.regrab_at = 0;
   o.reader = gst_spice_agent_reader_new (64 * 1024);
-  if (!wait_agent (main, &init))
+  if (!wait_agent (main, &init) || !hold (main, NULL))
     goto out;
   if (!send_u32 (main, SPICE_MSGC_MAIN_AGENT_START, G_MAXUINT32) ||
       !owner_grab (main)) {
@@ -851,6 +883,7 @@ make_answer (void)
 int
 main (int argc, char **argv)
 {
+  gboolean hold_opt = FALSE;
   GOptionEntry entries[] = {
     {"port", 'p', 0, G_OPTION_ARG_INT, &o.port, "Server port on 127.0.0.1",
         "N"},
@@ -862,6 +895,8 @@ main (int argc, char **argv)
         "Stop after S seconds (0: at SIGTERM)", "S"},
     {"reconnect", 0, 0, G_OPTION_ARG_DOUBLE, &o.reconnect_s,
         "Connect again S s after a close (1)", "S"},
+    {"hold", 0, 0, G_OPTION_ARG_NONE, &hold_opt,
+        "Connect, then wait for SIGUSR1 before misbehaving", NULL},
     {"record-bytes", 0, 0, G_OPTION_ARG_INT, &o.record_bytes,
         "record: sample bytes per RECORD_DATA (65536)", "N"},
     {"rcvbuf", 0, 0, G_OPTION_ARG_INT, &o.rcvbuf,
@@ -918,6 +953,9 @@ main (int argc, char **argv)
   sa.sa_handler = on_signal;
   sigaction (SIGTERM, &sa, NULL);
   sigaction (SIGINT, &sa, NULL);
+  sa.sa_handler = on_release;
+  sigaction (SIGUSR1, &sa, NULL);
+  released = !hold_opt;
   signal (SIGPIPE, SIG_IGN);
 
   o.t0 = g_get_monotonic_time ();
