@@ -2,55 +2,69 @@
 """Do hostile clients cost an ordinary client anything? (docs/reliability.md)
 
     bench/offenders.py [--build DIR] [--phase 60] [--busy N] [--out DIR]
-                       [--json FILE] [--drip 19] [--drip-bytes 1] ...
+                       [--json FILE] [--offenders record,cursor-drip,agent] ...
 
 One run, one `gst-spice-run` process with the shipped transcode-vp8
-pipeline (spicesink's max-clients raised to --max-clients: the measuring
+pipeline (spicesink's max-clients raised to --max-clients 6: the measuring
 client, three offenders and the clipboard owner are five sessions) in front
 of the test guest (1280x800, activity busy at 30 fps, its guest agent
 (--agent) and its record interface (--audio on)); the guest's cursor moves
---cursor-hz times a second and changes shape (hide, show) every tenth
-time, in both phases.
+--cursor-hz times a second and changes shape (hide, show: CURSOR_SET with
+its 4 KiB shape) every tenth time, in both phases.
 
-  phase 1 (baseline): the measuring client alone: tools/keypress/spice-keypress
-      presses a key about every 0.8 s (gaps 0.4-1.2 s) for about --phase s
-      and times the key box's echo;
-  phase 2: the same client again while the offenders run, each a
-      bench/spice-offender process from its own loopback address (so the
-      sink's per-source event lines name each):
+The measuring client is one spice-keypress session for both phases
+(tools/keypress: it presses a key every 0.4-1.2 s and times the key box's
+echo), split by time:
+
+  phase 1 (--phase s): the client before the offenders;
+  phase 2 (--phase s, or until the client gives up on a press): the same
+      session while the offenders run, each a bench/spice-offender process
+      from its own loopback address (so the sink's per-source event lines
+      name each):
         record       127.0.0.2  main + record, RECORD_DATA of 64 KiB of
                                 samples back to back, as fast as loopback
                                 takes them
         cursor-drip  127.0.0.3  main + cursor (SO_RCVBUF 4096 before
-                                connect), reads --drip-bytes of its cursor
-                                channel every --drip s
+                                connect), reads --drip-bytes (1) of its
+                                cursor channel every --drip (19) s
         agent        127.0.0.4  AGENT_START with 0 tokens, then a clipboard
                                 request every second, the clipboard owned by
         (clipboard-owner 127.0.0.5, a well-behaved accomplice answering each
-                                request with --clipboard-bytes of text)
-      Each reconnects 1 s after the server closed it.
+                                request with --clipboard-bytes (16 MiB) of
+                                text)
+      Each connects again 1 s after the server closed it. The sink forwards
+      one client's record upstream, the first that linked a record channel;
+      spice-gtk links one, so the record offender links its channels before
+      the measuring client and stays idle through phase 1
+      (--no-record-holds-slot: it joins in phase 2, and its record is read
+      and dropped).
 
-Reported: presses sent and arrived at the guest (its `key down` lines) and
-echoed, p50/p95/max of both phases; the pipeline's VmRSS (/proc/PID/status):
-the baseline just before phase 2, the peak during it (sampled every 0.25 s;
-and VmHWM), and --after s after the offenders stopped; the CPU (user+sys
-over wall) of the runner in each phase; the service-log lines (the
-runner's `security:` / `health:` lines, and spicesink warnings) naming each
-offender; spicesink's counters at the end.
+A run ends at the time of phase 2 (the client is stopped right after an
+echo, never with a press in flight), or earlier when the client gives up on
+a press (--press-timeout 15 s, then 15 s more for a late echo).
 
-Targets (exit 1 when one is missed, each named): phase 2's presses all
-arrive (no timeout, every key down seen by the guest), its p95 within
---p95-margin (30) ms of phase 1's, the RSS peak less than --rss-mib (64)
-MiB over the baseline, and each offender named in the service log with
-the (class, event, reason) of EXPECTED below. Exit 2: the harness could not
-run (a process did not start).
+Reported per phase: presses sent, arrived at the guest (its `key down`
+lines, on the client's clock through the warm-up presses) and echoed,
+timeouts, p50/p95/max, the runner's CPU (user+sys over wall); the
+pipeline's VmRSS (/proc/PID/status) just before phase 2, its peak during
+it (sampled every 0.25 s; and VmHWM) and --after s after the offenders
+stopped; the runner's `security:` / `health:` lines naming each offender
+and the spicesink warnings mentioning its address; sink counters at the end.
 
-Safety: when the runner's VmRSS passes --rss-limit (1024) MiB during phase
-2, every offender is stopped at once (reported as `offenders stopped by
-the RSS limit`), so a queue without bound cannot take the machine.
+Targets (exit 1 when one is missed, each named): in phase 2 every press
+arrives and is echoed within the timeout, the p95 is within --p95-margin
+(30) ms of phase 1's, the RSS peak is less than --rss-mib (64) MiB over the
+baseline, each offender is named in the service log with the (class, event,
+reason) of EXPECTED below, and the runner lives. Exit 2: the harness could
+not run (a process did not start).
+
+Safety: when the runner's VmRSS passes --rss-limit (512) MiB in phase 2,
+every offender is stopped at once (reported as `offenders stopped by the
+RSS limit after S s`), so a queue without bound cannot take the machine.
 
 --busy N runs N busy loops (python `while True: pass`) during both phases:
-other work on the 2 cores.
+other work on the 2 cores. --offenders picks some (`none`: a control, the
+client alone in both phases).
 """
 import argparse
 import json
@@ -445,7 +459,7 @@ def run(a, out):
         if "record" in a.offenders and a.record_holds_slot:
             held = start("record", dict(OFFENDERS)["record"], held=True)
 
-        log("phase 1: the measuring client alone (%.0f s)" % a.phase)
+        log("phase 1: the measuring client, no offender active (%.0f s)" % a.phase)
         client = MeasuringClient(procs, a, tools, cport, out)
         if not client.wait_connected(60):
             raise RuntimeError("the measuring client did not connect: %s" %

@@ -112,7 +112,8 @@ typedef struct
 
 static Offender o;
 static volatile sig_atomic_t stopping;
-static volatile sig_atomic_t released = 1;      /* 0 with --hold until SIGUSR1 */
+/* 0 with --hold until SIGUSR1 */
+static volatile sig_atomic_t released = 1;
 
 /* signal handler */
 static void
@@ -459,8 +460,7 @@ wait_agent (SpiceRawConn * c, const GstSpiceMainInit * init)
   return TRUE;
 }
 
-/* ------------------------------------------------------------- record */
-
+/* the record role's reader of its main channel (a thread) */
 typedef struct
 {
   SpiceRawConn *main;
@@ -485,6 +485,8 @@ hold (SpiceRawConn * main, MainReader * r)
   }
   return !should_stop ();
 }
+
+/* ------------------------------------------------------------- record */
 
 /* the record role's reader thread */
 static gpointer
