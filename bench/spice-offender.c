@@ -56,9 +56,6 @@
 
 #include "spice-raw-client.h"
 
-/* as spice-gtk: auth selection, the SPICE ticket, mini headers */
-#define COMMON_CAPS ((1u << SPICE_COMMON_CAP_PROTOCOL_AUTH_SELECTION) | \
-    (1u << SPICE_COMMON_CAP_AUTH_SPICE) | (1u << SPICE_COMMON_CAP_MINI_HEADER))
 #define SOCKET_TIMEOUT_S 2
 #define REPLY_TIMEOUT_MS 10000
 #define RECORD_CHANNELS 2
@@ -244,7 +241,7 @@ link_channel (SpiceRawConn * c, guint32 id, guint8 type, guint32 caps)
 {
   guint32 err = 0;
 
-  if (!spice_raw_link (c, id, type, COMMON_CAPS, caps, NULL, &err)) {
+  if (!spice_raw_link (c, id, type, SPICE_RAW_COMMON_CAPS, caps, NULL, &err)) {
     if (err) {
       o.refusals++;
       emit ("refused", "channel=%u link-error=%u", type, err);
