@@ -401,6 +401,7 @@ def run(a, out):
     res = {"phase_s": a.phase, "busy_loops": a.busy, "max_clients": a.max_clients,
            "offenders_run": a.offenders, "drip_s": a.drip, "drip_bytes": a.drip_bytes,
            "clipboard_bytes": a.clipboard_bytes, "cursor_hz": a.cursor_hz,
+           "agent_tokens": a.agent_tokens,
            "press_timeout_s": a.press_timeout, "record_holds_slot": a.record_holds_slot,
            "load_before": open("/proc/loadavg").read().split()[:3]}
     sampler = None
@@ -445,7 +446,8 @@ def run(a, out):
         def start(role, addr, held=False):
             argv = [offender_bin, "--port", str(cport), "--from", addr, "--role", role,
                     "--drip", str(a.drip), "--drip-bytes", str(a.drip_bytes),
-                    "--clipboard-bytes", str(a.clipboard_bytes)]
+                    "--clipboard-bytes", str(a.clipboard_bytes),
+                    "--tokens", str(a.agent_tokens)]
             o = Offender(procs, argv + (["--hold"] if held else []), role, addr, out)
             offenders.append(o)
             if not (o.holding if held else o.offending).wait(15):
@@ -649,6 +651,9 @@ def main():
     ap.add_argument("--drip", type=float, default=19)
     ap.add_argument("--drip-bytes", type=int, default=1)
     ap.add_argument("--clipboard-bytes", type=int, default=16 * 1024 * 1024)
+    ap.add_argument("--agent-tokens", type=int, default=0,
+                    help="tokens the agent offender gives in AGENT_START (0; a "
+                    "large number makes it a well-behaved requester, a control)")
     ap.add_argument("--max-clients", type=int, default=6)
     ap.add_argument("--record-holds-slot", action=argparse.BooleanOptionalAction,
                     default=True,
