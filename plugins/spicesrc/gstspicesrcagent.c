@@ -299,6 +299,15 @@ ctx_agent_op (gpointer data)
   }
   if (!gst_spice_event_parse_clipboard (op->event, &clip))
     return G_SOURCE_REMOVE;
+  /* spice-gtk relays clipboards only to an agent that has them by demand
+   * (and complains otherwise) */
+  if (!spice_main_channel_agent_test_capability (ch,
+          VD_AGENT_CAP_CLIPBOARD_BY_DEMAND)) {
+    GST_DEBUG_OBJECT (agent->owner, "the guest agent has no clipboard "
+        "by demand: clipboard event dropped");
+    gst_spice_clipboard_clear (&clip);
+    return G_SOURCE_REMOVE;
+  }
   switch (clip.action) {
     case GST_SPICE_CLIPBOARD_GRAB:
       spice_main_channel_clipboard_selection_grab (ch, clip.selection,
