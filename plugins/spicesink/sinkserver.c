@@ -1425,8 +1425,10 @@ path_flushing (SinkServer * server, gint index)
 static gboolean
 wait_for_room (SinkServer * server, gint index)
 {
-  gint64 timeout = (gint64) server->set.client_timeout *
-      G_TIME_SPAN_MILLISECOND;
+  /* at least a millisecond: client-timeout=0 would spin here with the
+   * lock held while a client drains (the stateful fuzzer's hang) */
+  gint64 timeout = MAX ((gint64) server->set.client_timeout *
+      G_TIME_SPAN_MILLISECOND, G_TIME_SPAN_MILLISECOND);
   gint64 deadline = g_get_monotonic_time () + timeout;
 
   announce_draw_budget (server);
