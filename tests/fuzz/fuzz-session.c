@@ -390,8 +390,8 @@ pump_all (void)
     sock_pump (&H.socks[i]);
 }
 
-/* polls the sockets for up to @us (less when one becomes ready); TRUE if
- * one did */
+/* polls the sockets (readable, or writable while we have something to
+ * write) for up to @us (less when one becomes ready); TRUE if one did */
 static gboolean
 poll_all_us (gint64 us)
 {
@@ -402,11 +402,18 @@ poll_all_us (gint64 us)
 
   for (i = 0; i < N_SOCKS; i++) {
     Sock *s = &H.socks[i];
+    gshort ev = 0;
 
-    if (s->fd < 0 || s->stalled || s->eof)
+    if (s->fd < 0)
+      continue;
+    if (!s->stalled && !s->eof)
+      ev |= POLLIN;
+    if (!s->shut && s->out->len > s->hold)
+      ev |= POLLOUT;
+    if (!ev)
       continue;
     pfd[n].fd = s->fd;
-    pfd[n].events = POLLIN;
+    pfd[n].events = ev;
     pfd[n].revents = 0;
     n++;
   }
@@ -811,10 +818,12 @@ natural_body (Sock * s, guint16 type, Input * in, GByteArray * b)
           gst_spice_put_bytes (b, tmp, 14);
           return;
         case SPICE_MSGC_DISPLAY_STREAM_REPORT:{
+          /* the stream the server announced last, or another one */
           gboolean known = s->have_report && !(v & 1);
+          guint32 id = in_u8 (in) % 72, unique = in_u32 (in);
 
-          gst_spice_put_u32 (b, known ? s->report_stream : in_u8 (in) % 72);
-          gst_spice_put_u32 (b, known ? s->report_unique : in_u32 (in));
+          gst_spice_put_u32 (b, known ? s->report_stream : id);
+          gst_spice_put_u32 (b, known ? s->report_unique : unique);
           gst_spice_put_u32 (b, in_u32 (in));   /* start mm time */
           gst_spice_put_u32 (b, in_u32 (in));   /* end mm time */
           gst_spice_put_u32 (b, (v & 2) ? 0 : in_u8 (in));
@@ -1342,8 +1351,8 @@ op_stall (Input * in)
     s->stalled = !s->stalled;
 }
 
-/* OP_WAIT: lets the server act: reads until nothing more came for 150 us
- * (at most 1..8 ms) */
+/* OP_WAIT: lets the server act: reads and writes until nothing moved for
+ * 150 us (at most 1..8 ms) */
 static void
 op_wait (Input * in)
 {
@@ -1703,11 +1712,13 @@ op_setting (Input * in)
       break;
     }
     case SET_CLIENT_TIMEOUT:
-      g_object_set (H.sink, "client-timeout", (v & 1) ? 1 : 100, NULL);
+      g_object_set (H.sink, "client-timeout", v % 3 == 0 ? 0 : v % 3 == 1 ?
+          1 : 100, NULL);
       break;
     case SET_IDLE:
+      /* the handshake timeout is at least 100 ms */
       g_object_set (H.sink, "idle-timeout", 20 + v % 100, "handshake-timeout",
-          10 + v % 50, NULL);
+          100 + v % 50, NULL);
       break;
     case SET_SOURCE_LIMITS:
       g_object_set (H.sink, "max-links-per-source", v % 3,
@@ -1718,7 +1729,7 @@ op_setting (Input * in)
       break;
     case SET_PACING:
       g_object_set (H.sink, "tcp-pacing", (v & 1) != 0, "stream-latency",
-          v * 4, NULL);
+          v * 4 % 1000, NULL);
       break;
     default:
       g_atomic_int_set (&H.answer_refresh, v & 1);
@@ -1734,8 +1745,8 @@ static void
 op_sleep (Input * in)
 {
   static const guint ms[] = { 1, 5, 20, 60, 150, 300 };
-  gint64 t = MIN (ms[in_u8 (in) % G_N_ELEMENTS (ms)] * 1000,
-      H.sleep_left_us);
+  guint8 v = in_u8 (in);
+  gint64 t = MIN (ms[v % G_N_ELEMENTS (ms)] * 1000, H.sleep_left_us);
   gint64 end = g_get_monotonic_time () + t;
 
   H.sleep_left_us -= t;
@@ -1836,22 +1847,23 @@ prof_add (guint what, gint64 t0)
   return now;
 }
 
+static const gchar *prof_names[N_PROF] = { "connect", "link", "auth", "msg",
+  "msg2", "agent", "hold", "unhold", "shut", "rst", "close", "stall",
+  "wait", "draw", "frame", "pad", "state", "guest", "cursor", "audio",
+  "setting", "sleep", "session", "surface", "reset", "pump",
+  "-restore", "-appsrc", "-server", "outside"
+};
+
 static void
 print_profile (void)
 {
-  static const gchar *names[N_PROF] = { "connect", "link", "auth", "msg",
-    "msg2", "agent", "hold", "unhold", "shut", "rst", "close", "stall",
-    "wait", "draw", "frame", "pad", "state", "guest", "cursor", "audio",
-    "setting", "sleep", "session", "surface", "reset", "pump",
-    "-restore", "-appsrc", "-server", "outside"
-  };
   guint i;
 
   for (i = 0; i < N_PROF; i++)
     if (prof_n[i])
       g_printerr ("fuzz-session profile: %-8s %8" G_GUINT64_FORMAT " times "
-          "%8.1f ms %7.1f us each\n", names[i], prof_n[i], prof_us[i] / 1e3,
-          (gdouble) prof_us[i] / prof_n[i]);
+          "%8.1f ms %7.1f us each\n", prof_names[i], prof_n[i],
+          prof_us[i] / 1e3, (gdouble) prof_us[i] / prof_n[i]);
 }
 
 static void
@@ -2474,6 +2486,9 @@ LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
   while (in.left > 0) {
     guint8 op = in_u8 (&in);
 
+    if (verbose)
+      g_printerr ("  %s at %" G_GSIZE_FORMAT "\n", prof_names[op % N_OPS],
+          size - in.left - 1);
     run_op (op, &in);
     t = prof_add (op % N_OPS, t);
     pump_all ();

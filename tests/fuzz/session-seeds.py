@@ -70,7 +70,8 @@ class Program:
         return self.op(OP_AUTH, self.pick(name), mode)
 
     def msg(self, name, tsel, sm=0, *fields):
-        """a natural body (sm 0) starts with its selector byte v"""
+        """a natural body (sm & 7 < 5) starts with its selector byte v,
+        then the fields natural_body() reads for the type"""
         return self.op(OP_MSG, self.pick(name), T[tsel], sm, *fields)
 
     def agent(self, name, kind, *fields, chunk=0):
@@ -112,7 +113,7 @@ def full_session():
     p.op(OP_FRAME, 0, 0, 1, 0x10).op(OP_FRAME, 0, 1, 1, 0x11).wait()
     p.msg("amain", "105", 0, 0)                 # MOUSE_MODE_REQUEST client
     p.msg("amain", "PONG", 0, 1, u32(1), u16(100))
-    p.msg("amain", "101", 0, b"12345678")       # CLIENT_INFO
+    p.msg("amain", "101", 0, 0, b"12345678")    # CLIENT_INFO
     p.msg("ainputs", "101", 0, 0x10, 0x1e)      # KEY_DOWN 'a'
     p.msg("ainputs", "102", 0, 0x10, 0x1e)      # KEY_UP
     p.msg("ainputs", "104", 0, 3, b"\xe0\x48\xe0\xc8")  # KEY_SCANCODE
@@ -123,7 +124,8 @@ def full_session():
     p.msg("ainputs", "114", 0, 0, 1, 0)         # RELEASE
     p.msg("ainputs", "111", 0, 0, u16(3), u16(0xfffd), 0)  # MOTION
     p.msg("adisplay", "101", 0, 0, bytes(14))   # DISPLAY_INIT
-    p.msg("adisplay", "102", 0, 0, u32(0), u32(0), 10, 0, 5, 0)  # REPORT
+    p.msg("adisplay", "102", 0, 0, 0, u32(0), u32(0), u32(0), 10, 0, 5,
+          0)                                   # STREAM_REPORT
     p.op(OP_AUDIO, 0, 30).op(OP_AUDIO, 4, 2, u16(1000), u16(2000))
     p.msg("arecord", "102", 0, 0, u32(0), 0)    # RECORD_MODE raw
     p.msg("arecord", "103", 0, 0, u32(0))       # START_MARK
@@ -315,14 +317,14 @@ def audio():
     p.op(OP_AUDIO, 3, 0).op(OP_AUDIO, 0, 0x81)   # stop, odd size
     p.op(OP_AUDIO, 2, 2, b"\x80" + bytes(7))    # an Opus packet
     p.op(OP_AUDIO, 1, 5)                         # raw 44.1 kHz
-    p.msg("arecord", "102", 0, 1, u32(0))        # RECORD_MODE Opus: refused
+    p.msg("arecord", "102", 0, 1, u32(0), 0)     # RECORD_MODE Opus: refused
     p.wait()
     return p
 
 
 def timers():
     p = Program()
-    p.op(OP_SETTING, SET_IDLE, 30)               # idle 80 ms, handshake 40
+    p.op(OP_SETTING, SET_IDLE, 30)               # idle 50 ms, handshake 130
     p.connect("x")                               # never links
     p.session("a", 0x1)
     p.op(OP_SLEEP, 4)                            # 150 ms
@@ -335,6 +337,27 @@ def null_state():
     p.session("a", 0x3).wait()
     p.op(OP_STATE, 6, 0x5a)                      # NULL and back
     p.session("b", 0x1).wait()
+    return p
+
+
+def agent_self_close():
+    """a client that returns no agent tokens asks for the capabilities
+    until what waits for it passes max-clipboard + 64 KiB: the endpoint
+    closes the client inside its own AGENT_DATA, in the middle of a
+    chunk"""
+    p = Program()
+    p.op(OP_SETTING, SET_MAX_CLIPBOARD, 0)      # max-clipboard 0
+    p.op(OP_GUEST, 0, 0)
+    p.session("a", 0)
+    p.op(OP_SLEEP, 1)
+    p.msg("amain", "106", 0, 0)                  # AGENT_START, no tokens
+    # VD_AGENT_ANNOUNCE_CAPABILITIES (6), request: 28 bytes back each; the
+    # bound is 65536 bytes: passed by the 28th of the 35th chunk
+    ask = struct.pack("<IIQII", 1, 6, 0, 4, 1)
+    for _ in range(35):
+        body = ask * 68
+        p.msg("amain", "107", 0, 0, u16(len(body) - 1), body)
+    p.op(OP_SLEEP, 3)                            # 60 ms: all is read
     return p
 
 
@@ -354,10 +377,22 @@ SEEDS = {
 }
 
 
+# reproducers of what fuzz-session found (tests/fuzz/crashes-found/, see
+# its README.md); the others there are seeds of the list above
+CRASHES = {
+    "agent-self-close": agent_self_close,
+}
+
+
 def main():
+    here = os.path.dirname(os.path.abspath(__file__))
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
-        os.path.dirname(os.path.abspath(__file__)), "corpus", "session")
+        here, "corpus", "session")
+    crashes = os.path.join(here, "crashes-found")
     os.makedirs(out, exist_ok=True)
+    for name, f in CRASHES.items():
+        with open(os.path.join(crashes, name), "wb") as fd:
+            fd.write(bytes(f().b))
     progs = {n: f() for n, f in SEEDS.items()}
     for chan, cname in ((MAIN, "main"), (DISPLAY, "display"),
                         (INPUTS, "inputs")):
