@@ -377,10 +377,27 @@ SEEDS = {
 }
 
 
+def zero_client_timeout():
+    """client-timeout=0 and a display client with a small receive buffer
+    that reads (6 of 6 on one core; with the default buffer 0 of 6): the
+    render path's wait for room never sleeps"""
+    p = Program()
+    p.op(OP_SETTING, SET_CLIENT_TIMEOUT, 0)      # client-timeout 0
+    p.op(OP_SETTING, SET_QUEUE, 0)               # queue-size 1024
+    p.session("a", 0x1 | 0x80)                   # display, 2 KiB SO_RCVBUF
+    p.wait()
+    for _ in range(30):
+        p.op(OP_DRAW, 9, 0)                      # the 256 KB bitmap
+        p.wait(7)
+    p.wait(7)
+    return p
+
+
 # reproducers of what fuzz-session found (tests/fuzz/crashes-found/, see
 # its README.md); the others there are seeds of the list above
 CRASHES = {
     "agent-self-close": agent_self_close,
+    "zero-client-timeout-spins": zero_client_timeout,
 }
 
 
