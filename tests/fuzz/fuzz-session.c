@@ -54,6 +54,8 @@
 #include <gst/video/video.h>
 #include <gst/spice/gstspice.h>
 
+#include "test-picture.h"
+
 int LLVMFuzzerInitialize (int *argc, char ***argv);
 int LLVMFuzzerTestOneInput (const uint8_t * data, size_t size);
 const char *__asan_default_options (void);
@@ -1833,6 +1835,21 @@ static gboolean profile;
 static gint64 prof_us[N_PROF];
 static guint64 prof_n[N_PROF];
 
+/* the sanitizer allocator's live bytes (ASan builds) */
+size_t __sanitizer_get_current_allocated_bytes (void) __attribute__((weak));
+
+/* every 1000 executions: the live heap after the reset (a leak grows it) */
+static void
+prof_heap (void)
+{
+  static guint64 n;
+
+  if (++n % 1000 == 0 && __sanitizer_get_current_allocated_bytes)
+    g_printerr ("fuzz-session profile: %" G_GUINT64_FORMAT " executions, "
+        "heap %.1f MB\n", n,
+        __sanitizer_get_current_allocated_bytes () / 1048576.0);
+}
+
 /* adds the time since @t0 to @what; returns now */
 static gint64
 prof_add (guint what, gint64 t0)
@@ -2137,29 +2154,11 @@ reset (void)
 static guint8 *
 test_picture (const gchar * pattern, gint w, gint h)
 {
-  gchar *desc = g_strdup_printf ("videotestsrc num-buffers=1 pattern=%s ! "
-      "video/x-raw,format=BGRx,width=%d,height=%d ! appsink name=out",
-      pattern, w, h);
-  GstElement *p = gst_parse_launch (desc, NULL);
-  GstElement *out;
-  GstSample *s;
-  GstMapInfo map;
-  guint8 *res;
+  guint8 *p = test_picture_bgrx (pattern, w, h);
 
-  g_assert (p);
-  out = gst_bin_get_by_name (GST_BIN (p), "out");
-  gst_element_set_state (p, GST_STATE_PLAYING);
-  s = gst_app_sink_pull_sample (GST_APP_SINK (out));
-  g_assert (s);
-  gst_buffer_map (gst_sample_get_buffer (s), &map, GST_MAP_READ);
-  res = g_memdup2 (map.data, (gsize) w * h * 4);
-  gst_buffer_unmap (gst_sample_get_buffer (s), &map);
-  gst_sample_unref (s);
-  gst_element_set_state (p, GST_STATE_NULL);
-  gst_object_unref (out);
-  gst_object_unref (p);
-  g_free (desc);
-  return res;
+  if (!p)
+    g_error ("fuzz-session: no picture of videotestsrc pattern=%s", pattern);
+  return p;
 }
 
 /* the updates spicetiler makes of @n frames */
@@ -2496,5 +2495,7 @@ LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
   }
   reset ();
   last_end = prof_add (PROF_RESET, t);
+  if (profile)
+    prof_heap ();
   return 0;
 }
