@@ -393,11 +393,25 @@ def zero_client_timeout():
     return p
 
 
+def release_pad_during_caps():
+    """a stream pad requested, given other caps, fed a frame (its caps go
+    down with it) and released, 250 times: the caps event meets the pad
+    being released (on two cores; 4 of 6 runs)"""
+    p = Program()
+    for i in range(250):
+        p.op(OP_PAD, 1, 0)                       # request stream slot 1
+        p.op(OP_PAD, 1, 3 | ((1 + i % 3) << 2))  # caps of another codec
+        p.op(OP_FRAME, 1, 0, 1, 0x10)
+        p.op(OP_PAD, 1, 1)                       # release it
+    return p
+
+
 # reproducers of what fuzz-session found (tests/fuzz/crashes-found/, see
 # its README.md); the others there are seeds of the list above
 CRASHES = {
     "agent-self-close": agent_self_close,
     "zero-client-timeout-spins": zero_client_timeout,
+    "release-pad-during-caps": release_pad_during_caps,
 }
 
 
