@@ -47,7 +47,8 @@
  * `spice-record-*` events (gstspiceaudio.h, docs/design.md "Record").
  *
  * The element keeps the pads, the properties, the state changes and the
- * event thread; it turns buffers into validated updates and frames for the
+ * two threads that push events upstream (input apart from everything
+ * else, each queue bounded: sinkupstream.h); it turns buffers into validated updates and frames for the
  * server (sinkserver.h), which owns everything below (docs/spicesink.md
  * "Structure").
  *

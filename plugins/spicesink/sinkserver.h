@@ -5,9 +5,10 @@
  *
  * Threads: the element's streaming threads (the "render path") call
  * sink_server_draw_update() / sink_server_stream_frame(); the server
- * thread owns every socket; the element's event thread pushes what the
- * server asks for upstream (SinkServerCallbacks) so that neither ever
- * blocks on upstream. The server lock guards the sessions, their output
+ * thread owns every socket and is the only one that closes them (other
+ * threads mark a connection dead, sinkconn.h); the element's upstream
+ * threads push what the server asks for upstream (SinkServerCallbacks) so
+ * that neither ever blocks on upstream. The server lock guards the sessions, their output
  * queues and the picture; it is never held while a draw is marshalled, nor
  * while the inputs channel turns a key into a navigation event.
  */

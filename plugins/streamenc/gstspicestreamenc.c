@@ -439,7 +439,7 @@ rate_take_value (GstSpiceStreamEnc * self, guint value)
   return gst_object_ref (self->encoder);
 }
 
-/* the thread that sends the event upstream (spicesink's event thread):
+/* the thread that sends the event upstream (spicesink's control thread):
  * applies a spice-rate event to a bitrate encoder at once, or marks a
  * JPEG quality change for the next frame; the event passes on */
 static GstPadProbeReturn
@@ -476,7 +476,7 @@ gst_spice_stream_enc_src_event_probe (GstPad * pad, GstPadProbeInfo * info,
     enc = rate_take_value (self, value);
   }
   g_mutex_unlock (&self->lock);
-  /* spice-rate events come from one thread (spicesink's event thread), so
+  /* spice-rate events come from one thread (spicesink's control thread), so
    * values are set in the order they were decided */
   if (enc) {
     encoder_set_value (enc, prop, value);
