@@ -38,6 +38,7 @@ DOCS = ["README.md", "docs/user-guide.md", "docs/operator-guide.md"]
 # doc promises yet: reported, and a failure once they start to pass (so
 # that the entry is removed)
 KNOWN_BAD = {}
+XVFB_SIZE = "1280x1024"
 
 
 def doc_commands(path):
@@ -117,30 +118,57 @@ class Ctx:
         wait_port(self.ports[doc_port])
 
     def display(self):
-        # a few tries: an Xvfb that exits at start (a display another
-        # test's server just left behind) names no display
+        # Xvfb names its display (-displayfd) in two writes, the number
+        # and then "\n", and dies ("Cannot write display number to fd")
+        # when the pipe is closed between them: read up to the newline
+        # (reading once lost the display one start in three here, and
+        # remote-viewer said "cannot open display: :0" in CI). xdpyinfo
+        # must then open it before a client is started on it.
+        if self.xvfb and self.xvfb.poll() is None:
+            return
         for attempt in range(3):
-            if self.xvfb and self.xvfb.poll() is None:
-                return
             r, w = os.pipe()
+            xlog = open(os.path.join(self.tmp, "xvfb.log"), "w+")
             # -noreset: without it Xvfb resets when its last client leaves,
             # and the next command's window, opened during the reset, gets
             # "Could not open display" (one in two here)
             self.xvfb = subprocess.Popen(["Xvfb", "-displayfd", str(w),
-                                          "-screen", "0", "1280x1024x24",
+                                          "-screen", "0", XVFB_SIZE + "x24",
                                           "-noreset", "-nolisten", "tcp"],
                                          pass_fds=(w,),
                                          stdout=subprocess.DEVNULL,
-                                         stderr=subprocess.DEVNULL)
+                                         stderr=xlog)
             os.close(w)
-            num = os.read(r, 64).decode().strip()
+            got = b""
+            while not got.endswith(b"\n"):
+                more = os.read(r, 64)
+                if not more:
+                    break
+                got += more
             os.close(r)
-            if num and self.xvfb.poll() is None:
+            num = got.decode().strip()
+            info = None
+            for _ in range(50):
+                info = subprocess.run(["xdpyinfo", "-display", ":" + num],
+                                      capture_output=True, text=True)
+                if info.returncode == 0 or self.xvfb.poll() is not None:
+                    break
+                time.sleep(0.1)
+            ours = re.search(r"dimensions:\s+%s pixels" % XVFB_SIZE,
+                             info.stdout)
+            if num and self.xvfb.poll() is None and ours:
                 self.env["DISPLAY"] = ":" + num
                 return
-            print("Xvfb did not start (attempt %d)" % (attempt + 1))
+            print("Xvfb :%s did not start (attempt %d: "
+                  "Xvfb said %r, %s; xdpyinfo: %s)" % (
+                      num, attempt + 1, got, "running" if self.xvfb.poll()
+                      is None else "exit %s" % self.xvfb.returncode,
+                      info.stderr.strip()[-200:] or "another screen"))
+            xlog.seek(0)
+            print(xlog.read()[-1500:])
+            self.xvfb.terminate()
             self.xvfb.wait()
-            time.sleep(1)
+        check(False, "Xvfb gives a display clients can open")
 
     def devenv(self, cmd, server=False):
         """a command typed in the guide's `meson devenv -C build --workdir .`
