@@ -43,6 +43,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -55,6 +56,7 @@
 #include <gst/spice/gstspice.h>
 
 #include "test-picture.h"
+#include "threads-idle.h"
 
 int LLVMFuzzerInitialize (int *argc, char ***argv);
 int LLVMFuzzerTestOneInput (const uint8_t * data, size_t size);
@@ -76,7 +78,9 @@ __asan_default_options (void)
 #define PASSWORD "fuzz-secret"
 #define BARRIER_TIMEOUT_US (10 * G_TIME_SPAN_SECOND)
 #define DEFAULT_MAX_SLEEP_MS 300
-#define SLEEP_REFILL_US 250
+/* the sleep budget refills by the execution's length over this: OP_SLEEP
+ * takes at most ~1/16 of the time */
+#define SLEEP_SHARE 16
 /* how long an operation that needs the server's answer (a link reply,
  * MAIN_INIT) waits for it */
 #define ANSWER_WAIT_MS 30
@@ -206,6 +210,7 @@ typedef struct
   guint32 settings_changed;
   gint64 sleep_left_us;
   guint max_sleep_ms;
+  gint64 exec_start_us;         /* when this execution started */
   gboolean password;
 } Harness;
 
@@ -388,95 +393,128 @@ sock_pump (Sock * s)
   }
 }
 
-static void
-pump_all (void)
+/* what @s waits for: to read (unless stalled or at its end), to write
+ * while it holds something to write */
+static gshort
+sock_events (Sock * s)
 {
-  guint i;
+  gshort ev = 0;
 
-  for (i = 0; i < N_SOCKS; i++)
-    sock_pump (&H.socks[i]);
+  if (s->fd < 0)
+    return 0;
+  if (!s->stalled && !s->eof)
+    ev |= POLLIN;
+  if (!s->shut && s->out->len > s->hold)
+    ev |= POLLOUT;
+  return ev;
 }
 
-/* polls the sockets (readable, or writable while we have something to
- * write) for up to @us (less when one becomes ready); TRUE if one did */
+/* polls the sockets (and @extra_fd, if not -1: readable) for up to @us
+ * (0: a look; less when one becomes ready; a sleep when none waits for
+ * anything) and pumps the ready ones; TRUE if a socket was */
 static gboolean
-poll_all_us (gint64 us)
+poll_socks_and (gint64 us, gint extra_fd)
 {
-  struct pollfd pfd[N_SOCKS];
+  struct pollfd pfd[N_SOCKS + 1];
+  Sock *which[N_SOCKS];
   struct timespec ts = { us / G_USEC_PER_SEC, (us % G_USEC_PER_SEC) * 1000 };
   guint i, n = 0;
   gint r;
+  gboolean ready = FALSE;
 
   for (i = 0; i < N_SOCKS; i++) {
     Sock *s = &H.socks[i];
-    gshort ev = 0;
+    gshort ev = sock_events (s);
 
-    if (s->fd < 0)
-      continue;
-    if (!s->stalled && !s->eof)
-      ev |= POLLIN;
-    if (!s->shut && s->out->len > s->hold)
-      ev |= POLLOUT;
     if (!ev)
       continue;
     pfd[n].fd = s->fd;
     pfd[n].events = ev;
     pfd[n].revents = 0;
-    n++;
+    which[n++] = s;
   }
-  if (n == 0)
+  if (n == 0 && us == 0)
     return FALSE;
-  r = ppoll (pfd, n, &ts, NULL);
-  pump_all ();
-  return r > 0;
-}
-
-/* polls the sockets for up to @ms (less when one becomes ready) */
-static void
-poll_all (gint ms)
-{
-  struct pollfd pfd[N_SOCKS];
-  guint i, n = 0;
-
-  for (i = 0; i < N_SOCKS; i++) {
-    Sock *s = &H.socks[i];
-
-    if (s->fd < 0)
-      continue;
-    pfd[n].fd = s->fd;
-    pfd[n].events = 0;
-    if (!s->stalled && !s->eof)
-      pfd[n].events |= POLLIN;
-    if (!s->shut && s->out->len > s->hold)
-      pfd[n].events |= POLLOUT;
+  if (extra_fd >= 0) {
+    pfd[n].fd = extra_fd;
+    pfd[n].events = POLLIN;
     pfd[n].revents = 0;
-    n++;
   }
-  if (n == 0) {
-    g_usleep (ms * 1000);
-    return;
-  }
-  (void) poll (pfd, n, ms);
-  pump_all ();
+  r = ppoll (pfd, n + (extra_fd >= 0), &ts, NULL);
+  if (r <= 0)
+    return FALSE;
+  for (i = 0; i < n; i++)
+    if (pfd[i].revents) {
+      sock_pump (which[i]);
+      ready = TRUE;
+    }
+  return ready;
 }
 
-/* pumps until @done (or @ms passed) */
 static gboolean
-wait_until (gboolean (*done) (Sock * s), Sock * s, gint ms)
+poll_socks (gint64 us)
 {
-  gint64 deadline = g_get_monotonic_time () + ms * 1000;
+  return poll_socks_and (us, -1);
+}
 
-  for (;;) {
-    gint64 left;
+/* reads what is there and writes what can go, on every socket */
+static void
+pump_all (void)
+{
+  poll_socks (0);
+}
 
-    pump_all ();
-    if (done (s))
+/* the other threads of the process (the sink's server, the streaming
+ * threads): settle() waits until they are all asleep */
+static TestThreadsIdle *others;
+
+/* without the watcher (more than one CPU): naps between looks */
+#define SETTLE_NAP_MIN_US 10
+#define SETTLE_NAP_MAX_US 100
+/* with it: the longest wait for it between looks */
+#define SETTLE_WATCH_US 2000
+
+/* lets the sink act on what the program did: pumps the sockets until
+ * @done (if given; TRUE), or until nothing can happen any more without us
+ * (every other thread asleep, none ran while we looked, and no socket has
+ * anything to read or room for what we write: TRUE without @done), or
+ * until @max_us passed (FALSE). What the sink does on a timer is not
+ * waited for (OP_SLEEP is). */
+static gboolean
+settle_until (gboolean (*done) (Sock * s), Sock * s, gint64 max_us)
+{
+  gint64 deadline = g_get_monotonic_time () + max_us;
+  gint64 nap = SETTLE_NAP_MIN_US, left;
+  gboolean watcher = test_threads_idle_fd (others) >= 0, first;
+
+  for (first = TRUE;; first = FALSE) {
+    if (done && done (s))
       return TRUE;
+    /* with the watcher, the first look waits for it (what the program
+     * just did keeps someone busy) */
+    if ((!first || !watcher) && test_threads_idle_check (others) &&
+        !poll_socks (0))
+      return done == NULL;
     left = deadline - g_get_monotonic_time ();
     if (left <= 0)
       return FALSE;
-    poll_all (MIN (left / 1000 + 1, 5));
+    if (watcher) {
+      /* one CPU: until it has nothing else to run */
+      test_threads_idle_arm (others);
+      poll_socks_and (MIN (left, SETTLE_WATCH_US),
+          test_threads_idle_fd (others));
+    } else if (poll_socks (MIN (left, nap))) {
+      nap = SETTLE_NAP_MIN_US;
+    } else {
+      nap = MIN (nap * 2, SETTLE_NAP_MAX_US);
+    }
   }
+}
+
+static gboolean
+settle (gint64 max_us)
+{
+  return settle_until (NULL, NULL, max_us);
 }
 
 static gboolean
@@ -546,7 +584,7 @@ live_session (guint8 b)
 
     if (s->chan == SPICE_CHANNEL_MAIN && s->ticket_sent && !s->session_id &&
         s->link_result <= 0 && sock_answerable (s))
-      wait_until (have_session, s, ANSWER_WAIT_MS);
+      settle_until (have_session, s, ANSWER_WAIT_MS * 1000);
   }
   for (i = 0; i < N_SOCKS; i++)
     n += H.socks[i].session_id != 0;
@@ -664,6 +702,33 @@ typical_caps (guint8 chan)
   }
 }
 
+/* @password encrypted with @key: the last key's tickets are kept (the
+ * server's key changes only with a new RSA key, at NULL; OpenSSL 3 took
+ * ~0.3 ms a ticket to decode the key). RSA-OAEP is randomized: any of its
+ * ciphertexts decrypts alike. */
+static gboolean
+encrypt_ticket (const guint8 * key, gboolean good,
+    guint8 t[GST_SPICE_WIRE_TICKET_SIZE])
+{
+  static guint8 last_key[SPICE_TICKET_PUBKEY_BYTES];
+  static guint8 tickets[2][GST_SPICE_WIRE_TICKET_SIZE];
+  static gboolean have[2];
+
+  if (memcmp (key, last_key, sizeof (last_key)) != 0) {
+    memcpy (last_key, key, sizeof (last_key));
+    have[0] = have[1] = FALSE;
+  }
+  if (!have[good]) {
+    if (!gst_spice_ticket_encrypt (key, sizeof (last_key),
+            good ? PASSWORD : "wrong", tickets[good],
+            GST_SPICE_WIRE_TICKET_SIZE))
+      return FALSE;
+    have[good] = TRUE;
+  }
+  memcpy (t, tickets[good], GST_SPICE_WIRE_TICKET_SIZE);
+  return TRUE;
+}
+
 /* the ticket: @mode 0 zeros, 1 our password encrypted with the server's
  * key (waits for its reply), 2 a wrong one, 3 128 bytes of the input */
 static void
@@ -673,10 +738,8 @@ make_ticket (Sock * s, guint mode, Input * in,
   memset (t, 0, GST_SPICE_WIRE_TICKET_SIZE);
   if ((mode == 1 || mode == 2) && s->link_sent) {
     if (sock_answerable (s) && !s->link_odd)
-      wait_until (have_reply, s, ANSWER_WAIT_MS);
-    if (!s->have_reply || !gst_spice_ticket_encrypt (s->pub_key,
-            sizeof (s->pub_key), mode == 1 ? PASSWORD : "wrong", t,
-            GST_SPICE_WIRE_TICKET_SIZE))
+      settle_until (have_reply, s, ANSWER_WAIT_MS * 1000);
+    if (!s->have_reply || !encrypt_ticket (s->pub_key, mode == 1, t))
       memset (t, 0, GST_SPICE_WIRE_TICKET_SIZE);
   } else if (mode == 3) {
     in_bytes (in, t, GST_SPICE_WIRE_TICKET_SIZE);
@@ -1226,6 +1289,34 @@ stream_release (StreamSlot * st)
 
 /* ------------------------------------------------------------ ops */
 
+/* the FNV-1a hash of the whole input being run */
+static guint32 input_hash;
+
+static void
+hash_input (const guint8 * data, gsize size)
+{
+  guint32 h = 2166136261u;
+  gsize i;
+
+  for (i = 0; i < size; i++)
+    h = (h ^ data[i]) * 16777619u;
+  input_hash = h;
+}
+
+/* TRUE for one input in @n, by its hash: a costly operation made rare
+ * whatever the corpus holds (a found value of a byte would be kept by
+ * every mutation), the same each time an input runs (a budget would
+ * make a run differ from the input run alone) */
+static gboolean
+input_gate (guint n)
+{
+  return input_hash % n == 0;
+}
+
+/* OP_STATE's NULL runs in one input of this (a new RSA key: the fuzzer
+ * soon learns 0x5a, and then spent 10 % of its time in key generation) */
+#define NULL_RARITY 8
+
 enum
 {
   OP_CONNECT,                   /* flags: 1 from 127.0.0.2, 2 SO_RCVBUF 2 KiB */
@@ -1359,14 +1450,12 @@ op_stall (Input * in)
     s->stalled = !s->stalled;
 }
 
-/* OP_WAIT: lets the server act: reads and writes until nothing moved for
- * 150 us (at most 1..8 ms) */
+/* OP_WAIT: lets the sink act: reads and writes until it did all it could
+ * (settle(); at most 1..8 ms) */
 static void
 op_wait (Input * in)
 {
-  gint64 deadline = g_get_monotonic_time () + (1 + in_u8 (in) % 8) * 1000;
-
-  while (poll_all_us (150) && g_get_monotonic_time () < deadline);
+  settle ((1 + in_u8 (in) % 8) * 1000);
 }
 
 /* OP_DRAW: update (index into the surface's list), pts mode */
@@ -1472,7 +1561,8 @@ op_pad (Input * in)
 
 /* OP_STATE: & 7: 0-1 PAUSED, 2-3 PLAYING, 4 READY, 5 READY and back (4
  * and 5 only with bits 3-4 clear: each costs ~2 ms), 6 NULL and back
- * (slow: a new RSA key; only with a second byte 0x5a), 7 PAUSED and back */
+ * (slow: a new RSA key, ~5 ms; only with a second byte 0x5a, and in one
+ * input of NULL_RARITY: input_gate()), 7 PAUSED and back */
 static void
 op_state (Input * in)
 {
@@ -1498,7 +1588,7 @@ op_state (Input * in)
       set_state (GST_STATE_PLAYING);
       break;
     case 6:
-      if (in_u8 (in) != 0x5a)
+      if (in_u8 (in) != 0x5a || !input_gate (NULL_RARITY))
         break;
       set_state (GST_STATE_NULL);
       set_state (GST_STATE_PLAYING);
@@ -1747,8 +1837,8 @@ op_setting (Input * in)
 
 /* OP_SLEEP: 1..300 ms with the sockets read meanwhile (timers: handshake
  * and idle timeouts, the 250 ms tick that frees sessions, link samples),
- * within the sleep budget (FUZZ_SESSION_MAX_SLEEP_MS, refilled by
- * SLEEP_REFILL_US an execution) */
+ * within the sleep budget (FUZZ_SESSION_MAX_SLEEP_MS, refilled by an
+ * execution's length over SLEEP_SHARE) */
 static void
 op_sleep (Input * in)
 {
@@ -1763,8 +1853,7 @@ op_sleep (Input * in)
 
     if (left <= 0)
       break;
-    if (!poll_all_us (left))
-      g_usleep (MIN (left, 100));       /* nothing to read */
+    poll_socks (left);
   }
 }
 
@@ -1788,7 +1877,7 @@ op_session (Input * in)
   sock_flush (m);
   sock_auth (m, good_ticket (), in);
   sock_flush (m);
-  if (!wait_until (have_session, m, 200) || !m->session_id)
+  if (!settle_until (have_session, m, 200 * 1000) || !m->session_id)
     return;
   if (mask & 32) {
     sock_msg (m, SPICE_MSGC_MAIN_ATTACH_CHANNELS, NULL, 0, 0, FALSE);
@@ -2032,7 +2121,7 @@ appsrc_idle (GstElement * src, const gchar * what)
           (gint) (BARRIER_TIMEOUT_US / G_TIME_SPAN_SECOND), level);
       abort ();
     }
-    g_usleep (50);
+    settle (1000);
   }
   gst_object_unref (pad);
 }
@@ -2053,14 +2142,15 @@ server_idle (void)
     gst_structure_free (st);
     if (conns == 0 && clients == 0)
       return;
-    g_thread_yield ();
     if (g_get_monotonic_time () > deadline) {
       g_printerr ("fuzz-session: %u connections and %u clients left %d s "
           "after every client closed: hang or leak\n", conns, clients,
           (gint) (BARRIER_TIMEOUT_US / G_TIME_SPAN_SECOND));
       abort ();
     }
-    g_usleep (30);
+    /* everything asleep and still not there: a timer's work */
+    if (settle (1000))
+      g_usleep (200);
   }
 }
 
@@ -2152,6 +2242,7 @@ reset (void)
     gst_app_src_push_buffer (GST_APP_SRC (H.draw_src),
         with_pts (H.refresh[0], GST_CLOCK_TIME_NONE));
   t = prof_add (PROF_RESTORE, t);
+  settle (BARRIER_TIMEOUT_US);
   appsrc_idle (H.draw_src, "draw");
   appsrc_idle (H.audio_src, "audio");
   for (i = 0; i < N_STREAM_SLOTS; i++)
@@ -2163,10 +2254,10 @@ reset (void)
   H.draws_pushed = H.agent_touched = H.audio_changed = H.state_changed =
       H.surface_changed = H.cursor_changed = FALSE;
   H.settings_changed = 0;
-  /* sleeping costs throughput: the budget refills by SLEEP_REFILL_US an
-   * execution (an input run alone has it all) */
-  H.sleep_left_us = MIN (H.sleep_left_us + SLEEP_REFILL_US,
-      (gint64) H.max_sleep_ms * 1000);
+  /* sleeping costs throughput: the budget refills by 1/SLEEP_SHARE of the
+   * time executions take (an input run alone has it all) */
+  H.sleep_left_us = MIN (H.sleep_left_us + (g_get_monotonic_time () -
+          H.exec_start_us) / SLEEP_SHARE, (gint64) H.max_sleep_ms * 1000);
   g_atomic_int_set (&H.answer_refresh, TRUE);
 }
 
@@ -2481,6 +2572,9 @@ LLVMFuzzerInitialize (int *argc, char ***argv)
    * execution (perf: UpdateFeatureFrequency, 45 % of the CPU). */
   default_flag (argc, argv, "-detect_leaks=0");
   default_flag (argc, argv, "-entropic=0");
+  /* one process: nobody else adds to the corpus directory (rereading it
+   * every second cost 4 % with 1500 inputs) */
+  default_flag (argc, argv, "-reload=0");
   /* plugins are scanned in this process (the scanner has no ASan) */
   g_setenv ("GST_REGISTRY_FORK", "no", FALSE);
   signal (SIGPIPE, SIG_IGN);
@@ -2515,8 +2609,19 @@ LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
   Input in = { data, size };
   gint64 t = profile ? g_get_monotonic_time () : 0;
 
+  /* the thread that runs the inputs (libFuzzer's main thread) */
+  if (!others) {
+    others = test_threads_idle_new ();
+    if (!others)
+      g_error ("fuzz-session: no /proc/self (Linux only)");
+    /* naps of settle() as short as asked */
+    prctl (PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+  }
+
   if (profile && last_end)
     prof_add (PROF_OUTSIDE, last_end);
+  H.exec_start_us = g_get_monotonic_time ();
+  hash_input (data, size);
   while (in.left > 0) {
     guint8 op = in_u8 (&in);
 
