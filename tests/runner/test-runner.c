@@ -344,6 +344,22 @@ GST_START_TEST (test_property_errors)
 
 GST_END_TEST;
 
+/* --version: the meson project version, and GStreamer's, one line */
+GST_START_TEST (test_version)
+{
+  gchar *log = NULL, *gst = gst_version_string (), *expect;
+
+  expect = g_strdup_printf ("gst-spice-run %s (%s)\n", GST_SPICE_VERSION,
+      gst);
+  fail_unless_equals_int (run_sync (&log, "--version", NULL), 0);
+  fail_unless_equals_string (log, expect);
+  g_free (expect);
+  g_free (gst);
+  g_free (log);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_usage_and_check)
 {
   gchar *serve = shipped_path ("serve-test");
@@ -968,6 +984,7 @@ runner_suite (void)
   tcase_add_test (tc, test_sd_notify_ready_and_watchdog);
   tcase_add_test (tc, test_property_errors);
   tcase_add_test (tc, test_usage_and_check);
+  tcase_add_test (tc, test_version);
   tcase_add_test (tc, test_unknown_variable_warning);
   tcase_add_test (tc, test_config_refused);
   tcase_add_test (tc, test_password_file_in_every_pipeline);

@@ -1164,7 +1164,7 @@ int
 main (int argc, char **argv)
 {
   Runner r = { 0, };
-  gboolean check = FALSE;
+  gboolean check = FALSE, version = FALSE;
   gchar **files = NULL, **p;
   GOptionEntry entries[] = {
     {"define", 'D', 0, G_OPTION_ARG_STRING_ARRAY, &r.defines,
@@ -1195,6 +1195,8 @@ main (int argc, char **argv)
     {"metrics", 'm', 0, G_OPTION_ARG_STRING, &r.metrics_addr,
         "Serve Prometheus metrics on http://HOST:PORT/metrics, and "
           "/healthz and /ready for probes", "HOST:PORT"},
+    {"version", 0, 0, G_OPTION_ARG_NONE, &version,
+        "Print the version of gst-spice-run and of GStreamer, and exit", NULL},
     {G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &files, NULL,
         "FILE"},
     {NULL}
@@ -1225,6 +1227,14 @@ main (int argc, char **argv)
     return EX_USAGE;
   }
   g_option_context_free (octx);
+  if (version) {
+    gchar *gst = gst_version_string ();
+
+    g_print ("gst-spice-run %s (%s)\n", VERSION, gst);
+    g_free (gst);
+    g_strfreev (files);
+    return 0;
+  }
   if (files && files[0] && files[1]) {
     LOG ("usage: gst-spice-run [OPTION…] [FILE.pipeline | NAME] (see "
         "--help)\n");
