@@ -79,7 +79,10 @@ GST_DEBUG_CATEGORY_STATIC (gst_spice_sink_debug);
 #define GST_CAT_DEFAULT gst_spice_sink_debug
 
 #define DEFAULT_ADDRESS "127.0.0.1"
-#define DEFAULT_PORT 5900
+/* not 5900, the port a SPICE server (QEMU's first display) usually has:
+ * `spicesrc uri=spice://127.0.0.1:5900 ! … ! spicesink` must not collide
+ * with its own upstream; 5910 is what the shipped pipelines and docs use */
+#define DEFAULT_PORT 5910
 #define DEFAULT_TLS_PORT -1
 #define DEFAULT_MAX_CLIENTS 4
 #define DEFAULT_STREAM_LATENCY 20

@@ -51,6 +51,25 @@ GST_START_TEST (test_refuse_open_nonloopback)
 
 GST_END_TEST;
 
+/* the default port is not the upstream's usual 5900 (QEMU's first SPICE
+ * display), so that `spicesrc uri=spice://127.0.0.1:5900 ! spicetiler !
+ * spicesink` does not collide with its own upstream: 5910, the port of the
+ * shipped pipelines and the docs */
+GST_START_TEST (test_default_port)
+{
+  GstElement *sink = gst_element_factory_make ("spicesink", NULL);
+  GParamSpec *pspec = g_object_class_find_property (G_OBJECT_GET_CLASS
+      (sink), "port");
+  gint port = 0;
+
+  g_object_get (sink, "port", &port, NULL);
+  fail_unless_equals_int (port, 5910);
+  fail_unless_equals_int (G_PARAM_SPEC_INT (pspec)->default_value, 5910);
+  gst_object_unref (sink);
+}
+
+GST_END_TEST;
+
 /* ------------------------------------------------- pixel-exact pictures */
 
 static void
@@ -2632,6 +2651,7 @@ spicesink_suite (void)
   tcase_set_timeout (tc, 180);
   suite_add_tcase (s, tc);
   tcase_add_test (tc, test_refuse_open_nonloopback);
+  tcase_add_test (tc, test_default_port);
   tcase_add_test (tc, test_screenshot_bitmap);
   tcase_add_test (tc, test_screenshot_lz4);
   tcase_add_test (tc, test_late_join_composed_picture);
