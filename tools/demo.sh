@@ -26,9 +26,41 @@ while [ $# -gt 0 ]; do
 done
 
 cd "$top"
+echo "demo.sh: checking the Debian packages (tools/debian-packages.txt)"
 tools/install-deps.sh
-[ -f build/build.ninja ] || meson setup build >/dev/null
-ninja -C build >/dev/null
+if [ ! -f build/build.ninja ]; then
+  echo "demo.sh: configuring build/ (meson setup)"
+  meson setup build >/dev/null
+fi
+# the first build takes minutes on 2 cores: its progress every 5 s
+steps=$(ninja -C build -n 2>/dev/null | grep -c '^\[' || true)
+if [ "$steps" -gt 0 ]; then
+  echo "demo.sh: building build/ (on a fresh clone: minutes; progress every 5 s)"
+  build_log=$(mktemp /tmp/gst-spice-demo-build.XXXXXX)
+  NINJA_STATUS='[%f/%t] ' ninja -C build >"$build_log" 2>&1 &
+  ninja_pid=$!
+  shown=""
+  while kill -0 "$ninja_pid" 2>/dev/null; do
+    sleep 1
+    last=$(grep -o '^\[[0-9]*/[0-9]*\]' "$build_log" | tail -n 1)
+    now=$(date +%s)
+    if [ -n "$last" ] && [ "$last" != "$shown" ] &&
+      [ $((now - ${shown_at:-0})) -ge 5 ]; then
+      echo "demo.sh: building $last"
+      shown=$last shown_at=$now
+    fi
+  done
+  if ! wait "$ninja_pid"; then
+    tail -n 30 "$build_log" >&2
+    echo "demo.sh: the build failed (whole log: $build_log)" >&2
+    exit 1
+  fi
+  rm -f "$build_log"
+  echo "demo.sh: built"
+else
+  echo "demo.sh: build/ is up to date"
+fi
+echo "demo.sh: starting the test guest and the demo pipeline"
 
 export GST_PLUGIN_PATH="$top/build/plugins"
 export GST_REGISTRY="$top/build/registry.bin"

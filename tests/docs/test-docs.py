@@ -423,6 +423,11 @@ def h_demo(ctx, cmd):
                        stdin=subprocess.DEVNULL, env=ctx.env)
     check(r.returncode == 0, "%s --verify -> %d %s" % (
         cmd, r.returncode, (r.stdout + r.stderr)[-1500:]))
+    # never silent while it builds (README.md): it says what it does
+    check(re.search(r"^demo\.sh: (build/ is up to date|built)$", r.stdout,
+                    re.M) is not None,
+          "%s says whether it builds (build/ is up to date, built): %s"
+          % (cmd, r.stdout[-1500:]))
 
 
 def elsewhere(where):
