@@ -100,6 +100,44 @@ GST_START_TEST (test_comments_and_variables)
 
 GST_END_TEST;
 
+/* the line (and variables) a property's value comes from, for messages */
+GST_START_TEST (test_find_property)
+{
+  GHashTable *vars = pipeline_vars_new ();
+  const gchar *text = "# port=${COMMENTED}\n"
+      "a port=${P1:-1} x=1 ! b name=\"n\"\n"
+      "  ! c  port=\"${P2}\" uri=spice://h:${UP_PORT}?x=1!d\n"
+      "d xport=9\n";
+  GPtrArray *names = NULL;
+
+  fail_unless (pipeline_vars_add_assignment (vars, "P2=abc", NULL));
+  fail_unless (pipeline_vars_add_assignment (vars, "UP_PORT=5", NULL));
+  /* the value picks the line; quotes are not part of it */
+  fail_unless_equals_int (pipeline_text_find_property (text, vars, "port",
+          "abc", &names), 3);
+  fail_unless_equals_int (names->len, 1);
+  fail_unless_equals_string (g_ptr_array_index (names, 0), "P2");
+  g_ptr_array_unref (names);
+  /* the default counts; comment lines and other words (xport=) do not */
+  fail_unless_equals_int (pipeline_text_find_property (text, vars, "port",
+          "1", &names), 2);
+  fail_unless_equals_string (g_ptr_array_index (names, 0), "P1");
+  g_ptr_array_unref (names);
+  fail_unless_equals_int (pipeline_text_find_property (text, vars, "port",
+          "9", NULL), 2);
+  fail_unless_equals_int (pipeline_text_find_property (text, vars, "uri",
+          "spice://h:5?x=1", &names), 3);
+  fail_unless_equals_string (g_ptr_array_index (names, 0), "UP_PORT");
+  g_ptr_array_unref (names);
+  fail_unless_equals_int (pipeline_text_find_property (text, vars, "none",
+          NULL, &names), 0);
+  fail_unless_equals_int (names->len, 0);
+  g_ptr_array_unref (names);
+  g_hash_table_unref (vars);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_env_file_precedence)
 {
   gchar *env = write_file ("a.conf", "# comment\n\nSIZE=48\nexport "
@@ -320,7 +358,23 @@ GST_START_TEST (test_property_errors)
   gchar *typo = write_file ("typo.pipeline",
       "videotestsrc ! spicetiler streming=off ! fakesink\n");
   gchar *serve = shipped_path ("serve-test");
-  gchar *log = NULL;
+  gchar *env = write_file ("vm.conf", "# a comment\nLISTEN_PORT=abc\n");
+  gchar *bin = runner_process_binary ();
+  const gchar *argv[] = { bin, "--check", serve, NULL };
+  const gchar *environ_abc[] = { "LISTEN_PORT=abc", NULL };
+  gchar *log = NULL, *text = NULL, *expect, *at;
+  guint port_line;
+  Run *run;
+
+  /* the line of serve-test.pipeline that sets spicesink's port */
+  fail_unless (g_file_get_contents (serve, &text, NULL, NULL));
+  at = strstr (text, "port=${LISTEN_PORT");
+  fail_unless (at != NULL);
+  *at = '\0';
+  port_line = 1;
+  for (at = text; (at = strchr (at, '\n')); at++)
+    port_line++;
+  g_free (text);
 
   /* a typo: the element, the property and the closest real one */
   fail_unless_equals_int (run_sync (&log, "--check", typo, NULL),
@@ -329,17 +383,38 @@ GST_START_TEST (test_property_errors)
           "(did you mean streaming?)") != NULL, "%s", log);
   fail_if (strstr (log, "missing element") != NULL, "%s", log);
   g_free (log);
-  /* a bad value, through a variable */
+  /* a bad value, through a variable: the pipeline's line, the variable
+   * and where it was set (-D, an env file's line, the environment) */
   fail_unless_equals_int (run_sync (&log, "--check", "-D", "LISTEN_PORT=abc",
           serve, NULL), EXIT_PROPERTY);
-  fail_unless (strstr (log, "bad value for port of element spicesink: "
-          "\"abc\"") != NULL, "%s", log);
+  expect = g_strdup_printf ("%s:%u: bad value for port of element spicesink: "
+      "\"abc\" (from LISTEN_PORT, set by -D)", serve, port_line);
+  fail_unless (strstr (log, expect) != NULL, "expected '%s' in: %s", expect,
+      log);
+  g_free (expect);
   g_free (log);
+  fail_unless_equals_int (run_sync (&log, "--check", "--env-file", env, serve,
+          NULL), EXIT_PROPERTY);
+  expect = g_strdup_printf ("%s:%u: bad value for port of element spicesink: "
+      "\"abc\" (from LISTEN_PORT, set at %s:2)", serve, port_line, env);
+  fail_unless (strstr (log, expect) != NULL, "expected '%s' in: %s", expect,
+      log);
+  g_free (expect);
+  g_free (log);
+  run = runner_process_start (tmpdir, argv, environ_abc);
+  fail_unless_equals_int (run_wait_exit (run, 60000), EXIT_PROPERTY);
+  log = run_log (run);
+  fail_unless (strstr (log, "\"abc\" (from LISTEN_PORT, set in the "
+          "environment)") != NULL, "%s", log);
+  g_free (log);
+  run_free (run);
   /* the same when running, not only with --check */
   fail_unless_equals_int (run_sync (&log, typo, NULL), EXIT_PROPERTY);
   g_free (log);
   g_free (typo);
   g_free (serve);
+  g_free (env);
+  g_free (bin);
 }
 
 GST_END_TEST;
@@ -975,6 +1050,7 @@ runner_suite (void)
   tcase_add_checked_fixture (tc, setup, teardown);
   tcase_set_timeout (tc, 120);
   tcase_add_test (tc, test_comments_and_variables);
+  tcase_add_test (tc, test_find_property);
   tcase_add_test (tc, test_env_file_precedence);
   tcase_add_test (tc, test_exit_codes);
   tcase_add_test (tc, test_sigterm_eos_exit_0);

@@ -77,6 +77,7 @@ typedef struct
   gchar *path;
   gchar *text;
   GHashTable *vars;
+  GHashTable *origins;          /* NAME -> "FILE:LINE" of an env file, "-D" */
 } Config;
 
 typedef struct
@@ -158,6 +159,8 @@ config_free (Config * c)
   g_free (c->text);
   if (c->vars)
     g_hash_table_unref (c->vars);
+  if (c->origins)
+    g_hash_table_unref (c->origins);
   g_free (c);
 }
 
@@ -261,7 +264,7 @@ config_load (Runner * r, gboolean warn, gint * exit_code)
   }
   if (warn)
     warn_unused_vars (c->path, c->text, origins);
-  g_hash_table_unref (origins);
+  c->origins = origins;
   return c;
 
 fail:
@@ -371,10 +374,47 @@ nearest_property (const gchar * element, const gchar * prop, gchar *** names)
 }
 
 /* Logs a parse error by its cause and returns the exit code. */
-static gint
-report_parse_error (const gchar * path, GstParseContext * ctx,
-    const GError * err)
+/* Where @prop=@value of @c's pipeline comes from, for messages: in *where
+ * "FILE:LINE" of the pipeline line that sets it (FILE alone when none
+ * does); returned, " (from NAME, set at ENV-FILE:LINE)" for each variable
+ * that the value uses (by -D, in the environment, or its default), or "". */
+static gchar *
+value_origin (Config * c, const gchar * prop, const gchar * value,
+    gchar ** where)
 {
+  GPtrArray *names = NULL;
+  guint line = pipeline_text_find_property (c->text, c->vars, prop, value,
+      &names);
+  GString *out = g_string_new (NULL);
+  guint i;
+
+  *where = line ? g_strdup_printf ("%s:%u", c->path, line) :
+      g_strdup (c->path);
+  for (i = 0; i < names->len; i++) {
+    const gchar *n = g_ptr_array_index (names, i);
+    const gchar *o = g_hash_table_lookup (c->origins, n);
+    const gchar *v = g_hash_table_lookup (c->vars, n);
+
+    g_string_append_printf (out, "%s%s, ", i ? "; " : " (from ", n);
+    if (g_strcmp0 (o, "-D") == 0)
+      g_string_append (out, "set by -D");
+    else if (o)
+      g_string_append_printf (out, "set at %s", o);
+    else if (v && *v)
+      g_string_append (out, "set in the environment");
+    else
+      g_string_append (out, "not set: the file's default");
+  }
+  if (names->len)
+    g_string_append_c (out, ')');
+  g_ptr_array_unref (names);
+  return g_string_free (out, FALSE);
+}
+
+static gint
+report_parse_error (Config * c, GstParseContext * ctx, const GError * err)
+{
+  const gchar *path = c->path;
   gchar **missing = gst_parse_context_get_missing_elements (ctx);
   const gchar *msg = err ? err->message : "cannot parse";
   gint code = EX_DATAERR;
@@ -398,10 +438,14 @@ report_parse_error (const gchar * path, GstParseContext * ctx,
   } else if (err && err->domain == GST_PARSE_ERROR &&
       err->code == GST_PARSE_ERROR_COULD_NOT_SET_PROPERTY) {
     gchar *prop = quoted_word (msg, 0), *el = quoted_word (msg, 1);
-    gchar *value = quoted_word (msg, 2);
+    gchar *value = quoted_word (msg, 2), *where = NULL;
+    gchar *from = prop ? value_origin (c, prop, value, &where) : NULL;
 
-    LOG ("%s: bad value for %s of element %s: \"%s\"\n", path,
-        prop ? prop : "?", el ? el : "?", value ? value : msg);
+    LOG ("%s: bad value for %s of element %s: \"%s\"%s\n",
+        where ? where : path, prop ? prop : "?", el ? el : "?",
+        value ? value : msg, from ? from : "");
+    g_free (where);
+    g_free (from);
     g_free (prop);
     g_free (el);
     g_free (value);
@@ -455,7 +499,7 @@ uri_for_log (const gchar * uri)
  * listening address that is not loopback without a password. Logs one line
  * and returns FALSE. */
 static gboolean
-check_element (const gchar * path, GstElement * e)
+check_element (Config * c, GstElement * e)
 {
   const gchar *name = GST_OBJECT_NAME (e);
   gchar *s;
@@ -469,8 +513,13 @@ check_element (const gchar * path, GstElement * e)
 
   for (i = 0; ok && i < G_N_ELEMENTS (files); i++) {
     if ((s = get_string (e, files[i][0])) && g_access (s, R_OK) != 0) {
-      LOG ("%s: element %s: cannot read %s %s: %s\n", path, name,
-          files[i][1], s, g_strerror (errno));
+      const gchar *why = g_strerror (errno);
+      gchar *where, *from = value_origin (c, files[i][0], s, &where);
+
+      LOG ("%s: element %s: cannot read %s %s: %s%s\n", where, name,
+          files[i][1], s, why, from);
+      g_free (where);
+      g_free (from);
       ok = FALSE;
     }
     g_free (s);
@@ -483,8 +532,12 @@ check_element (const gchar * path, GstElement * e)
       gchar **parts = g_strsplit (err ? err->message : "refused", s, -1);
       /* the element's message may quote the URI, password and all */
       gchar *why = g_strjoinv (shown, parts);
+      gchar *where, *from = value_origin (c, "uri", s, &where);
 
-      LOG ("%s: element %s: bad URI %s: %s\n", path, name, shown, why);
+      LOG ("%s: element %s: bad URI %s: %s%s\n", where, name, shown, why,
+          from);
+      g_free (where);
+      g_free (from);
       g_strfreev (parts);
       g_free (why);
       g_free (shown);
@@ -502,9 +555,13 @@ check_element (const gchar * path, GstElement * e)
 
     g_object_get (e, "disable-ticketing", &open, NULL);
     if (a && !g_inet_address_get_is_loopback (a) && !pw && !pwf && !open) {
+      gchar *where, *from = value_origin (c, "address", s, &where);
+
       LOG ("%s: element %s listens on %s without a password: set "
-          "PASSWORD_FILE (or disable-ticketing=true to allow anyone)\n",
-          path, name, s);
+          "PASSWORD_FILE (or disable-ticketing=true to allow anyone)%s\n",
+          where, name, s, from);
+      g_free (where);
+      g_free (from);
       ok = FALSE;
     }
     g_clear_object (&a);
@@ -516,13 +573,13 @@ check_element (const gchar * path, GstElement * e)
 }
 
 static gboolean
-check_elements (const gchar * path, GstElement * pipeline)
+check_elements (Config * c, GstElement * pipeline)
 {
   GList *elements = runner_pipeline_elements (pipeline), *l;
   gboolean ok = TRUE;
 
   for (l = elements; l; l = l->next)
-    if (!check_element (path, l->data))
+    if (!check_element (c, l->data))
       ok = FALSE;
   g_list_free_full (elements, gst_object_unref);
   return ok;
@@ -531,7 +588,7 @@ check_elements (const gchar * path, GstElement * pipeline)
 /* Parses and checks @desc. NULL with *exit_code set and the reason
  * logged. */
 static GstElement *
-parse_pipeline (const gchar * path, const gchar * desc, gint * exit_code)
+parse_pipeline (Config * c, const gchar * desc, gint * exit_code)
 {
   GError *err = NULL;
   GstParseContext *ctx = gst_parse_context_new ();
@@ -540,7 +597,7 @@ parse_pipeline (const gchar * path, const gchar * desc, gint * exit_code)
   e = gst_parse_launch_full (desc, ctx, GST_PARSE_FLAG_FATAL_ERRORS |
       GST_PARSE_FLAG_PLACE_IN_BIN, &err);
   if (!e) {
-    *exit_code = report_parse_error (path, ctx, err);
+    *exit_code = report_parse_error (c, ctx, err);
   } else if (!GST_IS_PIPELINE (e)) {
     GstElement *pipe = gst_pipeline_new (NULL);
 
@@ -549,7 +606,7 @@ parse_pipeline (const gchar * path, const gchar * desc, gint * exit_code)
   }
   g_clear_error (&err);
   gst_parse_context_free (ctx);
-  if (e && !check_elements (path, e)) {
+  if (e && !check_elements (c, e)) {
     *exit_code = EXIT_REFUSED;
     gst_clear_object (&e);
   }
@@ -621,7 +678,7 @@ start_config (Runner * r, Config * c, gint * exit_code)
 {
   gchar *start_time = next_start_time ();
   gchar *desc = config_expand (c, start_time, NULL, exit_code);
-  GstElement *pipeline = desc ? parse_pipeline (c->path, desc, exit_code) :
+  GstElement *pipeline = desc ? parse_pipeline (c, desc, exit_code) :
       NULL;
 
   if (!pipeline) {
@@ -967,7 +1024,7 @@ on_reload_signal (gpointer user_data)
   g_free (desc);
   start_time = next_start_time ();
   desc = c ? config_expand (c, start_time, NULL, &code) : NULL;
-  pipeline = desc ? parse_pipeline (c->path, desc, &code) : NULL;
+  pipeline = desc ? parse_pipeline (c, desc, &code) : NULL;
   if (!pipeline) {
     LOG ("reload failed (exit code would be %d); keeping the running "
         "pipeline\n", code);
@@ -1132,7 +1189,7 @@ run_check (Runner * r)
   gint code = 0;
   Config *c = config_load (r, TRUE, &code);
   gchar *desc = c ? config_expand (c, "CHECK", unset, &code) : NULL;
-  GstElement *pipeline = desc ? parse_pipeline (c->path, desc, &code) : NULL;
+  GstElement *pipeline = desc ? parse_pipeline (c, desc, &code) : NULL;
 
   if (pipeline) {
     if (unset->len) {
@@ -1268,7 +1325,7 @@ main (int argc, char **argv)
   {
     gchar *start_time = next_start_time ();
     gchar *desc = config_expand (r.config, start_time, NULL, &code);
-    GstElement *pipeline = desc ? parse_pipeline (r.config->path, desc,
+    GstElement *pipeline = desc ? parse_pipeline (r.config, desc,
         &code) : NULL;
 
     if (!pipeline) {

@@ -263,6 +263,89 @@ pipeline_file_load (const gchar * path, GHashTable * vars, GError ** error)
   return desc;
 }
 
+/* The end of the gst-launch value that starts at @p: the first blank or
+ * '!' outside quotes and ${...}. */
+static const gchar *
+value_end (const gchar * p)
+{
+  gchar quote = 0;
+
+  for (; *p; p++) {
+    if (quote) {
+      if (*p == quote)
+        quote = 0;
+    } else if (*p == '"' || *p == '\'') {
+      quote = *p;
+    } else if (p[0] == '$' && p[1] == '{' && strchr (p, '}')) {
+      p = strchr (p, '}');
+    } else if (g_ascii_isspace (*p) || *p == '!') {
+      break;
+    }
+  }
+  return p;
+}
+
+guint
+pipeline_text_find_property (const gchar * text, GHashTable * vars,
+    const gchar * property, const gchar * value, GPtrArray ** names)
+{
+  gchar **lines = g_strsplit (text, "\n", -1), **l;
+  gchar *key = g_strconcat (property, "=", NULL);
+  gchar *found = NULL;
+  guint lineno = 0, first_line = 0, match_line = 0;
+
+  for (l = lines; *l && !match_line; l++) {
+    const gchar *p = *l, *hit;
+
+    lineno++;
+    while (g_ascii_isspace (*p))
+      p++;
+    if (*p == '#')
+      continue;
+    for (hit = strstr (p, key); hit && !match_line;
+        hit = strstr (hit + 1, key)) {
+      const gchar *start = hit + strlen (key), *end;
+      gchar *raw, *expanded;
+      GString *out;
+      gsize len;
+
+      if (hit > *l && !g_ascii_isspace (hit[-1]))
+        continue;
+      end = value_end (start);
+      raw = g_strndup (start, end - start);
+      out = g_string_new (NULL);
+      /* an unset variable expands to "" here: this is for messages */
+      if (!expand_line (out, raw, "", 0, vars, NULL, NULL))
+        g_string_truncate (out, 0);
+      expanded = g_string_free (out, FALSE);
+      len = strlen (expanded);
+      if (len >= 2 && (expanded[0] == '"' || expanded[0] == '\'') &&
+          expanded[len - 1] == expanded[0]) {
+        memmove (expanded, expanded + 1, len - 2);
+        expanded[len - 2] = '\0';
+      }
+      if (!first_line) {
+        first_line = lineno;
+        found = g_strdup (raw);
+      }
+      if (value && g_strcmp0 (expanded, value) == 0) {
+        match_line = lineno;
+        g_free (found);
+        found = g_strdup (raw);
+      }
+      g_free (expanded);
+      g_free (raw);
+    }
+  }
+  if (names)
+    *names = found ? pipeline_text_variables (found) :
+        g_ptr_array_new_with_free_func (g_free);
+  g_free (found);
+  g_free (key);
+  g_strfreev (lines);
+  return match_line ? match_line : first_line;
+}
+
 /* The ${NAME} and ${NAME:-default} names that non-comment lines of @text
  * use, each once, in order of first use. */
 GPtrArray *

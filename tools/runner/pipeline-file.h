@@ -39,6 +39,14 @@ gchar      *pipeline_text_expand (const gchar * text, const gchar * origin,
 gchar      *pipeline_text_expand_full (const gchar * text,
     const gchar * origin, GHashTable * vars, GPtrArray * unset,
     GError ** error);
+/* Where a property's value comes from: the first non-comment line of @text
+ * with a word PROPERTY=VALUE whose VALUE expands (with @vars) to @value, or
+ * when none does, the first with PROPERTY= at all. Returns its line (from
+ * 1; 0 when no line sets @property) and, in @names (may be NULL; free with
+ * g_ptr_array_unref), the variables that VALUE uses. */
+guint       pipeline_text_find_property (const gchar * text,
+    GHashTable * vars, const gchar * property, const gchar * value,
+    GPtrArray ** names);
 /* The variable names a pipeline text uses (each once, in order). */
 GPtrArray  *pipeline_text_variables (const gchar * text);
 /* The candidate closest to @name (a likely typo of it), or NULL. */
