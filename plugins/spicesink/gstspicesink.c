@@ -917,9 +917,7 @@ read_ticket (GstSpiceSink * sink)
   if (path && *path) {
     secret = gst_spice_read_password_file (path, &err);
     if (!secret) {
-      GST_ELEMENT_ERROR (sink, RESOURCE, OPEN_READ,
-          ("Could not read the password file: %s", err->message),
-          ("password-file %s", path));
+      gst_spice_post_password_file_error (GST_ELEMENT (sink), err);
       g_clear_error (&err);
       g_free (path);
       return FALSE;

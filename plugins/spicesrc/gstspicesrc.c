@@ -1714,8 +1714,7 @@ gst_spice_src_start (GstBaseSrc * bsrc)
 
     g_free (file);
     if (!secret) {
-      GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
-          ("Could not read the password file: %s", err->message), (NULL));
+      gst_spice_post_password_file_error (GST_ELEMENT (self), err);
       g_clear_error (&err);
       g_free (uri);
       g_free (host);

@@ -532,6 +532,68 @@ GST_START_TEST (test_config_refused)
 
 GST_END_TEST;
 
+/* A password file the elements would refuse (empty, or longer than a SPICE
+ * password): --check and a start say so by cause and exit 77, never 75
+ * after restarts */
+GST_START_TEST (test_password_file_content_refused)
+{
+  gchar *serve = shipped_path ("serve-test");
+  gchar *long_pw = g_strnfill (61, 'k'), *max_pw = g_strnfill (60, 'k');
+  gchar *text = g_strdup_printf ("%s\n", long_pw);
+  gchar *empty = write_file ("empty.pw", "");
+  gchar *blank = write_file ("blank.pw", "\nsecond line\n");
+  gchar *toolong = write_file ("long.pw", text);
+  gchar *max = write_file ("max.pw", max_pw);
+  gchar *d_empty = g_strdup_printf ("PASSWORD_FILE=%s", empty);
+  gchar *d_blank = g_strdup_printf ("PASSWORD_FILE=%s", blank);
+  gchar *d_long = g_strdup_printf ("PASSWORD_FILE=%s", toolong);
+  gchar *d_max = g_strdup_printf ("PASSWORD_FILE=%s", max);
+  gchar *log = NULL, *expect;
+
+  fail_unless_equals_int (run_sync (&log, "--check", "-D", d_empty, serve,
+          NULL), EXIT_REFUSED);
+  expect = g_strdup_printf ("element s: password file %s: its first line is "
+      "empty (it must hold the password, 1 to 60 bytes) (from PASSWORD_FILE, "
+      "set by -D)", empty);
+  fail_unless (strstr (log, expect) != NULL, "expected '%s' in: %s", expect,
+      log);
+  g_free (expect);
+  g_free (log);
+  fail_unless_equals_int (run_sync (&log, "--check", "-D", d_blank, serve,
+          NULL), EXIT_REFUSED);
+  fail_unless (strstr (log, "its first line is empty") != NULL, "%s", log);
+  g_free (log);
+  fail_unless_equals_int (run_sync (&log, "--check", "-D", d_long, serve,
+          NULL), EXIT_REFUSED);
+  fail_unless (strstr (log, "its first line is 61 bytes long, more than the "
+          "60 a SPICE password can have") != NULL, "%s", log);
+  fail_if (strstr (log, long_pw) != NULL, "%s", log);
+  g_free (log);
+  /* 60 bytes is a password */
+  fail_unless_equals_int (run_sync (&log, "--check", "-D", d_max, serve,
+          NULL), 0);
+  g_free (log);
+  /* and at start: one line, 77 at once, no restart */
+  assert_refused ("its first line is empty", NULL, "-D", d_empty, "-D",
+      "LISTEN_PORT=0", serve, NULL);
+  assert_refused ("its first line is 61 bytes long", long_pw, "-D", d_long,
+      "-D", "LISTEN_PORT=0", serve, NULL);
+  g_free (d_empty);
+  g_free (d_blank);
+  g_free (d_long);
+  g_free (d_max);
+  g_free (empty);
+  g_free (blank);
+  g_free (toolong);
+  g_free (max);
+  g_free (text);
+  g_free (long_pw);
+  g_free (max_pw);
+  g_free (serve);
+}
+
+GST_END_TEST;
+
 /* PASSWORD_FILE and UPSTREAM_PASSWORD_FILE reach the elements of every
  * shipped pipeline that has them */
 GST_START_TEST (test_password_file_in_every_pipeline)
@@ -1063,6 +1125,7 @@ runner_suite (void)
   tcase_add_test (tc, test_version);
   tcase_add_test (tc, test_unknown_variable_warning);
   tcase_add_test (tc, test_config_refused);
+  tcase_add_test (tc, test_password_file_content_refused);
   tcase_add_test (tc, test_password_file_in_every_pipeline);
   tcase_add_test (tc, test_upstream_unreachable_waits);
   tcase_add_test (tc, test_sigterm_stuck_pipeline);

@@ -51,6 +51,54 @@ GST_START_TEST (test_refuse_open_nonloopback)
 
 GST_END_TEST;
 
+/* a password file that holds no usable password is a permanent error
+ * (RESOURCE SETTINGS: gst-spice-run exits 77 instead of restarting) that
+ * says why; one that cannot be read stays OPEN_READ */
+GST_START_TEST (test_password_file_errors)
+{
+  gchar *dir = g_dir_make_tmp ("spicesink-pw-XXXXXX", NULL);
+  gchar *empty = g_build_filename (dir, "empty", NULL);
+  gchar *absent = g_build_filename (dir, "absent", NULL);
+  const gchar *files[] = { empty, absent };
+  const gint codes[] = { GST_RESOURCE_ERROR_SETTINGS,
+    GST_RESOURCE_ERROR_OPEN_READ
+  };
+  const gchar *why[] = { "its first line is empty", "absent" };
+  guint i;
+
+  fail_unless (g_file_set_contents (empty, "\n", -1, NULL));
+  for (i = 0; i < G_N_ELEMENTS (files); i++) {
+    GstElement *sink = gst_element_factory_make ("spicesink", NULL);
+    GstBus *bus = gst_bus_new ();
+    GstMessage *msg;
+    GError *err = NULL;
+
+    gst_element_set_bus (sink, bus);
+    g_object_set (sink, "port", 0, "password-file", files[i], NULL);
+    fail_unless_equals_int (gst_element_set_state (sink, GST_STATE_READY),
+        GST_STATE_CHANGE_FAILURE);
+    msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
+    fail_unless (msg != NULL);
+    gst_message_parse_error (msg, &err, NULL);
+    fail_unless (err->domain == GST_RESOURCE_ERROR);
+    fail_unless_equals_int (err->code, codes[i]);
+    fail_unless (strstr (err->message, why[i]) != NULL, "%s", err->message);
+    g_clear_error (&err);
+    gst_message_unref (msg);
+    gst_element_set_state (sink, GST_STATE_NULL);
+    gst_element_set_bus (sink, NULL);
+    gst_object_unref (bus);
+    gst_object_unref (sink);
+  }
+  g_unlink (empty);
+  g_rmdir (dir);
+  g_free (empty);
+  g_free (absent);
+  g_free (dir);
+}
+
+GST_END_TEST;
+
 /* the default port is not the upstream's usual 5900 (QEMU's first SPICE
  * display), so that `spicesrc uri=spice://127.0.0.1:5900 ! spicetiler !
  * spicesink` does not collide with its own upstream: 5910, the port of the
@@ -2652,6 +2700,7 @@ spicesink_suite (void)
   suite_add_tcase (s, tc);
   tcase_add_test (tc, test_refuse_open_nonloopback);
   tcase_add_test (tc, test_default_port);
+  tcase_add_test (tc, test_password_file_errors);
   tcase_add_test (tc, test_screenshot_bitmap);
   tcase_add_test (tc, test_screenshot_lz4);
   tcase_add_test (tc, test_late_join_composed_picture);

@@ -12,6 +12,7 @@
 #include <gst/app/gstappsink.h>
 #include <gst/video/navigation.h>
 #include <gio/gio.h>
+#include <glib/gstdio.h>
 #include <stdio.h>
 
 #include <gst/spice/gstspiceevents.h>
@@ -786,6 +787,34 @@ GST_START_TEST (test_error_password)
   g_free (good);
   g_free (uri);
   guest_process_stop (gp);
+}
+
+GST_END_TEST;
+
+/* a password file without a usable password: a permanent error (RESOURCE
+ * SETTINGS, gst-spice-run does not restart) that says why */
+GST_START_TEST (test_error_password_file)
+{
+  gchar *dir = g_dir_make_tmp ("spicesrc-pw-XXXXXX", NULL);
+  gchar *file = g_build_filename (dir, "pw", NULL);
+  gchar *uri = g_strdup_printf ("spice://127.0.0.1:%u",
+      test_pick_free_port ());
+  gchar *extra = g_strdup_printf ("password-file=\"%s\"", file);
+  GstElement *p;
+
+  fail_unless (g_file_set_contents (file, "", -1, NULL));
+  p = pipeline_for (uri, extra, NULL);
+  gst_element_set_state (p, GST_STATE_PLAYING);
+  expect_error (p, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_SETTINGS,
+      "its first line is empty", 20000);
+  gst_element_set_state (p, GST_STATE_NULL);
+  gst_object_unref (p);
+  g_unlink (file);
+  g_rmdir (dir);
+  g_free (extra);
+  g_free (uri);
+  g_free (file);
+  g_free (dir);
 }
 
 GST_END_TEST;
@@ -1813,6 +1842,7 @@ spicesrc_suite (void)
   tcase_add_test (tc, test_reconnect);
   tcase_add_test (tc, test_error_refused);
   tcase_add_test (tc, test_error_password);
+  tcase_add_test (tc, test_error_password_file);
   tcase_add_test (tc, test_error_bad_uri);
   tcase_add_test (tc, test_error_vanish);
   tcase_add_test (tc, test_error_tls);

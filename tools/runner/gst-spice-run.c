@@ -47,6 +47,8 @@
 #include <systemd/sd-daemon.h>
 #endif
 
+#include <gst/spice/gstspicesecret.h>
+
 #include "pipeline-file.h"
 #include "runner-events.h"
 #include "runner-metrics.h"
@@ -388,8 +390,7 @@ value_origin (Config * c, const gchar * prop, const gchar * value,
   GString *out = g_string_new (NULL);
   guint i;
 
-  *where = line ? g_strdup_printf ("%s:%u", c->path, line) :
-      g_strdup (c->path);
+  *where = line ? g_strdup_printf ("%s:%u", c->path, line) : g_strdup (c->path);
   for (i = 0; i < names->len; i++) {
     const gchar *n = g_ptr_array_index (names, i);
     const gchar *o = g_hash_table_lookup (c->origins, n);
@@ -498,6 +499,29 @@ uri_for_log (const gchar * uri)
  * unreadable password, CA, certificate and key files, bad URIs, a
  * listening address that is not loopback without a password. Logs one line
  * and returns FALSE. */
+/* A password file that the elements would refuse at start (empty, or a
+ * first line longer than a SPICE password): logged by its cause. */
+static gboolean
+check_password_file (Config * c, GstElement * e, const gchar * file)
+{
+  GError *err = NULL;
+  gchar *secret = gst_spice_read_password_file (file, &err);
+  gchar *where, *from;
+
+  if (secret) {
+    memset (secret, 0, strlen (secret));
+    g_free (secret);
+    return TRUE;
+  }
+  from = value_origin (c, "password-file", file, &where);
+  LOG ("%s: element %s: %s%s\n", where, GST_OBJECT_NAME (e), err->message,
+      from);
+  g_free (where);
+  g_free (from);
+  g_error_free (err);
+  return FALSE;
+}
+
 static gboolean
 check_element (Config * c, GstElement * e)
 {
@@ -521,6 +545,8 @@ check_element (Config * c, GstElement * e)
       g_free (where);
       g_free (from);
       ok = FALSE;
+    } else if (s && i == 0 && !check_password_file (c, e, s)) {
+      ok = FALSE;
     }
     g_free (s);
   }
@@ -534,8 +560,7 @@ check_element (Config * c, GstElement * e)
       gchar *why = g_strjoinv (shown, parts);
       gchar *where, *from = value_origin (c, "uri", s, &where);
 
-      LOG ("%s: element %s: bad URI %s: %s%s\n", where, name, shown, why,
-          from);
+      LOG ("%s: element %s: bad URI %s: %s%s\n", where, name, shown, why, from);
       g_free (where);
       g_free (from);
       g_strfreev (parts);
@@ -678,8 +703,7 @@ start_config (Runner * r, Config * c, gint * exit_code)
 {
   gchar *start_time = next_start_time ();
   gchar *desc = config_expand (c, start_time, NULL, exit_code);
-  GstElement *pipeline = desc ? parse_pipeline (c, desc, exit_code) :
-      NULL;
+  GstElement *pipeline = desc ? parse_pipeline (c, desc, exit_code) : NULL;
 
   if (!pipeline) {
     g_free (desc);

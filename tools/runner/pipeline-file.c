@@ -302,8 +302,7 @@ pipeline_text_find_property (const gchar * text, GHashTable * vars,
       p++;
     if (*p == '#')
       continue;
-    for (hit = strstr (p, key); hit && !match_line;
-        hit = strstr (hit + 1, key)) {
+    for (hit = strstr (p, key); hit && !match_line; hit = strstr (hit + 1, key)) {
       const gchar *start = hit + strlen (key), *end;
       gchar *raw, *expanded;
       GString *out;

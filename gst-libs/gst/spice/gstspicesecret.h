@@ -19,4 +19,12 @@ G_BEGIN_DECLS
 GST_SPICE_API
 gchar *gst_spice_read_password_file (const gchar * path, GError ** error);
 
+/* Posts @err of gst_spice_read_password_file() as @element's error:
+ * GST_RESOURCE_ERROR_SETTINGS (a permanent error: gst-spice-run does not
+ * restart) when the file holds no usable password, OPEN_READ when it cannot
+ * be read. */
+GST_SPICE_API
+void gst_spice_post_password_file_error (GstElement * element,
+    const GError * err);
+
 G_END_DECLS
