@@ -6,6 +6,7 @@
 #include <gio/gio.h>
 #include <gio/gunixsocketaddress.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sysexits.h>
 
@@ -265,6 +266,56 @@ GST_START_TEST (test_sighup_broken_file_keeps_pipeline)
   fail_unless_equals_int (run_wait_exit (run, 10000), 0);
   run_free (run);
   g_free (pipe);
+}
+
+GST_END_TEST;
+
+/* The start line says where each spicesink listens, with the ports it
+ * bound (0 = any free one) */
+GST_START_TEST (test_start_line_listens)
+{
+  const gchar *ossl[] = { "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+    "-keyout", "key.pem", "-out", "cert.pem", "-days", "2", "-subj",
+    "/CN=localhost", NULL
+  };
+  gchar *serve = runner_process_shipped_pipeline ("serve-test");
+  gchar *cert = g_strdup_printf ("TLS_CERT_FILE=%s/cert.pem", tmpdir);
+  gchar *key = g_strdup_printf ("TLS_KEY_FILE=%s/key.pem", tmpdir);
+  gchar *log, *prefix, *line;
+  guint port = 0, tls = 0;
+  SpiceRawSession *client;
+  GSocketClient *sc;
+  GSocketConnection *conn;
+  Run *run;
+
+  fail_unless (test_run_openssl (tmpdir, ossl));
+  run = run_start ("--stats-interval", "0", "-D", "LISTEN_PORT=0", "-D",
+      "TLS_PORT=0", "-D", cert, "-D", key, serve, NULL);
+  fail_unless (run_wait_log (run, "playing", 1, 30000));
+  log = run_log (run);
+  prefix = g_strdup_printf ("playing %s: s listens on 127.0.0.1:", serve);
+  line = strstr (log, prefix);
+  fail_unless (line != NULL, "expected '%s' in: %s", prefix, log);
+  fail_unless (sscanf (line + strlen (prefix), "%u, tls 127.0.0.1:%u\n",
+          &port, &tls) == 2, "%s", line);
+  fail_unless (port > 0 && tls > 0 && port != tls, "%s", line);
+  /* those are the ports it serves */
+  client = spice_raw_session_new (port, NULL, SPICE_RAW_DISPLAY_CAPS_ALL);
+  fail_unless (client != NULL, "no SPICE session on port %u", port);
+  spice_raw_session_free (client);
+  sc = g_socket_client_new ();
+  conn = g_socket_client_connect_to_host (sc, "127.0.0.1", tls, NULL, NULL);
+  fail_unless (conn != NULL, "nothing listens on the TLS port %u", tls);
+  g_object_unref (conn);
+  g_object_unref (sc);
+  run_signal (run, SIGTERM);
+  fail_unless_equals_int (run_wait_exit (run, 15000), 0);
+  run_free (run);
+  g_free (prefix);
+  g_free (log);
+  g_free (cert);
+  g_free (key);
+  g_free (serve);
 }
 
 GST_END_TEST;
@@ -1118,6 +1169,7 @@ runner_suite (void)
   tcase_add_test (tc, test_sigterm_eos_exit_0);
   tcase_add_test (tc, test_sighup_broken_file_keeps_pipeline);
   tcase_add_test (tc, test_restart_backoff_and_give_up);
+  tcase_add_test (tc, test_start_line_listens);
   tcase_add_test (tc, test_metrics_endpoint);
   tcase_add_test (tc, test_sd_notify_ready_and_watchdog);
   tcase_add_test (tc, test_property_errors);

@@ -907,11 +907,52 @@ send_eos (Runner * r, RunnerState next)
           gst_object_ref (r->pipeline)));
 }
 
+/* ": s listens on 127.0.0.1:5910, tls 127.0.0.1:5911" for the elements
+ * that listen (those with bound-port and bound-tls-port: spicesink), or "".
+ * Main thread, once the pipeline plays. */
+static gchar *
+listen_summary (GstElement * pipeline)
+{
+  GList *elements = runner_pipeline_elements (pipeline), *l;
+  GString *out = g_string_new (NULL);
+
+  for (l = elements; l; l = l->next) {
+    GstElement *e = l->data;
+    GObjectClass *klass = G_OBJECT_GET_CLASS (e);
+    gint port = -1, tls = -1;
+    gchar *addr, *host;
+
+    if (!g_object_class_find_property (klass, "bound-port") ||
+        !g_object_class_find_property (klass, "bound-tls-port"))
+      continue;
+    g_object_get (e, "bound-port", &port, "bound-tls-port", &tls, NULL);
+    addr = get_string (e, "address");
+    host = addr && strchr (addr, ':') ? g_strdup_printf ("[%s]", addr) :
+        g_strdup (addr ? addr : "*");
+    g_string_append_printf (out, "%s %s listens on", out->len ? ";" : ":",
+        GST_OBJECT_NAME (e));
+    if (port >= 0)
+      g_string_append_printf (out, " %s:%d", host, port);
+    if (tls >= 0)
+      g_string_append_printf (out, "%s tls %s:%d", port >= 0 ? "," : "",
+          host, tls);
+    if (port < 0 && tls < 0)
+      g_string_append (out, " no port");
+    g_free (host);
+    g_free (addr);
+  }
+  g_list_free_full (elements, gst_object_unref);
+  return g_string_free (out, FALSE);
+}
+
 static void
 on_playing (Runner * r)
 {
+  gchar *where = listen_summary (r->pipeline);
+
   r->playing_since = g_get_monotonic_time ();
-  LOG ("playing %s\n", r->config->path);
+  LOG ("playing %s%s\n", r->config->path, where);
+  g_free (where);
   if (!r->notified_ready) {
     notify (r, "READY=1");
     r->notified_ready = TRUE;
