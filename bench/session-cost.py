@@ -121,7 +121,7 @@ def stats_counters(log_path):
     rows = []
     with open(log_path, errors="replace") as f:
         for line in f:
-            if not line.startswith("stats:"):
+            if not line.startswith("gst-spice-run: stats:"):
                 continue
             m = re.search(r"src: frames=(\d+)", line)
             n = re.search(r"stream-frames=(\d+)", line)

@@ -320,6 +320,60 @@ GST_START_TEST (test_start_line_listens)
 
 GST_END_TEST;
 
+/* The periodic stats line: prefixed like every runner line, short, the
+ * main figures of each element (a connected client counted) */
+GST_START_TEST (test_stats_line_short)
+{
+  gchar *serve = runner_process_shipped_pipeline ("serve-test");
+  gchar *log, *prefix, **lines, **l;
+  guint port = 0, n = 0;
+  SpiceRawSession *client;
+  Run *run;
+
+  run = run_start ("--stats-interval", "1", "-D", "LISTEN_PORT=0", serve,
+      NULL);
+  fail_unless (run_wait_log (run, "playing", 1, 30000));
+  log = run_log (run);
+  prefix = g_strdup_printf ("playing %s: s listens on 127.0.0.1:", serve);
+  fail_unless (strstr (log, prefix) != NULL, "%s", log);
+  port = atoi (strstr (log, prefix) + strlen (prefix));
+  g_free (log);
+  client = spice_raw_session_new (port, NULL, SPICE_RAW_DISPLAY_CAPS_ALL);
+  fail_unless (client != NULL);
+  /* a line written while the client is connected */
+  fail_unless (run_wait_log (run, "; s: clients=1 ", 1, 20000), "%s",
+      run_log (run));
+  spice_raw_session_free (client);
+  log = run_log (run);
+  lines = g_strsplit (log, "\n", -1);
+  for (l = lines; *l; l++) {
+    GRegex *re;
+
+    if (!strstr (*l, "stats:"))
+      continue;
+    n++;
+    fail_unless (g_str_has_prefix (*l, "gst-spice-run: stats: t: "), "%s",
+        *l);
+    fail_unless (strlen (*l) < 300, "%u bytes: %s", (guint) strlen (*l), *l);
+    re = g_regex_new ("^gst-spice-run: stats: t: frames-in=\\d+ "
+        "regions=\\d+ stream-frames=\\d+ stream-frames-dropped=\\d+; "
+        "s: clients=\\d+ stream-frames-in=\\d+ link-estimate-bps=\\d+ "
+        "clients-refused=0 auth-failures=0 closed-stalled=0$", 0, 0, NULL);
+    fail_unless (g_regex_match (re, *l, 0, NULL), "%s", *l);
+    g_regex_unref (re);
+  }
+  fail_unless (n >= 1);
+  g_strfreev (lines);
+  g_free (log);
+  run_signal (run, SIGTERM);
+  fail_unless_equals_int (run_wait_exit (run, 15000), 0);
+  run_free (run);
+  g_free (prefix);
+  g_free (serve);
+}
+
+GST_END_TEST;
+
 /* ---- restarts ---- */
 
 GST_START_TEST (test_restart_backoff_and_give_up)
@@ -1170,6 +1224,7 @@ runner_suite (void)
   tcase_add_test (tc, test_sighup_broken_file_keeps_pipeline);
   tcase_add_test (tc, test_restart_backoff_and_give_up);
   tcase_add_test (tc, test_start_line_listens);
+  tcase_add_test (tc, test_stats_line_short);
   tcase_add_test (tc, test_metrics_endpoint);
   tcase_add_test (tc, test_sd_notify_ready_and_watchdog);
   tcase_add_test (tc, test_property_errors);

@@ -1215,7 +1215,7 @@ on_stats_timer (gpointer user_data)
   gchar *line = r->pipeline ? runner_stats_line (r->pipeline) : NULL;
 
   if (line)
-    g_print ("stats: %s\n", line);
+    LOG ("stats: %s\n", line);
   g_free (line);
   return G_SOURCE_CONTINUE;
 }

@@ -136,15 +136,49 @@ value_as_double (const GValue * v, gdouble * out)
 
 /* ---- one log line ---- */
 
+/* The figures of the periodic log line, per factory: what an operator
+ * reads first; everything else is in the metrics. Other elements show
+ * their first LINE_OTHER_FIELDS numeric fields. */
+static const struct
+{
+  const gchar *factory;
+  const gchar *fields[7];
+} line_fields[] = {
+  {"spicesrc", {"frames", "width", "height", "reconnects", NULL}},
+  {"spicetiler", {"frames-in", "regions", "stream-frames",
+          "stream-frames-dropped", NULL}},
+  {"spicestreamenc", {"applied-bps", "output-bps", NULL}},
+  {"spicesink", {"clients", "stream-frames-in", "link-estimate-bps",
+          "clients-refused", "auth-failures", "closed-stalled", NULL}},
+};
+
+#define LINE_OTHER_FIELDS 4
+
+typedef struct
+{
+  GString *line;
+  guint left;                   /* fields still to show (other elements) */
+} LineContext;
+
+static void
+append_number (GString * line, const gchar * field, const GValue * v)
+{
+  gdouble d;
+
+  if (v && value_as_double (v, &d))
+    g_string_append_printf (line, " %s=%.15g", field, d);
+}
+
 static gboolean
 append_field (GQuark field, const GValue * v, gpointer user_data)
 {
-  GString *line = user_data;
+  LineContext *ctx = user_data;
   gdouble d;
 
-  if (!value_as_double (v, &d))
+  if (ctx->left == 0 || !value_as_double (v, &d))
     return TRUE;
-  g_string_append_printf (line, " %s=%.15g", g_quark_to_string (field), d);
+  append_number (ctx->line, g_quark_to_string (field), v);
+  ctx->left--;
   return TRUE;
 }
 
@@ -152,25 +186,38 @@ static void
 line_cb (GstElement * e, const gchar * label, const GstStructure * s,
     gpointer user_data)
 {
-  GString *line = user_data;
+  LineContext *ctx = user_data;
+  GstElementFactory *f = gst_element_get_factory (e);
+  const gchar *fname = f ? GST_OBJECT_NAME (f) : "";
+  guint i, j;
 
-  g_string_append_printf (line, "%s%s:", line->len ? "; " : "", label);
-  gst_structure_foreach (s, append_field, line);
+  g_string_append_printf (ctx->line, "%s%s:", ctx->line->len ? "; " : "",
+      label);
+  for (i = 0; i < G_N_ELEMENTS (line_fields); i++) {
+    if (strcmp (fname, line_fields[i].factory) != 0)
+      continue;
+    for (j = 0; line_fields[i].fields[j]; j++)
+      append_number (ctx->line, line_fields[i].fields[j],
+          gst_structure_get_value (s, line_fields[i].fields[j]));
+    return;
+  }
+  ctx->left = LINE_OTHER_FIELDS;
+  gst_structure_foreach (s, append_field, ctx);
 }
 
-/* "name: a=1 b=2; name2: ..." with the numeric top-level fields, or NULL
+/* "name: a=1 b=2; name2: ..." with each element's main figures, or NULL
  * when no element has stats. */
 gchar *
 runner_stats_line (GstElement * pipeline)
 {
-  GString *line = g_string_new (NULL);
+  LineContext ctx = { g_string_new (NULL), 0 };
 
-  runner_stats_foreach (pipeline, line_cb, line);
-  if (line->len == 0) {
-    g_string_free (line, TRUE);
+  runner_stats_foreach (pipeline, line_cb, &ctx);
+  if (ctx.line->len == 0) {
+    g_string_free (ctx.line, TRUE);
     return NULL;
   }
-  return g_string_free (line, FALSE);
+  return g_string_free (ctx.line, FALSE);
 }
 
 /* ---- Prometheus text format ---- */

@@ -19,6 +19,8 @@ GList *runner_pipeline_elements (GstElement * pipeline);
  * pipeline order. */
 void runner_stats_foreach (GstElement * pipeline, RunnerStatsFunc func,
     gpointer user_data);
+/* One short log line: each element's main figures (the metrics have
+ * them all), or NULL when no element has stats. */
 gchar *runner_stats_line (GstElement * pipeline);
 gchar *runner_stats_prometheus (GstElement * pipeline);
 /* Appends @value escaped for a Prometheus label value (\\, \", \n). */
