@@ -1417,7 +1417,11 @@ gst_spice_sink_class_init (GstSpiceSinkClass * klass)
   gst_element_class_add_static_pad_template (element_class, &audio_template);
   gst_element_class_set_static_metadata (element_class, "SPICE server sink",
       "Sink/Network", "Serves draws and encoded video streams to SPICE "
-      "clients", "gst-spice developers");
+      "clients. "
+      "Example: gst-launch-1.0 spicesrc uri=spice://127.0.0.1:5900 ! "
+      "spicetiler name=t t.draw ! s.draw t.stream ! spicestreamenc "
+      "encoder=\"vp8enc deadline=1\" ! s.stream_0 spicesink name=s port=5910",
+      "gst-spice developers");
 
   element_class->change_state = GST_DEBUG_FUNCPTR (gst_spice_sink_change_state);
   element_class->request_new_pad =

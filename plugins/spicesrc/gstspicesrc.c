@@ -2891,8 +2891,9 @@ gst_spice_src_class_init (GstSpiceSrcClass * klass)
   gst_element_class_set_static_metadata (element_class, "SPICE source",
       "Source/Video/Network",
       "Receives the display of a SPICE server (virtual machine) as raw video "
-      "with damage rectangles, and sends it navigation input",
-      "gst-spice developers");
+      "with damage rectangles, and sends it navigation input. "
+      "Example: gst-launch-1.0 spicesrc uri=spice://127.0.0.1:5900 ! "
+      "videoconvert ! autovideosink", "gst-spice developers");
 
   element_class->send_event = GST_DEBUG_FUNCPTR (gst_spice_src_send_event);
   bsrc_class->start = GST_DEBUG_FUNCPTR (gst_spice_src_start);

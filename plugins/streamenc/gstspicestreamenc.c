@@ -847,7 +847,11 @@ gst_spice_stream_enc_class_init (GstSpiceStreamEncClass * klass)
   gst_element_class_set_static_metadata (element_class,
       "SPICE stream encoder", "Codec/Encoder/Video",
       "A one-frame leaky queue and an encoder from a launch description; "
-      "applies spice-rate to the encoders it knows", "gst-spice project");
+      "applies spice-rate to the encoders it knows. "
+      "Example: gst-launch-1.0 videotestsrc is-live=true pattern=ball ! "
+      "spicetiler name=t t.draw ! s.draw t.stream ! spicestreamenc "
+      "encoder=\"vp8enc deadline=1\" ! s.stream_0 spicesink name=s port=5910",
+      "gst-spice developers");
 }
 
 static void

@@ -1383,8 +1383,11 @@ gst_spice_tiler_class_init (GstSpiceTilerClass * klass)
   gst_element_class_set_static_metadata (element_class,
       "SPICE tiler", "Filter/Converter/Video",
       "Diffs raw frames against what was sent and emits SPICE draws "
-      "(BITMAP/LZ4/JPEG) plus a raw video stream region",
-      "gst-spice developers");
+      "(BITMAP/LZ4/JPEG) plus a raw video stream region. "
+      "Example: gst-launch-1.0 videotestsrc is-live=true pattern=ball ! "
+      "spicetiler name=t t.draw ! s.draw t.stream ! queue "
+      "max-size-buffers=1 leaky=downstream ! vp8enc deadline=1 ! s.stream_0 "
+      "spicesink name=s port=5910", "gst-spice developers");
   element_class->change_state = gst_spice_tiler_change_state;
 
   gst_type_mark_as_plugin_api (GST_TYPE_SPICE_TILER_STREAMING, 0);

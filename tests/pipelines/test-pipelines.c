@@ -76,6 +76,105 @@ screenshot_until_exact (guint port, const guint8 * expected, gint ew, gint eh,
   return diff;
 }
 
+/* ---- each element's gst-inspect example ---- */
+
+/* The first element of @bin made by factory @name, or NULL */
+static GstElement *
+find_by_factory (GstElement * bin, const gchar * name)
+{
+  GstIterator *it = gst_bin_iterate_all_by_element_factory_name (GST_BIN
+      (bin), name);
+  GValue v = G_VALUE_INIT;
+  GstElement *e = NULL;
+
+  if (gst_iterator_next (it, &v) == GST_ITERATOR_OK) {
+    e = g_value_dup_object (&v);
+    g_value_unset (&v);
+  }
+  gst_iterator_free (it);
+  return e;
+}
+
+static gboolean
+got_draws (SpiceRawSession * s, gpointer data)
+{
+  return s->draws > 0;
+}
+
+/* Every element of the plugin ends its gst-inspect description with an
+ * example launch line that uses it; the line parses, and one that serves
+ * (with the test guest as its upstream and a free port instead of 5910)
+ * gives a SPICE client draws. The plugin's origin is the meson option's. */
+GST_START_TEST (test_inspect_examples)
+{
+  GstPlugin *plugin = gst_registry_find_plugin (gst_registry_get (), "spice");
+  GList *features = gst_registry_get_feature_list_by_plugin
+      (gst_registry_get (), "spice"), *l;
+  GuestProcess *guest = guest_process_start (NULL, NULL);
+  gchar *uri = guest ? guest_process_get_uri (guest) : NULL;
+  guint n = 0, served = 0;
+
+  fail_unless (plugin != NULL);
+  fail_unless_equals_string (gst_plugin_get_origin (plugin),
+      GST_SPICE_PACKAGE_ORIGIN);
+  gst_object_unref (plugin);
+  fail_unless (guest != NULL);
+  for (l = features; l; l = l->next) {
+    const gchar *name = GST_OBJECT_NAME (l->data), *desc, *ex;
+    GstElement *p, *self, *src, *sink;
+    GError *err = NULL;
+    SpiceRawSession *client;
+    gint port = -1;
+
+    if (!GST_IS_ELEMENT_FACTORY (l->data))
+      continue;
+    n++;
+    desc = gst_element_factory_get_metadata (l->data,
+        GST_ELEMENT_METADATA_DESCRIPTION);
+    ex = strstr (desc, " Example: gst-launch-1.0 ");
+    fail_unless (ex != NULL, "%s has no example: %s", name, desc);
+    ex += strlen (" Example: gst-launch-1.0 ");
+    p = gst_parse_launch (ex, &err);
+    fail_unless (p != NULL && err == NULL, "%s: %s: %s", name, ex,
+        err ? err->message : "");
+    self = find_by_factory (p, name);
+    fail_unless (self != NULL, "%s's example does not use it: %s", name, ex);
+    gst_object_unref (self);
+    sink = find_by_factory (p, "spicesink");
+    if (!sink) {
+      /* spicesrc ! videoconvert ! autovideosink: a window, not run here */
+      gst_object_unref (p);
+      continue;
+    }
+    if ((src = find_by_factory (p, "spicesrc"))) {
+      g_object_set (src, "uri", uri, NULL);
+      gst_object_unref (src);
+    }
+    g_object_set (sink, "port", 0, NULL);
+    fail_if (gst_element_set_state (p, GST_STATE_PLAYING) ==
+        GST_STATE_CHANGE_FAILURE, "%s: %s", name, ex);
+    g_object_get (sink, "bound-port", &port, NULL);
+    fail_unless (port > 0);
+    client = spice_raw_session_new (port, NULL, SPICE_RAW_DISPLAY_CAPS_ALL);
+    fail_unless (client != NULL, "%s: %s", name, ex);
+    spice_raw_session_pump (client, 30000 * test_time_factor (), got_draws,
+        NULL);
+    fail_unless (client->draws > 0, "%s: no draw from %s", name, ex);
+    spice_raw_session_free (client);
+    gst_element_set_state (p, GST_STATE_NULL);
+    gst_object_unref (sink);
+    gst_object_unref (p);
+    served++;
+  }
+  gst_plugin_feature_list_free (features);
+  fail_unless (n >= 4, "%u elements", n);
+  fail_unless (served >= 3, "%u examples served", served);
+  g_free (uri);
+  guest_process_stop (guest);
+}
+
+GST_END_TEST;
+
 /* ---- every shipped pipeline parses and finds its elements ---- */
 
 GST_START_TEST (test_shipped_pipelines_check)
@@ -697,6 +796,7 @@ pipelines_suite (void)
   tcase_add_checked_fixture (tc, setup, teardown);
   tcase_set_timeout (tc, 300);
   tcase_add_test (tc, test_shipped_pipelines_check);
+  tcase_add_test (tc, test_inspect_examples);
   tcase_add_loop_test (tc, test_pipeline_serves_exact_picture, 0,
       G_N_ELEMENTS (served));
   tcase_add_test (tc, test_upstream_killed_frames_resume);

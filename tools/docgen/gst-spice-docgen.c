@@ -80,6 +80,22 @@ mutable_text (GParamSpec * p)
   return "NULL state";
 }
 
+/* The long description ends with " Example: gst-launch-1.0 …" (what
+ * gst-inspect-1.0 shows): the text before it in *text, the launch line
+ * returned, or NULL when there is none. */
+static gchar *
+split_example (const gchar * description, gchar ** text)
+{
+  const gchar *ex = strstr (description, " Example: gst-launch-1.0 ");
+
+  if (!ex) {
+    *text = g_strdup (description);
+    return NULL;
+  }
+  *text = g_strndup (description, ex - description);
+  return g_strdup (ex + strlen (" Example: "));
+}
+
 static gboolean
 document_element (GString * out, const gchar * name)
 {
@@ -88,6 +104,7 @@ document_element (GString * out, const gchar * name)
   const GList *l;
   GParamSpec **props;
   GPtrArray *inherited;
+  gchar *text, *example;
   guint n, i;
 
   if (!f)
@@ -97,9 +114,21 @@ document_element (GString * out, const gchar * name)
     gst_object_unref (f);
     return FALSE;
   }
-  g_string_append_printf (out, "## %s\n\n%s — %s\n\n",
+  example = split_example (gst_element_factory_get_metadata (f,
+          GST_ELEMENT_METADATA_DESCRIPTION), &text);
+  if (!example) {
+    g_printerr ("gst-spice-docgen: %s: no 'Example: gst-launch-1.0 …' at "
+        "the end of its description\n", name);
+    g_free (text);
+    gst_object_unref (e);
+    gst_object_unref (f);
+    return FALSE;
+  }
+  g_string_append_printf (out, "## %s\n\n%s — %s\n\n```sh\n%s\n```\n\n",
       name, gst_element_factory_get_metadata (f, GST_ELEMENT_METADATA_LONGNAME),
-      gst_element_factory_get_metadata (f, GST_ELEMENT_METADATA_DESCRIPTION));
+      text, example);
+  g_free (text);
+  g_free (example);
   g_string_append_printf (out, "- Class: `%s`\n- Rank: %u\n- Plugin: `%s`\n\n",
       gst_element_factory_get_metadata (f, GST_ELEMENT_METADATA_KLASS),
       gst_plugin_feature_get_rank (GST_PLUGIN_FEATURE (f)),
@@ -192,9 +221,30 @@ main (int argc, char **argv)
       "(`gst-spice-docgen`); `gst-inspect-1.0 NAME` shows the same.\n\n");
   for (i = 2; i < argc; i++) {
     if (!document_element (out, argv[i])) {
-      g_printerr ("gst-spice-docgen: element '%s' not found\n", argv[i]);
+      g_printerr ("gst-spice-docgen: element '%s' not documented\n", argv[i]);
       status = 1;
     }
+  }
+  /* every element of the plugin is in the reference */
+  {
+    GList *features = gst_registry_get_feature_list_by_plugin
+        (gst_registry_get (), "spice"), *l;
+
+    for (l = features; l; l = l->next) {
+      const gchar *fname = GST_OBJECT_NAME (l->data);
+
+      if (GST_IS_ELEMENT_FACTORY (l->data) &&
+          !g_strv_contains ((const gchar * const *) argv + 2, fname)) {
+        g_printerr ("gst-spice-docgen: element '%s' of the plugin is not "
+            "listed (docs/meson.build)\n", fname);
+        status = 1;
+      }
+    }
+    if (!features) {
+      g_printerr ("gst-spice-docgen: no plugin 'spice'\n");
+      status = 1;
+    }
+    gst_plugin_feature_list_free (features);
   }
   if (!g_file_set_contents (argv[1], out->str, out->len, &err)) {
     g_printerr ("gst-spice-docgen: %s\n", err->message);
