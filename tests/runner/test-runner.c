@@ -44,6 +44,25 @@ typedef RunnerProcess Run;
 #define run_sync(log_out, ...) \
   runner_process_run_sync (tmpdir, 60000, log_out, __VA_ARGS__)
 
+/* Fails unless @log holds printf (@fmt, …) */
+static void
+assert_logged (const gchar * log, const gchar * fmt, ...)
+G_GNUC_PRINTF (2, 3);
+
+static void
+assert_logged (const gchar * log, const gchar * fmt, ...)
+{
+  va_list args;
+  gchar *expect;
+
+  va_start (args, fmt);
+  expect = g_strdup_vprintf (fmt, args);
+  va_end (args);
+  fail_unless (strstr (log, expect) != NULL, "expected '%s' in: %s", expect,
+      log);
+  g_free (expect);
+}
+
 static void
 setup (void)
 {
@@ -467,7 +486,7 @@ GST_START_TEST (test_property_errors)
   gchar *bin = runner_process_binary ();
   const gchar *argv[] = { bin, "--check", serve, NULL };
   const gchar *environ_abc[] = { "LISTEN_PORT=abc", NULL };
-  gchar *log = NULL, *text = NULL, *expect, *at;
+  gchar *log = NULL, *text = NULL, *at;
   guint port_line;
   Run *run;
 
@@ -492,19 +511,13 @@ GST_START_TEST (test_property_errors)
    * and where it was set (-D, an env file's line, the environment) */
   fail_unless_equals_int (run_sync (&log, "--check", "-D", "LISTEN_PORT=abc",
           serve, NULL), EXIT_PROPERTY);
-  expect = g_strdup_printf ("%s:%u: bad value for port of element spicesink: "
+  assert_logged (log, "%s:%u: bad value for port of element spicesink: "
       "\"abc\" (from LISTEN_PORT, set by -D)", serve, port_line);
-  fail_unless (strstr (log, expect) != NULL, "expected '%s' in: %s", expect,
-      log);
-  g_free (expect);
   g_free (log);
   fail_unless_equals_int (run_sync (&log, "--check", "--env-file", env, serve,
           NULL), EXIT_PROPERTY);
-  expect = g_strdup_printf ("%s:%u: bad value for port of element spicesink: "
+  assert_logged (log, "%s:%u: bad value for port of element spicesink: "
       "\"abc\" (from LISTEN_PORT, set at %s:2)", serve, port_line, env);
-  fail_unless (strstr (log, expect) != NULL, "expected '%s' in: %s", expect,
-      log);
-  g_free (expect);
   g_free (log);
   run = runner_process_start (tmpdir, argv, environ_abc);
   fail_unless_equals_int (run_wait_exit (run, 60000), EXIT_PROPERTY);
@@ -653,16 +666,13 @@ GST_START_TEST (test_password_file_content_refused)
   gchar *d_blank = g_strdup_printf ("PASSWORD_FILE=%s", blank);
   gchar *d_long = g_strdup_printf ("PASSWORD_FILE=%s", toolong);
   gchar *d_max = g_strdup_printf ("PASSWORD_FILE=%s", max);
-  gchar *log = NULL, *expect;
+  gchar *log = NULL;
 
   fail_unless_equals_int (run_sync (&log, "--check", "-D", d_empty, serve,
           NULL), EXIT_REFUSED);
-  expect = g_strdup_printf ("element s: password file %s: its first line is "
+  assert_logged (log, "element s: password file %s: its first line is "
       "empty (it must hold the password, 1 to 60 bytes) (from PASSWORD_FILE, "
       "set by -D)", empty);
-  fail_unless (strstr (log, expect) != NULL, "expected '%s' in: %s", expect,
-      log);
-  g_free (expect);
   g_free (log);
   fail_unless_equals_int (run_sync (&log, "--check", "-D", d_blank, serve,
           NULL), EXIT_REFUSED);

@@ -375,43 +375,56 @@ nearest_property (const gchar * element, const gchar * prop, gchar *** names)
   return pipeline_nearest_name (prop, (const gchar * const *) *names);
 }
 
-/* Logs a parse error by its cause and returns the exit code. */
-/* Where @prop=@value of @c's pipeline comes from, for messages: in *where
- * "FILE:LINE" of the pipeline line that sets it (FILE alone when none
- * does); returned, " (from NAME, set at ENV-FILE:LINE)" for each variable
- * that the value uses (by -D, in the environment, or its default), or "". */
-static gchar *
-value_origin (Config * c, const gchar * prop, const gchar * value,
-    gchar ** where)
+/* Logs "FILE:LINE: MESSAGE (from NAME, set at ENV-FILE:LINE)": the line of
+ * @c's pipeline file that sets @prop to @value (FILE alone when none does),
+ * and for each variable that the value uses, where it was set (by -D, an
+ * env file's line, the environment, or not: the file's default). */
+static void
+log_value_error (Config * c, const gchar * prop, const gchar * value,
+    const gchar * fmt, ...)
+G_GNUC_PRINTF (4, 5);
+
+     static void log_value_error (Config * c, const gchar * prop,
+    const gchar * value, const gchar * fmt, ...)
 {
   GPtrArray *names = NULL;
   guint line = pipeline_text_find_property (c->text, c->vars, prop, value,
       &names);
-  GString *out = g_string_new (NULL);
+  GString *from = g_string_new (NULL);
+  va_list args;
+  gchar *msg;
   guint i;
 
-  *where = line ? g_strdup_printf ("%s:%u", c->path, line) : g_strdup (c->path);
   for (i = 0; i < names->len; i++) {
     const gchar *n = g_ptr_array_index (names, i);
     const gchar *o = g_hash_table_lookup (c->origins, n);
     const gchar *v = g_hash_table_lookup (c->vars, n);
 
-    g_string_append_printf (out, "%s%s, ", i ? "; " : " (from ", n);
+    g_string_append_printf (from, "%s%s, ", i ? "; " : " (from ", n);
     if (g_strcmp0 (o, "-D") == 0)
-      g_string_append (out, "set by -D");
+      g_string_append (from, "set by -D");
     else if (o)
-      g_string_append_printf (out, "set at %s", o);
+      g_string_append_printf (from, "set at %s", o);
     else if (v && *v)
-      g_string_append (out, "set in the environment");
+      g_string_append (from, "set in the environment");
     else
-      g_string_append (out, "not set: the file's default");
+      g_string_append (from, "not set: the file's default");
   }
   if (names->len)
-    g_string_append_c (out, ')');
+    g_string_append_c (from, ')');
+  va_start (args, fmt);
+  msg = g_strdup_vprintf (fmt, args);
+  va_end (args);
+  if (line)
+    LOG ("%s:%u: %s%s\n", c->path, line, msg, from->str);
+  else
+    LOG ("%s: %s%s\n", c->path, msg, from->str);
+  g_free (msg);
+  g_string_free (from, TRUE);
   g_ptr_array_unref (names);
-  return g_string_free (out, FALSE);
 }
 
+/* Logs a parse error by its cause and returns the exit code. */
 static gint
 report_parse_error (Config * c, GstParseContext * ctx, const GError * err)
 {
@@ -439,14 +452,13 @@ report_parse_error (Config * c, GstParseContext * ctx, const GError * err)
   } else if (err && err->domain == GST_PARSE_ERROR &&
       err->code == GST_PARSE_ERROR_COULD_NOT_SET_PROPERTY) {
     gchar *prop = quoted_word (msg, 0), *el = quoted_word (msg, 1);
-    gchar *value = quoted_word (msg, 2), *where = NULL;
-    gchar *from = prop ? value_origin (c, prop, value, &where) : NULL;
+    gchar *value = quoted_word (msg, 2);
 
-    LOG ("%s: bad value for %s of element %s: \"%s\"%s\n",
-        where ? where : path, prop ? prop : "?", el ? el : "?",
-        value ? value : msg, from ? from : "");
-    g_free (where);
-    g_free (from);
+    if (prop)
+      log_value_error (c, prop, value, "bad value for %s of element %s: "
+          "\"%s\"", prop, el ? el : "?", value ? value : msg);
+    else
+      LOG ("%s: %s\n", path, msg);
     g_free (prop);
     g_free (el);
     g_free (value);
@@ -495,10 +507,6 @@ uri_for_log (const gchar * uri)
   return q ? g_strndup (uri, q - uri) : g_strdup (uri);
 }
 
-/* What the elements would refuse at start, found before anything stops:
- * unreadable password, CA, certificate and key files, bad URIs, a
- * listening address that is not loopback without a password. Logs one line
- * and returns FALSE. */
 /* A password file that the elements would refuse at start (empty, or a
  * first line longer than a SPICE password): logged by its cause. */
 static gboolean
@@ -506,22 +514,22 @@ check_password_file (Config * c, GstElement * e, const gchar * file)
 {
   GError *err = NULL;
   gchar *secret = gst_spice_read_password_file (file, &err);
-  gchar *where, *from;
 
   if (secret) {
     memset (secret, 0, strlen (secret));
     g_free (secret);
     return TRUE;
   }
-  from = value_origin (c, "password-file", file, &where);
-  LOG ("%s: element %s: %s%s\n", where, GST_OBJECT_NAME (e), err->message,
-      from);
-  g_free (where);
-  g_free (from);
+  log_value_error (c, "password-file", file, "element %s: %s",
+      GST_OBJECT_NAME (e), err->message);
   g_error_free (err);
   return FALSE;
 }
 
+/* What the elements would refuse at start, found before anything stops:
+ * unreadable password, CA, certificate and key files, bad URIs, a
+ * listening address that is not loopback without a password. Logs one line
+ * and returns FALSE. */
 static gboolean
 check_element (Config * c, GstElement * e)
 {
@@ -538,12 +546,9 @@ check_element (Config * c, GstElement * e)
   for (i = 0; ok && i < G_N_ELEMENTS (files); i++) {
     if ((s = get_string (e, files[i][0])) && g_access (s, R_OK) != 0) {
       const gchar *why = g_strerror (errno);
-      gchar *where, *from = value_origin (c, files[i][0], s, &where);
 
-      LOG ("%s: element %s: cannot read %s %s: %s%s\n", where, name,
-          files[i][1], s, why, from);
-      g_free (where);
-      g_free (from);
+      log_value_error (c, files[i][0], s, "element %s: cannot read %s %s: "
+          "%s", name, files[i][1], s, why);
       ok = FALSE;
     } else if (s && i == 0 && !check_password_file (c, e, s)) {
       ok = FALSE;
@@ -558,11 +563,9 @@ check_element (Config * c, GstElement * e)
       gchar **parts = g_strsplit (err ? err->message : "refused", s, -1);
       /* the element's message may quote the URI, password and all */
       gchar *why = g_strjoinv (shown, parts);
-      gchar *where, *from = value_origin (c, "uri", s, &where);
 
-      LOG ("%s: element %s: bad URI %s: %s%s\n", where, name, shown, why, from);
-      g_free (where);
-      g_free (from);
+      log_value_error (c, "uri", s, "element %s: bad URI %s: %s", name, shown,
+          why);
       g_strfreev (parts);
       g_free (why);
       g_free (shown);
@@ -580,13 +583,9 @@ check_element (Config * c, GstElement * e)
 
     g_object_get (e, "disable-ticketing", &open, NULL);
     if (a && !g_inet_address_get_is_loopback (a) && !pw && !pwf && !open) {
-      gchar *where, *from = value_origin (c, "address", s, &where);
-
-      LOG ("%s: element %s listens on %s without a password: set "
-          "PASSWORD_FILE (or disable-ticketing=true to allow anyone)%s\n",
-          where, name, s, from);
-      g_free (where);
-      g_free (from);
+      log_value_error (c, "address", s, "element %s listens on %s without a "
+          "password: set PASSWORD_FILE (or disable-ticketing=true to allow "
+          "anyone)", name, s);
       ok = FALSE;
     }
     g_clear_object (&a);
