@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 
-from optest import check, finish, free_port, screenshot_once, \
+from optest import check, finish, free_ports, screenshot_once, \
     skip_if_sanitized
 import unitsandbox
 
@@ -301,7 +301,7 @@ def main():
 
         # the guide: copy example.conf to CONFDIR/vm1.conf, edit UPSTREAM
         # and the port
-        gport, lport = free_port(), free_port()
+        gport, lport = free_ports(2)
         conf = os.path.join(rel(confdir), "vm1.conf")
         shutil.copy(os.path.join(rel(docdir), "examples", "example.conf"), conf)
         lines = []
