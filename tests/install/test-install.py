@@ -154,8 +154,8 @@ def wx():
 def ns():
     if libc.unshare(0x00020000) != 0:
         raise OSError(ctypes.get_errno(), "unshare")
-print({"netlink": err(lambda: socket.socket(socket.AF_NETLINK,
-                                            socket.SOCK_RAW, 0)),
+print({"packet": err(lambda: socket.socket(socket.AF_PACKET,
+                                           socket.SOCK_RAW, 0)),
        "inet6": err(lambda: socket.socket(socket.AF_INET6).close()),
        "write_usr": err(lambda: open("/usr/gst-spice-probe", "w")),
        "mmap_wx": err(wx), "unshare": err(ns),
@@ -184,12 +184,12 @@ def sandbox_refuses(items, tmp):
         got = eval(r.stdout.strip().splitlines()[-1], {})
     except (IndexError, SyntaxError):
         got = {}
-    want = {"netlink": "EAFNOSUPPORT", "inet6": "allowed",
+    want = {"packet": "EAFNOSUPPORT", "inet6": "allowed",
             "write_usr": "EROFS", "mmap_wx": "EPERM", "unshare": "EPERM",
             "uid": SERVICE_UID, "umask": 0o077, "home": [],
             "dev_sda": False, "procs": 2}
     check(r.returncode == 0 and got == want,
-          "under the sandbox: netlink sockets, writes below /usr, W+X "
+          "under the sandbox: packet sockets, writes below /usr, W+X "
           "memory, namespaces refused; own uid, umask 0077, no home, no "
           "disks, only itself in /proc: %s %s" % (got, r.stderr[-500:]))
     r = subprocess.run(argv + ["setuid"], capture_output=True, text=True,
@@ -378,7 +378,7 @@ def main():
                 argv = unitsandbox.command(
                     items, argv, os.path.join(tmp, "seccomp.json"),
                     ro_binds=[tmp], rw_binds=[cache], uid=SERVICE_UID,
-                    info_fd=info[1])
+                    info_fd=info[1], user="gst-spice-vm1")
             proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
                                     stdout=log, stderr=subprocess.STDOUT,
                                     cwd="/", pass_fds=info[1:] if info else ())
@@ -411,6 +411,10 @@ def main():
             text = open(log.name).read()
             check("SIGSYS" not in text and code != 128 + signal.SIGSYS,
                   "no system call outside the unit's filter")
+            check("CRITICAL" not in text and "WARNING" not in text,
+                  "no GLib warning under the sandbox: %s" % [
+                      l for l in text.splitlines()
+                      if "CRITICAL" in l or "WARNING" in l])
             if not ok or code != 0:
                 print(text)
             return text

@@ -24,7 +24,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 # the unit's settings this module applies, and how
 COVERED = {
-    "DynamicUser": "setpriv: an unprivileged uid/gid without groups",
+    "DynamicUser": "setpriv: an unprivileged uid/gid without groups, "
+                   "known to /etc/passwd and /etc/group (as nss-systemd "
+                   "makes it known), HOME=/, USER, LOGNAME, SHELL",
     "CapabilityBoundingSet": "setpriv --bounding-set (empty: -all)",
     "AmbientCapabilities": "setpriv --inh-caps=-all --ambient-caps=-all",
     "NoNewPrivileges": "setpriv --no-new-privs",
@@ -164,15 +166,33 @@ def available():
 
 
 def command(items, argv, spec_path, ro_binds=(), rw_binds=(), uid=61234,
-            info_fd=None):
+            info_fd=None, user="gst-spice"):
     """The argv running @argv under the unit's sandbox (@items: its
     [Service] assignments). @spec_path: where to write the seccomp spec
     (it must be inside a bound path). @ro_binds / @rw_binds: paths the
     service sees (read-only / writable) through PrivateTmp= and
     ProtectSystem=strict, as ReadWritePaths=, CacheDirectory= and the
-    install do. @info_fd: bwrap writes the service's pid there (JSON)."""
+    install do. @info_fd: bwrap writes the service's pid there (JSON).
+    @uid, @user: the DynamicUser's."""
+    spec = spec_of(items)
+    spec["env"] = {}
+    etc = []
+    if yes(items, "DynamicUser"):
+        # what systemd sets for a dynamic user, and nss-systemd resolves
+        spec["env"] = {"HOME": "/", "USER": user, "LOGNAME": user,
+                       "SHELL": "/usr/sbin/nologin"}
+        d = os.path.dirname(os.path.abspath(spec_path))
+        for name, line in (
+                ("passwd", "%s:x:%d:%d:Dynamic User:/:/usr/sbin/nologin\n"
+                 % (user, uid, uid)),
+                ("group", "%s:x:%d:\n" % (user, uid))):
+            path = os.path.join(d, name)
+            with open(path, "w") as f:
+                f.write(open("/etc/" + name).read() + line)
+            os.chmod(path, 0o644)
+            etc += ["--ro-bind", path, "/etc/" + name]
     with open(spec_path, "w") as f:
-        json.dump(spec_of(items), f)
+        json.dump(spec, f)
     b = ["bwrap", "--die-with-parent", "--ro-bind", "/", "/"]
     if yes(items, "PrivateDevices"):
         b += ["--dev", "/dev"]
@@ -195,6 +215,7 @@ def command(items, argv, spec_path, ro_binds=(), rw_binds=(), uid=61234,
         b += ["--ro-bind", p, p]
     for p in rw_binds:
         b += ["--bind", p, p]
+    b += etc
     if info_fd is not None:
         b += ["--info-fd", str(info_fd)]
     b += ["--"]
@@ -296,6 +317,7 @@ def main():
     spec = json.load(open(sys.argv[2]))
     argv = sys.argv[4:]
     os.umask(spec["umask"])
+    os.environ.update(spec["env"])
     _load_filters(spec)
     os.execv(argv[0], argv)
 
