@@ -17,6 +17,7 @@
 #   test-install.py BUILD_DIR
 # SPDX-License-Identifier: LGPL-2.1-or-later
 
+import ast
 import json
 import os
 import re
@@ -181,8 +182,8 @@ def sandbox_refuses(items, tmp):
     r = subprocess.run(argv, capture_output=True, text=True, cwd="/",
                        env={"PATH": "/usr/bin:/bin"})
     try:
-        got = eval(r.stdout.strip().splitlines()[-1], {})
-    except (IndexError, SyntaxError):
+        got = ast.literal_eval(r.stdout.strip().splitlines()[-1])
+    except (IndexError, SyntaxError, ValueError):
         got = {}
     want = {"packet": "EAFNOSUPPORT", "inet6": "allowed",
             "write_usr": "EROFS", "mmap_wx": "EPERM", "unshare": "EPERM",
