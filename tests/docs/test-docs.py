@@ -518,6 +518,16 @@ COMMANDS = {
     "remote-viewer --spice-ca-file=ca-cert.pem --spice-host-subject=\"C=XX,O=Example,CN=gw1.example.org\" \"spice://gw1.example.org?tls-port=5911\"":
         elsewhere("tests/tls (tls-sink: spice-gtk with ca-file and "
                   "cert-subject, refused with a wrong CA or subject)"),
+    "systemd-analyze security gst-spice@vm1": elsewhere(
+        "tests/install (unit-security: systemd-analyze security "
+        "--offline=yes on the unit as built, at most 2.5)"),
+    "kubectl create secret tls gst-spice-vm1-tls --cert=server-cert.pem --key=server-key.pem":
+        elsewhere("tests/scale/test-k8s.py (a certificate and key made by "
+                  "the test, mounted where the Secret is; a spice-gtk client "
+                  "over TLS gets the picture)"),
+    "podman build -f tools/k8s/Containerfile -t registry.example.com/gst-spice:0.1.0 .":
+        elsewhere("tests/scale/test-k8s.py (lints the Containerfile; the "
+                  "suite has no container runtime and pulls no image)"),
     "kubectl apply -f gst-spice-vm1.yaml": elsewhere(
         "tests/scale/test-k8s.py (the manifests against the Kubernetes API "
         "types, their container command run against a test guest)"),

@@ -33,6 +33,19 @@ def free_port():
     return port
 
 
+def free_ports(n):
+    """@n different free ports (free_port() twice may give the same one)"""
+    socks = []
+    for _ in range(n):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
 def wait_port(port, timeout=20):
     """True once something accepts TCP connections on 127.0.0.1:@port,
     False after @timeout seconds."""

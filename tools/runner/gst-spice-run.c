@@ -52,6 +52,7 @@
 #include "pipeline-file.h"
 #include "runner-events.h"
 #include "runner-metrics.h"
+#include "runner-registry.h"
 #include "runner-stats.h"
 
 /* an element property that does not exist or does not take the value */
@@ -1377,6 +1378,13 @@ main (int argc, char **argv)
     LOG ("--max-restarts must be >= 0, --eos-timeout > 0, --backoff-max "
         ">= 1, --reload-check >= 0\n");
     return EX_USAGE;
+  }
+  {
+    gchar *retried = runner_registry_retry_blacklisted ();
+
+    if (retried)
+      LOG ("blacklisted in the registry cache, scanned again: %s\n", retried);
+    g_free (retried);
   }
   if (check)
     return run_check (&r);
