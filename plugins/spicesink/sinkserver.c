@@ -1130,6 +1130,54 @@ listen_on (GInetAddress * addr, gint port, gint * bound, GError ** error)
   return sock;
 }
 
+/* A listening TCP socket of the owner's (listen-fd): a duplicate of its
+ * own, so that the owner's stays open when this one closes. *@loopback is
+ * cleared when it listens on an address that is not loopback. */
+static GSocket *
+listen_adopt (gint fd, gint * bound, gboolean * loopback, GError ** error)
+{
+  gint own = fcntl (fd, F_DUPFD_CLOEXEC, 3);
+  GSocket *sock;
+  GSocketAddress *local;
+  gint listening = 0;
+  socklen_t len = sizeof (listening);
+
+  if (own < 0) {
+    g_set_error (error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_SETTINGS,
+        "listen fd %d: %s", fd, g_strerror (errno));
+    return NULL;
+  }
+  if (getsockopt (own, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 ||
+      !listening) {
+    g_set_error (error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_SETTINGS,
+        "listen fd %d is not a listening socket", fd);
+    close (own);
+    return NULL;
+  }
+  sock = g_socket_new_from_fd (own, error);
+  if (!sock) {
+    close (own);
+    return NULL;
+  }
+  local = g_socket_get_local_address (sock, NULL);
+  if (!G_IS_INET_SOCKET_ADDRESS (local) ||
+      g_socket_get_protocol (sock) != G_SOCKET_PROTOCOL_TCP) {
+    g_set_error (error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_SETTINGS,
+        "listen fd %d is not a TCP socket", fd);
+    g_clear_object (&local);
+    g_object_unref (sock);
+    return NULL;
+  }
+  /* shared with the owner's copy: nobody else reads it while we do */
+  g_socket_set_blocking (sock, FALSE);
+  *bound = g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (local));
+  if (!g_inet_address_get_is_loopback (g_inet_socket_address_get_address
+          (G_INET_SOCKET_ADDRESS (local))))
+    *loopback = FALSE;
+  g_object_unref (local);
+  return sock;
+}
+
 /* the element's state change (NULL -> READY) */
 gboolean
 sink_server_start (SinkServer * server, GError ** error)
@@ -1138,6 +1186,7 @@ sink_server_start (SinkServer * server, GError ** error)
   GInetAddress *addr;
   const gchar *astr = set->address ? set->address : "127.0.0.1";
   gint ports[2] = { set->port, set->tls_port };
+  gint fds[2] = { set->listen_fd, set->tls_listen_fd };
   guint i;
 
   if (g_strcmp0 (astr, "localhost") == 0)
@@ -1157,12 +1206,12 @@ sink_server_start (SinkServer * server, GError ** error)
         "who can reach the port", astr);
     goto fail;
   }
-  if (set->port < 0 && set->tls_port < 0) {
+  if (set->port < 0 && set->tls_port < 0 && fds[0] < 0 && fds[1] < 0) {
     g_set_error (error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_SETTINGS,
         "neither 'port' nor 'tls-port' is set");
     goto fail;
   }
-  if (set->tls_port >= 0) {
+  if (set->tls_port >= 0 || fds[1] >= 0) {
     /* "" is unset: pipelines pass tls-cert-file="${TLS_CERT_FILE:-}" */
     if (!set->cert_file || !*set->cert_file || !set->key_file ||
         !*set->key_file) {
@@ -1180,14 +1229,32 @@ sink_server_start (SinkServer * server, GError ** error)
     goto fail;
   for (i = 0; i < 2; i++) {
     server->bound_port[i] = -1;
-    if (ports[i] < 0)
+    if (fds[i] >= 0)
+      server->listen_sock[i] = listen_adopt (fds[i], &server->bound_port[i],
+          &server->loopback, error);
+    else if (ports[i] >= 0)
+      server->listen_sock[i] = listen_on (addr, ports[i],
+          &server->bound_port[i], error);
+    else
       continue;
-    server->listen_sock[i] = listen_on (addr, ports[i],
-        &server->bound_port[i], error);
     if (!server->listen_sock[i])
       goto fail;
   }
   g_clear_object (&addr);
+  /* an adopted socket decides: on another address it needs a password */
+  if (!server->loopback && !password_required (server) &&
+      !set->disable_ticketing) {
+    g_set_error (error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_SETTINGS,
+        "refusing to listen on a non-loopback address without a password: "
+        "set 'password', or set 'disable-ticketing=true' to allow anyone "
+        "who can reach the port");
+    goto fail;
+  }
+  g_mutex_lock (&server->lock);
+  server->shared.ports[0] = server->bound_port[0];
+  server->shared.ports[1] = server->bound_port[1];
+  server->shared.redirected = FALSE;
+  g_mutex_unlock (&server->lock);
 
   server->env.mm_base_us = g_get_monotonic_time ();
   server->last_stats_us = server->env.mm_base_us;
@@ -1304,6 +1371,28 @@ sink_server_stop (SinkServer * server)
   g_clear_pointer (&server->rate_buckets, g_hash_table_unref);
   g_clear_pointer (&server->event_slots, g_hash_table_unref);
   g_mutex_unlock (&server->lock);
+}
+
+/* any thread */
+guint
+sink_server_redirect (SinkServer * server)
+{
+  guint n = 0, i;
+  GList *l;
+
+  g_mutex_lock (&server->lock);
+  /* no new connection: the next pipeline accepts them on the same
+   * socket; a main channel that links from now on is redirected too */
+  server->shared.redirected = TRUE;
+  for (i = 0; i < 2; i++)
+    if (server->listen_src[i])
+      g_source_destroy (server->listen_src[i]);
+  for (l = server->sessions; l; l = l->next)
+    if (sink_main_redirect (l->data))
+      n++;
+  g_mutex_unlock (&server->lock);
+  GST_INFO_OBJECT (server->owner, "%u client(s) asked to reconnect", n);
+  return n;
 }
 
 /* the element's READY -> NULL, after sink_server_stop() */
