@@ -146,11 +146,14 @@ sink_main_redirect (SinkSession * s)
   ports[1] = s->shared->ports[1];
   ports[tls ? 1 : 0] = g_inet_socket_address_get_port (local);
   host = g_inet_address_to_string (g_inet_socket_address_get_address (local));
-  GST_INFO ("session %08x: %s asked to reconnect to %s port %d tls-port %d",
-      s->id, s->peer, host, ports[0], ports[1]);
+  GST_INFO ("session %08x: %s asked to reconnect to %s port %d tls-port %d "
+      "(subject %s)", s->id, s->peer, host, ports[0], ports[1],
+      GST_STR_NULL (s->shared->cert_subject));
   a = g_byte_array_new ();
+  /* the client verifies the certificate by its subject then, not by the
+   * address it is sent to */
   gst_spice_wire_write_switch_host (a, (guint16) MAX (ports[0], 0),
-      (guint16) MAX (ports[1], 0), host, NULL);
+      (guint16) MAX (ports[1], 0), host, s->shared->cert_subject);
   sink_conn_send (s->main, SPICE_MSG_MAIN_MIGRATE_SWITCH_HOST, a, NULL);
   g_byte_array_unref (a);
   g_free (host);

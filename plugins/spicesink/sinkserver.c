@@ -1130,6 +1130,72 @@ listen_on (GInetAddress * addr, gint port, gint * bound, GError ** error)
   return sock;
 }
 
+/* The subject of @cert the way spice-gtk's cert-subject reads it:
+ * "KEY=VALUE" in the certificate's order (which GLib's TLS backends keep),
+ * joined by ',', with ',' and '\\' escaped by '\\'. NULL for a subject that
+ * cannot be written so (a multi-valued or hex-encoded name). */
+static gchar *
+cert_subject_for_spice (GTlsCertificate * cert)
+{
+  gchar *dn = g_tls_certificate_get_subject_name (cert);
+  GPtrArray *rdns = g_ptr_array_new_with_free_func (g_free);
+  GString *cur = g_string_new (NULL), *out = NULL;
+  gboolean ok = dn != NULL && *dn != '\0';
+  const gchar *p;
+  gchar c;
+  guint i;
+
+  for (p = dn; ok && *p; p++) {
+    if (*p == '\\') {
+      p++;
+      /* \XX (hex) is a byte of UTF-8; anything else stands for itself */
+      if (g_ascii_isxdigit (p[0]) && g_ascii_isxdigit (p[1])) {
+        c = (gchar) (g_ascii_xdigit_value (p[0]) * 16 +
+            g_ascii_xdigit_value (p[1]));
+        p++;
+      } else if (*p) {
+        c = *p;
+      } else {
+        ok = FALSE;
+        break;
+      }
+      /* spice's own escapes */
+      if (c == ',' || c == '\\')
+        g_string_append_c (cur, '\\');
+      g_string_append_c (cur, c);
+    } else if (*p == '+' || (*p == '#' && cur->len > 0 &&
+            cur->str[cur->len - 1] == '=')) {
+      ok = FALSE;
+    } else if (*p == ',') {
+      g_ptr_array_add (rdns, g_string_free (cur, FALSE));
+      cur = g_string_new (NULL);
+    } else {
+      g_string_append_c (cur, *p);
+    }
+  }
+  g_ptr_array_add (rdns, g_string_free (cur, FALSE));
+  if (ok) {
+    out = g_string_new (NULL);
+    for (i = 0; i < rdns->len; i++) {
+      const gchar *rdn = g_ptr_array_index (rdns, i);
+
+      if (!strchr (rdn, '=')) {
+        ok = FALSE;
+        break;
+      }
+      g_string_append_printf (out, "%s%s", out->len ? "," : "", rdn);
+    }
+  }
+  g_ptr_array_unref (rdns);
+  g_free (dn);
+  if (!ok) {
+    if (out)
+      g_string_free (out, TRUE);
+    return NULL;
+  }
+  return g_string_free (out, FALSE);
+}
+
 /* A listening TCP socket of the owner's (listen-fd): a duplicate of its
  * own, so that the owner's stays open when this one closes. *@loopback is
  * cleared when it listens on an address that is not loopback. */
@@ -1187,6 +1253,7 @@ sink_server_start (SinkServer * server, GError ** error)
   const gchar *astr = set->address ? set->address : "127.0.0.1";
   gint ports[2] = { set->port, set->tls_port };
   gint fds[2] = { set->listen_fd, set->tls_listen_fd };
+  gchar *subject = NULL;
   guint i;
 
   if (g_strcmp0 (astr, "localhost") == 0)
@@ -1223,6 +1290,10 @@ sink_server_start (SinkServer * server, GError ** error)
         set->key_file, error);
     if (!server->cert)
       goto fail;
+    subject = cert_subject_for_spice (server->cert);
+    if (!subject)
+      GST_WARNING_OBJECT (server->owner, "the certificate's subject cannot be "
+          "given to clients; those sent elsewhere verify the host name");
   }
   server->env.ticket_key = gst_spice_ticket_key_new (error);
   if (!server->env.ticket_key)
@@ -1254,6 +1325,8 @@ sink_server_start (SinkServer * server, GError ** error)
   server->shared.ports[0] = server->bound_port[0];
   server->shared.ports[1] = server->bound_port[1];
   server->shared.redirected = FALSE;
+  g_free (server->shared.cert_subject);
+  server->shared.cert_subject = g_steal_pointer (&subject);
   g_mutex_unlock (&server->lock);
 
   server->env.mm_base_us = g_get_monotonic_time ();
@@ -1288,6 +1361,7 @@ sink_server_start (SinkServer * server, GError ** error)
   return TRUE;
 
 fail:
+  g_free (subject);
   g_clear_object (&addr);
   for (i = 0; i < 2; i++)
     g_clear_object (&server->listen_sock[i]);
@@ -1370,6 +1444,7 @@ sink_server_stop (SinkServer * server)
   g_mutex_lock (&server->lock);
   g_clear_pointer (&server->rate_buckets, g_hash_table_unref);
   g_clear_pointer (&server->event_slots, g_hash_table_unref);
+  g_clear_pointer (&server->shared.cert_subject, g_free);
   g_mutex_unlock (&server->lock);
 }
 

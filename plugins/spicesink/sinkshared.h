@@ -44,6 +44,9 @@ typedef struct
    * were asked to reconnect (sink_server_redirect()); lock held */
   gint ports[2];
   gboolean redirected;
+  /* the TLS certificate's subject as spice-gtk's cert-subject writes it
+   * (sink_server_start()), NULL without one */
+  gchar *cert_subject;
 } SinkShared;
 
 /* what a session asks its owner for (SinkSessionHooks.on_wants) */
