@@ -2,7 +2,9 @@
  * shipped transcode-vp8 pipeline, run by the runner from an env file,
  * serves the real test guest; a spice-gtk client (spice-test-client) and
  * remote-viewer under Xvfb stay connected through a reload that changes
- * VP8_BITRATE and show the guest's picture again.
+ * VP8_BITRATE and show the guest's picture again; over TLS too, with a
+ * certificate the client checks by its subject (no name of the address
+ * in it: the sink sends the subject along).
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
 #include <gst/check/gstcheck.h>
@@ -20,6 +22,10 @@
 
 static gchar *tmpdir;
 
+/* with a comma to escape; no subjectAltName: 127.0.0.1 is not its name */
+#define RELOAD_SUBJECT_ARG "/C=XX/O=gst-spice, reload/CN=reload.test"
+#define RELOAD_SUBJECT "C=XX,O=gst-spice\\, reload,CN=reload.test"
+
 static void
 setup (void)
 {
@@ -33,16 +39,43 @@ teardown (void)
   tmpdir = NULL;
 }
 
+/* A CA (ca.pem) and a server certificate it signed (cert.pem, key.pem)
+ * in tmpdir */
+static void
+make_certificates (void)
+{
+  const gchar *ca[] = { "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+    "-keyout", "ca-key.pem", "-out", "ca.pem", "-days", "2", "-subj",
+    "/CN=reload CA", NULL
+  };
+  const gchar *csr[] = { "req", "-newkey", "rsa:2048", "-nodes", "-keyout",
+    "key.pem", "-out", "server.csr", "-subj", RELOAD_SUBJECT_ARG, NULL
+  };
+  const gchar *sign[] = { "x509", "-req", "-in", "server.csr", "-CA",
+    "ca.pem", "-CAkey", "ca-key.pem", "-CAcreateserial", "-out", "cert.pem",
+    "-days", "2", NULL
+  };
+
+  fail_unless (test_run_openssl (tmpdir, ca));
+  fail_unless (test_run_openssl (tmpdir, csr));
+  fail_unless (test_run_openssl (tmpdir, sign));
+}
+
+/* transcode-vp8's variables: plain on @port, or TLS only */
 static gchar *
-write_env (const gchar * upstream, guint port, guint bitrate)
+write_env (const gchar * upstream, guint port, gboolean tls, guint bitrate)
 {
   gchar *pipeline = runner_process_shipped_pipeline ("transcode-vp8");
-  gchar *text = g_strdup_printf ("PIPELINE=%s\nUPSTREAM=%s\nLISTEN_PORT=%u\n"
-      "VP8_BITRATE=%u\n", pipeline, upstream, port, bitrate);
+  gchar *listen = tls ? g_strdup_printf ("LISTEN_PORT=-1\nTLS_PORT=%u\n"
+      "TLS_CERT_FILE=%s/cert.pem\nTLS_KEY_FILE=%s/key.pem\n", port, tmpdir,
+      tmpdir) : g_strdup_printf ("LISTEN_PORT=%u\n", port);
+  gchar *text = g_strdup_printf ("PIPELINE=%s\nUPSTREAM=%s\n%s"
+      "VP8_BITRATE=%u\n", pipeline, upstream, listen, bitrate);
   gchar *path = g_build_filename (tmpdir, "reload.conf", NULL);
 
   fail_unless (g_file_set_contents (path, text, -1, NULL));
   g_free (text);
+  g_free (listen);
   g_free (pipeline);
   return path;
 }
@@ -50,7 +83,7 @@ write_env (const gchar * upstream, guint port, guint bitrate)
 /* The guest (idle, key box toggled @boxes times) and the runner serving
  * it with transcode-vp8 on @port */
 static RunnerProcess *
-start_transcode (GuestProcess ** gp, guint port, gchar ** env)
+start_transcode (GuestProcess ** gp, guint port, gboolean tls, gchar ** env)
 {
   const gchar *guest_args[] = { "--activity", "idle", NULL };
   GError *err = NULL;
@@ -64,7 +97,7 @@ start_transcode (GuestProcess ** gp, guint port, gchar ** env)
   fail_unless (line != NULL);
   g_free (line);
   uri = guest_process_get_uri (*gp);
-  *env = write_env (uri, port, 2000000);
+  *env = write_env (uri, port, tls, 2000000);
   run = runner_process_start_runner (tmpdir, "--stats-interval", "0",
       "--env-file", *env, NULL);
   fail_unless (runner_process_wait_log (run, "playing", 1,
@@ -76,11 +109,12 @@ start_transcode (GuestProcess ** gp, guint port, gchar ** env)
 /* Changes VP8_BITRATE and sends SIGHUP; waits until the runner asked one
  * client to reconnect and plays the new pipeline */
 static void
-reload_bitrate (RunnerProcess * run, GuestProcess * gp, guint port)
+reload_bitrate (RunnerProcess * run, GuestProcess * gp, guint port,
+    gboolean tls)
 {
   gchar *uri = guest_process_get_uri (gp);
 
-  g_free (write_env (uri, port, 1000000));
+  g_free (write_env (uri, port, tls, 1000000));
   g_free (uri);
   runner_process_signal (run, SIGHUP);
   fail_unless (runner_process_wait_log (run,
@@ -159,20 +193,26 @@ log_time (const gchar * log, const gchar * from, const gchar * prefix,
  * exact picture, also a change made after the reload */
 GST_START_TEST (test_reload_keeps_spicegtk_session)
 {
+  gboolean tls = __i__ == 1;
   guint port = test_pick_free_port ();
   GuestProcess *gp;
   gchar *env, *shot = g_build_filename (tmpdir, "shot.ppm", NULL);
   gchar *tc = g_build_filename (g_getenv ("GST_SPICE_BUILD_DIR"), "tests",
       "common", "spice-test-client", NULL);
   gchar *ps = g_strdup_printf ("%u", port), *log, *line;
-  const gchar *argv[] = { tc, "-p", ps, "--duration-ms", "600000",
-    "--timeout", "600", "--log", "--dump-on-signal", "-o", shot, NULL
+  gchar *ca = g_build_filename (tmpdir, "ca.pem", NULL);
+  const gchar *argv[] = { tc, tls ? "-s" : "-p", ps, "--duration-ms",
+    "600000", "--timeout", "600", "--log", "--dump-on-signal", "-o", shot,
+    tls ? "--ca-file" : NULL, ca, "--cert-subject", RELOAD_SUBJECT, NULL
   };
-  RunnerProcess *run = start_transcode (&gp, port, &env), *client;
+  RunnerProcess *run, *client;
   guint8 *expected;
   gint64 switched, first_after, destroyed;
   guint64 diff;
 
+  if (tls)
+    make_certificates ();
+  run = start_transcode (&gp, port, tls, &env);
   client = runner_process_start (tmpdir, argv, NULL);
   fail_unless (runner_process_wait_log (client, "MARK", 1,
           30000 * test_time_factor ()), "%s", runner_process_log (client));
@@ -182,7 +222,7 @@ GST_START_TEST (test_reload_keeps_spicegtk_session)
   fail_unless (diff == 0, "before the reload: %" G_GUINT64_FORMAT
       " pixels differ", diff);
 
-  reload_bitrate (run, gp, port);
+  reload_bitrate (run, gp, port, tls);
   /* asked to switch, reconnected: a new display, marked */
   fail_unless (runner_process_wait_log (client, "MAIN-EVENT 11", 1,
           15000 * test_time_factor ()), "%s", runner_process_log (client));
@@ -218,9 +258,10 @@ GST_START_TEST (test_reload_keeps_spicegtk_session)
   first_after = log_time (log, "MAIN-EVENT 11", "INV", 1);
   fail_unless (switched > 0 && destroyed >= switched &&
       first_after > destroyed, "%s", log);
-  g_print ("RESULT reload with a spice-gtk client: no picture for %"
+  g_print ("RESULT reload with a spice-gtk client%s: no picture for %"
       G_GINT64_FORMAT " ms (display destroyed at the switch to the new "
-      "display's first update)\n", (first_after - destroyed) / 1000);
+      "display's first update)\n", tls ? " over TLS" : "",
+      (first_after - destroyed) / 1000);
   g_free (log);
 
   runner_process_signal (run, SIGTERM);
@@ -232,6 +273,7 @@ GST_START_TEST (test_reload_keeps_spicegtk_session)
   g_free (env);
   g_free (shot);
   g_free (ps);
+  g_free (ca);
   g_free (tc);
 }
 
@@ -291,7 +333,7 @@ GST_START_TEST (test_reload_keeps_remote_viewer)
     return;
   }
   port = test_pick_free_port ();
-  run = start_transcode (&gp, port, &env);
+  run = start_transcode (&gp, port, FALSE, &env);
   uri = g_strdup_printf ("spice://127.0.0.1:%u", port);
   rv_log = g_build_filename (tmpdir, "remote-viewer.log", NULL);
   cmd = g_strdup_printf ("exec xvfb-run -a -s '-screen 0 1280x1024x24' "
@@ -308,7 +350,7 @@ GST_START_TEST (test_reload_keeps_remote_viewer)
           60000 * test_time_factor ()), "remote-viewer did not connect");
 
   /* the runner asks it (the one client) to switch */
-  reload_bitrate (run, gp, port);
+  reload_bitrate (run, gp, port, FALSE);
   fail_unless (file_wait (rv_log, "main channel: switching host", 1,
           15000 * test_time_factor ()));
   fail_unless (file_wait (rv_log, "Insert display 0", 2,
@@ -344,7 +386,8 @@ runner_reload_suite (void)
 
   tcase_set_timeout (tc, 300);
   tcase_add_checked_fixture (tc, setup, teardown);
-  tcase_add_test (tc, test_reload_keeps_spicegtk_session);
+  /* plain, TLS */
+  tcase_add_loop_test (tc, test_reload_keeps_spicegtk_session, 0, 2);
   tcase_add_test (tc, test_reload_keeps_remote_viewer);
   suite_add_tcase (s, tc);
   return s;
