@@ -378,6 +378,87 @@ GST_START_TEST (test_reload_keeps_remote_viewer)
 
 GST_END_TEST;
 
+/* ---- systemd socket activation ---- */
+
+/* systemd-socket-activate holds the port (a .socket unit's
+ * ListenStream=) and starts the runner when a client connects; the runner
+ * serves on that socket (it cannot bind the port itself), also after a
+ * changed reload, where the client switches to the new pipeline */
+GST_START_TEST (test_socket_activation)
+{
+  gchar *sa = g_find_program_in_path ("systemd-socket-activate");
+  guint port = test_pick_free_port ();
+  gchar *listen = g_strdup_printf ("127.0.0.1:%u", port);
+  gchar *ps = g_strdup_printf ("%u", port), *needle;
+  gchar *runner = runner_process_binary ();
+  gchar *serve = runner_process_shipped_pipeline ("serve-test");
+  gchar *env = g_build_filename (tmpdir, "activated.conf", NULL);
+  gchar *text = g_strdup_printf ("PIPELINE=%s\nLISTEN_PORT=%u\nWIDTH=320\n"
+      "HEIGHT=200\nFPS=10\n", serve, port);
+  gchar *tc = g_build_filename (g_getenv ("GST_SPICE_BUILD_DIR"), "tests",
+      "common", "spice-test-client", NULL);
+  const gchar *argv[] = { sa, "-l", listen, "-E", "GST_PLUGIN_PATH_1_0", "-E",
+    "GST_PLUGIN_SYSTEM_PATH_1_0", "-E", "GST_REGISTRY_1_0", runner,
+    "--stats-interval", "0", "--env-file", env, NULL
+  };
+  const gchar *client_argv[] = { tc, "-p", ps, "--duration-ms", "600000",
+    "--timeout", "600", NULL
+  };
+  RunnerProcess *run, *client;
+  gchar *log;
+
+  if (!sa) {
+    g_printerr ("SKIP: systemd-socket-activate not installed\n");
+    goto out;
+  }
+  fail_unless (g_file_set_contents (env, text, -1, NULL));
+  run = runner_process_start (tmpdir, argv, NULL);
+  fail_unless (runner_process_wait_log (run, "Listening on", 1, 10000));
+  fail_if (runner_process_wait_log (run, "gst-spice-run:", 1, 500),
+      "started before a client came");
+  /* the client's connection starts it */
+  client = runner_process_start (tmpdir, client_argv, NULL);
+  needle = g_strdup_printf ("socket activation: listening socket "
+      "127.0.0.1 port %u", port);
+  fail_unless (runner_process_wait_log (run, needle, 1,
+          30000 * test_time_factor ()), "%s", runner_process_log (run));
+  g_free (needle);
+  fail_unless (runner_process_wait_log (client, "MARK", 1,
+          30000 * test_time_factor ()), "%s", runner_process_log (run));
+
+  /* a changed reload: the same socket, the client follows */
+  g_free (text);
+  text = g_strdup_printf ("PIPELINE=%s\nLISTEN_PORT=%u\nWIDTH=320\n"
+      "HEIGHT=200\nFPS=15\n", serve, port);
+  fail_unless (g_file_set_contents (env, text, -1, NULL));
+  runner_process_signal (run, SIGHUP);
+  fail_unless (runner_process_wait_log (run,
+          "1 client(s) asked to reconnect", 1, 15000 * test_time_factor ()),
+      "%s", runner_process_log (run));
+  fail_unless (runner_process_wait_log (client, "MARK", 2,
+          30000 * test_time_factor ()), "%s", runner_process_log (client));
+  fail_unless (runner_process_is_running (client));
+  log = runner_process_log (client);
+  fail_if (strstr (log, "SESSION-DISCONNECTED") != NULL, "%s", log);
+  g_free (log);
+
+  runner_process_signal (run, SIGTERM);
+  fail_unless_equals_int (runner_process_wait_exit (run, 20000), 0);
+  runner_process_free (client);
+  runner_process_free (run);
+out:
+  g_free (sa);
+  g_free (listen);
+  g_free (ps);
+  g_free (runner);
+  g_free (serve);
+  g_free (env);
+  g_free (text);
+  g_free (tc);
+}
+
+GST_END_TEST;
+
 static Suite *
 runner_reload_suite (void)
 {
@@ -389,6 +470,7 @@ runner_reload_suite (void)
   /* plain, TLS */
   tcase_add_loop_test (tc, test_reload_keeps_spicegtk_session, 0, 2);
   tcase_add_test (tc, test_reload_keeps_remote_viewer);
+  tcase_add_test (tc, test_socket_activation);
   suite_add_tcase (s, tc);
   return s;
 }
