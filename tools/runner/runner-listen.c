@@ -173,20 +173,23 @@ listener_bind (GInetAddress * address, gint port)
 }
 
 /* systemd's socket of @port, else the runner's of (@address, @port), else
- * a new one; NULL if it cannot be bound */
+ * a new one; not one in @taken (another sink of the pipeline has it: two
+ * sinks on one port fail as they did without the runner). NULL if it
+ * cannot be bound. */
 static Listener *
-listener_for (RunnerListeners * l, GInetAddress * address, gint port)
+listener_for (RunnerListeners * l, GInetAddress * address, gint port,
+    GHashTable * taken)
 {
   Listener *li;
   guint i;
 
-  for (i = 0; port > 0 && i < l->all->len; i++) {
-    li = g_ptr_array_index (l->all, i);
-    if (li->activated && li->port == port)
-      return li;
-  }
   for (i = 0; i < l->all->len; i++) {
     li = g_ptr_array_index (l->all, i);
+    if (g_hash_table_contains (taken,
+            GINT_TO_POINTER (g_socket_get_fd (li->socket))))
+      continue;
+    if (li->activated && port > 0 && li->port == port)
+      return li;
     if (!li->activated && li->port == port &&
         g_inet_address_equal (li->address, address))
       return li;
@@ -221,32 +224,6 @@ listening_sinks (GstElement * pipeline)
 static const gchar *const port_props[2] = { "port", "tls-port" };
 static const gchar *const fd_props[2] = { "listen-fd", "tls-listen-fd" };
 
-void
-runner_listeners_attach (RunnerListeners * l, GstElement * pipeline)
-{
-  GList *sinks = listening_sinks (pipeline), *s;
-  guint i;
-
-  for (s = sinks; s; s = s->next) {
-    GstElement *sink = s->data;
-    GInetAddress *address = sink_address (sink);
-
-    for (i = 0; address && i < 2; i++) {
-      gint port = -1, fd = -1;
-      Listener *li;
-
-      g_object_get (sink, port_props[i], &port, fd_props[i], &fd, NULL);
-      if (port < 0 || fd >= 0)
-        continue;
-      li = listener_for (l, address, port);
-      if (li)
-        g_object_set (sink, fd_props[i], g_socket_get_fd (li->socket), NULL);
-    }
-    g_clear_object (&address);
-  }
-  g_list_free_full (sinks, gst_object_unref);
-}
-
 /* The sockets the spicesinks of @pipeline have */
 static GHashTable *
 sockets_used (GstElement * pipeline)
@@ -266,6 +243,37 @@ sockets_used (GstElement * pipeline)
   }
   g_list_free_full (sinks, gst_object_unref);
   return used;
+}
+
+void
+runner_listeners_attach (RunnerListeners * l, GstElement * pipeline)
+{
+  GHashTable *taken = sockets_used (pipeline);
+  GList *sinks = listening_sinks (pipeline), *s;
+  guint i;
+
+  for (s = sinks; s; s = s->next) {
+    GstElement *sink = s->data;
+    GInetAddress *address = sink_address (sink);
+
+    for (i = 0; address && i < 2; i++) {
+      gint port = -1, fd = -1;
+      Listener *li;
+
+      g_object_get (sink, port_props[i], &port, fd_props[i], &fd, NULL);
+      if (port < 0 || fd >= 0)
+        continue;
+      li = listener_for (l, address, port, taken);
+      if (li) {
+        fd = g_socket_get_fd (li->socket);
+        g_object_set (sink, fd_props[i], fd, NULL);
+        g_hash_table_add (taken, GINT_TO_POINTER (fd));
+      }
+    }
+    g_clear_object (&address);
+  }
+  g_list_free_full (sinks, gst_object_unref);
+  g_hash_table_unref (taken);
 }
 
 void
