@@ -11,7 +11,6 @@
 #include <glib/gstdio.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -281,36 +280,6 @@ GST_END_TEST;
 
 /* ---- remote-viewer under Xvfb ---- */
 
-/* its own process group (xvfb-run, Xvfb, the viewer), killed with us */
-static void
-new_group (gpointer data)
-{
-  setpgid (0, 0);
-  prctl (PR_SET_PDEATHSIG, SIGKILL);
-}
-
-/* Waits until the file @path holds @needle @count times */
-static gboolean
-file_wait (const gchar * path, const gchar * needle, guint count, guint ms)
-{
-  gint64 end = g_get_monotonic_time () + (gint64) ms * 1000;
-
-  do {
-    gchar *text = NULL;
-    const gchar *p;
-    guint n = 0;
-
-    if (g_file_get_contents (path, &text, NULL, NULL))
-      for (p = text; (p = strstr (p, needle)); p++)
-        n++;
-    g_free (text);
-    if (n >= count)
-      return TRUE;
-    g_usleep (200 * 1000);
-  } while (g_get_monotonic_time () < end);
-  return FALSE;
-}
-
 /* remote-viewer stays open through a changed reload (it used to quit:
  * "display has disconnected, shutting down") and links again */
 GST_START_TEST (test_reload_keeps_remote_viewer)
@@ -342,18 +311,18 @@ GST_START_TEST (test_reload_keeps_remote_viewer)
     const gchar *argv[] = { "sh", "-c", cmd, NULL };
 
     fail_unless (g_spawn_async (NULL, (gchar **) argv, NULL,
-            G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD, new_group, NULL,
+            G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD, test_child_new_group, NULL,
             &pid, &err), "%s", err ? err->message : "");
   }
   /* its --debug log: the display shown */
-  fail_unless (file_wait (rv_log, "Insert display 0", 1,
+  fail_unless (test_file_wait_text (rv_log, "Insert display 0", 1,
           60000 * test_time_factor ()), "remote-viewer did not connect");
 
   /* the runner asks it (the one client) to switch */
   reload_bitrate (run, gp, port, FALSE);
-  fail_unless (file_wait (rv_log, "main channel: switching host", 1,
+  fail_unless (test_file_wait_text (rv_log, "main channel: switching host", 1,
           15000 * test_time_factor ()));
-  fail_unless (file_wait (rv_log, "Insert display 0", 2,
+  fail_unless (test_file_wait_text (rv_log, "Insert display 0", 2,
           30000 * test_time_factor ()), "remote-viewer showed no display "
       "after the reload");
   /* and stays, connected */
