@@ -108,6 +108,7 @@ enum
   PROP_TLS_PORT,
   PROP_LISTEN_FD,
   PROP_TLS_LISTEN_FD,
+  PROP_REDIRECT_HOST,
   PROP_TLS_CERT_FILE,
   PROP_TLS_KEY_FILE,
   PROP_PASSWORD,
@@ -1020,6 +1021,10 @@ gst_spice_sink_set_property (GObject * object, guint prop_id,
     case PROP_TLS_LISTEN_FD:
       sink->props.tls_listen_fd = g_value_get_int (value);
       break;
+    case PROP_REDIRECT_HOST:
+      g_free (sink->props.redirect_host);
+      sink->props.redirect_host = g_value_dup_string (value);
+      break;
     case PROP_TLS_CERT_FILE:
       g_free (sink->props.cert_file);
       sink->props.cert_file = g_value_dup_string (value);
@@ -1119,6 +1124,9 @@ gst_spice_sink_get_property (GObject * object, guint prop_id, GValue * value,
       break;
     case PROP_TLS_LISTEN_FD:
       g_value_set_int (value, sink->props.tls_listen_fd);
+      break;
+    case PROP_REDIRECT_HOST:
+      g_value_set_string (value, sink->props.redirect_host);
       break;
     case PROP_TLS_CERT_FILE:
       g_value_set_string (value, sink->props.cert_file);
@@ -1300,6 +1308,12 @@ gst_spice_sink_class_init (GstSpiceSinkClass * klass)
           "connections, instead of binding 'tls-port' (the sink uses a "
           "duplicate and never closes this one; -1 = none)", -1, G_MAXINT,
           -1, rw));
+  g_object_class_install_property (gobject_class, PROP_REDIRECT_HOST,
+      g_param_spec_string ("redirect-host", "Redirect host",
+          "Host name or address that redirect-clients sends clients to, for "
+          "a sink they reach through NAT or a port forward that keeps the "
+          "port numbers (NULL or empty: the address each client connected "
+          "to, as this host sees it)", NULL, rw | GST_PARAM_MUTABLE_PLAYING));
   g_object_class_install_property (gobject_class, PROP_TLS_CERT_FILE,
       g_param_spec_string ("tls-cert-file", "TLS certificate file",
           "PEM certificate (chain) served on tls-port", NULL, rw));

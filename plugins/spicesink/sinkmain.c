@@ -145,7 +145,8 @@ sink_main_redirect (SinkSession * s)
   ports[0] = s->shared->ports[0];
   ports[1] = s->shared->ports[1];
   ports[tls ? 1 : 0] = g_inet_socket_address_get_port (local);
-  host = g_inet_address_to_string (g_inet_socket_address_get_address (local));
+  host = s->shared->redirect_host ? g_strdup (s->shared->redirect_host) :
+      g_inet_address_to_string (g_inet_socket_address_get_address (local));
   GST_INFO ("session %08x: %s asked to reconnect to %s port %d tls-port %d "
       "(subject %s)", s->id, s->peer, host, ports[0], ports[1],
       GST_STR_NULL (s->shared->cert_subject));

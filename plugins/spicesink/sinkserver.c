@@ -338,6 +338,7 @@ sink_server_settings_clear (SinkServerSettings * s)
 {
   g_clear_pointer (&s->address, g_free);
   g_clear_pointer (&s->cert_file, g_free);
+  g_clear_pointer (&s->redirect_host, g_free);
   g_clear_pointer (&s->key_file, g_free);
   g_clear_pointer (&s->password, g_free);
 }
@@ -349,6 +350,7 @@ sink_server_settings_copy (SinkServerSettings * dst,
   *dst = *src;
   dst->address = g_strdup (src->address);
   dst->cert_file = g_strdup (src->cert_file);
+  dst->redirect_host = g_strdup (src->redirect_host);
   dst->key_file = g_strdup (src->key_file);
   dst->password = g_strdup (src->password);
 }
@@ -1445,6 +1447,7 @@ sink_server_stop (SinkServer * server)
   g_clear_pointer (&server->rate_buckets, g_hash_table_unref);
   g_clear_pointer (&server->event_slots, g_hash_table_unref);
   g_clear_pointer (&server->shared.cert_subject, g_free);
+  g_clear_pointer (&server->shared.redirect_host, g_free);
   g_mutex_unlock (&server->lock);
 }
 
@@ -1459,6 +1462,9 @@ sink_server_redirect (SinkServer * server)
   /* no new connection: the next pipeline accepts them on the same
    * socket; a main channel that links from now on is redirected too */
   server->shared.redirected = TRUE;
+  g_free (server->shared.redirect_host);
+  server->shared.redirect_host = server->set.redirect_host &&
+      *server->set.redirect_host ? g_strdup (server->set.redirect_host) : NULL;
   for (i = 0; i < 2; i++)
     if (server->listen_src[i])
       g_source_destroy (server->listen_src[i]);

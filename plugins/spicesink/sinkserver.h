@@ -53,6 +53,8 @@ typedef struct
   gchar *address;
   gint port, tls_port;
   gint listen_fd, tls_listen_fd;        /* the owner's sockets, -1 none */
+  gchar *redirect_host;         /* sent by sink_server_redirect(); NULL or
+                                 * "": each connection's local address */
   gchar *cert_file, *key_file;
   gchar *password;              /* the ticket (read from password-file) */
   gboolean disable_ticketing;

@@ -44,6 +44,7 @@ typedef struct
    * were asked to reconnect (sink_server_redirect()); lock held */
   gint ports[2];
   gboolean redirected;
+  gchar *redirect_host;         /* where to, NULL: the local address */
   /* the TLS certificate's subject as spice-gtk's cert-subject writes it
    * (sink_server_start()), NULL without one */
   gchar *cert_subject;

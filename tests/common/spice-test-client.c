@@ -11,7 +11,8 @@
  * spice-gtk's API (what spicy's menu does), and logs "PREFERRED-SENT".
  * Every event of the display channel from CLOSED on is logged as
  * "CHANNEL-EVENT <n>", every event of the main channel as
- * "MAIN-EVENT <n> <us>", a channel's end as "CHANNEL-DESTROY <type> <us>"
+ * "MAIN-EVENT <n> <us>" (and the session's host when it opens, "HOST
+ * <host>"), a channel's end as "CHANNEL-DESTROY <type> <us>"
  * and the session's end as "SESSION-DISCONNECTED <us>": a server's
  * MIGRATE_SWITCH_HOST shows as MAIN-EVENT 11 (SWITCHING), the display's
  * destruction and a new display (another MARK). With --dump-on-signal,
@@ -209,9 +210,20 @@ session_disconnected (SpiceSession * s, gpointer data)
 static void
 channel_event (SpiceChannel * ch, SpiceChannelEvent ev, gpointer data)
 {
-  if (SPICE_IS_MAIN_CHANNEL (ch))
+  if (SPICE_IS_MAIN_CHANNEL (ch)) {
     g_print ("MAIN-EVENT %d %" G_GINT64_FORMAT "\n", ev,
         g_get_monotonic_time ());
+    if (ev == SPICE_CHANNEL_OPENED) {
+      SpiceSession *session = NULL;
+      gchar *h = NULL;
+
+      g_object_get (ch, "spice-session", &session, NULL);
+      g_object_get (session, "host", &h, NULL);
+      g_print ("HOST %s\n", h);
+      g_free (h);
+      g_object_unref (session);
+    }
+  }
   if (ch == display && ev >= SPICE_CHANNEL_CLOSED)
     g_print ("CHANNEL-EVENT %d\n", ev);
   if (ev >= SPICE_CHANNEL_ERROR_CONNECT) {
