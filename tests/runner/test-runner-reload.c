@@ -359,12 +359,15 @@ GST_END_TEST;
 /* systemd-socket-activate holds the port (a .socket unit's
  * ListenStream=) and starts the runner when a client connects; the runner
  * serves on that socket (it cannot bind the port itself), also after a
- * changed reload, where the client switches to the new pipeline */
+ * changed reload, where the client switches to the new pipeline; a second
+ * socket that no spicesink has is reported */
 GST_START_TEST (test_socket_activation)
 {
   gchar *sa = g_find_program_in_path ("systemd-socket-activate");
   guint port = test_pick_free_port ();
   gchar *listen = g_strdup_printf ("127.0.0.1:%u", port);
+  guint unused_port = test_pick_free_port ();
+  gchar *unused = NULL;
   gchar *ps = g_strdup_printf ("%u", port), *needle;
   gchar *runner = runner_process_binary ();
   gchar *serve = runner_process_shipped_pipeline ("serve-test");
@@ -373,7 +376,8 @@ GST_START_TEST (test_socket_activation)
       "HEIGHT=200\nFPS=10\n", serve, port);
   gchar *tc = g_build_filename (g_getenv ("GST_SPICE_BUILD_DIR"), "tests",
       "common", "spice-test-client", NULL);
-  const gchar *argv[] = { sa, "-l", listen, "-E", "GST_PLUGIN_PATH_1_0", "-E",
+  const gchar *argv[] = { sa, "-l", listen, "-l", unused, "-E",
+    "GST_PLUGIN_PATH_1_0", "-E",
     "GST_PLUGIN_SYSTEM_PATH_1_0", "-E", "GST_REGISTRY_1_0", runner,
     "--stats-interval", "0", "--env-file", env, NULL
   };
@@ -387,6 +391,10 @@ GST_START_TEST (test_socket_activation)
     g_printerr ("SKIP: systemd-socket-activate not installed\n");
     goto out;
   }
+  while (unused_port == port)
+    unused_port = test_pick_free_port ();
+  unused = g_strdup_printf ("127.0.0.1:%u", unused_port);
+  argv[4] = unused;
   fail_unless (g_file_set_contents (env, text, -1, NULL));
   run = runner_process_start (tmpdir, argv, NULL);
   fail_unless (runner_process_wait_log (run, "Listening on", 1, 10000));
@@ -401,6 +409,11 @@ GST_START_TEST (test_socket_activation)
   g_free (needle);
   fail_unless (runner_process_wait_log (client, "MARK", 1,
           30000 * test_time_factor ()), "%s", runner_process_log (run));
+  needle = g_strdup_printf ("warning: socket activation: no spicesink "
+      "listens on 127.0.0.1:%u", unused_port);
+  fail_unless (runner_process_wait_log (run, needle, 1, 1000), "%s",
+      runner_process_log (run));
+  g_free (needle);
 
   /* a changed reload: the same socket, the client follows */
   g_free (text);
@@ -425,6 +438,7 @@ GST_START_TEST (test_socket_activation)
 out:
   g_free (sa);
   g_free (listen);
+  g_free (unused);
   g_free (ps);
   g_free (runner);
   g_free (serve);

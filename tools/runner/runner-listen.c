@@ -285,8 +285,18 @@ runner_listeners_prune (RunnerListeners * l, GstElement * pipeline)
   while (i < l->all->len) {
     Listener *li = g_ptr_array_index (l->all, i);
 
-    if (!li->activated && !g_hash_table_contains (used,
-            GINT_TO_POINTER (g_socket_get_fd (li->socket))))
+    gboolean in_use = g_hash_table_contains (used,
+        GINT_TO_POINTER (g_socket_get_fd (li->socket)));
+
+    if (li->activated && !in_use) {
+      gchar *a = g_inet_address_to_string (li->address);
+
+      /* its clients would wait for nothing */
+      LOG ("warning: socket activation: no spicesink listens on %s:%d (set "
+          "LISTEN_PORT or TLS_PORT to %d)\n", a, li->port, li->port);
+      g_free (a);
+    }
+    if (!li->activated && !in_use)
       g_ptr_array_remove_index (l->all, i);
     else
       i++;

@@ -20,7 +20,7 @@ void runner_listeners_free (RunnerListeners * l);
  * is left to the sink, which reports it as before. */
 void runner_listeners_attach (RunnerListeners * l, GstElement * pipeline);
 /* Closes the runner's sockets that no spicesink of @pipeline uses
- * (systemd's stay). */
+ * (systemd's stay, with a warning). */
 void runner_listeners_prune (RunnerListeners * l, GstElement * pipeline);
 /* Asks the clients of every spicesink of @old whose socket a spicesink
  * of @next also has to reconnect (its redirect-clients action): they
