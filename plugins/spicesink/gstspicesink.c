@@ -106,6 +106,9 @@ enum
   PROP_ADDRESS,
   PROP_PORT,
   PROP_TLS_PORT,
+  PROP_LISTEN_FD,
+  PROP_TLS_LISTEN_FD,
+  PROP_REDIRECT_HOST,
   PROP_TLS_CERT_FILE,
   PROP_TLS_KEY_FILE,
   PROP_PASSWORD,
@@ -1012,6 +1015,16 @@ gst_spice_sink_set_property (GObject * object, guint prop_id,
     case PROP_TLS_PORT:
       sink->props.tls_port = g_value_get_int (value);
       break;
+    case PROP_LISTEN_FD:
+      sink->props.listen_fd = g_value_get_int (value);
+      break;
+    case PROP_TLS_LISTEN_FD:
+      sink->props.tls_listen_fd = g_value_get_int (value);
+      break;
+    case PROP_REDIRECT_HOST:
+      g_free (sink->props.redirect_host);
+      sink->props.redirect_host = g_value_dup_string (value);
+      break;
     case PROP_TLS_CERT_FILE:
       g_free (sink->props.cert_file);
       sink->props.cert_file = g_value_dup_string (value);
@@ -1105,6 +1118,15 @@ gst_spice_sink_get_property (GObject * object, guint prop_id, GValue * value,
       break;
     case PROP_TLS_PORT:
       g_value_set_int (value, sink->props.tls_port);
+      break;
+    case PROP_LISTEN_FD:
+      g_value_set_int (value, sink->props.listen_fd);
+      break;
+    case PROP_TLS_LISTEN_FD:
+      g_value_set_int (value, sink->props.tls_listen_fd);
+      break;
+    case PROP_REDIRECT_HOST:
+      g_value_set_string (value, sink->props.redirect_host);
       break;
     case PROP_TLS_CERT_FILE:
       g_value_set_string (value, sink->props.cert_file);
@@ -1201,6 +1223,7 @@ gst_spice_sink_init (GstSpiceSink * sink)
   sink->props.address = g_strdup (DEFAULT_ADDRESS);
   sink->props.port = DEFAULT_PORT;
   sink->props.tls_port = DEFAULT_TLS_PORT;
+  sink->props.listen_fd = sink->props.tls_listen_fd = -1;
   sink->props.max_clients = DEFAULT_MAX_CLIENTS;
   sink->props.stream_latency = DEFAULT_STREAM_LATENCY;
   sink->props.client_timeout = DEFAULT_CLIENT_TIMEOUT;
@@ -1242,6 +1265,13 @@ gst_spice_sink_init (GstSpiceSink * sink)
   GST_OBJECT_FLAG_SET (sink, GST_ELEMENT_FLAG_SINK);
 }
 
+/* any thread (the application's): the redirect-clients action */
+static guint
+gst_spice_sink_redirect_clients (GstSpiceSink * sink)
+{
+  return sink_server_redirect (sink->server);
+}
+
 static void
 gst_spice_sink_class_init (GstSpiceSinkClass * klass)
 {
@@ -1266,6 +1296,24 @@ gst_spice_sink_class_init (GstSpiceSinkClass * klass)
       g_param_spec_int ("tls-port", "TLS port",
           "TCP port for TLS connections (0 = any free port, see "
           "bound-tls-port; -1 = none)", -1, 65535, DEFAULT_TLS_PORT, rw));
+  g_object_class_install_property (gobject_class, PROP_LISTEN_FD,
+      g_param_spec_int ("listen-fd", "Listening socket",
+          "A listening TCP socket of the application's for plain "
+          "connections, instead of binding 'port' (the sink uses a "
+          "duplicate and never closes this one; -1 = none)", -1, G_MAXINT,
+          -1, rw));
+  g_object_class_install_property (gobject_class, PROP_TLS_LISTEN_FD,
+      g_param_spec_int ("tls-listen-fd", "TLS listening socket",
+          "A listening TCP socket of the application's for TLS "
+          "connections, instead of binding 'tls-port' (the sink uses a "
+          "duplicate and never closes this one; -1 = none)", -1, G_MAXINT,
+          -1, rw));
+  g_object_class_install_property (gobject_class, PROP_REDIRECT_HOST,
+      g_param_spec_string ("redirect-host", "Redirect host",
+          "Host name or address that redirect-clients sends clients to, for "
+          "a sink they reach through NAT or a port forward that keeps the "
+          "port numbers (NULL or empty: the address each client connected "
+          "to, as this host sees it)", NULL, rw | GST_PARAM_MUTABLE_PLAYING));
   g_object_class_install_property (gobject_class, PROP_TLS_CERT_FILE,
       g_param_spec_string ("tls-cert-file", "TLS certificate file",
           "PEM certificate (chain) served on tls-port", NULL, rw));
@@ -1411,6 +1459,23 @@ gst_spice_sink_class_init (GstSpiceSinkClass * klass)
           "draws/s, stream frames/s, frames dropped, queue, ping RTT, "
           "TCP_INFO link estimate)", GST_TYPE_STRUCTURE,
           G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+
+  /**
+   * GstSpiceSink::redirect-clients:
+   * @sink: the sink
+   *
+   * Stops accepting connections and asks every connected client to
+   * reconnect to the address and port it connected to
+   * (SPICE_MSG_MAIN_MIGRATE_SWITCH_HOST): with listen-fd, the application
+   * gives the same socket to the sink of the next pipeline, which accepts
+   * them. A client whose main channel links later is asked as it links.
+   *
+   * Returns: the number of clients asked
+   */
+  g_signal_new_class_handler ("redirect-clients", G_TYPE_FROM_CLASS (klass),
+      G_SIGNAL_RUN_LAST | G_SIGNAL_ACTION,
+      G_CALLBACK (gst_spice_sink_redirect_clients), NULL, NULL, NULL,
+      G_TYPE_UINT, 0);
 
   gst_element_class_add_static_pad_template (element_class, &draw_template);
   gst_element_class_add_static_pad_template (element_class, &stream_template);

@@ -323,6 +323,16 @@ sink_conn_peer_host (SinkConn * conn)
   return conn->peer_host;
 }
 
+GInetSocketAddress *
+sink_conn_local_address (SinkConn * conn)
+{
+  GSocketAddress *a = g_socket_get_local_address (conn->socket, NULL);
+
+  if (a && !G_IS_INET_SOCKET_ADDRESS (a))
+    g_clear_object (&a);
+  return (GInetSocketAddress *) a;
+}
+
 void
 sink_conn_set_source (SinkConn * conn, const gchar * source)
 {

@@ -2,7 +2,8 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * Sent: MAIN_INIT; CHANNELS_LIST on ATTACH_CHANNELS; MOUSE_MODE on
- * request; PING every second. AGENT_START / AGENT_DATA / AGENT_TOKEN go to
+ * request; PING every second; MIGRATE_SWITCH_HOST when the server hands
+ * its clients to the next pipeline (sink_server_redirect()). AGENT_START / AGENT_DATA / AGENT_TOKEN go to
  * the agent endpoint (sinkagent.c).
  */
 #include "sinksession.h"
@@ -33,6 +34,9 @@ sink_main_linked (SinkSession * s)
   sink_conn_send (s->main, SPICE_MSG_MAIN_INIT, a, NULL);
   g_byte_array_unref (a);
   sink_agent_join (s);
+  /* linked after the clients were asked to go: this one goes too */
+  if (s->shared->redirected)
+    sink_main_redirect (s);
 }
 
 static gboolean
@@ -119,4 +123,41 @@ sink_main_pong (SinkSession * s, guint64 ts)
 
   if (ts <= (guint64) now && (gint64) ts > now - 60 * G_TIME_SPAN_SECOND)
     s->main_st.rtt_us = now - (gint64) ts;
+}
+
+gboolean
+sink_main_redirect (SinkSession * s)
+{
+  GInetSocketAddress *local;
+  gchar *host;
+  gint ports[2];
+  gboolean tls;
+  GByteArray *a;
+
+  if (!sink_conn_is_linked (s->main) || sink_conn_is_dead (s->main))
+    return FALSE;
+  local = sink_conn_local_address (s->main);
+  if (!local)
+    return FALSE;
+  /* spice-gtk reconnects its main channel the way it came (plain or
+   * TLS) to the port of that kind, the others as usual */
+  tls = sink_conn_tls (s->main);
+  ports[0] = s->shared->ports[0];
+  ports[1] = s->shared->ports[1];
+  ports[tls ? 1 : 0] = g_inet_socket_address_get_port (local);
+  host = s->shared->redirect_host ? g_strdup (s->shared->redirect_host) :
+      g_inet_address_to_string (g_inet_socket_address_get_address (local));
+  GST_INFO ("session %08x: %s asked to reconnect to %s port %d tls-port %d "
+      "(subject %s)", s->id, s->peer, host, ports[0], ports[1],
+      GST_STR_NULL (s->shared->cert_subject));
+  a = g_byte_array_new ();
+  /* the client verifies the certificate by its subject then, not by the
+   * address it is sent to */
+  gst_spice_wire_write_switch_host (a, (guint16) MAX (ports[0], 0),
+      (guint16) MAX (ports[1], 0), host, s->shared->cert_subject);
+  sink_conn_send (s->main, SPICE_MSG_MAIN_MIGRATE_SWITCH_HOST, a, NULL);
+  g_byte_array_unref (a);
+  g_free (host);
+  g_object_unref (local);
+  return TRUE;
 }

@@ -22,6 +22,9 @@ gboolean sink_main_handle (SinkSession * s, guint16 type, const guint8 * body,
     gsize size);
 /* every second */
 void     sink_main_ping (SinkSession * s);
+/* lock held, any thread: MIGRATE_SWITCH_HOST to the address the client
+ * connected to; FALSE when the main channel is not linked */
+gboolean sink_main_redirect (SinkSession * s);
 void     sink_main_pong (SinkSession * s, guint64 timestamp_us);
 
 G_END_DECLS

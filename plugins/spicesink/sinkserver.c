@@ -338,6 +338,7 @@ sink_server_settings_clear (SinkServerSettings * s)
 {
   g_clear_pointer (&s->address, g_free);
   g_clear_pointer (&s->cert_file, g_free);
+  g_clear_pointer (&s->redirect_host, g_free);
   g_clear_pointer (&s->key_file, g_free);
   g_clear_pointer (&s->password, g_free);
 }
@@ -349,6 +350,7 @@ sink_server_settings_copy (SinkServerSettings * dst,
   *dst = *src;
   dst->address = g_strdup (src->address);
   dst->cert_file = g_strdup (src->cert_file);
+  dst->redirect_host = g_strdup (src->redirect_host);
   dst->key_file = g_strdup (src->key_file);
   dst->password = g_strdup (src->password);
 }
@@ -1130,6 +1132,120 @@ listen_on (GInetAddress * addr, gint port, gint * bound, GError ** error)
   return sock;
 }
 
+/* The subject of @cert the way spice-gtk's cert-subject reads it:
+ * "KEY=VALUE" in the certificate's order (which GLib's TLS backends keep),
+ * joined by ',', with ',' and '\\' escaped by '\\'. NULL for a subject that
+ * cannot be written so (a multi-valued or hex-encoded name). */
+static gchar *
+cert_subject_for_spice (GTlsCertificate * cert)
+{
+  gchar *dn = g_tls_certificate_get_subject_name (cert);
+  GPtrArray *rdns = g_ptr_array_new_with_free_func (g_free);
+  GString *cur = g_string_new (NULL), *out = NULL;
+  gboolean ok = dn != NULL && *dn != '\0';
+  const gchar *p;
+  gchar c;
+  guint i;
+
+  for (p = dn; ok && *p; p++) {
+    if (*p == '\\') {
+      p++;
+      /* \XX (hex) is a byte of UTF-8; anything else stands for itself */
+      if (g_ascii_isxdigit (p[0]) && g_ascii_isxdigit (p[1])) {
+        c = (gchar) (g_ascii_xdigit_value (p[0]) * 16 +
+            g_ascii_xdigit_value (p[1]));
+        p++;
+      } else if (*p) {
+        c = *p;
+      } else {
+        ok = FALSE;
+        break;
+      }
+      /* spice's own escapes */
+      if (c == ',' || c == '\\')
+        g_string_append_c (cur, '\\');
+      g_string_append_c (cur, c);
+    } else if (*p == '+' || (*p == '#' && cur->len > 0 &&
+            cur->str[cur->len - 1] == '=')) {
+      ok = FALSE;
+    } else if (*p == ',') {
+      g_ptr_array_add (rdns, g_string_free (cur, FALSE));
+      cur = g_string_new (NULL);
+    } else {
+      g_string_append_c (cur, *p);
+    }
+  }
+  g_ptr_array_add (rdns, g_string_free (cur, FALSE));
+  if (ok) {
+    out = g_string_new (NULL);
+    for (i = 0; i < rdns->len; i++) {
+      const gchar *rdn = g_ptr_array_index (rdns, i);
+
+      if (!strchr (rdn, '=')) {
+        ok = FALSE;
+        break;
+      }
+      g_string_append_printf (out, "%s%s", out->len ? "," : "", rdn);
+    }
+  }
+  g_ptr_array_unref (rdns);
+  g_free (dn);
+  if (!ok) {
+    if (out)
+      g_string_free (out, TRUE);
+    return NULL;
+  }
+  return g_string_free (out, FALSE);
+}
+
+/* A listening TCP socket of the owner's (listen-fd): a duplicate of its
+ * own, so that the owner's stays open when this one closes. *@loopback is
+ * cleared when it listens on an address that is not loopback. */
+static GSocket *
+listen_adopt (gint fd, gint * bound, gboolean * loopback, GError ** error)
+{
+  gint own = fcntl (fd, F_DUPFD_CLOEXEC, 3);
+  GSocket *sock;
+  GSocketAddress *local;
+  gint listening = 0;
+  socklen_t len = sizeof (listening);
+
+  if (own < 0) {
+    g_set_error (error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_SETTINGS,
+        "listen fd %d: %s", fd, g_strerror (errno));
+    return NULL;
+  }
+  if (getsockopt (own, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 ||
+      !listening) {
+    g_set_error (error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_SETTINGS,
+        "listen fd %d is not a listening socket", fd);
+    close (own);
+    return NULL;
+  }
+  sock = g_socket_new_from_fd (own, error);
+  if (!sock) {
+    close (own);
+    return NULL;
+  }
+  local = g_socket_get_local_address (sock, NULL);
+  if (!G_IS_INET_SOCKET_ADDRESS (local) ||
+      g_socket_get_protocol (sock) != G_SOCKET_PROTOCOL_TCP) {
+    g_set_error (error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_SETTINGS,
+        "listen fd %d is not a TCP socket", fd);
+    g_clear_object (&local);
+    g_object_unref (sock);
+    return NULL;
+  }
+  /* shared with the owner's copy: nobody else reads it while we do */
+  g_socket_set_blocking (sock, FALSE);
+  *bound = g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (local));
+  if (!g_inet_address_get_is_loopback (g_inet_socket_address_get_address
+          (G_INET_SOCKET_ADDRESS (local))))
+    *loopback = FALSE;
+  g_object_unref (local);
+  return sock;
+}
+
 /* the element's state change (NULL -> READY) */
 gboolean
 sink_server_start (SinkServer * server, GError ** error)
@@ -1138,6 +1254,8 @@ sink_server_start (SinkServer * server, GError ** error)
   GInetAddress *addr;
   const gchar *astr = set->address ? set->address : "127.0.0.1";
   gint ports[2] = { set->port, set->tls_port };
+  gint fds[2] = { set->listen_fd, set->tls_listen_fd };
+  gchar *subject = NULL;
   guint i;
 
   if (g_strcmp0 (astr, "localhost") == 0)
@@ -1157,12 +1275,12 @@ sink_server_start (SinkServer * server, GError ** error)
         "who can reach the port", astr);
     goto fail;
   }
-  if (set->port < 0 && set->tls_port < 0) {
+  if (set->port < 0 && set->tls_port < 0 && fds[0] < 0 && fds[1] < 0) {
     g_set_error (error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_SETTINGS,
         "neither 'port' nor 'tls-port' is set");
     goto fail;
   }
-  if (set->tls_port >= 0) {
+  if (set->tls_port >= 0 || fds[1] >= 0) {
     /* "" is unset: pipelines pass tls-cert-file="${TLS_CERT_FILE:-}" */
     if (!set->cert_file || !*set->cert_file || !set->key_file ||
         !*set->key_file) {
@@ -1174,20 +1292,44 @@ sink_server_start (SinkServer * server, GError ** error)
         set->key_file, error);
     if (!server->cert)
       goto fail;
+    subject = cert_subject_for_spice (server->cert);
+    if (!subject)
+      GST_WARNING_OBJECT (server->owner, "the certificate's subject cannot be "
+          "given to clients; those sent elsewhere verify the host name");
   }
   server->env.ticket_key = gst_spice_ticket_key_new (error);
   if (!server->env.ticket_key)
     goto fail;
   for (i = 0; i < 2; i++) {
     server->bound_port[i] = -1;
-    if (ports[i] < 0)
+    if (fds[i] >= 0)
+      server->listen_sock[i] = listen_adopt (fds[i], &server->bound_port[i],
+          &server->loopback, error);
+    else if (ports[i] >= 0)
+      server->listen_sock[i] = listen_on (addr, ports[i],
+          &server->bound_port[i], error);
+    else
       continue;
-    server->listen_sock[i] = listen_on (addr, ports[i],
-        &server->bound_port[i], error);
     if (!server->listen_sock[i])
       goto fail;
   }
   g_clear_object (&addr);
+  /* an adopted socket decides: on another address it needs a password */
+  if (!server->loopback && !password_required (server) &&
+      !set->disable_ticketing) {
+    g_set_error (error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_SETTINGS,
+        "refusing to listen on a non-loopback address without a password: "
+        "set 'password', or set 'disable-ticketing=true' to allow anyone "
+        "who can reach the port");
+    goto fail;
+  }
+  g_mutex_lock (&server->lock);
+  server->shared.ports[0] = server->bound_port[0];
+  server->shared.ports[1] = server->bound_port[1];
+  server->shared.redirected = FALSE;
+  g_free (server->shared.cert_subject);
+  server->shared.cert_subject = g_steal_pointer (&subject);
+  g_mutex_unlock (&server->lock);
 
   server->env.mm_base_us = g_get_monotonic_time ();
   server->last_stats_us = server->env.mm_base_us;
@@ -1221,6 +1363,7 @@ sink_server_start (SinkServer * server, GError ** error)
   return TRUE;
 
 fail:
+  g_free (subject);
   g_clear_object (&addr);
   for (i = 0; i < 2; i++)
     g_clear_object (&server->listen_sock[i]);
@@ -1303,7 +1446,34 @@ sink_server_stop (SinkServer * server)
   g_mutex_lock (&server->lock);
   g_clear_pointer (&server->rate_buckets, g_hash_table_unref);
   g_clear_pointer (&server->event_slots, g_hash_table_unref);
+  g_clear_pointer (&server->shared.cert_subject, g_free);
+  g_clear_pointer (&server->shared.redirect_host, g_free);
   g_mutex_unlock (&server->lock);
+}
+
+/* any thread */
+guint
+sink_server_redirect (SinkServer * server)
+{
+  guint n = 0, i;
+  GList *l;
+
+  g_mutex_lock (&server->lock);
+  /* no new connection: the next pipeline accepts them on the same
+   * socket; a main channel that links from now on is redirected too */
+  server->shared.redirected = TRUE;
+  g_free (server->shared.redirect_host);
+  server->shared.redirect_host = server->set.redirect_host &&
+      *server->set.redirect_host ? g_strdup (server->set.redirect_host) : NULL;
+  for (i = 0; i < 2; i++)
+    if (server->listen_src[i])
+      g_source_destroy (server->listen_src[i]);
+  for (l = server->sessions; l; l = l->next)
+    if (sink_main_redirect (l->data))
+      n++;
+  g_mutex_unlock (&server->lock);
+  GST_INFO_OBJECT (server->owner, "%u client(s) asked to reconnect", n);
+  return n;
 }
 
 /* the element's READY -> NULL, after sink_server_stop() */

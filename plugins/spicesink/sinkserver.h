@@ -52,6 +52,9 @@ typedef struct
 {
   gchar *address;
   gint port, tls_port;
+  gint listen_fd, tls_listen_fd;        /* the owner's sockets, -1 none */
+  gchar *redirect_host;         /* sent by sink_server_redirect(); NULL or
+                                 * "": each connection's local address */
   gchar *cert_file, *key_file;
   gchar *password;              /* the ticket (read from password-file) */
   gboolean disable_ticketing;
@@ -98,6 +101,10 @@ void     sink_server_stop (SinkServer * server);
 /* after stop: forgets the surface, the picture and the streams' ids */
 void     sink_server_reset (SinkServer * server);
 gint     sink_server_bound_port (SinkServer * server, gboolean tls);
+/* any thread: stops accepting and asks every client to reconnect to the
+ * address it connected to (MAIN_MIGRATE_SWITCH_HOST), also those whose
+ * main channel links later; returns the number of sessions asked */
+guint    sink_server_redirect (SinkServer * server);
 GstStructure *sink_server_stats (SinkServer * server);
 
 /* ---- draw path (the draw pad's streaming thread) ---- */

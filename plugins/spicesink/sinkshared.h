@@ -40,6 +40,14 @@ typedef struct
   GBytes *cursor_shape;         /* BGRA pixels of cursor (or default) */
   SinkAudio audio;
   SinkAgentHub *agent;          /* the clipboard hub (sinkagent.c) */
+  /* the listening ports (plain, TLS; -1 none) and whether the clients
+   * were asked to reconnect (sink_server_redirect()); lock held */
+  gint ports[2];
+  gboolean redirected;
+  gchar *redirect_host;         /* where to, NULL: the local address */
+  /* the TLS certificate's subject as spice-gtk's cert-subject writes it
+   * (sink_server_start()), NULL without one */
+  gchar *cert_subject;
 } SinkShared;
 
 /* what a session asks its owner for (SinkSessionHooks.on_wants) */

@@ -2,6 +2,9 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
 #include <string.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 
 #include "runner-process.h"
 
@@ -113,13 +116,24 @@ gboolean
 runner_process_wait_log (RunnerProcess * run, const gchar * needle,
     guint count, guint timeout_ms)
 {
+  return test_file_wait_text (run->log_path, needle, count, timeout_ms);
+}
+
+gboolean
+test_file_wait_text (const gchar * path, const gchar * needle, guint count,
+    guint timeout_ms)
+{
   gint64 end = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
 
   do {
-    gchar *text = runner_process_log (run);
-    const gchar *p = text, *text_end = text + strlen (text);
+    gchar *text = NULL;
+    const gchar *p, *text_end;
     guint found = 0;
 
+    if (!g_file_get_contents (path, &text, NULL, NULL))
+      text = g_strdup ("");
+    p = text;
+    text_end = text + strlen (text);
     /* bounded searches, stopping at @count: logs at GST_DEBUG=*:9 are
      * megabytes, and ASan checks every strstr() against the whole rest */
     while (found < count && (p = g_strstr_len (p, text_end - p, needle))) {
@@ -256,4 +270,11 @@ test_tmpdir_remove (gchar * dir)
   remove_tree (file);
   g_object_unref (file);
   g_free (dir);
+}
+
+void
+test_child_new_group (gpointer data)
+{
+  setpgid (0, 0);
+  prctl (PR_SET_PDEATHSIG, SIGKILL);
 }

@@ -35,6 +35,14 @@ gchar *runner_process_log (RunnerProcess * run);
 /* Waits until the log holds @needle at least @count times. */
 gboolean runner_process_wait_log (RunnerProcess * run, const gchar * needle,
     guint count, guint timeout_ms);
+/* Waits until the file @path holds @needle @count times (a file that does
+ * not exist yet holds nothing). */
+gboolean test_file_wait_text (const gchar * path, const gchar * needle,
+    guint count, guint timeout_ms);
+/* A GSpawnChildSetupFunc: the child leads a process group of its own (kill
+ * it and its children with kill (-pid, …)) and gets SIGKILL when the
+ * thread that spawned it dies. */
+void test_child_new_group (gpointer data);
 /* Exit status, -2 if killed by a signal, -1 on timeout (then killed). */
 gint runner_process_wait_exit (RunnerProcess * run, guint timeout_ms);
 void runner_process_signal (RunnerProcess * run, gint sig);

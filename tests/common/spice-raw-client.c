@@ -55,6 +55,26 @@ spice_raw_tcp_wait_listen (guint16 port, guint timeout_ms)
   return ok;
 }
 
+GSocket *
+spice_raw_tcp_listen (guint16 * port)
+{
+  GSocket *sock = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM,
+      G_SOCKET_PROTOCOL_TCP, NULL);
+  GInetAddress *lo = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
+  GSocketAddress *sa = g_inet_socket_address_new (lo, 0), *local = NULL;
+
+  if (!sock || !g_socket_bind (sock, sa, TRUE, NULL) ||
+      !g_socket_listen (sock, NULL) ||
+      !(local = g_socket_get_local_address (sock, NULL)))
+    g_clear_object (&sock);
+  else
+    *port = g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (local));
+  g_clear_object (&local);
+  g_object_unref (sa);
+  g_object_unref (lo);
+  return sock;
+}
+
 void
 spice_raw_tcp_close (GSocket ** sock)
 {
@@ -345,8 +365,7 @@ spice_raw_session_new_main (guint16 port, const gchar * password)
   g_free (body);
   s->session_id = init.session_id;
   s->mm_time = init.multi_media_time;
-  if (!spice_raw_send_msg (s->main, SPICE_MSGC_MAIN_ATTACH_CHANNELS, NULL,
-          0))
+  if (!spice_raw_send_msg (s->main, SPICE_MSGC_MAIN_ATTACH_CHANNELS, NULL, 0))
     goto fail;
   for (;;) {
     if (!spice_raw_read_msg (s->main, 10000, &type, &body, &size))

@@ -28,6 +28,9 @@ GSocket *spice_raw_tcp_connect_from (const gchar * from, guint16 port,
 /* TRUE once 127.0.0.1:@port accepts a TCP connection (closed at once),
  * FALSE after @timeout_ms */
 gboolean spice_raw_tcp_wait_listen (guint16 port, guint timeout_ms);
+/* A listening TCP socket on 127.0.0.1, a free port (*@port); NULL if it
+ * cannot be made */
+GSocket *spice_raw_tcp_listen (guint16 * port);
 /* closes and unrefs *@sock and clears it; nothing where it is NULL */
 void     spice_raw_tcp_close (GSocket ** sock);
 /* appends one message with a mini header (type, size) and @body to @a,

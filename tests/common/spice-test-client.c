@@ -10,11 +10,20 @@
  * image compression and video codecs once the display is ready, through
  * spice-gtk's API (what spicy's menu does), and logs "PREFERRED-SENT".
  * Every event of the display channel from CLOSED on is logged as
- * "CHANNEL-EVENT <n>". Exit codes: 0 done, 1 no picture, 2
- * timeout/connection error.
+ * "CHANNEL-EVENT <n>", every event of the main channel as
+ * "MAIN-EVENT <n> <us>" (and the session's host when it opens, "HOST
+ * <host>"), a channel's end as "CHANNEL-DESTROY <type> <us>"
+ * and the session's end as "SESSION-DISCONNECTED <us>": a server's
+ * MIGRATE_SWITCH_HOST shows as MAIN-EVENT 11 (SWITCHING), the display's
+ * destruction and a new display (another MARK). With --dump-on-signal,
+ * SIGUSR1 writes the primary surface to --out at once and logs
+ * "DUMPED <n>" (or "DUMP-FAILED"), and the client goes on. Exit codes: 0
+ * done, 1 no picture, 2 timeout/connection error.
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
+#include <glib-unix.h>
 #include <spice-client.h>
 #include "ppm.h"
 
@@ -24,7 +33,8 @@ static gchar *host = NULL, *port = NULL, *tls_port = NULL, *ca_file = NULL,
 static gint settle_ms = 400, min_inv = 1, duration_ms = 0, timeout_s = 30,
     prefer_compression = 0;
 static SpiceChannel *display;
-static gboolean log_inv = FALSE;
+static gboolean log_inv = FALSE, dump_on_signal = FALSE;
+static guint n_dumps;
 
 static GMainLoop *loop;
 static guint8 *primary;
@@ -158,9 +168,62 @@ mark (SpiceChannel * ch, gint m, gpointer data)
   }
 }
 
+/* SIGUSR1 with --dump-on-signal: the picture now */
+static gboolean
+dump_now (gpointer data)
+{
+  GError *err = NULL;
+
+  if (primary && out && test_ppm_write (out, primary, pw, ph, pstride, &err))
+    g_print ("DUMPED %u\n", ++n_dumps);
+  else
+    g_print ("DUMP-FAILED %s\n", err ? err->message : "no picture");
+  g_clear_error (&err);
+  return G_SOURCE_CONTINUE;
+}
+
+static void
+channel_destroy (SpiceSession * s, SpiceChannel * ch, gpointer data)
+{
+  gint type = -1;
+
+  g_object_get (ch, "channel-type", &type, NULL);
+  g_print ("CHANNEL-DESTROY %d %" G_GINT64_FORMAT "\n", type,
+      g_get_monotonic_time ());
+  if (ch == display) {
+    display = NULL;
+    primary = NULL;
+    /* the next display marks again */
+    marked = FALSE;
+  }
+  if (ch == (SpiceChannel *) inputs)
+    inputs = NULL;
+}
+
+static void
+session_disconnected (SpiceSession * s, gpointer data)
+{
+  g_print ("SESSION-DISCONNECTED %" G_GINT64_FORMAT "\n",
+      g_get_monotonic_time ());
+}
+
 static void
 channel_event (SpiceChannel * ch, SpiceChannelEvent ev, gpointer data)
 {
+  if (SPICE_IS_MAIN_CHANNEL (ch)) {
+    g_print ("MAIN-EVENT %d %" G_GINT64_FORMAT "\n", ev,
+        g_get_monotonic_time ());
+    if (ev == SPICE_CHANNEL_OPENED) {
+      SpiceSession *session = NULL;
+      gchar *h = NULL;
+
+      g_object_get (ch, "spice-session", &session, NULL);
+      g_object_get (session, "host", &h, NULL);
+      g_print ("HOST %s\n", h);
+      g_free (h);
+      g_object_unref (session);
+    }
+  }
   if (ch == display && ev >= SPICE_CHANNEL_CLOSED)
     g_print ("CHANNEL-EVENT %d\n", ev);
   if (ev >= SPICE_CHANNEL_ERROR_CONNECT) {
@@ -223,6 +286,8 @@ main (int argc, char **argv)
     {"duration-ms", 0, 0, G_OPTION_ARG_INT, &duration_ms, "run time", NULL},
     {"timeout", 0, 0, G_OPTION_ARG_INT, &timeout_s, "timeout (s)", NULL},
     {"log", 0, 0, G_OPTION_ARG_NONE, &log_inv, "log invalidates", NULL},
+    {"dump-on-signal", 0, 0, G_OPTION_ARG_NONE, &dump_on_signal,
+        "SIGUSR1 writes the picture to --out", NULL},
     {"keys", 0, 0, G_OPTION_ARG_STRING, &keys, "scancodes a,b,c", NULL},
     {"prefer-compression", 0, 0, G_OPTION_ARG_INT, &prefer_compression,
         "SpiceImageCompression to prefer", NULL},
@@ -255,6 +320,12 @@ main (int argc, char **argv)
   if (password)
     g_object_set (session, "password", password, NULL);
   g_signal_connect (session, "channel-new", G_CALLBACK (channel_new), NULL);
+  g_signal_connect (session, "channel-destroy", G_CALLBACK (channel_destroy),
+      NULL);
+  g_signal_connect (session, "disconnected",
+      G_CALLBACK (session_disconnected), NULL);
+  if (dump_on_signal)
+    g_unix_signal_add (SIGUSR1, dump_now, NULL);
   if (!spice_session_connect (session))
     return 2;
   g_timeout_add (20, check_settled, NULL);

@@ -498,6 +498,12 @@ COMMANDS = {
     "ninja -C build-release install": INSTALL,
     "$EDITOR /etc/gst-spice/vm1.conf": INSTALL,
     "systemctl reload gst-spice@vm1": RELOAD,
+    "systemctl edit gst-spice@vm1.socket": INSTALL,
+    "systemctl enable --now gst-spice@vm1.socket": elsewhere(
+        "tests/install (the socket unit verified with the guide's drop-in) "
+        "and tests/runner (runner-reload: gst-spice-run started by "
+        "systemd-socket-activate when a client connects, serving on its "
+        "socket through a changed reload)"),
     "journalctl -u gst-spice@vm1": elsewhere(
         "tests/runner (what the runner logs to stderr, the journal)"),
     # operator-guide.md, "TLS": the certificates are made here as written;

@@ -8,6 +8,7 @@
  */
 #include "spicesrc-test-util.h"
 #include "context-blocker.h"
+#include "spice-raw-client.h"
 
 #include <gst/app/gstappsink.h>
 #include <gst/video/navigation.h>
@@ -981,19 +982,11 @@ timed_set_null (GstElement * p)
 static GSocket *
 silent_server_new (gchar ** uri)
 {
-  GSocket *sock = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM,
-      G_SOCKET_PROTOCOL_TCP, NULL);
-  GInetAddress *lo = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
-  GSocketAddress *addr = g_inet_socket_address_new (lo, 0), *bound;
+  guint16 port = 0;
+  GSocket *sock = spice_raw_tcp_listen (&port);
 
-  fail_unless (g_socket_bind (sock, addr, TRUE, NULL));
-  fail_unless (g_socket_listen (sock, NULL));
-  bound = g_socket_get_local_address (sock, NULL);
-  *uri = g_strdup_printf ("spice://127.0.0.1:%u",
-      g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (bound)));
-  g_object_unref (bound);
-  g_object_unref (addr);
-  g_object_unref (lo);
+  fail_unless (sock != NULL);
+  *uri = g_strdup_printf ("spice://127.0.0.1:%u", port);
   return sock;
 }
 

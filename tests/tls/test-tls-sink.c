@@ -9,6 +9,7 @@
 #include <glib/gstdio.h>
 #include <spice/enums.h>
 
+#include "runner-process.h"
 #include "tls-util.h"
 
 /* spicesink's warnings (as the service log shows them) and infos */
@@ -115,13 +116,6 @@ GST_START_TEST (test_sink_tls_verified)
 GST_END_TEST;
 
 /* remote-viewer in its own process group (xvfb-run, Xvfb, the viewer) */
-static void
-new_group (gpointer data)
-{
-  setpgid (0, 0);
-  prctl (PR_SET_PDEATHSIG, SIGKILL);
-}
-
 static GPid
 viewer_start (guint16 tls_port, const gchar * ca, const gchar * subject)
 {
@@ -136,7 +130,7 @@ viewer_start (guint16 tls_port, const gchar * ca, const gchar * subject)
 
   fail_unless (g_spawn_async (NULL, (gchar **) argv, NULL,
           G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD |
-          G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL, new_group,
+          G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL, test_child_new_group,
           NULL, &pid, &err), "%s", err ? err->message : "");
   g_free (ca_arg);
   g_free (subj_arg);

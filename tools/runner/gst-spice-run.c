@@ -19,6 +19,11 @@
  *    properties, password files, URIs, listen addresses) before the old
  *    pipeline is drained, and if the new one then fails to reach PLAYING
  *    or fails within --reload-check seconds, the old one is started again;
+ *  - listening sockets: the runner owns the spicesink elements' sockets
+ *    (or takes systemd's, socket activation) and hands them to each
+ *    pipeline (listen-fd), so that they outlive it; on a changed reload
+ *    the old sink asks its clients to reconnect (SWITCH_HOST) to the same
+ *    socket, where the new pipeline accepts them (runner-listen.c);
  *  - errors: permanent ones (the configuration cannot work) exit at once
  *    with a code systemd does not restart; transient ones restart with
  *    exponential backoff and give up after --max-restarts in a row;
@@ -51,6 +56,7 @@
 
 #include "pipeline-file.h"
 #include "runner-events.h"
+#include "runner-listen.h"
 #include "runner-metrics.h"
 #include "runner-registry.h"
 #include "runner-stats.h"
@@ -118,6 +124,7 @@ typedef struct
   gint exit_code;
   RunnerMetrics *metrics;
   RunnerEvents *events;
+  RunnerListeners *listeners;   /* the sinks' sockets, across pipelines */
   /* upstream watch: the spicesrc elements' reconnects seen so far */
   GHashTable *upstream_seen;
   gboolean upstream_waiting;
@@ -675,6 +682,9 @@ start_pipeline (Runner * r, GstElement * pipeline, Config * config,
 {
   GstBus *bus = gst_element_get_bus (pipeline);
 
+  /* the sockets it does not use (the previous pipeline stopped) close */
+  runner_listeners_attach (r->listeners, pipeline);
+  runner_listeners_prune (r->listeners, pipeline);
   r->pipeline = pipeline;
   if (config != r->config) {
     config_free (r->config);
@@ -1105,6 +1115,15 @@ on_reload_signal (gpointer user_data)
     g_clear_pointer (&r->previous, config_free);
     start_pipeline (r, pipeline, c, desc, start_time);
   } else {
+    guint asked;
+
+    /* the clients wait in the shared sockets' backlog for the new
+     * pipeline while the old one drains */
+    runner_listeners_attach (r->listeners, pipeline);
+    asked = runner_listeners_redirect (r->pipeline, pipeline);
+    if (asked)
+      LOG ("reload: %u client(s) asked to reconnect to the new pipeline\n",
+          asked);
     r->pending = pipeline;
     r->pending_config = c;
     r->pending_desc = desc;
@@ -1391,6 +1410,7 @@ main (int argc, char **argv)
 
   r.upstream_seen = g_hash_table_new_full (NULL, NULL, NULL, g_free);
   r.events = runner_events_new ();
+  r.listeners = runner_listeners_new ();
   r.config = config_load (&r, TRUE, &code);
   if (!r.config)
     return code;
@@ -1446,6 +1466,7 @@ main (int argc, char **argv)
   g_free (r.start_time);
   g_hash_table_unref (r.upstream_seen);
   runner_events_free (r.events);
+  runner_listeners_free (r.listeners);
   g_strfreev (r.defines);
   g_strfreev (r.env_files);
   g_free (r.metrics_addr);

@@ -556,6 +556,34 @@ gst_spice_wire_write_mouse_mode (GByteArray * a, guint16 supported,
   wire_close (&w);
 }
 
+/* port, sport, then (size, offset) of host and of the certificate
+ * subject; the strings follow, NUL included */
+#define SWITCH_HOST_FIXED_SIZE 20
+
+void
+gst_spice_wire_write_switch_host (GByteArray * a, guint16 port,
+    guint16 sport, const gchar * host, const gchar * cert_subject)
+{
+  GstByteWriter w;
+  gsize host_size = strlen (host) + 1;
+  gsize subject_size = cert_subject ? strlen (cert_subject) + 1 : 0;
+
+  g_return_if_fail (a->len == 0);
+  wire_open (&w, a, SWITCH_HOST_FIXED_SIZE + host_size + subject_size);
+  gst_byte_writer_put_uint16_le (&w, port);
+  gst_byte_writer_put_uint16_le (&w, sport);
+  gst_byte_writer_put_uint32_le (&w, host_size);
+  gst_byte_writer_put_uint32_le (&w, SWITCH_HOST_FIXED_SIZE);
+  gst_byte_writer_put_uint32_le (&w, subject_size);
+  /* offset 0 is no subject */
+  gst_byte_writer_put_uint32_le (&w, subject_size ?
+      SWITCH_HOST_FIXED_SIZE + host_size : 0);
+  gst_byte_writer_put_data (&w, (const guint8 *) host, host_size);
+  if (subject_size)
+    gst_byte_writer_put_data (&w, (const guint8 *) cert_subject, subject_size);
+  wire_close (&w);
+}
+
 void
 gst_spice_wire_write_mm_time (GByteArray * a, guint32 mm_time)
 {

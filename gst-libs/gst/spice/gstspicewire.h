@@ -160,6 +160,12 @@ void gst_spice_wire_write_channels_list (GByteArray * a, guint n,
 GST_SPICE_API
 void gst_spice_wire_write_mouse_mode (GByteArray * a, guint16 supported,
     guint16 current);
+/* MAIN_MIGRATE_SWITCH_HOST as the whole body of a message (its pointers
+ * are offsets from the body's start): reconnect to @host, @port / @sport
+ * (0 none); @cert_subject may be NULL */
+GST_SPICE_API
+void gst_spice_wire_write_switch_host (GByteArray * a, guint16 port,
+    guint16 sport, const gchar * host, const gchar * cert_subject);
 GST_SPICE_API
 void gst_spice_wire_write_mm_time (GByteArray * a, guint32 mm_time);
 GST_SPICE_API
