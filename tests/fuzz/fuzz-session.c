@@ -6,8 +6,10 @@
  * capabilities and connection id, ticket, messages of every type and
  * size, partial writes, half close, RST, stalls, pushes of draws and
  * stream frames, stream pads requested and released (also while their
- * chain waits for a client that does not read), state changes, the
- * guest agent's and the clients' clipboard, cursor and audio.
+ * chain waits for a client that does not read), state changes, a
+ * reload's redirect of every client (redirect-clients, on the harness's
+ * own listening socket: listen-fd), the guest agent's and the clients'
+ * clipboard, cursor and audio.
  *
  * Program format (tests/fuzz/session-seeds.py writes the seed corpus):
  * a sequence of operations, each an opcode byte (taken modulo N_OPS)
@@ -1193,6 +1195,21 @@ set_state (GstState st)
   return r != GST_STATE_CHANGE_FAILURE;
 }
 
+/* a listening TCP socket on 127.0.0.1, any port */
+static gint
+listen_socket (void)
+{
+  struct sockaddr_in a = { 0 };
+  gint fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
+  if (fd < 0 || bind (fd, (struct sockaddr *) &a, sizeof (a)) != 0 ||
+      listen (fd, 64) != 0)
+    g_error ("fuzz-session: no listening socket: %s", g_strerror (errno));
+  return fd;
+}
+
 static void
 read_port (void)
 {
@@ -1748,6 +1765,7 @@ enum
   SET_SOURCE_LIMITS,
   SET_PACING,
   SET_REFRESH,
+  SET_REDIRECT,
   N_SETTINGS
 };
 
@@ -1779,6 +1797,14 @@ settings_base (guint32 which)
     g_object_set (H.sink, "tcp-pacing", TRUE, "stream-latency", 20, NULL);
   if (which & (1u << SET_REFRESH))
     g_atomic_int_set (&H.answer_refresh, TRUE);
+  if (which & (1u << SET_REDIRECT)) {
+    /* redirected: the sink accepts again once started again (NULL and
+     * back, below: the server starts at NULL -> READY), on the same
+     * listen-fd */
+    g_object_set (H.sink, "redirect-host", NULL, NULL);
+    set_state (GST_STATE_NULL);
+    H.state_changed = TRUE;
+  }
 }
 
 /* OP_SETTING: which, value */
@@ -1829,6 +1855,24 @@ op_setting (Input * in)
       g_object_set (H.sink, "tcp-pacing", (v & 1) != 0, "stream-latency",
           v * 4 % 1000, NULL);
       break;
+    case SET_REDIRECT:{
+      guint n = 0;
+
+      /* what gst-spice-run does on a changed reload: the clients are sent
+       * to the next pipeline (here the same sink, started again by
+       * reset(): NULL and back, a new RSA key, so in one input of
+       * NULL_RARITY); a main channel that links after this is sent at
+       * once */
+      if (!input_gate (NULL_RARITY)) {
+        H.settings_changed &= ~(1u << SET_REDIRECT);
+        break;
+      }
+      if (v & 1)
+        g_object_set (H.sink, "redirect-host", (v & 2) ? "fuzz.example" :
+            "", NULL);
+      g_signal_emit_by_name (H.sink, "redirect-clients", &n);
+      break;
+    }
     default:
       g_atomic_int_set (&H.answer_refresh, v & 1);
       break;
@@ -2505,7 +2549,11 @@ make_pipeline (void)
   H.sink = gst_element_factory_make ("spicesink", "sink");
   if (!H.sink)
     g_error ("fuzz-session: no spicesink (GST_PLUGIN_PATH=BUILD/plugins)");
-  g_object_set (H.sink, "address", "127.0.0.1", "port", 0,
+  /* the listening socket is the harness's, as gst-spice-run's is: the
+   * sink accepts on a duplicate (listen-fd) and keeps its port across
+   * state changes and redirects */
+  g_object_set (H.sink, "listen-fd", listen_socket (), "address",
+      "127.0.0.1", "port", 0,
       "client-timeout", base.client_timeout, "handshake-timeout",
       base.handshake_timeout, "idle-timeout", 0, "queue-size",
       base.queue_size, "notsent-lowat", base.notsent_lowat, "max-clipboard",

@@ -25,7 +25,7 @@ T = {name: i for i, name in enumerate(
 # settings
 (SET_MAX_CLIENTS, SET_MAX_CLIPBOARD, SET_PASSWORD, SET_QUEUE,
  SET_CLIENT_TIMEOUT, SET_IDLE, SET_SOURCE_LIMITS, SET_PACING,
- SET_REFRESH) = range(9)
+ SET_REFRESH, SET_REDIRECT) = range(10)
 SESSION_CHANS = [DISPLAY, INPUTS, CURSOR, PLAYBACK, RECORD]
 
 
@@ -361,6 +361,40 @@ def agent_self_close():
     return p
 
 
+def redirect(host):
+    """a reload's redirect (redirect-clients) with a live session, then a
+    main channel accepted before it links (told at once, after
+    MAIN_INIT)"""
+    p = Program()
+    p.session("a", 0x07)                        # main, display, inputs, cursor
+    p.connect("c")                              # accepted, not linked yet
+    p.wait().op(OP_DRAW, 1, 0).wait()
+    p.op(OP_SETTING, SET_REDIRECT, 3 if host else 0)  # host: fuzz.example
+    p.wait(3)
+    p.link("c", MAIN, 0, 0, 1)                  # links after the redirect
+    p.wait(5)
+    p.msg("amain", "DISCONNECTING", 0, 0, bytes(12))
+    p.wait()
+    return gated(p)
+
+
+def fnv1a(data):
+    h = 2166136261
+    for b in data:
+        h = ((h ^ b) * 16777619) & 0xffffffff
+    return h
+
+
+def gated(p, rarity=8):
+    """@p with waits added until the harness's input_gate(NULL_RARITY)
+    passes it (the FNV-1a hash of the input): a costly operation runs in
+    one input of @rarity"""
+    for n in range(256):
+        if fnv1a(bytes(p.b) + bytes((OP_WAIT, n))) % rarity == 0:
+            return p.wait(n)
+    raise ValueError("no wait makes the input pass the gate")
+
+
 SEEDS = {
     "full-session": full_session,
     "agent-exchange": agent_exchange,
@@ -374,6 +408,8 @@ SEEDS = {
     "audio": audio,
     "timers": timers,
     "null-state": null_state,
+    "redirect": lambda: redirect(False),
+    "redirect-host": lambda: redirect(True),
 }
 
 
