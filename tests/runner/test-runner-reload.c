@@ -376,9 +376,13 @@ GST_START_TEST (test_socket_activation)
       "HEIGHT=200\nFPS=10\n", serve, port);
   gchar *tc = g_build_filename (g_getenv ("GST_SPICE_BUILD_DIR"), "tests",
       "common", "spice-test-client", NULL);
+  /* systemd-socket-activate passes only the -E variables: the
+   * sanitizers' options too (without them LeakSanitizer, on by default,
+   * fails the runner's exit on GLib's one-time allocations) */
   const gchar *argv[] = { sa, "-l", listen, "-l", unused, "-E",
     "GST_PLUGIN_PATH_1_0", "-E",
-    "GST_PLUGIN_SYSTEM_PATH_1_0", "-E", "GST_REGISTRY_1_0", runner,
+    "GST_PLUGIN_SYSTEM_PATH_1_0", "-E", "GST_REGISTRY_1_0", "-E",
+    "ASAN_OPTIONS", "-E", "UBSAN_OPTIONS", "-E", "GST_REGISTRY_FORK", runner,
     "--stats-interval", "0", "--env-file", env, NULL
   };
   const gchar *client_argv[] = { tc, "-p", ps, "--duration-ms", "600000",
@@ -386,6 +390,7 @@ GST_START_TEST (test_socket_activation)
   };
   RunnerProcess *run, *client;
   gchar *log;
+  gint code;
 
   if (!sa) {
     g_printerr ("SKIP: systemd-socket-activate not installed\n");
@@ -432,7 +437,13 @@ GST_START_TEST (test_socket_activation)
   g_free (log);
 
   runner_process_signal (run, SIGTERM);
-  fail_unless_equals_int (runner_process_wait_exit (run, 20000), 0);
+  code = runner_process_wait_exit (run, 20000);
+  if (code != 0) {
+    log = runner_process_log (run);
+    g_printerr ("%s\n", log);
+    g_free (log);
+  }
+  fail_unless_equals_int (code, 0);
   runner_process_free (client);
   runner_process_free (run);
 out:
