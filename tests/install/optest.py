@@ -83,3 +83,38 @@ def skip_if_sanitized(build):
     if opts.get("b_sanitize", "none") not in ("none", ""):
         print("skip: sanitizer build (b_sanitize=%s)" % opts["b_sanitize"])
         sys.exit(77)
+
+
+def wait_for(pred, timeout):
+    end = time.time() + timeout
+    while time.time() < end:
+        if pred():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def unit_service_section(path):
+    """The [Service] assignments of a unit file, in order."""
+    items, section = [], None
+    for line in open(path):
+        line = line.strip()
+        if not line or line[0] in "#;":
+            continue
+        if line.startswith("["):
+            section = line
+            continue
+        if section == "[Service]" and "=" in line:
+            key, value = line.split("=", 1)
+            items.append((key, value))
+    return items
+
+
+def read_env_file(path):
+    env = {}
+    for line in open(path):
+        line = line.strip()
+        if line and not line.startswith("#") and "=" in line:
+            k, v = line.split("=", 1)
+            env[k] = v
+    return env

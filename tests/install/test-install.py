@@ -27,10 +27,9 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 
-from optest import check, finish, free_ports, screenshot_once, \
-    skip_if_sanitized
+from optest import check, finish, free_ports, read_env_file, \
+    screenshot_once, skip_if_sanitized, unit_service_section, wait_for
 import unitsandbox
 
 BUILD = os.path.abspath(sys.argv[1])
@@ -45,41 +44,6 @@ def options():
         return v if v.startswith("/") else os.path.join(prefix, v)
     return prefix, {n: absolute(n) for n in
                     ("bindir", "libdir", "datadir", "sysconfdir")}
-
-
-def unit_service_section(path):
-    """The [Service] assignments of a unit file, in order."""
-    items, section = [], None
-    for line in open(path):
-        line = line.strip()
-        if not line or line[0] in "#;":
-            continue
-        if line.startswith("["):
-            section = line
-            continue
-        if section == "[Service]" and "=" in line:
-            key, value = line.split("=", 1)
-            items.append((key, value))
-    return items
-
-
-def read_env_file(path):
-    env = {}
-    for line in open(path):
-        line = line.strip()
-        if line and not line.startswith("#") and "=" in line:
-            k, v = line.split("=", 1)
-            env[k] = v
-    return env
-
-
-def wait_for(pred, timeout):
-    end = time.time() + timeout
-    while time.time() < end:
-        if pred():
-            return True
-        time.sleep(0.2)
-    return False
 
 
 SERVICE_UID = 61234      # as DynamicUser= picks one: no name, no groups
@@ -114,27 +78,6 @@ def stale_registry(lib, plugin_path, registry):
         os.rename(real + ".hidden", real)
     check(blacklisted(plugin_path, registry),
           "a stale registry cache: the plugin blacklisted")
-
-
-def sandboxed_pid(fd):
-    """The pid of the command bwrap runs (in our PID namespace), from its
-    --info-fd: the child of the namespace's init."""
-    with os.fdopen(fd) as f:
-        data = f.read()
-    try:
-        init = json.loads(data)["child-pid"]
-    except (ValueError, KeyError):
-        return None
-    end = time.time() + 10
-    while time.time() < end:
-        try:
-            kids = open("/proc/%d/task/%d/children" % (init, init)).read()
-        except OSError:
-            return None
-        if kids.split():
-            return int(kids.split()[0])
-        time.sleep(0.05)
-    return None
 
 
 PROBE = r"""
@@ -403,7 +346,7 @@ def main():
             service = proc.pid
             if info:
                 os.close(info[1])
-                service = sandboxed_pid(info[0])
+                service = unitsandbox.sandboxed_pid(info[0])
 
             def logged(s):
                 log.flush()
