@@ -445,10 +445,10 @@ CODEC = elsewhere("tests/rig (rig-quality: the quality measurement the "
                   "comparison is a 30-minute benchmark (bench/)")
 DEBIAN = elsewhere("tests/install/test-debian.py (debian/ against meson "
                    "install and tools/debian-packages.txt) and "
-                   "bench/debian-package.sh (the build, lintian, the packages "
-                   "in a clean Debian 12 chroot: the unit's ExecStart with "
-                   "its environment serves the guest's exact picture; it "
-                   "downloads packages, so it is not in the suite)")
+                   "debian-package (tests/install/debian-package.sh: the "
+                   "build, lintian, the packages in a clean Debian 12 "
+                   "chroot, where the unit's ExecStart with its environment "
+                   "and sandbox serves the guest's exact picture)")
 
 
 def h_build_dep(ctx, cmd):

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # debian/ against the build, without building the package (that and the
-# package on a clean Debian 12 are bench/debian-package.sh):
+# package on a clean Debian 12 are debian-package.sh, the
+#   suite's debian-package test):
 # - every file `meson install` installs, at the path it gets with Debian's
 #   prefix and directories, is in exactly one package's .install list, and
 #   every .install line names something installed (or a source file);

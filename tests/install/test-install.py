@@ -29,7 +29,8 @@ import sys
 import tempfile
 
 from optest import check, finish, free_ports, read_env_file, \
-    screenshot_once, skip_if_sanitized, unit_service_section, wait_for
+    screenshot_once, skip_if_sanitized, stop_service, unit_service_section, \
+    wait_for, write_conf
 import unitsandbox
 
 BUILD = os.path.abspath(sys.argv[1])
@@ -264,15 +265,8 @@ def main():
         # and the port
         gport, lport = free_ports(2)
         conf = os.path.join(rel(confdir), "vm1.conf")
-        shutil.copy(os.path.join(rel(docdir), "examples", "example.conf"), conf)
-        lines = []
-        for line in open(conf):
-            if line.startswith("UPSTREAM="):
-                line = "UPSTREAM=spice://127.0.0.1:%d\n" % gport
-            elif line.startswith("LISTEN_PORT="):
-                line = "LISTEN_PORT=%d\n" % lport
-            lines.append(line)
-        open(conf, "w").writelines(lines)
+        lines = write_conf(os.path.join(rel(docdir), "examples",
+                                        "example.conf"), conf, gport, lport)
         check("LISTEN_ADDRESS=127.0.0.1\n" in lines,
               "example.conf listens on loopback")
 
@@ -361,21 +355,7 @@ def main():
             if ok and password:
                 ok = check(not screenshot_once(lport, None, shot),
                            "no password, no picture")
-            if service:
-                os.kill(service, signal.SIGTERM)
-            try:
-                code = proc.wait(20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                code = -1
-            check(code == 0, "SIGTERM: exit %d" % code)
-            text = open(log.name).read()
-            check("SIGSYS" not in text and code != 128 + signal.SIGSYS,
-                  "no system call outside the unit's filter")
-            check("CRITICAL" not in text and "WARNING" not in text,
-                  "no GLib warning under the sandbox: %s" % [
-                      l for l in text.splitlines()
-                      if "CRITICAL" in l or "WARNING" in l])
+            code, text = stop_service(proc, service, log.name)
             if not ok or code != 0:
                 print(text)
             return text

@@ -11,7 +11,7 @@
 # the guest itself in the same run. Also checked: the package enabled and
 # started nothing (the units are templates), gst-spice-run --check of every
 # shipped pipeline that needs no display with only the package's Depends.
-# Run by bench/debian-package.sh (root; needs deb.debian.org).
+# Run by debian-package.sh (root; needs deb.debian.org).
 #
 #   debian-chroot.py ROOTFS.tar DEB_DIR HOST_BUILD_DIR
 # SPDX-License-Identifier: LGPL-2.1-or-later
@@ -20,16 +20,15 @@ import glob
 import os
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "tests", "install"))
 from optest import check, finish, free_ports, read_env_file, \
-    screenshot_once, unit_service_section, wait_for  # noqa: E402
+    screenshot_once, stop_service, unit_service_section, \
+    wait_for, write_conf  # noqa: E402
 import unitsandbox  # noqa: E402
 
 ROOTFS, DEBS, BUILD = (os.path.abspath(a) for a in sys.argv[1:4])
@@ -131,16 +130,9 @@ def main():
         # upstream and the port edited
         gport, lport = free_ports(2)
         conf = os.path.join(root, "etc", "gst-spice", "vm1.conf")
-        lines = []
-        for line in open(os.path.join(root, "usr", "share", "doc",
-                                      "gst-spice", "examples",
-                                      "example.conf")):
-            if line.startswith("UPSTREAM="):
-                line = "UPSTREAM=spice://127.0.0.1:%d\n" % gport
-            elif line.startswith("LISTEN_PORT="):
-                line = "LISTEN_PORT=%d\n" % lport
-            lines.append(line)
-        open(conf, "w").writelines(lines)
+        write_conf(os.path.join(root, "usr", "share", "doc", "gst-spice",
+                                "examples", "example.conf"), conf, gport,
+                   lport)
 
         guest = subprocess.Popen(
             [os.path.join(BUILD, "tools", "spice-test-guest"), "--port",
@@ -195,19 +187,7 @@ def main():
                        "the guest's (%d bytes, %d screenshot(s), %.1f s "
                        "after the start)" % (len(ppm(ref)), attempts[0],
                                              time.time() - t1))
-        if service:
-            os.kill(service, signal.SIGTERM)
-        try:
-            code = proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            code = -1
-        check(code == 0, "SIGTERM: exit %d" % code)
-        text = open(log.name).read()
-        check("SIGSYS" not in text and code != 128 + signal.SIGSYS,
-              "no system call outside the unit's filter")
-        check("CRITICAL" not in text and "WARNING" not in text,
-              "no GLib warning under the sandbox")
+        code, text = stop_service(proc, service, log.name)
         if not ok or code != 0:
             print(text[-4000:])
     finally:
