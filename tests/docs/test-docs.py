@@ -443,6 +443,25 @@ RELOAD = elsewhere("tests/runner (SIGHUP, the unit's ExecReload: unchanged, "
 CODEC = elsewhere("tests/rig (rig-quality: the quality measurement the "
                   "comparison tool reports) and tests/rig/rig-smoke; the full "
                   "comparison is a 30-minute benchmark (bench/)")
+DEBIAN = elsewhere("tests/install/test-debian.py (debian/ against meson "
+                   "install and tools/debian-packages.txt) and "
+                   "debian-package (tests/install/debian-package.sh: the "
+                   "build, lintian, the packages in a clean Debian 12 "
+                   "chroot, where the unit's ExecStart with its environment "
+                   "and sandbox serves the guest's exact picture)")
+
+
+def h_build_dep(ctx, cmd):
+    """apt-get build-dep, simulated (-s: nothing installed, no root): it
+    reads debian/control and every Build-Depends can be installed"""
+    r = subprocess.run(shlex.split(cmd) + ["-s"], cwd=SRC,
+                       capture_output=True, text=True,
+                       stdin=subprocess.DEVNULL)
+    out = r.stdout + r.stderr
+    check(r.returncode == 0, "%s -s (from the top of the source tree) "
+          "-> %d %s" % (cmd, r.returncode, out[-1500:]))
+
+
 CI = elsewhere(".ci/run (tools/run-tests.sh runs tools/install-deps.sh and "
                "this suite)")
 
@@ -492,6 +511,10 @@ COMMANDS = {
     "gst-spice-run -D PATTERN=snow -D ENCODER=\"jpegenc quality=60\" serve-test":
         h_codec,
     # operator-guide.md
+    "apt-get build-dep ./": h_build_dep,
+    "dpkg-buildpackage -us -uc -b": DEBIAN,
+    "apt install ../gst-spice_*_amd64.deb ../libgstspice-1.0-0_*_amd64.deb":
+        DEBIAN,
     "tools/install-deps.sh": CI,
     "meson setup build-release --prefix=/usr": INSTALL,
     "ninja -C build-release": INSTALL,

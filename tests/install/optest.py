@@ -4,6 +4,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -83,3 +84,77 @@ def skip_if_sanitized(build):
     if opts.get("b_sanitize", "none") not in ("none", ""):
         print("skip: sanitizer build (b_sanitize=%s)" % opts["b_sanitize"])
         sys.exit(77)
+
+
+def wait_for(pred, timeout):
+    end = time.time() + timeout
+    while time.time() < end:
+        if pred():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def unit_service_section(path):
+    """The [Service] assignments of a unit file, in order."""
+    items, section = [], None
+    for line in open(path):
+        line = line.strip()
+        if not line or line[0] in "#;":
+            continue
+        if line.startswith("["):
+            section = line
+            continue
+        if section == "[Service]" and "=" in line:
+            key, value = line.split("=", 1)
+            items.append((key, value))
+    return items
+
+
+def read_env_file(path):
+    env = {}
+    for line in open(path):
+        line = line.strip()
+        if line and not line.startswith("#") and "=" in line:
+            k, v = line.split("=", 1)
+            env[k] = v
+    return env
+
+
+def stop_service(proc, pid, log_path):
+    """SIGTERM to the service (@pid: the runner itself, inside the sandbox
+    that @proc started), which must end with 0, without a system call
+    outside its filter (SIGSYS) and without a GLib warning. Returns (its
+    exit code, its log)."""
+    if pid:
+        os.kill(pid, signal.SIGTERM)
+    try:
+        code = proc.wait(20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        code = -1
+    check(code == 0, "SIGTERM: exit %d" % code)
+    text = open(log_path).read()
+    check("SIGSYS" not in text and code != 128 + signal.SIGSYS,
+          "no system call outside the unit's filter")
+    check("CRITICAL" not in text and "WARNING" not in text,
+          "no GLib warning under the sandbox: %s" % [
+              l for l in text.splitlines()
+              if "CRITICAL" in l or "WARNING" in l])
+    return code, text
+
+
+def write_conf(example, conf, upstream_port, listen_port):
+    """The operator guide's NAME.conf: @example (example.conf) copied to
+    @conf with UPSTREAM on the test guest's @upstream_port and LISTEN_PORT
+    @listen_port. Returns its lines."""
+    lines = []
+    for line in open(example):
+        if line.startswith("UPSTREAM="):
+            line = "UPSTREAM=spice://127.0.0.1:%d\n" % upstream_port
+        elif line.startswith("LISTEN_PORT="):
+            line = "LISTEN_PORT=%d\n" % listen_port
+        lines.append(line)
+    with open(conf, "w") as f:
+        f.writelines(lines)
+    return lines

@@ -27,10 +27,10 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 
-from optest import check, finish, free_ports, screenshot_once, \
-    skip_if_sanitized
+from optest import check, finish, free_ports, read_env_file, \
+    screenshot_once, skip_if_sanitized, stop_service, unit_service_section, \
+    wait_for, write_conf
 import unitsandbox
 
 BUILD = os.path.abspath(sys.argv[1])
@@ -45,41 +45,6 @@ def options():
         return v if v.startswith("/") else os.path.join(prefix, v)
     return prefix, {n: absolute(n) for n in
                     ("bindir", "libdir", "datadir", "sysconfdir")}
-
-
-def unit_service_section(path):
-    """The [Service] assignments of a unit file, in order."""
-    items, section = [], None
-    for line in open(path):
-        line = line.strip()
-        if not line or line[0] in "#;":
-            continue
-        if line.startswith("["):
-            section = line
-            continue
-        if section == "[Service]" and "=" in line:
-            key, value = line.split("=", 1)
-            items.append((key, value))
-    return items
-
-
-def read_env_file(path):
-    env = {}
-    for line in open(path):
-        line = line.strip()
-        if line and not line.startswith("#") and "=" in line:
-            k, v = line.split("=", 1)
-            env[k] = v
-    return env
-
-
-def wait_for(pred, timeout):
-    end = time.time() + timeout
-    while time.time() < end:
-        if pred():
-            return True
-        time.sleep(0.2)
-    return False
 
 
 SERVICE_UID = 61234      # as DynamicUser= picks one: no name, no groups
@@ -114,27 +79,6 @@ def stale_registry(lib, plugin_path, registry):
         os.rename(real + ".hidden", real)
     check(blacklisted(plugin_path, registry),
           "a stale registry cache: the plugin blacklisted")
-
-
-def sandboxed_pid(fd):
-    """The pid of the command bwrap runs (in our PID namespace), from its
-    --info-fd: the child of the namespace's init."""
-    with os.fdopen(fd) as f:
-        data = f.read()
-    try:
-        init = json.loads(data)["child-pid"]
-    except (ValueError, KeyError):
-        return None
-    end = time.time() + 10
-    while time.time() < end:
-        try:
-            kids = open("/proc/%d/task/%d/children" % (init, init)).read()
-        except OSError:
-            return None
-        if kids.split():
-            return int(kids.split()[0])
-        time.sleep(0.05)
-    return None
 
 
 PROBE = r"""
@@ -321,15 +265,8 @@ def main():
         # and the port
         gport, lport = free_ports(2)
         conf = os.path.join(rel(confdir), "vm1.conf")
-        shutil.copy(os.path.join(rel(docdir), "examples", "example.conf"), conf)
-        lines = []
-        for line in open(conf):
-            if line.startswith("UPSTREAM="):
-                line = "UPSTREAM=spice://127.0.0.1:%d\n" % gport
-            elif line.startswith("LISTEN_PORT="):
-                line = "LISTEN_PORT=%d\n" % lport
-            lines.append(line)
-        open(conf, "w").writelines(lines)
+        lines = write_conf(os.path.join(rel(docdir), "examples",
+                                        "example.conf"), conf, gport, lport)
         check("LISTEN_ADDRESS=127.0.0.1\n" in lines,
               "example.conf listens on loopback")
 
@@ -403,7 +340,7 @@ def main():
             service = proc.pid
             if info:
                 os.close(info[1])
-                service = sandboxed_pid(info[0])
+                service = unitsandbox.sandboxed_pid(info[0])
 
             def logged(s):
                 log.flush()
@@ -418,21 +355,7 @@ def main():
             if ok and password:
                 ok = check(not screenshot_once(lport, None, shot),
                            "no password, no picture")
-            if service:
-                os.kill(service, signal.SIGTERM)
-            try:
-                code = proc.wait(20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                code = -1
-            check(code == 0, "SIGTERM: exit %d" % code)
-            text = open(log.name).read()
-            check("SIGSYS" not in text and code != 128 + signal.SIGSYS,
-                  "no system call outside the unit's filter")
-            check("CRITICAL" not in text and "WARNING" not in text,
-                  "no GLib warning under the sandbox: %s" % [
-                      l for l in text.splitlines()
-                      if "CRITICAL" in l or "WARNING" in l])
+            code, text = stop_service(proc, service, log.name)
             if not ok or code != 0:
                 print(text)
             return text

@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 PYTHON = "/usr/bin/python3"      # Debian's, which has python3-seccomp
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -166,14 +167,17 @@ def available():
 
 
 def command(items, argv, spec_path, ro_binds=(), rw_binds=(), uid=61234,
-            info_fd=None, user="gst-spice"):
+            info_fd=None, user="gst-spice", root="/"):
     """The argv running @argv under the unit's sandbox (@items: its
     [Service] assignments). @spec_path: where to write the seccomp spec
     (it must be inside a bound path). @ro_binds / @rw_binds: paths the
     service sees (read-only / writable) through PrivateTmp= and
     ProtectSystem=strict, as ReadWritePaths=, CacheDirectory= and the
-    install do. @info_fd: bwrap writes the service's pid there (JSON).
-    @uid, @user: the DynamicUser's."""
+    install do; a (SOURCE, DEST) pair binds SOURCE at DEST. @info_fd: bwrap
+    writes the service's pid there (JSON). @uid, @user: the DynamicUser's.
+    @root: the file system the service sees as / (another installation,
+    e.g. a chroot with the package installed: its python3 needs
+    python3-seccomp); this helper and the spec are bound into its /run."""
     spec = spec_of(items)
     spec["env"] = {}
     etc = []
@@ -188,12 +192,12 @@ def command(items, argv, spec_path, ro_binds=(), rw_binds=(), uid=61234,
                 ("group", "%s:x:%d:\n" % (user, uid))):
             path = os.path.join(d, name)
             with open(path, "w") as f:
-                f.write(open("/etc/" + name).read() + line)
+                f.write(open(os.path.join(root, "etc", name)).read() + line)
             os.chmod(path, 0o644)
             etc += ["--ro-bind", path, "/etc/" + name]
     with open(spec_path, "w") as f:
         json.dump(spec, f)
-    b = ["bwrap", "--die-with-parent", "--ro-bind", "/", "/"]
+    b = ["bwrap", "--die-with-parent", "--ro-bind", root, "/"]
     if yes(items, "PrivateDevices"):
         b += ["--dev", "/dev"]
     else:
@@ -209,12 +213,20 @@ def command(items, argv, spec_path, ro_binds=(), rw_binds=(), uid=61234,
     home = values(items, "ProtectHome")
     if home and home[-1] in ("yes", "tmpfs"):
         for d in ("/home", "/root", "/run/user"):
-            if os.path.isdir(d):
+            if os.path.isdir(os.path.join(root, d[1:])):
                 b += ["--tmpfs", d]
-    for p in ro_binds:
-        b += ["--ro-bind", p, p]
-    for p in rw_binds:
-        b += ["--bind", p, p]
+    helper = os.path.join(HERE, "unitsandbox.py")
+    if os.path.realpath(root) != "/":
+        d = os.path.dirname(os.path.abspath(spec_path))
+        shutil.copy(helper, d)
+        os.makedirs(os.path.join(root, "run", "unitsandbox"), exist_ok=True)
+        ro_binds = list(ro_binds) + [(d, "/run/unitsandbox")]
+        helper = "/run/unitsandbox/unitsandbox.py"
+        spec_path = "/run/unitsandbox/" + os.path.basename(spec_path)
+    for opt, binds in (("--ro-bind", ro_binds), ("--bind", rw_binds)):
+        for p in binds:
+            src, dst = p if isinstance(p, tuple) else (p, p)
+            b += [opt, src, dst]
     b += etc
     if info_fd is not None:
         b += ["--info-fd", str(info_fd)]
@@ -228,8 +240,28 @@ def command(items, argv, spec_path, ro_binds=(), rw_binds=(), uid=61234,
     if yes(items, "NoNewPrivileges") or yes(items, "DynamicUser"):
         s += ["--no-new-privs"]
     s += ["--"]
-    return b + s + [PYTHON, os.path.join(HERE, "unitsandbox.py"), "exec",
-                    spec_path, "--"] + list(argv)
+    return b + s + [PYTHON, helper, "exec", spec_path, "--"] + list(argv)
+
+
+def sandboxed_pid(fd):
+    """The pid of the command bwrap runs (in our PID namespace), from its
+    --info-fd: the child of the namespace's init."""
+    with os.fdopen(fd) as f:
+        data = f.read()
+    try:
+        init = json.loads(data)["child-pid"]
+    except (ValueError, KeyError):
+        return None
+    end = time.time() + 10
+    while time.time() < end:
+        try:
+            kids = open("/proc/%d/task/%d/children" % (init, init)).read()
+        except OSError:
+            return None
+        if kids.split():
+            return int(kids.split()[0])
+        time.sleep(0.05)
+    return None
 
 
 def _load_filters(spec):
