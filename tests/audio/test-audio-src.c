@@ -379,6 +379,20 @@ wait_frames (Probe * p, guint rate, gdouble secs, guint * disconts,
   g_mutex_unlock (&p->lock);
 }
 
+/* audio_pipeline () on GP's tone, its spicesrc in *SRC, after its first
+ * second of sound (P's counters then in *D0, *G0) */
+static GstElement *
+tone_pipeline (GuestProcess * gp, Probe * p, GstElement ** asink,
+    GstElement ** vsink, GstElement ** src, guint * d0, guint * g0)
+{
+  GstElement *pipe = audio_pipeline (gp, p, asink, vsink);
+
+  *src = gst_bin_get_by_name (GST_BIN (pipe), "src");
+  fail_unless (wait_count (p, &p->buffers, 1, 20000), "no audio buffer");
+  wait_frames (p, GUEST_AUDIO_RATE, 1.0, d0, g0);
+  return pipe;
+}
+
 /* A guest that stalls 400 ms and then catches up in one burst (no sample
  * missing) keeps continuous timestamps: no DISCONT, the tone's segments in
  * order. A guest whose sound clock pauses 1 s (those samples never exist)
@@ -408,10 +422,7 @@ GST_START_TEST (test_src_audio_stall_and_pause)
   guint64 dropped;
 
   fail_unless (gp != NULL, "%s", err ? err->message : "");
-  pipe = audio_pipeline (gp, &p, &asink, &vsink);
-  src = gst_bin_get_by_name (GST_BIN (pipe), "src");
-  fail_unless (wait_count (&p, &p.buffers, 1, 20000), "no audio buffer");
-  wait_frames (&p, GUEST_AUDIO_RATE, 1.0, &d0, &g0);
+  pipe = tone_pipeline (gp, &p, &asink, &vsink, &src, &d0, &g0);
   fail_unless_equals_int (d0, 1);       /* the stream's first buffer */
 
   guest_process_command (gp, "audio stall 400");
@@ -497,10 +508,7 @@ GST_START_TEST (test_src_audio_blocked_downstream)
   guint64 dropped;
 
   fail_unless (gp != NULL, "%s", err ? err->message : "");
-  pipe = audio_pipeline (gp, &p, &asink, &vsink);
-  src = gst_bin_get_by_name (GST_BIN (pipe), "src");
-  fail_unless (wait_count (&p, &p.buffers, 1, 20000), "no audio buffer");
-  wait_frames (&p, GUEST_AUDIO_RATE, 1.0, &d0, &g0);
+  pipe = tone_pipeline (gp, &p, &asink, &vsink, &src, &d0, &g0);
 
   g_mutex_lock (&p.lock);
   p.hold = TRUE;

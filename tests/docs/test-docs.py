@@ -349,6 +349,8 @@ def typed_in_interactive_shell(ctx, cmd):
         env = dict(ctx.env, SHELL="/bin/bash", PS1="$ ")
         os.execvpe("bash", ["bash", "--norc", "--noprofile", "-i"], env)
 
+    seen = []       # the whole terminal, for a failure's message
+
     def typed(line):
         os.write(fd, (line + "\n").encode())
 
@@ -363,6 +365,7 @@ def typed_in_interactive_shell(ctx, cmd):
                     out += os.read(fd, 4096).decode(errors="replace")
                 except OSError:
                     break
+        seen.append(out)
         return out
 
     def shell_ready(tag):
@@ -395,6 +398,9 @@ def typed_in_interactive_shell(ctx, cmd):
     except ProcessLookupError:
         pass
     os.waitpid(pid, 0)
+    if state not in ("Running", "Stopped"):
+        # no job any more: what the guest said when it ended
+        state += ", terminal: " + "".join(seen)[-800:]
     return ok, state
 
 
