@@ -220,7 +220,7 @@ document_element (GString * out, const gchar * name)
     unit = unit_of_blurb (g_param_spec_get_blurb (p));
     if (!unit && is_time_like (p->name)) {
       g_printerr ("gst-spice-docgen: %s: property '%s' does not state its "
-          "unit in its blurb (\"… (ms)\")\n", name, p->name);
+          "unit in its blurb (\"... (ms)\")\n", name, p->name);
       ok = FALSE;
     }
     g_string_append_printf (out, " | %s | ", unit ? unit : "");
