@@ -8,18 +8,21 @@
 #                             remote-viewer
 #   tools/demo.sh --verify    check the served picture with spicy-screenshot
 #                             (bit-exact against the guest) and exit 0/1
-# Options: --port N (clients, default 5910), --guest-port N (default 5930),
-#          --activity idle|busy|heavy|text|video (default busy)
+# Options: --port N (clients, default $LISTEN_PORT or 5910), --guest-port N
+#          (default $GUEST_PORT or 5930), --activity idle|busy|heavy|text|video
+#          (default busy). LISTEN_PORT and GUEST_PORT are the demo
+#          pipeline's own variables (pipelines/demo.pipeline); tests/docs
+#          sets them to free ports.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
-verify=0 port=5910 guest_port=5930 activity=busy
+verify=0 port=${LISTEN_PORT:-5910} guest_port=${GUEST_PORT:-5930} activity=busy
 while [ $# -gt 0 ]; do
   case "$1" in
     --verify) verify=1 ;;
     --port) port=$2; shift ;;
     --guest-port) guest_port=$2; shift ;;
     --activity) activity=$2; shift ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "demo.sh: unknown option $1" >&2; exit 64 ;;
   esac
   shift

@@ -1344,15 +1344,15 @@ gst_spice_sink_class_init (GstSpiceSinkClass * klass)
           DEFAULT_MAX_CLIENTS, rw));
   g_object_class_install_property (gobject_class, PROP_STREAM_LATENCY,
       g_param_spec_uint ("stream-latency", "Stream latency",
-          "Presentation margin of stream frames in ms: a frame is stamped "
-          "with the multimedia time at which its first byte is written plus "
-          "this margin", 0, 1000, DEFAULT_STREAM_LATENCY,
-          rw | GST_PARAM_MUTABLE_PLAYING));
+          "Presentation margin of stream frames (ms of SPICE multimedia "
+          "time): a frame is stamped with the multimedia time at which its "
+          "first byte is written plus this margin", 0, 1000,
+          DEFAULT_STREAM_LATENCY, rw | GST_PARAM_MUTABLE_PLAYING));
   g_object_class_install_property (gobject_class, PROP_CLIENT_TIMEOUT,
       g_param_spec_uint ("client-timeout", "Client timeout",
-          "How long (ms) the render path waits for a client whose queue is "
-          "full before leaving it behind (it is resynchronised later)", 0,
-          60000, DEFAULT_CLIENT_TIMEOUT, rw | GST_PARAM_MUTABLE_PLAYING));
+          "How long the render path waits for a client whose queue is full "
+          "before leaving it behind (ms; it is resynchronised later)", 0, 60000,
+          DEFAULT_CLIENT_TIMEOUT, rw | GST_PARAM_MUTABLE_PLAYING));
   g_object_class_install_property (gobject_class, PROP_QUEUE_SIZE,
       g_param_spec_uint ("queue-size", "Queue size",
           "Bytes queued per client beyond the socket before the render path "
@@ -1384,13 +1384,13 @@ gst_spice_sink_class_init (GstSpiceSinkClass * klass)
           rw | GST_PARAM_MUTABLE_PLAYING));
   g_object_class_install_property (gobject_class, PROP_HANDSHAKE_TIMEOUT,
       g_param_spec_uint ("handshake-timeout", "Handshake timeout",
-          "Connections that have not linked a channel after this many ms "
-          "are closed", 100, 600000, DEFAULT_HANDSHAKE_TIMEOUT, rw));
+          "Connections that have not linked a channel after this long are "
+          "closed (ms)", 100, 600000, DEFAULT_HANDSHAKE_TIMEOUT, rw));
   g_object_class_install_property (gobject_class, PROP_IDLE_TIMEOUT,
       g_param_spec_uint ("idle-timeout", "Idle timeout",
           "A client session from which no byte arrived on any channel for "
-          "this many ms is closed (spice-gtk answers the sink's PING every "
-          "second); 0 = never", 0, G_MAXINT, DEFAULT_IDLE_TIMEOUT,
+          "this long is closed (ms; 0 = never; spice-gtk answers the sink's "
+          "PING every second)", 0, G_MAXINT, DEFAULT_IDLE_TIMEOUT,
           rw | GST_PARAM_MUTABLE_PLAYING));
   g_object_class_install_property (gobject_class, PROP_MAX_CONN_RATE,
       g_param_spec_int ("max-connections-per-second",

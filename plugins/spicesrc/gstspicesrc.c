@@ -87,7 +87,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_spice_src_debug);
 #define DEFAULT_CHANNEL_ID 0
 #define DEFAULT_RECONNECT GST_SPICE_SRC_RECONNECT_NEVER
 #define DEFAULT_RECONNECT_INTERVAL 1000
-#define DEFAULT_CONNECT_TIMEOUT 10
+#define DEFAULT_CONNECT_TIMEOUT_MS 10000
 #define DEFAULT_COMPRESSION GST_SPICE_SRC_COMPRESSION_LZ4
 #define DEFAULT_CONTEXT GST_SPICE_SRC_CONTEXT_AUTO
 
@@ -119,6 +119,7 @@ enum
   PROP_RECONNECT,
   PROP_RECONNECT_INTERVAL,
   PROP_CONNECT_TIMEOUT,
+  PROP_CONNECT_TIMEOUT_MS,
   PROP_COMPRESSION,
   PROP_MAX_FRAMERATE,
   PROP_CONTEXT,
@@ -148,7 +149,7 @@ typedef struct
   gchar *ca_file;
   gchar *cert_subject;
   gint channel_id;
-  guint connect_timeout;
+  guint connect_timeout_ms;
   GstSpiceSrcCompression compression;
 } SessionParams;
 
@@ -165,7 +166,8 @@ struct _GstSpiceSrc
   gint channel_id;
   GstSpiceSrcReconnect reconnect;
   guint reconnect_interval;
-  guint connect_timeout;
+  guint connect_timeout_ms;
+  gboolean warned_connect_timeout;      /* the deprecated name was set */
   GstSpiceSrcCompression compression;
   gint max_fps_n, max_fps_d;
   GstSpiceSrcContextMode context_mode;
@@ -1054,7 +1056,8 @@ tls_diagnosis_thread (gpointer data)
 
   /* at most connect-timeout or 5 s per step */
   d->reason = gst_spice_src_tls_diagnose (p->host, p->tls_port, p->ca_file,
-      p->cert_subject, p->connect_timeout ? MIN (p->connect_timeout, 5) : 5,
+      p->cert_subject, p->connect_timeout_ms ?
+      MIN ((p->connect_timeout_ms + 999) / 1000, 5) : 5,
       d->cancel, &d->cert_refused);
   if (g_cancellable_is_cancelled (d->cancel))
     tls_diagnosis_free (d);
@@ -1119,8 +1122,8 @@ ctx_handle_failure (GstSpiceSrc * self, SpiceChannel * channel,
       /* without a channel: the connect timeout */
       msg = channel ? g_strdup_printf ("Could not connect to SPICE server %s",
           p->uri) : g_strdup_printf ("Could not connect to SPICE server "
-          "at host %s port %s: no answer within %u s", p->host,
-          session_params_port (p), p->connect_timeout);
+          "at host %s port %s: no answer within %u ms", p->host,
+          session_params_port (p), p->connect_timeout_ms);
       break;
     case SPICE_CHANNEL_ERROR_LINK:
       msg = g_strdup_printf ("SPICE link with %s failed", p->uri);
@@ -1354,8 +1357,8 @@ ctx_connect (GstSpiceSrc * self)
     g_mutex_unlock (&self->lock);
     g_free (msg);
     ctx_drop_session (self);
-  } else if (p->connect_timeout) {
-    self->connect_timeout_id = g_timeout_add_seconds (p->connect_timeout,
+  } else if (p->connect_timeout_ms) {
+    self->connect_timeout_id = g_timeout_add (p->connect_timeout_ms,
         ctx_connect_timed_out, self);
   }
 }
@@ -1748,7 +1751,7 @@ gst_spice_src_start (GstBaseSrc * bsrc)
   p->cert_subject = self->cert_subject && *self->cert_subject ?
       g_strdup (self->cert_subject) : NULL;
   p->channel_id = self->channel_id;
-  p->connect_timeout = self->connect_timeout;
+  p->connect_timeout_ms = self->connect_timeout_ms;
   p->compression = self->compression;
   /* released by this start's ctx_teardown(), once the session is closed */
   self->helper_ref = self->context_mode == GST_SPICE_SRC_CONTEXT_AUTO;
@@ -2611,8 +2614,23 @@ gst_spice_src_set_property (GObject * object, guint prop_id,
       GST_OBJECT_UNLOCK (self);
       break;
     case PROP_CONNECT_TIMEOUT:
+    {
+      gboolean warn;
+
+      /* deprecated: seconds, kept for old pipelines */
       GST_OBJECT_LOCK (self);
-      self->connect_timeout = g_value_get_uint (value);
+      self->connect_timeout_ms = g_value_get_uint (value) * 1000;
+      warn = !self->warned_connect_timeout;
+      self->warned_connect_timeout = TRUE;
+      GST_OBJECT_UNLOCK (self);
+      if (warn)
+        GST_WARNING_OBJECT (self, "connect-timeout (seconds) is deprecated: "
+            "use connect-timeout-ms");
+      break;
+    }
+    case PROP_CONNECT_TIMEOUT_MS:
+      GST_OBJECT_LOCK (self);
+      self->connect_timeout_ms = g_value_get_uint (value);
       GST_OBJECT_UNLOCK (self);
       break;
     case PROP_COMPRESSION:
@@ -2682,7 +2700,11 @@ gst_spice_src_get_property (GObject * object, guint prop_id, GValue * value,
       g_value_set_uint (value, self->reconnect_interval);
       break;
     case PROP_CONNECT_TIMEOUT:
-      g_value_set_uint (value, self->connect_timeout);
+      /* whole seconds, rounded up: a timeout never reads as 0 (none) */
+      g_value_set_uint (value, (self->connect_timeout_ms + 999) / 1000);
+      break;
+    case PROP_CONNECT_TIMEOUT_MS:
+      g_value_set_uint (value, self->connect_timeout_ms);
       break;
     case PROP_COMPRESSION:
       g_value_set_enum (value, self->compression);
@@ -2823,23 +2845,37 @@ gst_spice_src_class_init (GstSpiceSrcClass * klass)
           GST_PARAM_MUTABLE_PLAYING));
   g_object_class_install_property (gobject_class, PROP_RECONNECT_INTERVAL,
       g_param_spec_uint ("reconnect-interval", "Reconnect interval",
-          "Milliseconds between a failure and the next connection attempt",
+          "Time between a failure and the next connection attempt (ms)",
           1, 3600 * 1000, DEFAULT_RECONNECT_INTERVAL,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
           GST_PARAM_MUTABLE_PLAYING));
   /**
-   * GstSpiceSrc:connect-timeout:
+   * GstSpiceSrc:connect-timeout-ms:
    *
-   * Seconds the server has to accept the connection and complete the
+   * Milliseconds the server has to accept the connection and complete the
    * SPICE link; then the attempt fails like a refused connection (an
    * error naming host and port, or a retry with reconnect=always).
    * 0 waits as long as the system's TCP timeout.
    */
+  g_object_class_install_property (gobject_class, PROP_CONNECT_TIMEOUT_MS,
+      g_param_spec_uint ("connect-timeout-ms", "Connect timeout",
+          "Time the server has to accept and link a connection (ms; 0: "
+          "the system's TCP timeout)", 0, 3600 * 1000,
+          DEFAULT_CONNECT_TIMEOUT_MS, G_PARAM_READWRITE |
+          G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
+  /**
+   * GstSpiceSrc:connect-timeout:
+   *
+   * #GstSpiceSrc:connect-timeout-ms in seconds (read back rounded up).
+   *
+   * Deprecated: use #GstSpiceSrc:connect-timeout-ms; the elements' time
+   * properties are in milliseconds.
+   */
   g_object_class_install_property (gobject_class, PROP_CONNECT_TIMEOUT,
-      g_param_spec_uint ("connect-timeout", "Connect timeout",
-          "Seconds to wait for the server to accept and link a connection "
-          "(0: the system's TCP timeout)", 0, 3600, DEFAULT_CONNECT_TIMEOUT,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+      g_param_spec_uint ("connect-timeout", "Connect timeout (s)",
+          "Deprecated: connect-timeout-ms in seconds (s; read back rounded "
+          "up)", 0, 3600, DEFAULT_CONNECT_TIMEOUT_MS / 1000,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | G_PARAM_DEPRECATED |
           GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_COMPRESSION,
       g_param_spec_enum ("compression", "Image compression",
@@ -2931,7 +2967,7 @@ gst_spice_src_init (GstSpiceSrc * self)
   self->channel_id = DEFAULT_CHANNEL_ID;
   self->reconnect = DEFAULT_RECONNECT;
   self->reconnect_interval = DEFAULT_RECONNECT_INTERVAL;
-  self->connect_timeout = DEFAULT_CONNECT_TIMEOUT;
+  self->connect_timeout_ms = DEFAULT_CONNECT_TIMEOUT_MS;
   self->compression = DEFAULT_COMPRESSION;
   self->max_fps_n = 0;
   self->max_fps_d = 1;

@@ -133,11 +133,11 @@ enqueue_locked (GstSpiceSrcAudio * a, gpointer obj)
   }
   if (GST_IS_BUFFER (obj)) {
     GstClockTime d = GST_BUFFER_DURATION (obj);
+    gboolean dropped = FALSE;
+    GList *l;
 
     /* drop the oldest samples rather than wait */
     while (a->queued_ns + d > MAX_QUEUED_NS) {
-      GList *l;
-
       for (l = a->queue.head; l && !GST_IS_BUFFER (l->data); l = l->next);
       if (!l)
         break;
@@ -145,7 +145,13 @@ enqueue_locked (GstSpiceSrcAudio * a, gpointer obj)
       gst_buffer_unref (l->data);
       g_queue_delete_link (&a->queue, l);
       a->st_dropped++;
-      GST_BUFFER_FLAG_SET (obj, GST_BUFFER_FLAG_DISCONT);
+      dropped = TRUE;
+    }
+    /* the hole is before the oldest buffer left, which may be older than
+     * this one: that one says so (the queue holds the only reference) */
+    if (dropped) {
+      for (l = a->queue.head; l && !GST_IS_BUFFER (l->data); l = l->next);
+      GST_BUFFER_FLAG_SET (l ? l->data : obj, GST_BUFFER_FLAG_DISCONT);
     }
     a->queued_ns += d;
   }

@@ -1329,8 +1329,10 @@ gst_spice_tiler_class_init (GstSpiceTilerClass * klass)
           DEFAULT_JPEG_QUALITY, rw));
   g_object_class_install_property (gobject_class, PROP_REFINE_DELAY,
       g_param_spec_uint64 ("refine-delay", "Refine delay",
-          "Running time (ns) a lossy area must stay still before it is "
-          "re-sent losslessly", 0, G_MAXUINT64 / 2, DEFAULT_REFINE_DELAY, rw));
+          "How long a lossy area must stay still before it is re-sent "
+          "losslessly (ns of running time, a GstClockTime: measured on the "
+          "buffers' running time and the pipeline clock)", 0, G_MAXUINT64 / 2,
+          DEFAULT_REFINE_DELAY, rw));
   g_object_class_install_property (gobject_class, PROP_STREAMING,
       g_param_spec_enum ("streaming", "Streaming",
           "Which changing areas become a video stream",
@@ -1341,13 +1343,15 @@ gst_spice_tiler_class_init (GstSpiceTilerClass * klass)
           "streams", 2, 10000, DEFAULT_STREAM_MIN_FRAMES, rw));
   g_object_class_install_property (gobject_class, PROP_STREAM_MAX_GAP,
       g_param_spec_uint64 ("stream-max-gap", "Stream max gap",
-          "Longest pause (ns) between changes that keeps an area's run "
-          "going", 1, G_MAXUINT64 / 2, DEFAULT_STREAM_MAX_GAP, rw));
+          "Longest pause between changes that keeps an area's run going "
+          "(ns of running time, a GstClockTime)", 1, G_MAXUINT64 / 2,
+          DEFAULT_STREAM_MAX_GAP, rw));
   g_object_class_install_property (gobject_class, PROP_STREAM_TIMEOUT,
       g_param_spec_uint64 ("stream-timeout", "Stream timeout",
-          "A stream ends after this long (ns) without change; also how long "
-          "a smaller hot area must last before the stream shrinks", 1,
-          G_MAXUINT64 / 2, DEFAULT_STREAM_TIMEOUT, rw));
+          "A stream ends after this long without change; also how long a "
+          "smaller hot area must last before the stream shrinks (ns of "
+          "running time, a GstClockTime)", 1, G_MAXUINT64 / 2,
+          DEFAULT_STREAM_TIMEOUT, rw));
   g_object_class_install_property (gobject_class, PROP_STREAM_MIN_AREA,
       g_param_spec_uint ("stream-min-area", "Stream min area",
           "Smallest stream area in pixels", 1, G_MAXINT,
@@ -1359,8 +1363,8 @@ gst_spice_tiler_class_init (GstSpiceTilerClass * klass)
   g_object_class_install_property (gobject_class, PROP_UPDATE_BUDGET,
       g_param_spec_uint ("update-budget", "Update budget",
           "Bytes after which an update is closed and the rest of the damage "
-          "waits for the next one (smallest regions go first; 0 = no limit)",
-          0, G_MAXINT, DEFAULT_UPDATE_BUDGET, rw));
+          "waits for the next one (smallest regions go first; 0 = no limit)", 0,
+          G_MAXINT, DEFAULT_UPDATE_BUDGET, rw));
   g_object_class_install_property (gobject_class, PROP_BAND_SIZE,
       g_param_spec_uint ("band-size", "Band size",
           "Raw bytes per band: larger regions are sent as several draws of "

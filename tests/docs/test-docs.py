@@ -30,7 +30,7 @@ import time
 SRC = os.path.abspath(sys.argv[1])
 BUILD = os.path.abspath(sys.argv[2])
 sys.path.insert(0, os.path.join(SRC, "tests", "install"))
-from optest import check, finish, free_port, screenshot_once, \
+from optest import check, finish, free_port, free_ports, screenshot_once, \
     skip_if_sanitized, wait_port  # noqa: E402
 
 DOCS = ["README.md", "docs/user-guide.md", "docs/operator-guide.md"]
@@ -349,6 +349,8 @@ def typed_in_interactive_shell(ctx, cmd):
         env = dict(ctx.env, SHELL="/bin/bash", PS1="$ ")
         os.execvpe("bash", ["bash", "--norc", "--noprofile", "-i"], env)
 
+    seen = []       # the whole terminal, for a failure's message
+
     def typed(line):
         os.write(fd, (line + "\n").encode())
 
@@ -363,6 +365,7 @@ def typed_in_interactive_shell(ctx, cmd):
                     out += os.read(fd, 4096).decode(errors="replace")
                 except OSError:
                     break
+        seen.append(out)
         return out
 
     def shell_ready(tag):
@@ -395,6 +398,9 @@ def typed_in_interactive_shell(ctx, cmd):
     except ProcessLookupError:
         pass
     os.waitpid(pid, 0)
+    if state not in ("Running", "Stopped"):
+        # no job any more: what the guest said when it ended
+        state += ", terminal: " + "".join(seen)[-800:]
     return ok, state
 
 
@@ -418,12 +424,20 @@ def h_demo(ctx, cmd):
     if os.path.realpath(os.path.join(SRC, "build")) != os.path.realpath(BUILD):
         print("skip %s: it builds into SRC/build, not this build" % cmd)
         return
+    # its ports from the environment (LISTEN_PORT, GUEST_PORT, as the demo
+    # pipeline takes them): free ones, not the documented 5910 and 5930,
+    # which anything else on the machine may hold
+    listen, guest = free_ports(2)
+    env = dict(ctx.env, LISTEN_PORT=str(listen), GUEST_PORT=str(guest))
     r = subprocess.run([os.path.join(SRC, "tools", "demo.sh"), "--verify"],
                        cwd=SRC, capture_output=True, text=True,
-                       stdin=subprocess.DEVNULL, env=ctx.env)
+                       stdin=subprocess.DEVNULL, env=env)
     check(r.returncode == 0, "%s --verify -> %d %s" % (
         cmd, r.returncode, (r.stdout + r.stderr)[-1500:]))
     # never silent while it builds (README.md): it says what it does
+    check("spice://127.0.0.1:%s\n" % env["LISTEN_PORT"] in r.stdout,
+          "%s prints the URL of the port it was given: %s" % (
+              cmd, r.stdout[-1500:]))
     check(re.search(r"^demo\.sh: (build/ is up to date|built)$", r.stdout,
                     re.M) is not None,
           "%s says whether it builds (build/ is up to date, built): %s"

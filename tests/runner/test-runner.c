@@ -755,14 +755,14 @@ GST_START_TEST (test_upstream_unreachable_waits)
   GSocketListener *silent = g_socket_listener_new ();
   guint16 port = g_socket_listener_add_any_inet_port (silent, NULL, NULL);
   gchar *pipe = g_strdup_printf ("spicesrc name=src "
-      "uri=spice://127.0.0.1:%u connect-timeout=1 reconnect=always "
+      "uri=spice://127.0.0.1:%u connect-timeout-ms=1000 reconnect=always "
       "! fakesink\n", port);
   gchar *file = write_file ("up.pipeline", pipe);
   gchar *sock_path = g_build_filename (tmpdir, "notify.sock", NULL);
   gchar *env_sock = g_strdup_printf ("NOTIFY_SOCKET=%s", sock_path);
   gchar *bin = runner_process_binary ();
   gchar *expect = g_strdup_printf ("at host 127.0.0.1 port %u: no answer "
-      "within 1 s", port);
+      "within 1000 ms", port);
   const gchar *argv[] = { bin, "--stats-interval", "0", file, NULL };
   const gchar *env[] = { env_sock, NULL };
   GSocketAddress *addr = g_unix_socket_address_new (sock_path);

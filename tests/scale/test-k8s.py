@@ -420,6 +420,23 @@ def main():
           "one pipeline per session, never two at once")
     check(any(m == "/tmp" for n, m in mounts.items() if "emptyDir" in vols.get(n, {})),
           "/tmp is a writable volume (ORC compiles its code there)")
+    # a changed reload sends the clients to REDIRECT_HOST at TLS_PORT: a
+    # name outside the cluster, and a Service that keeps the port
+    rh = env.get("REDIRECT_HOST") or ""
+    check(re.match(r"^(?=.{1,253}$)([a-z0-9]([a-z0-9-]*[a-z0-9])?\.)+[a-z]{2,}$", rh)
+          and not rh.endswith((".svc", ".local", ".cluster.local", ".internal")),
+          "REDIRECT_HOST is the Service's external DNS name: %r" % rh)
+    check("REDIRECT_HOST" in pipeline_variables(pipeline),
+          "%s takes REDIRECT_HOST (spicesink redirect-host)" % pipeline)
+    check(svc["spec"].get("type") == "LoadBalancer" and all(
+        p["port"] == int(env.get("TLS_PORT", 0)) for p in svc["spec"]["ports"]),
+          "the Service keeps the port the clients are redirected to (TLS_PORT %s): %s"
+          % (env.get("TLS_PORT"), [(svc["spec"].get("type"), p["port"])
+                                   for p in svc["spec"]["ports"]]))
+    dep_text = open(os.path.join(SRC, "tools", "k8s", "gst-spice-session.yaml")).read()
+    m = re.search(r"((?:^[ \t]*#.*\n)+)[ \t]*- name: REDIRECT_HOST\n", dep_text, re.M)
+    check(m and "reload" in m.group(1),
+          "REDIRECT_HOST has a comment that says why (the reload)")
     targets = [p["targetPort"] for p in svc["spec"]["ports"]]
     check(targets and all(t in ("spice-tls", ports.get("spice-tls")) for t in targets),
           "the Service serves the TLS port only: %s" % targets)

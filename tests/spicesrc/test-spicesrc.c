@@ -86,6 +86,44 @@ teardown_kept (GstHarness * h, GstBuffer ** kept, gchar * uri,
 /* password-file overrides password: setting password keeps the file
  * (it used to free password-file without forgetting it: a read of freed
  * memory afterwards, a double free at finalize; the ASan run sees it) */
+/* The deprecated connect-timeout (seconds) and connect-timeout-ms are one
+ * setting: each reads back what the other set (seconds rounded up, so a
+ * timeout never reads as 0, "none"), in a launch line too. */
+GST_START_TEST (test_connect_timeout_names)
+{
+  GstElement *src = gst_element_factory_make ("spicesrc", NULL), *p;
+  GParamSpec *old;
+  guint s = 0, ms = 0;
+
+  fail_unless (src != NULL);
+  g_object_get (src, "connect-timeout", &s, "connect-timeout-ms", &ms, NULL);
+  fail_unless_equals_int (s, 10);
+  fail_unless_equals_int (ms, 10000);
+  g_object_set (src, "connect-timeout", 3, NULL);
+  g_object_get (src, "connect-timeout-ms", &ms, NULL);
+  fail_unless_equals_int (ms, 3000);
+  g_object_set (src, "connect-timeout-ms", 1500, NULL);
+  g_object_get (src, "connect-timeout", &s, NULL);
+  fail_unless_equals_int (s, 2);
+  g_object_set (src, "connect-timeout-ms", 0, NULL);
+  g_object_get (src, "connect-timeout", &s, NULL);
+  fail_unless_equals_int (s, 0);
+  old = g_object_class_find_property (G_OBJECT_GET_CLASS (src),
+      "connect-timeout");
+  fail_unless (old->flags & G_PARAM_DEPRECATED);
+  gst_object_unref (src);
+
+  p = gst_parse_launch ("spicesrc name=s connect-timeout=7 ! fakesink", NULL);
+  fail_unless (p != NULL);
+  src = gst_bin_get_by_name (GST_BIN (p), "s");
+  g_object_get (src, "connect-timeout-ms", &ms, NULL);
+  fail_unless_equals_int (ms, 7000);
+  gst_object_unref (src);
+  gst_object_unref (p);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_password_keeps_file)
 {
   GstElement *src = gst_element_factory_make ("spicesrc", NULL);
@@ -1227,13 +1265,13 @@ expect_guest_picture (GstElement * p, GstElement * sink, GuestProcess * gp)
 
 /* The parameters of one start belong to its session. The first start
  * connects to a server that accepts and never answers (a hung VM), with
- * connect-timeout=3. With the context held, the element goes to NULL
+ * connect-timeout-ms=3000. With the context held, the element goes to NULL
  * (its teardown stays queued), its uri changes to the test guest and it
  * starts again; the first session's connect timeout is due by the time
  * the context runs, and runs before that late teardown. It must neither
  * read the new start's parameters nor fail it: before the fix it posted
  * "Could not connect to SPICE server at host 127.0.0.1 port <the
- * guest's>: no answer within 3 s" and the new start ended in that error. */
+ * guest's>: no answer within 3 s" (now "3000 ms") and the new start ended in that error. */
 GST_START_TEST (test_params_after_late_teardown)
 {
   GuestProcess *gp = start_guest (NULL);
@@ -1241,7 +1279,7 @@ GST_START_TEST (test_params_after_late_teardown)
   GSocket *silent = silent_server_new (&silent_uri);
   GSocket *conn;
   GstElement *src, *sink;
-  GstElement *p = appsink_pipeline_for (silent_uri, "connect-timeout=3", &src,
+  GstElement *p = appsink_pipeline_for (silent_uri, "connect-timeout-ms=3000", &src,
       &sink);
   TestContextBlocker *blocker;
   gint64 connected_us;
@@ -1261,8 +1299,7 @@ GST_START_TEST (test_params_after_late_teardown)
           "last-error"), "");
   gst_structure_free (st);
 
-  /* the timer (3 s, whole seconds: due within 4 s) is due before the
-   * context runs again */
+  /* the timer (3 s) is due before the context runs again */
   restart_on_while_context_held (p, src, blocker, gp,
       connected_us + 5 * G_USEC_PER_SEC);
   expect_guest_picture (p, sink, gp);
@@ -1828,6 +1865,7 @@ spicesrc_suite (void)
   tcase_add_test (tc, test_busy_damage);
   tcase_add_test (tc, test_reused_frames_exact);
   tcase_add_test (tc, test_password_keeps_file);
+  tcase_add_test (tc, test_connect_timeout_names);
   tcase_add_test (tc, test_first_frames_prefaulted);
   tcase_add_test (tc, test_key_press);
   tcase_add_test (tc, test_mouse_client_mode);

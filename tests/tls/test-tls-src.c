@@ -348,7 +348,7 @@ ticker_tick (gpointer data)
 }
 
 /* spice-gtk's TLS handshake fails; spicesrc's diagnosis then waits for an
- * answer that never comes (its handshake times out after connect-timeout,
+ * answer that never comes (its handshake times out after connect-timeout-ms,
  * 3 s here). Meanwhile the application's loop, which owns spicesrc's
  * context, keeps ticking every 10 ms (before the fix the diagnosis ran on
  * it: no tick for 3 s), and the error still names the reason. */
@@ -364,7 +364,7 @@ GST_START_TEST (test_tls_diagnosis_off_context)
   Ticker t = { 0, };
   gint64 stalled_us;
 
-  g_object_set (src, "uri", uri, "connect-timeout", 3, NULL);
+  g_object_set (src, "uri", uri, "connect-timeout-ms", 3000, NULL);
   gst_bin_add_many (GST_BIN (pipe), src, sink, NULL);
   fail_unless (gst_element_link (src, sink));
   t.loop = g_main_loop_new (NULL, FALSE);

@@ -3,6 +3,14 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  *   gst-spice-docgen OUTPUT.md ELEMENT…
+ *   gst-spice-docgen --check ELEMENT…    (the checks alone, no output)
+ *
+ * Checks: each element's description ends with an example launch line, and
+ * each time-like property (its name ends in -timeout, -delay, -interval,
+ * -latency, -time, -gap, -period, -duration, or -ms / -ns) states its unit
+ * in its blurb as a parenthesis that starts with it: "(ms)", "(ms; 0 =
+ * never)", "(ns of running time, a GstClockTime)", "(s)". The unit is a
+ * column of the reference.
  */
 #include <gst/gst.h>
 #include <stdio.h>
@@ -37,6 +45,38 @@ print_value (GString * out, const GValue * v)
   s = gst_value_serialize (v);
   g_string_append_printf (out, "`%s`", s ? s : "?");
   g_free (s);
+}
+
+/* "ms", "ns", "us" or "s" when the blurb states its unit ("(ms…"), or
+ * NULL */
+static gchar *
+unit_of_blurb (const gchar * blurb)
+{
+  GMatchInfo *m = NULL;
+  gchar *unit = NULL;
+  static GRegex *re;
+
+  if (!re)
+    re = g_regex_new ("\\((ns|us|ms|s)(?![a-z0-9])", G_REGEX_OPTIMIZE, 0, NULL);
+  if (blurb && g_regex_match (re, blurb, 0, &m))
+    unit = g_match_info_fetch (m, 1);
+  g_match_info_free (m);
+  return unit;
+}
+
+/* a property whose value is a duration, by its name */
+static gboolean
+is_time_like (const gchar * name)
+{
+  static const gchar *const ends[] = { "-timeout", "-delay", "-interval",
+    "-latency", "-time", "-gap", "-period", "-duration", "-ms", "-ns", NULL
+  };
+  guint i;
+
+  for (i = 0; ends[i]; i++)
+    if (g_str_has_suffix (name, ends[i]) || g_str_equal (name, ends[i] + 1))
+      return TRUE;
+  return FALSE;
 }
 
 static void
@@ -99,6 +139,7 @@ split_example (const gchar * description, gchar ** text)
 static gboolean
 document_element (GString * out, const gchar * name)
 {
+  gboolean ok = TRUE;
   GstElementFactory *f = gst_element_factory_find (name);
   GstElement *e;
   const GList *l;
@@ -155,15 +196,15 @@ document_element (GString * out, const gchar * name)
   }
 
   g_string_append (out, "\n### Properties\n\n"
-      "| property | type | default | changeable | description |\n"
-      "|---|---|---|---|---|\n");
+      "| property | type | unit | default | changeable | description |\n"
+      "|---|---|---|---|---|---|\n");
   props = g_object_class_list_properties (G_OBJECT_GET_CLASS (e), &n);
   inherited = g_ptr_array_new ();
   g_ptr_array_add (inherited, NULL);
   for (i = 0; i < n; i++) {
     GParamSpec *p = props[i];
     GValue v = G_VALUE_INIT;
-    gchar *blurb;
+    gchar *blurb, *unit;
 
     if (p->owner_type != G_OBJECT_TYPE (e)) {
       if (p->owner_type != GST_TYPE_OBJECT
@@ -176,7 +217,14 @@ document_element (GString * out, const gchar * name)
     g_string_append_printf (out, "| `%s` | %s", p->name,
         g_type_name (p->value_type));
     print_range (out, p);
-    g_string_append (out, " | ");
+    unit = unit_of_blurb (g_param_spec_get_blurb (p));
+    if (!unit && is_time_like (p->name)) {
+      g_printerr ("gst-spice-docgen: %s: property '%s' does not state its "
+          "unit in its blurb (\"... (ms)\")\n", name, p->name);
+      ok = FALSE;
+    }
+    g_string_append_printf (out, " | %s | ", unit ? unit : "");
+    g_free (unit);
     g_value_init (&v, p->value_type);
     g_param_value_set_default (p, &v);
     print_value (out, &v);
@@ -197,7 +245,7 @@ document_element (GString * out, const gchar * name)
   g_string_append (out, "\n");
   gst_object_unref (e);
   gst_object_unref (f);
-  return TRUE;
+  return ok;
 }
 
 int
@@ -206,6 +254,7 @@ main (int argc, char **argv)
   GString *out;
   GError *err = NULL;
   gint i, status = 0;
+  gboolean check_only;
 
   /* the build gives docgen a registry of its own: start it afresh, so that
    * a plugin that once failed to load is not remembered as broken */
@@ -213,9 +262,11 @@ main (int argc, char **argv)
     g_unlink (g_getenv ("GST_REGISTRY_1_0"));
   gst_init (&argc, &argv);
   if (argc < 3) {
-    g_printerr ("usage: gst-spice-docgen OUTPUT.md ELEMENT…\n");
+    g_printerr ("usage: gst-spice-docgen OUTPUT.md ELEMENT…\n"
+        "       gst-spice-docgen --check ELEMENT…\n");
     return 64;
   }
+  check_only = g_str_equal (argv[1], "--check");
   out = g_string_new ("# Element reference\n\n"
       "Generated at build time from the elements' own metadata "
       "(`gst-spice-docgen`); `gst-inspect-1.0 NAME` shows the same.\n\n");
@@ -246,7 +297,7 @@ main (int argc, char **argv)
     }
     gst_plugin_feature_list_free (features);
   }
-  if (!g_file_set_contents (argv[1], out->str, out->len, &err)) {
+  if (!check_only && !g_file_set_contents (argv[1], out->str, out->len, &err)) {
     g_printerr ("gst-spice-docgen: %s\n", err->message);
     status = 1;
   }
