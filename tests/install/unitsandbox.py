@@ -177,7 +177,8 @@ def command(items, argv, spec_path, ro_binds=(), rw_binds=(), uid=61234,
     writes the service's pid there (JSON). @uid, @user: the DynamicUser's.
     @root: the file system the service sees as / (another installation,
     e.g. a chroot with the package installed: its python3 needs
-    python3-seccomp); this helper and the spec are bound into its /run."""
+    python3-seccomp); this helper and the spec are bound into its /run
+    there, and copied beside the spec here (the checkout may be hidden)."""
     spec = spec_of(items)
     spec["env"] = {}
     etc = []
@@ -223,6 +224,12 @@ def command(items, argv, spec_path, ro_binds=(), rw_binds=(), uid=61234,
         ro_binds = list(ro_binds) + [(d, "/run/unitsandbox")]
         helper = "/run/unitsandbox/unitsandbox.py"
         spec_path = "/run/unitsandbox/" + os.path.basename(spec_path)
+    else:
+        # beside the spec: a checkout under /tmp or /home is behind
+        # PrivateTmp= / ProtectHome=, or not the service user's to read
+        shutil.copy(helper, os.path.dirname(os.path.abspath(spec_path)))
+        helper = os.path.join(os.path.dirname(os.path.abspath(spec_path)),
+                              "unitsandbox.py")
     for opt, binds in (("--ro-bind", ro_binds), ("--bind", rw_binds)):
         for p in binds:
             src, dst = p if isinstance(p, tuple) else (p, p)
