@@ -71,14 +71,11 @@
 
 #include <gst/spice/gstspice.h>
 
-#include "gstspicesrc.h"
+#include "gstspicesrcpriv.h"
 #include "gstspicesrccontext.h"
-#include "gstspicesrcaudio.h"
-#include "gstspicesrcagent.h"
 #include "gstspicesrctls.h"
 
-GST_DEBUG_CATEGORY_STATIC (gst_spice_src_debug);
-#define GST_CAT_DEFAULT gst_spice_src_debug
+GST_DEBUG_CATEGORY (gst_spice_src_debug);
 
 #define DEFAULT_URI NULL
 #define DEFAULT_PASSWORD NULL
@@ -91,19 +88,11 @@ GST_DEBUG_CATEGORY_STATIC (gst_spice_src_debug);
 #define DEFAULT_COMPRESSION GST_SPICE_SRC_COMPRESSION_LZ4
 #define DEFAULT_CONTEXT GST_SPICE_SRC_CONTEXT_AUTO
 
-/* wait this long for MARK after a primary surface appears */
-#define MARK_TIMEOUT_US (1 * G_USEC_PER_SEC)
 /* the streaming thread's longest wait when nothing is due (a safety net:
  * every state change wakes it) */
 #define IDLE_WAIT_US (1 * G_USEC_PER_SEC)
 /* bound on the damage rectangles kept per frame */
 #define MAX_DAMAGE_RECTS 64
-/* pushed frames spicesrc keeps a reference to: once downstream has let go
- * of one, the next frame goes into it and only the damage since it is
- * copied (three: the one being made, the tiler's current and pending) */
-#define N_HELD_FRAMES 3
-/* frames of damage remembered for that; older frames are copied whole */
-#define DAMAGE_HISTORY 8
 /* how long stop() waits for the session teardown on the context */
 #define TEARDOWN_TIMEOUT_US (2 * G_USEC_PER_SEC)
 
@@ -124,155 +113,6 @@ enum
   PROP_MAX_FRAMERATE,
   PROP_CONTEXT,
   PROP_STATS,
-};
-
-/* The connection parameters of one start() (docs/spicesrc.md, "One start,
- * one session"): start() makes them from the properties and nothing
- * changes them afterwards but the one-way @stopped. They travel to the
- * context with that start's connect, which keeps them in self->params
- * while it runs the start's session; its teardown and a TLS diagnosis of
- * the session hold references of their own. A start's stop() marks them
- * stopped before it hands its teardown to the context: whatever still
- * runs for that session afterwards (a timer, a failure, the diagnosis's
- * result, a signal), also after the next start(), changes nothing and
- * posts nothing, and its teardown ends only that session. */
-typedef struct
-{
-  gatomicrefcount ref;
-  gint stopped;                 /* atomic: this start's stop() ran */
-  guint64 serial;               /* which start of the element (1, 2, ...) */
-  gchar *uri;
-  gchar *host;
-  gchar *port;
-  gchar *tls_port;
-  gchar *password;
-  gchar *ca_file;
-  gchar *cert_subject;
-  gint channel_id;
-  guint connect_timeout_ms;
-  GstSpiceSrcCompression compression;
-} SessionParams;
-
-struct _GstSpiceSrc
-{
-  GstPushSrc parent;
-
-  /* properties (object lock) */
-  gchar *uri;
-  gchar *password;
-  gchar *password_file;
-  gchar *ca_file;
-  gchar *cert_subject;
-  gint channel_id;
-  GstSpiceSrcReconnect reconnect;
-  guint reconnect_interval;
-  guint connect_timeout_ms;
-  gboolean warned_connect_timeout;      /* the deprecated name was set */
-  GstSpiceSrcCompression compression;
-  gint max_fps_n, max_fps_d;
-  GstSpiceSrcContextMode context_mode;
-
-  /* state-change thread only (start() and stop(), which basesrc
-   * serializes): the parameters start() made, and whether it took a
-   * reference to the context helper; stop() hands both to its teardown,
-   * which releases them on the context. They never cross threads through
-   * the element, so the teardown of one start cannot release what the
-   * next one took, nor the next start change what the previous session
-   * reads (a teardown that stop() gave up waiting for runs after the next
-   * start()). */
-  SessionParams *start_params;
-  guint64 n_starts;
-  gboolean helper_ref;
-
-  /* shared between the context and the streaming thread (self->lock) */
-  GMutex lock;
-  GCond cond;
-  gboolean flushing;
-  gboolean started;
-  gboolean stopping;
-  gboolean fatal;
-  guint64 torn_down;            /* the newest start whose teardown ran */
-  gint width, height;           /* the server's surface */
-  /* the frame being made: ours alone, mapped for writing, filled from
-   * spice-gtk's canvas on the context thread; it equals the picture
-   * reported so far (every invalidate seen) except in @stale, which is
-   * copied from the canvas at the next safe point (an invalidate, or the
-   * catch-up source: see cur_fill_locked()) */
-  GstBuffer *cur;
-  GstVideoFrame cur_frame;
-  GstSpiceRegion stale;
-  GSource *catchup;             /* attached, not yet dispatched */
-  gboolean have_surface;
-  gboolean marked;
-  gint64 surface_us;
-  GstSpiceRegion damage;
-  gint64 damage_us;             /* arrival of the latest damage */
-  GstSpiceCursor cursor;
-  gboolean cursor_pending;
-  /* stats */
-  guint64 st_frames;
-  guint64 st_rects;
-  guint64 st_area;
-  guint64 st_invalidates;
-  guint64 st_invalidates_helper;
-  guint64 st_input;
-  guint64 st_input_dropped;
-  guint input_pending;          /* input ops waiting for the context */
-  gint64 input_warned_us;
-  guint64 st_copied_area;
-  guint64 st_frames_reused;
-  gint st_prefaulted;           /* atomic: frames written ahead */
-  guint64 st_catchups;
-  guint st_reconnects;
-  gchar *st_last_error;
-  gint mouse_mode_shared;
-  GstSpiceSrcAgent *agent;      /* guest agent relay (gstspicesrcagent.c) */
-
-  /* streaming thread */
-  GstVideoInfo out_info;
-  gboolean out_valid;
-  guint64 seq;
-  GstClockTime last_pts;
-  gint64 last_push_us;
-  gboolean pushed_any;
-  /* frames we pushed and still reference (refcount 1: only us, writable
-   * again), with the seq each holds; damage of frame seq is hist[seq %
-   * DAMAGE_HISTORY] when hist_seq there is seq + 1 */
-  gboolean hold_frames;
-  gint prefault;                /* atomic: the pool's frames are still
-                                 * untouched, none was written yet */
-  GstBuffer *held[N_HELD_FRAMES];
-  guint64 held_seq[N_HELD_FRAMES];
-  GstSpiceRegion hist[DAMAGE_HISTORY];
-  guint64 hist_seq[DAMAGE_HISTORY];
-
-  /* context only: the session of one start, with its parameters (NULL:
-   * none), which ctx_session_start() and ctx_session_end() replace
-   * together with everything below */
-  SessionParams *params;
-  SpiceSession *session;
-  SpiceMainChannel *main_ch;
-  SpiceDisplayChannel *display_ch;
-  SpiceCursorChannel *cursor_ch;
-  SpiceInputsChannel *inputs_ch;
-  const guint8 *canvas;
-  gint canvas_stride;
-  gint canvas_w, canvas_h;
-  guint reconnect_id;
-  guint connect_timeout_id;
-  GCancellable *tls_cancel;     /* the TLS diagnosis under way */
-  gboolean session_opened;
-  /* spice-health events (context thread): lost since the last open, the
-   * last upstream-lost posted and those not posted since */
-  gboolean upstream_lost;
-  gint64 lost_posted_us;
-  guint64 lost_suppressed;
-  gint mouse_mode;
-  guint buttons;
-  gboolean have_pos;
-  gint last_x, last_y;
-  guint64 cursor_serial;
-  GstSpiceSrcAudio *audio;      /* the audio pad and record channel */
 };
 
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
@@ -539,13 +379,6 @@ session_params_port (const SessionParams * p)
 /* ------------------------------------------------------------------------ */
 /* helpers on the shared state (self->lock held) */
 
-static void
-set_last_error_locked (GstSpiceSrc * self, const gchar * msg)
-{
-  g_free (self->st_last_error);
-  self->st_last_error = g_strdup (msg);
-}
-
 static gboolean
 frame_ready_locked (GstSpiceSrc * self)
 {
@@ -574,16 +407,6 @@ static void prefault_start (GstSpiceSrc * self);
 static void held_frames_reset (GstSpiceSrc * self);
 static void cur_drop (GstSpiceSrc * self);
 static void ctx_connect (GstSpiceSrc * self);
-
-/* context: whether the session here (if any) belongs to a start that
- * stop() has ended; its teardown, maybe queued behind the next start's
- * calls, ends it. Until then whatever runs for it (a signal, a timer, the
- * TLS diagnosis's result) changes nothing that the next start sees. */
-static gboolean
-ctx_session_stopped (GstSpiceSrc * self)
-{
-  return !self->params || g_atomic_int_get (&self->params->stopped);
-}
 
 /* context thread, self->lock held, at a safe point: copy the stale part of
  * the frame being made from spice-gtk's canvas. A safe point is one where
@@ -660,7 +483,7 @@ on_primary_create (SpiceChannel * channel, gint format, gint width,
 {
   GstVideoRectangle full = { 0, 0, width, height };
 
-  if (ctx_session_stopped (self))
+  if (gst_spice_src_session_stopped (self))
     return;
   GST_INFO_OBJECT (self, "primary surface %dx%d format %d stride %d",
       width, height, format, stride);
@@ -672,7 +495,7 @@ on_primary_create (SpiceChannel * channel, gint format, gint width,
             height), (NULL));
     g_mutex_lock (&self->lock);
     self->fatal = TRUE;
-    set_last_error_locked (self, "unsupported surface format");
+    gst_spice_src_set_last_error_locked (self, "unsupported surface format");
     g_cond_broadcast (&self->cond);
     g_mutex_unlock (&self->lock);
     return;
@@ -717,7 +540,7 @@ on_invalidate (SpiceChannel * channel, gint x, gint y, gint w, gint h,
 {
   GstVideoRectangle r = { x, y, w, h };
 
-  if (!self->canvas || ctx_session_stopped (self))
+  if (!self->canvas || gst_spice_src_session_stopped (self))
     return;
   if (!gst_spice_rect_clip (&r, self->canvas_w, self->canvas_h))
     return;
@@ -749,7 +572,7 @@ static void
 on_mark (SpiceChannel * channel, gint mark, GstSpiceSrc * self)
 {
   GST_DEBUG_OBJECT (self, "mark %d", mark);
-  if (ctx_session_stopped (self))
+  if (gst_spice_src_session_stopped (self))
     return;
   g_mutex_lock (&self->lock);
   self->marked = mark != 0;
@@ -771,7 +594,7 @@ on_cursor_shape (SpiceChannel * channel, GParamSpec * pspec, GstSpiceSrc * self)
   GstBuffer *buf = NULL;
   gint w = 0, h = 0, hx = 0, hy = 0;
 
-  if (ctx_session_stopped (self))
+  if (gst_spice_src_session_stopped (self))
     return;
   g_object_get (channel, "cursor", &shape, NULL);
   if (shape && shape->data && shape->width > 0 && shape->height > 0) {
@@ -815,7 +638,7 @@ on_cursor_shape (SpiceChannel * channel, GParamSpec * pspec, GstSpiceSrc * self)
 static void
 on_cursor_move (SpiceChannel * channel, gint x, gint y, GstSpiceSrc * self)
 {
-  if (ctx_session_stopped (self))
+  if (gst_spice_src_session_stopped (self))
     return;
   g_mutex_lock (&self->lock);
   self->cursor.x = x;
@@ -828,7 +651,7 @@ on_cursor_move (SpiceChannel * channel, gint x, gint y, GstSpiceSrc * self)
 static void
 on_cursor_hide (SpiceChannel * channel, GstSpiceSrc * self)
 {
-  if (ctx_session_stopped (self))
+  if (gst_spice_src_session_stopped (self))
     return;
   g_mutex_lock (&self->lock);
   self->cursor.visible = FALSE;
@@ -839,7 +662,7 @@ on_cursor_hide (SpiceChannel * channel, GstSpiceSrc * self)
 static void
 on_cursor_reset (SpiceChannel * channel, GstSpiceSrc * self)
 {
-  if (ctx_session_stopped (self))
+  if (gst_spice_src_session_stopped (self))
     return;
   g_mutex_lock (&self->lock);
   gst_clear_buffer (&self->cursor.shape);
@@ -856,7 +679,7 @@ on_mouse_mode (SpiceChannel * channel, GParamSpec * pspec, GstSpiceSrc * self)
 {
   gint mode = 0;
 
-  if (ctx_session_stopped (self))
+  if (gst_spice_src_session_stopped (self))
     return;
   g_object_get (channel, "mouse-mode", &mode, NULL);
   GST_INFO_OBJECT (self, "mouse mode %s",
@@ -873,7 +696,7 @@ ctx_reconnect_timeout (gpointer data)
   GstSpiceSrc *self = data;
 
   self->reconnect_id = 0;
-  if (ctx_session_stopped (self))
+  if (gst_spice_src_session_stopped (self))
     return G_SOURCE_REMOVE;
   g_mutex_lock (&self->lock);
   self->st_reconnects++;
@@ -977,7 +800,7 @@ ctx_fail (GstSpiceSrc * self, SpiceChannelEvent event, const gchar * msg,
     }
   }
   g_mutex_lock (&self->lock);
-  set_last_error_locked (self, msg);
+  gst_spice_src_set_last_error_locked (self, msg);
   if (fatal)
     self->fatal = TRUE;
   g_cond_broadcast (&self->cond);
@@ -1035,7 +858,7 @@ ctx_tls_diagnosed (gpointer data)
 
   /* self->tls_cancel is the current session's diagnosis: then d->params
    * are self->params */
-  if (d->cancel != self->tls_cancel || ctx_session_stopped (self)) {
+  if (d->cancel != self->tls_cancel || gst_spice_src_session_stopped (self)) {
     GST_DEBUG_OBJECT (self, "TLS diagnosis no longer wanted: %s", d->reason);
     return G_SOURCE_REMOVE;
   }
@@ -1142,7 +965,7 @@ on_channel_event (SpiceChannel * channel, SpiceChannelEvent event,
     GstSpiceSrc * self)
 {
   GST_DEBUG_OBJECT (self, "%s: event %d", G_OBJECT_TYPE_NAME (channel), event);
-  if (ctx_session_stopped (self))
+  if (gst_spice_src_session_stopped (self))
     return;
   switch (event) {
     case SPICE_CHANNEL_OPENED:
@@ -1187,7 +1010,7 @@ on_channel_new (SpiceSession * session, SpiceChannel * channel,
   g_object_get (channel, "channel-id", &id, NULL);
   GST_DEBUG_OBJECT (self, "new channel %s id %d",
       G_OBJECT_TYPE_NAME (channel), id);
-  if (ctx_session_stopped (self))
+  if (gst_spice_src_session_stopped (self))
     return;
 
   if (SPICE_IS_MAIN_CHANNEL (channel)) {
@@ -1306,7 +1129,7 @@ ctx_connect_timed_out (gpointer data)
   GstSpiceSrc *self = data;
 
   self->connect_timeout_id = 0;
-  if (!self->session_opened && !ctx_session_stopped (self))
+  if (!self->session_opened && !gst_spice_src_session_stopped (self))
     ctx_handle_failure (self, NULL, SPICE_CHANNEL_ERROR_CONNECT);
   return G_SOURCE_REMOVE;
 }
@@ -1319,7 +1142,7 @@ ctx_connect (GstSpiceSrc * self)
   const SessionParams *p = self->params;
   SpiceSession *session;
 
-  if (ctx_session_stopped (self) || self->session)
+  if (gst_spice_src_session_stopped (self) || self->session)
     return;
 
   GST_INFO_OBJECT (self, "connecting to %s (start %" G_GUINT64_FORMAT ")",
@@ -1351,7 +1174,7 @@ ctx_connect (GstSpiceSrc * self)
     GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ, ("%s", msg),
         ("spice_session_connect() failed"));
     g_mutex_lock (&self->lock);
-    set_last_error_locked (self, msg);
+    gst_spice_src_set_last_error_locked (self, msg);
     self->fatal = TRUE;
     g_cond_broadcast (&self->cond);
     g_mutex_unlock (&self->lock);
@@ -1565,7 +1388,7 @@ ctx_input_op (gpointer data)
   gdouble x, y, dx, dy;
   gint button;
 
-  if (!self->inputs_ch || ctx_session_stopped (self)) {
+  if (!self->inputs_ch || gst_spice_src_session_stopped (self)) {
     GST_DEBUG_OBJECT (self, "no inputs channel, dropping %" GST_PTR_FORMAT,
         event);
     return G_SOURCE_REMOVE;

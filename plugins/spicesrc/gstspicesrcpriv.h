@@ -1,0 +1,204 @@
+/* gst-spice: spicesrc's instance, shared by the files of the element
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * gstspicesrc.c is the element (properties, GstBaseSrc and GstPushSrc,
+ * the URI handler); the other files each own one part of it and expose
+ * gst_spice_src_<part>_*() to the others (docs/spicesrc.md, "Source").
+ * Every function says above it which thread it runs on; "context" is the
+ * thread that owns the default main context, where spice-gtk runs.
+ */
+#pragma once
+
+#include <gst/gst.h>
+#include <gst/video/video.h>
+#include <spice-client.h>
+
+#include <gst/spice/gstspice.h>
+
+#include "gstspicesrc.h"
+#include "gstspicesrcaudio.h"
+#include "gstspicesrcagent.h"
+
+G_BEGIN_DECLS
+
+/* one debug category for the element's own files (spicesrc) */
+GST_DEBUG_CATEGORY_EXTERN (gst_spice_src_debug);
+#define GST_CAT_DEFAULT gst_spice_src_debug
+
+/* wait this long for MARK after a primary surface appears */
+#define MARK_TIMEOUT_US (1 * G_USEC_PER_SEC)
+/* pushed frames spicesrc keeps a reference to: once downstream has let go
+ * of one, the next frame goes into it and only the damage since it is
+ * copied (three: the one being made, the tiler's current and pending) */
+#define N_HELD_FRAMES 3
+/* frames of damage remembered for that; older frames are copied whole */
+#define DAMAGE_HISTORY 8
+
+/* The connection parameters of one start() (docs/spicesrc.md, "One start,
+ * one session"): start() makes them from the properties and nothing
+ * changes them afterwards but the one-way @stopped. They travel to the
+ * context with that start's connect, which keeps them in self->params
+ * while it runs the start's session; its teardown and a TLS diagnosis of
+ * the session hold references of their own. A start's stop() marks them
+ * stopped before it hands its teardown to the context: whatever still
+ * runs for that session afterwards (a timer, a failure, the diagnosis's
+ * result, a signal), also after the next start(), changes nothing and
+ * posts nothing, and its teardown ends only that session. */
+typedef struct
+{
+  gatomicrefcount ref;
+  gint stopped;                 /* atomic: this start's stop() ran */
+  guint64 serial;               /* which start of the element (1, 2, ...) */
+  gchar *uri;
+  gchar *host;
+  gchar *port;
+  gchar *tls_port;
+  gchar *password;
+  gchar *ca_file;
+  gchar *cert_subject;
+  gint channel_id;
+  guint connect_timeout_ms;
+  GstSpiceSrcCompression compression;
+} SessionParams;
+
+struct _GstSpiceSrc
+{
+  GstPushSrc parent;
+
+  /* properties (object lock) */
+  gchar *uri;
+  gchar *password;
+  gchar *password_file;
+  gchar *ca_file;
+  gchar *cert_subject;
+  gint channel_id;
+  GstSpiceSrcReconnect reconnect;
+  guint reconnect_interval;
+  guint connect_timeout_ms;
+  gboolean warned_connect_timeout;      /* the deprecated name was set */
+  GstSpiceSrcCompression compression;
+  gint max_fps_n, max_fps_d;
+  GstSpiceSrcContextMode context_mode;
+
+  /* state-change thread only (start() and stop(), which basesrc
+   * serializes): the parameters start() made, and whether it took a
+   * reference to the context helper; stop() hands both to its teardown,
+   * which releases them on the context. They never cross threads through
+   * the element, so the teardown of one start cannot release what the
+   * next one took, nor the next start change what the previous session
+   * reads (a teardown that stop() gave up waiting for runs after the next
+   * start()). */
+  SessionParams *start_params;
+  guint64 n_starts;
+  gboolean helper_ref;
+
+  /* shared between the context and the streaming thread (self->lock) */
+  GMutex lock;
+  GCond cond;
+  gboolean flushing;
+  gboolean started;
+  gboolean stopping;
+  gboolean fatal;
+  guint64 torn_down;            /* the newest start whose teardown ran */
+  gint width, height;           /* the server's surface */
+  /* the frame being made: ours alone, mapped for writing, filled from
+   * spice-gtk's canvas on the context thread; it equals the picture
+   * reported so far (every invalidate seen) except in @stale, which is
+   * copied from the canvas at the next safe point (an invalidate, or the
+   * catch-up source: see cur_fill_locked()) */
+  GstBuffer *cur;
+  GstVideoFrame cur_frame;
+  GstSpiceRegion stale;
+  GSource *catchup;             /* attached, not yet dispatched */
+  gboolean have_surface;
+  gboolean marked;
+  gint64 surface_us;
+  GstSpiceRegion damage;
+  gint64 damage_us;             /* arrival of the latest damage */
+  GstSpiceCursor cursor;
+  gboolean cursor_pending;
+  /* stats */
+  guint64 st_frames;
+  guint64 st_rects;
+  guint64 st_area;
+  guint64 st_invalidates;
+  guint64 st_invalidates_helper;
+  guint64 st_input;
+  guint64 st_input_dropped;
+  guint input_pending;          /* input ops waiting for the context */
+  gint64 input_warned_us;
+  guint64 st_copied_area;
+  guint64 st_frames_reused;
+  gint st_prefaulted;           /* atomic: frames written ahead */
+  guint64 st_catchups;
+  guint st_reconnects;
+  gchar *st_last_error;
+  gint mouse_mode_shared;
+  GstSpiceSrcAgent *agent;      /* guest agent relay (gstspicesrcagent.c) */
+
+  /* streaming thread */
+  GstVideoInfo out_info;
+  gboolean out_valid;
+  guint64 seq;
+  GstClockTime last_pts;
+  gint64 last_push_us;
+  gboolean pushed_any;
+  /* frames we pushed and still reference (refcount 1: only us, writable
+   * again), with the seq each holds; damage of frame seq is hist[seq %
+   * DAMAGE_HISTORY] when hist_seq there is seq + 1 */
+  gboolean hold_frames;
+  gint prefault;                /* atomic: the pool's frames are still
+                                 * untouched, none was written yet */
+  GstBuffer *held[N_HELD_FRAMES];
+  guint64 held_seq[N_HELD_FRAMES];
+  GstSpiceRegion hist[DAMAGE_HISTORY];
+  guint64 hist_seq[DAMAGE_HISTORY];
+
+  /* context only: the session of one start, with its parameters (NULL:
+   * none), which ctx_session_start() and ctx_session_end() replace
+   * together with everything below */
+  SessionParams *params;
+  SpiceSession *session;
+  SpiceMainChannel *main_ch;
+  SpiceDisplayChannel *display_ch;
+  SpiceCursorChannel *cursor_ch;
+  SpiceInputsChannel *inputs_ch;
+  const guint8 *canvas;
+  gint canvas_stride;
+  gint canvas_w, canvas_h;
+  guint reconnect_id;
+  guint connect_timeout_id;
+  GCancellable *tls_cancel;     /* the TLS diagnosis under way */
+  gboolean session_opened;
+  /* spice-health events (context thread): lost since the last open, the
+   * last upstream-lost posted and those not posted since */
+  gboolean upstream_lost;
+  gint64 lost_posted_us;
+  guint64 lost_suppressed;
+  gint mouse_mode;
+  guint buttons;
+  gboolean have_pos;
+  gint last_x, last_y;
+  guint64 cursor_serial;
+  GstSpiceSrcAudio *audio;      /* the audio pad and record channel */
+};
+
+/* any thread, self->lock held */
+static inline void
+gst_spice_src_set_last_error_locked (GstSpiceSrc * self, const gchar * msg)
+{
+  g_free (self->st_last_error);
+  self->st_last_error = g_strdup (msg);
+}
+
+/* context: whether the session here (if any) belongs to a start that
+ * stop() has ended; its teardown, maybe queued behind the next start's
+ * calls, ends it. Until then whatever runs for it (a signal, a timer, the
+ * TLS diagnosis's result) changes nothing that the next start sees. */
+static inline gboolean
+gst_spice_src_session_stopped (GstSpiceSrc * self)
+{
+  return !self->params || g_atomic_int_get (&self->params->stopped);
+}
+
+G_END_DECLS
