@@ -105,7 +105,7 @@ struct _GstSpiceSrc
    * spice-gtk's canvas on the context thread; it equals the picture
    * reported so far (every invalidate seen) except in @stale, which is
    * copied from the canvas at the next safe point (an invalidate, or the
-   * catch-up source: see cur_fill_locked()) */
+   * catch-up source: see gstspicesrcdisplay.c) */
   GstBuffer *cur;
   GstVideoFrame cur_frame;
   GstSpiceRegion stale;

@@ -1,0 +1,35 @@
+/* gst-spice: spicesrc's display channel and the frames it fills
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#pragma once
+
+#include "gstspicesrcpriv.h"
+
+G_BEGIN_DECLS
+
+/* context thread: follow the session's display channel with the captured
+ * id (primary surface, invalidates, MARK) */
+void     gst_spice_src_display_connect (GstSpiceSrc * self,
+    SpiceChannel * channel);
+
+/* streaming thread (create()), self->lock held */
+gboolean gst_spice_src_display_frame_ready_locked (GstSpiceSrc * self);
+void     gst_spice_src_display_catchup_schedule_locked (GstSpiceSrc * self);
+GstBuffer *gst_spice_src_display_cur_take_locked (GstSpiceSrc * self,
+    GstVideoFrame * frame);
+
+/* streaming thread (create()), self->lock not held */
+GstFlowReturn gst_spice_src_display_cur_install (GstSpiceSrc * self,
+    gboolean reuse_only);
+void     gst_spice_src_display_held_frames_put (GstSpiceSrc * self,
+    GstBuffer * buf, guint64 seq);
+
+/* streaming thread, or the state-change thread once it is gone (start(),
+ * stop(), decide_allocation()) */
+void     gst_spice_src_display_cur_drop (GstSpiceSrc * self);
+void     gst_spice_src_display_held_frames_reset (GstSpiceSrc * self);
+
+/* any thread (an input event) */
+void     gst_spice_src_display_prefault_start (GstSpiceSrc * self);
+
+G_END_DECLS
