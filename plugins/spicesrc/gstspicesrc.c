@@ -66,7 +66,6 @@
 
 #include <gst/video/video.h>
 #include <gst/video/gstvideopool.h>
-#include <gst/video/navigation.h>
 #include <spice-client.h>
 
 #include <gst/spice/gstspice.h>
@@ -75,6 +74,7 @@
 #include "gstspicesrccontext.h"
 #include "gstspicesrccursor.h"
 #include "gstspicesrcdisplay.h"
+#include "gstspicesrcinputs.h"
 #include "gstspicesrctls.h"
 #include "gstspicesrcuri.h"
 
@@ -862,228 +862,6 @@ ctx_teardown (gpointer data)
 }
 
 /* ------------------------------------------------------------------------ */
-/* input */
-
-static guint
-button_mask (gint button)
-{
-  switch (button) {
-    case 1:
-      return SPICE_MOUSE_BUTTON_MASK_LEFT;
-    case 2:
-      return SPICE_MOUSE_BUTTON_MASK_MIDDLE;
-    case 3:
-      return SPICE_MOUSE_BUTTON_MASK_RIGHT;
-    default:
-      return 0;
-  }
-}
-
-static void
-ctx_pointer_to (GstSpiceSrc * self, gdouble fx, gdouble fy)
-{
-  gint x = (gint) (fx + 0.5), y = (gint) (fy + 0.5);
-
-  if (self->mouse_mode == SPICE_MOUSE_MODE_CLIENT) {
-    spice_inputs_channel_position (self->inputs_ch, MAX (x, 0), MAX (y, 0),
-        self->params->channel_id, self->buttons);
-  } else if (self->have_pos && (x != self->last_x || y != self->last_y)) {
-    spice_inputs_channel_motion (self->inputs_ch, x - self->last_x,
-        y - self->last_y, self->buttons);
-  }
-  self->last_x = x;
-  self->last_y = y;
-  self->have_pos = TRUE;
-}
-
-static void
-ctx_key (GstSpiceSrc * self, GstEvent * event, gboolean press)
-{
-  const GstStructure *s = gst_event_get_structure (event);
-  const gchar *key = NULL;
-  guint scancode = 0;
-  gint iscancode;
-  gboolean shifted = FALSE;
-  GstNavigationModifierType state = 0;
-
-  if (!gst_structure_get_uint (s, "scancode", &scancode) &&
-      gst_structure_get_int (s, "scancode", &iscancode) && iscancode > 0)
-    scancode = iscancode;
-  if (!scancode) {
-    gst_navigation_event_parse_key_event (event, &key);
-    if (key)
-      scancode = gst_spice_keymap_scancode_from_name (key, &shifted);
-  }
-  if (!scancode) {
-    GST_WARNING_OBJECT (self, "unknown key '%s'", GST_STR_NULL (key));
-    return;
-  }
-  gst_navigation_event_parse_modifier_state (event, &state);
-  GST_DEBUG_OBJECT (self, "key %s 0x%x (%s)%s", press ? "down" : "up",
-      scancode, GST_STR_NULL (key), shifted ? " shifted" : "");
-
-  if (press) {
-    /* "A", "exclam", "?": Shift + the key, unless Shift is down */
-    gboolean synth = shifted && !(state & GST_NAVIGATION_MODIFIER_SHIFT_MASK);
-
-    if (synth)
-      spice_inputs_channel_key_press (self->inputs_ch,
-          GST_SPICE_SCANCODE_SHIFT_L);
-    spice_inputs_channel_key_press (self->inputs_ch, scancode);
-    if (synth)
-      spice_inputs_channel_key_release (self->inputs_ch,
-          GST_SPICE_SCANCODE_SHIFT_L);
-  } else {
-    spice_inputs_channel_key_release (self->inputs_ch, scancode);
-  }
-}
-
-typedef struct
-{
-  GstSpiceSrc *self;
-  GstEvent *event;
-} InputOp;
-
-/* input events waiting for the context (an application's busy UI thread,
- * a flood from downstream): at most this many; beyond it presses and
- * motion are dropped, releases wait (up to twice as many) so that no key
- * or button stays down */
-#define MAX_INPUT_PENDING 512
-
-static void
-input_op_free (gpointer data)
-{
-  InputOp *op = data;
-
-  g_mutex_lock (&op->self->lock);
-  op->self->input_pending--;
-  g_mutex_unlock (&op->self->lock);
-  gst_event_unref (op->event);
-  gst_object_unref (op->self);
-  g_free (op);
-}
-
-static gboolean
-ctx_input_op (gpointer data)
-{
-  InputOp *op = data;
-  GstSpiceSrc *self = op->self;
-  GstEvent *event = op->event;
-  gdouble x, y, dx, dy;
-  gint button;
-
-  if (!self->inputs_ch || gst_spice_src_session_stopped (self)) {
-    GST_DEBUG_OBJECT (self, "no inputs channel, dropping %" GST_PTR_FORMAT,
-        event);
-    return G_SOURCE_REMOVE;
-  }
-
-  switch (gst_navigation_event_get_type (event)) {
-    case GST_NAVIGATION_EVENT_KEY_PRESS:
-      ctx_key (self, event, TRUE);
-      break;
-    case GST_NAVIGATION_EVENT_KEY_RELEASE:
-      ctx_key (self, event, FALSE);
-      break;
-    case GST_NAVIGATION_EVENT_MOUSE_MOVE:
-      if (gst_navigation_event_parse_mouse_move_event (event, &x, &y))
-        ctx_pointer_to (self, x, y);
-      break;
-    case GST_NAVIGATION_EVENT_MOUSE_BUTTON_PRESS:
-      if (!gst_navigation_event_parse_mouse_button_event (event, &button, &x,
-              &y))
-        break;
-      ctx_pointer_to (self, x, y);
-      if (button == 4 || button == 5) {
-        spice_inputs_channel_button_press (self->inputs_ch, button,
-            self->buttons);
-        spice_inputs_channel_button_release (self->inputs_ch, button,
-            self->buttons);
-      } else {
-        self->buttons |= button_mask (button);
-        spice_inputs_channel_button_press (self->inputs_ch, button,
-            self->buttons);
-      }
-      break;
-    case GST_NAVIGATION_EVENT_MOUSE_BUTTON_RELEASE:
-      if (!gst_navigation_event_parse_mouse_button_event (event, &button, &x,
-              &y))
-        break;
-      if (button == 4 || button == 5)
-        break;                  /* sent as press + release already */
-      ctx_pointer_to (self, x, y);
-      self->buttons &= ~button_mask (button);
-      spice_inputs_channel_button_release (self->inputs_ch, button,
-          self->buttons);
-      break;
-    case GST_NAVIGATION_EVENT_MOUSE_SCROLL:
-      if (!gst_navigation_event_parse_mouse_scroll_event (event, &x, &y, &dx,
-              &dy) || dy == 0)
-        break;
-      ctx_pointer_to (self, x, y);
-      button = dy > 0 ? SPICE_MOUSE_BUTTON_UP : SPICE_MOUSE_BUTTON_DOWN;
-      spice_inputs_channel_button_press (self->inputs_ch, button,
-          self->buttons);
-      spice_inputs_channel_button_release (self->inputs_ch, button,
-          self->buttons);
-      break;
-    default:
-      break;
-  }
-  return G_SOURCE_REMOVE;
-}
-
-static gboolean
-gst_spice_src_handle_navigation (GstSpiceSrc * self, GstEvent * event)
-{
-  InputOp *op;
-  gboolean running, release;
-
-  switch (gst_navigation_event_get_type (event)) {
-    case GST_NAVIGATION_EVENT_KEY_PRESS:
-    case GST_NAVIGATION_EVENT_KEY_RELEASE:
-    case GST_NAVIGATION_EVENT_MOUSE_MOVE:
-    case GST_NAVIGATION_EVENT_MOUSE_BUTTON_PRESS:
-    case GST_NAVIGATION_EVENT_MOUSE_BUTTON_RELEASE:
-    case GST_NAVIGATION_EVENT_MOUSE_SCROLL:
-      gst_spice_src_display_prefault_start (self);
-      break;
-    default:
-      return FALSE;
-  }
-  release = gst_navigation_event_get_type (event) ==
-      GST_NAVIGATION_EVENT_KEY_RELEASE ||
-      gst_navigation_event_get_type (event) ==
-      GST_NAVIGATION_EVENT_MOUSE_BUTTON_RELEASE;
-  g_mutex_lock (&self->lock);
-  running = self->started && !self->stopping;
-  if (running && self->input_pending >= (release ? 2 : 1) * MAX_INPUT_PENDING) {
-    gint64 now = g_get_monotonic_time ();
-
-    self->st_input_dropped++;
-    if (now - self->input_warned_us >= G_TIME_SPAN_SECOND) {
-      self->input_warned_us = now;
-      GST_WARNING_OBJECT (self, "%u input events wait for the SPICE context: "
-          "dropping input (%" G_GUINT64_FORMAT " so far)",
-          self->input_pending, self->st_input_dropped);
-    }
-    running = FALSE;
-  } else if (running) {
-    self->st_input++;
-    self->input_pending++;
-  }
-  g_mutex_unlock (&self->lock);
-  if (!running)
-    return FALSE;
-
-  op = g_new0 (InputOp, 1);
-  op->self = gst_object_ref (self);
-  op->event = gst_event_ref (event);
-  gst_spice_src_context_invoke (ctx_input_op, op, input_op_free);
-  return TRUE;
-}
-
-/* ------------------------------------------------------------------------ */
 /* GstBaseSrc */
 
 /* the state-change thread: the parameters of a new start (this one's
@@ -1441,7 +1219,7 @@ gst_spice_src_event (GstBaseSrc * bsrc, GstEvent * event)
   GstSpiceSrc *self = GST_SPICE_SRC (bsrc);
 
   if (GST_EVENT_TYPE (event) == GST_EVENT_NAVIGATION)
-    return gst_spice_src_handle_navigation (self, event);
+    return gst_spice_src_inputs_handle_navigation (self, event);
   if (gst_spice_src_agent_upstream_event (self->agent, event))
     return TRUE;
   return GST_BASE_SRC_CLASS (parent_class)->event (bsrc, event);
@@ -1454,7 +1232,8 @@ static gboolean
 gst_spice_src_send_event (GstElement * element, GstEvent * event)
 {
   if (GST_EVENT_TYPE (event) == GST_EVENT_NAVIGATION) {
-    gboolean ret = gst_spice_src_handle_navigation (GST_SPICE_SRC (element),
+    gboolean ret =
+        gst_spice_src_inputs_handle_navigation (GST_SPICE_SRC (element),
         event);
 
     gst_event_unref (event);

@@ -1,0 +1,18 @@
+/* gst-spice: spicesrc's inputs channel
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#pragma once
+
+#include "gstspicesrcpriv.h"
+
+G_BEGIN_DECLS
+
+/* any thread (upstream events, send_event()): a GstNavigation key, mouse
+ * move, button or scroll event goes to the context thread and becomes
+ * SPICE input; FALSE if @event is none of those, the element is not
+ * running, or too many events already wait (the event stays the
+ * caller's) */
+gboolean gst_spice_src_inputs_handle_navigation (GstSpiceSrc * self,
+    GstEvent * event);
+
+G_END_DECLS
