@@ -129,6 +129,7 @@ G_DEFINE_TYPE_WITH_CODE (GstSpiceSrc, gst_spice_src, GST_TYPE_PUSH_SRC,
     G_IMPLEMENT_INTERFACE (GST_TYPE_URI_HANDLER,
         gst_spice_src_uri_handler_init));
 
+/* any thread, once: the debug category and the damage meta */
 static void
 spicesrc_element_init (GstPlugin * plugin)
 {
@@ -149,6 +150,7 @@ GST_ELEMENT_REGISTER_DEFINE_WITH_CODE (spicesrc, "spicesrc", GST_RANK_NONE,
 /* enums */
 
 #define GST_TYPE_SPICE_SRC_RECONNECT (gst_spice_src_reconnect_get_type ())
+/* any thread */
 static GType
 gst_spice_src_reconnect_get_type (void)
 {
@@ -168,6 +170,7 @@ gst_spice_src_reconnect_get_type (void)
 }
 
 #define GST_TYPE_SPICE_SRC_COMPRESSION (gst_spice_src_compression_get_type ())
+/* any thread */
 static GType
 gst_spice_src_compression_get_type (void)
 {
@@ -190,6 +193,7 @@ gst_spice_src_compression_get_type (void)
 }
 
 #define GST_TYPE_SPICE_SRC_CONTEXT_MODE (gst_spice_src_context_mode_get_type ())
+/* any thread */
 static GType
 gst_spice_src_context_mode_get_type (void)
 {
@@ -212,6 +216,7 @@ gst_spice_src_context_mode_get_type (void)
 /* ------------------------------------------------------------------------ */
 /* URI */
 
+/* any thread (the uri property, the URI handler): only while not running */
 static gboolean
 gst_spice_src_set_uri (GstSpiceSrc * self, const gchar * uri, GError ** error)
 {
@@ -411,6 +416,7 @@ gst_spice_src_stop (GstBaseSrc * bsrc)
   return TRUE;
 }
 
+/* any thread (flushing, stopping): create() and negotiate() return */
 static gboolean
 gst_spice_src_unlock (GstBaseSrc * bsrc)
 {
@@ -423,6 +429,7 @@ gst_spice_src_unlock (GstBaseSrc * bsrc)
   return TRUE;
 }
 
+/* any thread, after unlock(), before the streaming thread runs again */
 static gboolean
 gst_spice_src_unlock_stop (GstBaseSrc * bsrc)
 {
@@ -434,6 +441,7 @@ gst_spice_src_unlock_stop (GstBaseSrc * bsrc)
   return TRUE;
 }
 
+/* any thread (caps queries): the server's size once there is a surface */
 static GstCaps *
 gst_spice_src_get_caps (GstBaseSrc * bsrc, GstCaps * filter)
 {
@@ -473,6 +481,7 @@ gst_spice_src_get_caps (GstBaseSrc * bsrc, GstCaps * filter)
   return caps;
 }
 
+/* streaming thread */
 static gboolean
 gst_spice_src_negotiate (GstBaseSrc * bsrc)
 {
@@ -489,6 +498,7 @@ gst_spice_src_negotiate (GstBaseSrc * bsrc)
   return GST_BASE_SRC_CLASS (parent_class)->negotiate (bsrc);
 }
 
+/* streaming thread (negotiate()) */
 static GstCaps *
 gst_spice_src_fixate (GstBaseSrc * bsrc, GstCaps * caps)
 {
@@ -501,6 +511,7 @@ gst_spice_src_fixate (GstBaseSrc * bsrc, GstCaps * caps)
   return GST_BASE_SRC_CLASS (parent_class)->fixate (bsrc, caps);
 }
 
+/* streaming thread (negotiate()) */
 static gboolean
 gst_spice_src_set_caps (GstBaseSrc * bsrc, GstCaps * caps)
 {
@@ -513,6 +524,7 @@ gst_spice_src_set_caps (GstBaseSrc * bsrc, GstCaps * caps)
   return TRUE;
 }
 
+/* streaming thread (negotiate()) */
 static gboolean
 gst_spice_src_decide_allocation (GstBaseSrc * bsrc, GstQuery * query)
 {
@@ -576,6 +588,7 @@ gst_spice_src_decide_allocation (GstBaseSrc * bsrc, GstQuery * query)
   return TRUE;
 }
 
+/* any thread */
 static gboolean
 gst_spice_src_query (GstBaseSrc * bsrc, GstQuery * query)
 {
@@ -588,6 +601,7 @@ gst_spice_src_query (GstBaseSrc * bsrc, GstQuery * query)
   return GST_BASE_SRC_CLASS (parent_class)->query (bsrc, query);
 }
 
+/* any thread (upstream events) */
 static gboolean
 gst_spice_src_event (GstBaseSrc * bsrc, GstEvent * event)
 {
@@ -619,12 +633,15 @@ gst_spice_src_send_event (GstElement * element, GstEvent * event)
   return GST_ELEMENT_CLASS (parent_class)->send_event (element, event);
 }
 
+/* streaming thread */
 static GstClockTime
 arrival_running_time (GstSpiceSrc * self, gint64 arrival_us)
 {
   return gst_spice_src_running_time_at (GST_ELEMENT (self), arrival_us);
 }
 
+/* streaming thread: the next frame, with the damage since the previous one,
+ * once it is due; the cursor and agent events pushed before it */
 static GstFlowReturn
 gst_spice_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
 {
@@ -812,6 +829,7 @@ again:
 /* ------------------------------------------------------------------------ */
 /* GObject */
 
+/* any thread (the stats property) */
 static GstStructure *
 gst_spice_src_get_stats (GstSpiceSrc * self)
 {
@@ -845,6 +863,7 @@ gst_spice_src_get_stats (GstSpiceSrc * self)
   return s;
 }
 
+/* any thread */
 static void
 gst_spice_src_set_property (GObject * object, guint prop_id,
     const GValue * value, GParamSpec * pspec)
@@ -950,6 +969,7 @@ gst_spice_src_set_property (GObject * object, guint prop_id,
   }
 }
 
+/* any thread */
 static void
 gst_spice_src_get_property (GObject * object, guint prop_id, GValue * value,
     GParamSpec * pspec)
@@ -1018,6 +1038,8 @@ gst_spice_src_get_property (GObject * object, guint prop_id, GValue * value,
   }
 }
 
+/* the thread of the last unref (no start left running: each holds a
+ * reference until its teardown) */
 static void
 gst_spice_src_finalize (GObject * object)
 {
@@ -1049,6 +1071,7 @@ gst_spice_src_finalize (GObject * object)
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
 
+/* any thread, once */
 static void
 gst_spice_src_class_init (GstSpiceSrcClass * klass)
 {
@@ -1243,6 +1266,7 @@ gst_spice_src_class_init (GstSpiceSrcClass * klass)
   gst_type_mark_as_plugin_api (GST_TYPE_SPICE_SRC_CONTEXT_MODE, 0);
 }
 
+/* any thread */
 static void
 gst_spice_src_init (GstSpiceSrc * self)
 {
@@ -1275,12 +1299,14 @@ gst_spice_src_init (GstSpiceSrc * self)
 /* ------------------------------------------------------------------------ */
 /* GstURIHandler */
 
+/* any thread: the URI handler */
 static GstURIType
 gst_spice_src_uri_get_type (GType type)
 {
   return GST_URI_SRC;
 }
 
+/* any thread */
 static const gchar *const *
 gst_spice_src_uri_get_protocols (GType type)
 {
@@ -1289,6 +1315,7 @@ gst_spice_src_uri_get_protocols (GType type)
   return protocols;
 }
 
+/* any thread */
 static gchar *
 gst_spice_src_uri_get_uri (GstURIHandler * handler)
 {
@@ -1301,6 +1328,7 @@ gst_spice_src_uri_get_uri (GstURIHandler * handler)
   return uri;
 }
 
+/* any thread */
 static gboolean
 gst_spice_src_uri_set_uri (GstURIHandler * handler, const gchar * uri,
     GError ** error)
@@ -1308,6 +1336,7 @@ gst_spice_src_uri_set_uri (GstURIHandler * handler, const gchar * uri,
   return gst_spice_src_set_uri (GST_SPICE_SRC (handler), uri, error);
 }
 
+/* any thread, once */
 static void
 gst_spice_src_uri_handler_init (gpointer g_iface, gpointer iface_data)
 {
