@@ -3,7 +3,7 @@
  *
  * gstspicesrc.c is the element (properties, GstBaseSrc and GstPushSrc,
  * the URI handler); the other files each own one part of it and expose
- * gst_spice_src_<part>_*() to the others (docs/spicesrc.md, "Source").
+ * gst_spice_src_<part>_*() to the others (docs/spicesrc.md, "Structure").
  * Every function says above it which thread it runs on; "context" is the
  * thread that owns the default main context, where spice-gtk runs.
  */
