@@ -155,8 +155,8 @@ struct _GstSpiceSrc
   guint64 hist_seq[DAMAGE_HISTORY];
 
   /* context only: the session of one start, with its parameters (NULL:
-   * none), which ctx_session_start() and ctx_session_end() replace
-   * together with everything below */
+   * none), which ctx_session_start() and ctx_session_end()
+   * (gstspicesrcsession.c) replace together with everything below */
   SessionParams *params;
   SpiceSession *session;
   SpiceMainChannel *main_ch;
