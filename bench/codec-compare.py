@@ -5,8 +5,8 @@
   codec-compare.py run    [--encoders jpegenc-70,vp8enc,...] [--encoder NAME=DESC ...]
                           [--profiles lan,80/10,150/2] [--activities busy,video]
                           [--samples 10] [--quality 5] [--out DIR] [--no-relay]
-                          [--docs docs/benchmarks.md --stem codec-... --title T]
-  codec-compare.py report DIR [--docs docs/benchmarks.md] [--stem S] [--title T]
+                          [--docs docs/benchmarks/history --stem codec-... --title T]
+  codec-compare.py report DIR [--docs docs/benchmarks/history] [--stem S] [--title T]
   codec-compare.py list                       the built-in encoders and what they need
 
 Each encoder is a stream branch given as a spicestreamenc `encoder=`
@@ -162,6 +162,8 @@ def gst_env(build):
 
 
 def cmd_run(args):
+    if args.docs:
+        rig.check_docs(args.docs)
     encoders = parse_encoders(args)
     args.build = os.path.abspath(args.build)
     if args.out is None:
@@ -372,9 +374,11 @@ def cmd_report(args):
         results = {"cells": [], "machine": {}, "settings": {}}
     rs = rows(results, compare, rundir)
     m = results.get("machine", {})
-    stem = args.stem or "codec-" + (m.get("date", "run").replace(" ", "-").replace(":", ""))
-    pngdir = (os.path.join(os.path.dirname(os.path.abspath(args.docs)), "benchmarks")
-              if args.docs else os.path.join(out, "plots"))
+    stem = args.stem or "codec-" + m.get("date", "")[11:16].replace(":", "")
+    if args.docs:
+        mdpath, stem, pngdir = rig.report_target(args.docs, stem, m.get("date"))
+    else:
+        pngdir = os.path.join(out, "plots")
     pngs = plots(rs, pngdir, stem)
     s = results.get("settings", {})
     md = ["### %s" % (args.title or "Encoder comparison, %s" % m.get("date", "")), ""]
@@ -395,15 +399,15 @@ def cmd_report(args):
                                           else " — " + chk.get("note", "")))
     md += ["", table(rs), ""]
     for p in pngs:
-        rel = os.path.relpath(p, os.path.dirname(os.path.abspath(args.docs))) if args.docs else p
+        rel = os.path.relpath(p, os.path.dirname(mdpath)) if args.docs else p
         md += ["![%s](%s)" % (os.path.basename(p), rel), ""]
     text = "\n".join(md)
     if args.docs:
-        rig.replace_doc_block(args.docs, "codec:" + stem, text,
-                              anchor="<!-- codec:results -->")
+        rig.write_report(mdpath, "codec:" + stem, text,
+                         args.title or "Encoder comparison, %s" % m.get("date", ""), m.get("date", ""))
         with open(os.path.join(pngdir, stem + ".json"), "w") as fo:
             json.dump({"compare": compare, "results": results}, fo, indent=1)
-        log("updated %s (%d plots in %s)" % (args.docs, len(pngs), pngdir))
+        log("updated %s (%d plots in %s)" % (mdpath, len(pngs), pngdir))
     else:
         print(text)
     return 0
@@ -435,7 +439,9 @@ def main():
                    help="also run encoders the pre-check rejects (to see how they fail)")
     r.add_argument("--build", default=os.path.join(SOURCE, "build"))
     r.add_argument("--out", default=None)
-    r.add_argument("--docs", default=None, help="insert the report into this markdown file")
+    r.add_argument("--docs", default=None,
+                   help="docs/benchmarks/history: the report as a file of the run's own "
+                   "(DAY-STEM.md, see rig.py report); or a markdown file to put it in")
     r.add_argument("--print", action="store_true", help="print the report")
     r.add_argument("--stem", default=None)
     r.add_argument("--title", default=None)

@@ -4,9 +4,10 @@
   sessions.py run    [--pipelines transcode-mjpeg,transcode-vp8] [--counts 1,2,4,8,16]
                      [--activities busy,idle] [--out DIR] [--update-docs] ...
                                        run every cell, write DIR/sessions.json
-  sessions.py report JSON [--docs docs/benchmarks.md] [--guide docs/operator-guide.md]
-                     [--plot docs/benchmarks/sessions.png]
-                                       the N table, the plot and the capacity table
+  sessions.py report JSON [--docs docs/benchmarks/history] [--guide docs/operator-guide.md]
+                     [--plot docs/benchmarks/sessions-DAY.png]
+                                       the N table (history/DAY-sessions.md), the
+                                       plot and the operator guide's capacity table
 
 A cell is one pipeline, one guest activity and one N. For it the benchmark
 starts N test guests (tools/guest, 1280x800, the activity at 30 fps, each on
@@ -58,9 +59,8 @@ CLK_TCK = rig.CLK_TCK
 DEFAULT_PIPELINES = ["transcode-mjpeg", "transcode-vp8"]
 DEFAULT_COUNTS = [1, 2, 4, 8, 16]
 DEFAULT_ACTIVITIES = ["busy", "idle"]
-DOCS = os.path.join(SOURCE, "docs", "benchmarks.md")
+DOCS = rig.HISTORY
 GUIDE = os.path.join(SOURCE, "docs", "operator-guide.md")
-PLOT = os.path.join(SOURCE, "docs", "benchmarks", "sessions.png")
 RESULTS = os.path.join(SOURCE, "docs", "benchmarks", "sessions.json")
 
 
@@ -441,7 +441,7 @@ def cmd_run(args):
     if args.update_docs and status != 130:
         with open(RESULTS, "w") as f:
             json.dump(out, f, indent=1)
-        report(out, DOCS, GUIDE, PLOT, RESULTS)
+        report(out, DOCS, GUIDE, None, RESULTS)
     return status
 
 
@@ -621,9 +621,23 @@ def plot(results, groups, path):
     plt.close(fig)
 
 
+def report_files(results, docs, plot_path=None):
+    """(markdown file of the N table, plot) of @results for --docs @docs:
+    docs/benchmarks/history/DAY-sessions.md and
+    docs/benchmarks/sessions-DAY.png (a run's own, as the rig's reports)."""
+    md, _, plots = rig.report_target(docs, "sessions", results["machine"]["date"])
+    return md, plot_path or os.path.join(plots, "sessions-%s.png" % results["machine"]["date"][:10])
+
+
 def report(results, docs, guide, plot_path, json_path=None):
+    """The N table and the plot of @results into the run's file of @docs
+    (report_files()), the capacity table into @guide; the raw results are
+    linked where @json_path lies beside the plots (the committed
+    docs/benchmarks/sessions.json, which the capacity table and the
+    shipped limits are checked against)."""
     groups = analyse(results)
     m = results["machine"]
+    docs, plot_path = report_files(results, docs, plot_path)
     s = results["settings"]
     rows = capacity(results, groups)
     lim = limits(rows)
@@ -655,21 +669,24 @@ def report(results, docs, guide, plot_path, json_path=None):
     md.append("")
     rel = os.path.relpath(plot_path, os.path.dirname(os.path.abspath(docs)))
     md.append("![sessions per host](%s)" % rel)
-    if json_path:
+    if json_path and os.path.dirname(os.path.abspath(json_path)) == os.path.dirname(
+            os.path.abspath(plot_path)):
         md.append("")
         md.append("Raw results: [%s](%s)." % (os.path.basename(json_path), os.path.relpath(
-            json_path, os.path.dirname(DOCS))))
+            json_path, os.path.dirname(docs))))
     plot(results, groups, plot_path)
-    rig.replace_doc_block(docs, "sessions", "\n".join(md).rstrip("\n"),
-                          "## Sessions per host")
+    rig.write_report(docs, "sessions", "\n".join(md).rstrip("\n"),
+                     "Sessions per host, %s" % m["date"], m["date"])
 
     cap = []
     cap.append("Measured by `bench/sessions.py` on %s (%d cores, %s, load average %s at the "
                "start, niceness %d, commit %s); the table is written by the benchmark "
-               "(`bench/sessions.py report`), not by hand." % (
+               "(`bench/sessions.py report`), not by hand. The whole N table and its plot: "
+               "[%s](%s)." % (
                    m["date"], m["nproc"], m["cpu"],
                    "/".join(str(x) for x in m["loadavg_at_start"]), m["niceness"],
-                   results.get("commit")))
+                   results.get("commit"), os.path.basename(docs),
+                   os.path.relpath(docs, os.path.dirname(os.path.abspath(guide)))))
     cap.append("")
     cap.append(capacity_table(results, rows))
     cap.append("")
@@ -700,8 +717,7 @@ def report(results, docs, guide, plot_path, json_path=None):
 def cmd_report(args):
     with open(args.json) as f:
         results = json.load(f)
-    return report(results, args.docs, args.guide, args.plot,
-                  args.json if os.path.abspath(args.json) == os.path.abspath(RESULTS) else None)
+    return report(results, args.docs, args.guide, args.plot, args.json)
 
 
 def main():
@@ -724,13 +740,15 @@ def main():
     p.add_argument("--build", default=os.path.join(SOURCE, "build"))
     p.add_argument("--out", default=None)
     p.add_argument("--update-docs", action="store_true",
-                   help="then write docs/benchmarks/sessions.json, the plot, the "
-                   "docs/benchmarks.md section and the operator guide's capacity table")
+                   help="then write docs/benchmarks/sessions.json, the plot, the run's "
+                   "docs/benchmarks/history/DAY-sessions.md and the operator guide's "
+                   "capacity table")
     r = sub.add_parser("report")
     r.add_argument("json", help="a sessions.json")
-    r.add_argument("--docs", default=DOCS)
+    r.add_argument("--docs", default=DOCS,
+                   help="docs/benchmarks/history (the run's own DAY-sessions.md), or a file")
     r.add_argument("--guide", default=GUIDE)
-    r.add_argument("--plot", default=PLOT)
+    r.add_argument("--plot", default=None, help="default: docs/benchmarks/sessions-DAY.png")
     args = ap.parse_args()
     if args.cmd == "run":
         args.pipelines = rig.csv(args.pipelines)

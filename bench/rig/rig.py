@@ -3,8 +3,10 @@
 
   rig.py run    [--profiles lan,80/10] [--activities idle,busy] [--modes relay-off]
                 [--samples 20] [--out DIR] ...     run cells, write DIR/results.json
-  rig.py report DIR [--docs docs/benchmarks.md] [--title T] [--note TEXT]
-                                                   markdown table + gnuplot PNGs
+  rig.py report DIR [--docs docs/benchmarks/history] [--stem S] [--title T]
+                [--note TEXT]                      markdown table + gnuplot PNGs:
+                                                   a file of the run's own in the
+                                                   history, DAY-STEM.md
   rig.py estimate ...                               print how long a matrix takes
   rig.py sound  DIR...                              markdown for the sound cells
                                                    (modes.ini client_args --audio…):
@@ -40,6 +42,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(os.path.dirname(HERE))
+HISTORY = os.path.join(SOURCE, "docs", "benchmarks", "history")
+INDEX_MARK = "<!-- history:index -->"
 ALL_PROFILES = ["lan", "20/50", "80/10", "80/50", "80/5", "150/2"]
 # every activity the guest has (--activities all); the default matrix keeps
 # the first five (film and desktop-video would make it 40 % longer)
@@ -272,22 +276,91 @@ def tools(build):
             "runner": os.path.join(build, "tools", "runner", "gst-spice-run")}
 
 
-def replace_doc_block(path, name, text, heading=None, anchor=None):
+def replace_doc_block(path, name, text, heading=None, new_file=None):
     """Replaces the <!-- NAME:begin --> ... <!-- NAME:end --> block of the
-    markdown file @path (a new "# Benchmarks" file where there is none) with
-    @text; a new block goes after the line @anchor where the file has it,
-    else at the end, after @heading where one is given."""
+    markdown file @path (a new file, @new_file or "# Benchmarks", where
+    there is none) with @text; a new block goes at the end, after @heading
+    where one is given."""
     begin, end = "<!-- %s:begin -->" % name, "<!-- %s:end -->" % name
-    doc = open(path).read() if os.path.exists(path) else "# Benchmarks\n"
+    doc = open(path).read() if os.path.exists(path) else (new_file or "# Benchmarks\n")
     block = begin + "\n" + text + "\n" + end
     if begin in doc and end in doc:
         doc = doc[:doc.index(begin)] + block + doc[doc.index(end) + len(end):]
-    elif anchor and anchor in doc:
-        doc = doc.replace(anchor, anchor + "\n\n" + block, 1)
     else:
         doc = doc.rstrip("\n") + "\n\n" + (heading + "\n\n" if heading else "") + block + "\n"
     with open(path, "w") as f:
         f.write(doc)
+
+
+def check_docs(docs):
+    """@docs as an absolute path; a headline page (docs/benchmarks.md: a
+    NAME.md beside its NAME/history/) is refused (see report_target()),
+    before a run rather than after it."""
+    docs = os.path.abspath(docs)
+    history = os.path.join(os.path.splitext(docs)[0], "history")
+    if docs.endswith(".md") and os.path.isdir(history):
+        raise SystemExit("%s holds the headline figures, chosen by hand from the history: "
+                         "pass --docs %s (a file of the run's own) and quote the run there"
+                         % (os.path.relpath(docs), os.path.relpath(history)))
+    return docs
+
+
+def report_target(docs, stem, date):
+    """Where a report with --docs @docs goes: (markdown file, stem of its
+    block, plots and JSON, directory of the plots and JSON).  A directory
+    (docs/benchmarks/history) gets a file of the run's own, DAY-STEM.md
+    (DAY from @date, "YYYY-MM-DD ..."; the stem gets the day in front
+    unless it has it); a file gets the block (a file of one's own notes).
+    Plots go to docs/benchmarks/ for a file in a history/ directory (the
+    files link ../NAME.png), else to benchmarks/ beside the file.
+    docs/benchmarks.md is refused: its figures are chosen by hand from
+    the history (a run's block there made it 4,500 lines of dated runs)."""
+    docs = check_docs(docs)
+    if os.path.isdir(docs):
+        day = (date or "")[:10] or time.strftime("%Y-%m-%d")
+        if day not in stem:
+            stem = day + "-" + stem
+        md = os.path.join(docs, stem + ".md")
+    else:
+        md = docs
+    d = os.path.dirname(md)
+    plots = os.path.dirname(d) if os.path.basename(d) == "history" else os.path.join(d, "benchmarks")
+    os.makedirs(plots, exist_ok=True)
+    return md, stem, plots
+
+
+def write_report(md, name, text, title, date):
+    """The report @text as the block @name of @md (report_target()); a new
+    file in a history directory starts with @title and its links, and the
+    directory's README.md lists it under INDEX_MARK, newest day first
+    (with the title only: the line on what the run shows is the
+    author's)."""
+    d = os.path.dirname(md)
+    readme = os.path.join(d, "README.md")
+    new_file = "# %s\n" % title
+    if os.path.exists(readme):
+        headline = os.path.join(os.path.dirname(os.path.dirname(d)), "benchmarks.md")
+        new_file += ("\nWritten by the benchmark's report. The current headline results are in "
+                     "[benchmarks.md](%s); the other runs in [the history](README.md).\n"
+                     % os.path.relpath(headline, d))
+    replace_doc_block(md, name, text, new_file=new_file)
+    if not os.path.exists(readme):
+        return
+    index = open(readme).read()
+    base = os.path.basename(md)
+    if INDEX_MARK not in index or "](%s)" % base in index:
+        return
+    entry = "- [%s](%s): %s%s." % (base, base, title, "" if date in title else " (%s)" % date)
+    lines = index.split("\n")
+    at = lines.index(INDEX_MARK) + 1
+    while at < len(lines) and lines[at].strip():
+        m = re.match(r"- \[(\d{4}-\d\d-\d\d)", lines[at])
+        if m and m.group(1) <= base[:10]:
+            break
+        at += 1
+    lines.insert(at, entry)
+    with open(readme, "w") as f:
+        f.write("\n".join(lines))
 
 
 class SsSampler(threading.Thread):
@@ -998,9 +1071,11 @@ def cmd_report(args):
             if key == "profile":
                 results["links"] = {k: v for k, v in results["links"].items() if k in want}
     m = results["machine"]
-    stem = args.stem or "run-" + m["date"].replace(" ", "-").replace(":", "")
-    pngdir = os.path.join(os.path.dirname(os.path.abspath(args.docs)), "benchmarks") if args.docs \
-        else os.path.join(args.dir[0], "plots")
+    stem = args.stem or "rig-" + m["date"][11:16].replace(":", "")
+    if args.docs:
+        mdpath, stem, pngdir = report_target(args.docs, stem, m["date"])
+    else:
+        pngdir = os.path.join(args.dir[0], "plots")
     pngs = plots(results, pngdir, stem)
     s = results.get("settings", {})
     md = []
@@ -1048,16 +1123,15 @@ def cmd_report(args):
     md.append(table(results))
     md.append("")
     for p in pngs:
-        rel = os.path.relpath(p, os.path.dirname(os.path.abspath(args.docs))) if args.docs else p
+        rel = os.path.relpath(p, os.path.dirname(mdpath)) if args.docs else p
         md.append("![%s](%s)" % (os.path.basename(p), rel))
         md.append("")
     text = "\n".join(md)
     if args.docs:
-        # new blocks go to the end (the Results section is the last one)
-        replace_doc_block(args.docs, "rig:" + stem, text)
+        write_report(mdpath, "rig:" + stem, text, args.title or "Run of %s" % m["date"], m["date"])
         with open(os.path.join(pngdir, stem + ".json"), "w") as f:
             json.dump(results, f, indent=1)
-        log("updated %s (%d plots, %s)" % (args.docs, len(pngs), pngdir))
+        log("updated %s (%d plots, %s)" % (mdpath, len(pngs), pngdir))
     else:
         print(text)
     return 0
@@ -1196,8 +1270,12 @@ def main():
                             "the profile's, percent")
     r = sub.add_parser("report")
     r.add_argument("dir", nargs="+", help="run directories (merged in order)")
-    r.add_argument("--docs", default=None, help="insert into this markdown file (plots next to it)")
-    r.add_argument("--stem", default=None, help="name of the block and plot files")
+    r.add_argument("--docs", default=None,
+                   help="docs/benchmarks/history: a file of the run's own, DAY-STEM.md, plots and "
+                   "JSON in docs/benchmarks/, a line in history/README.md; or a markdown file "
+                   "to put the block in")
+    r.add_argument("--stem", default=None,
+                   help="name of the block and plot files (the day goes in front; rig-HHMM)")
     r.add_argument("--title", default=None)
     r.add_argument("--note", default=None)
     r.add_argument("--profiles", default=None, help="only these links (comma list)")

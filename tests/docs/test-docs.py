@@ -518,7 +518,7 @@ COMMANDS = {
         lambda c, x: h_serve(c, x, guest=5930, wait="playing"),
     "gst-launch-1.0 spicesrc uri=spice://127.0.0.1:5930 ! spicetiler name=t t.draw ! s.draw t.stream ! spicestreamenc encoder=\"vp9enc deadline=1 cpu-used=8 target-bitrate=1500000\" ! s.stream_0 spicesink name=s port=5910":
         lambda c, x: h_serve(c, x, guest=5930),
-    "bench/codec-compare.py run --build build --out /tmp/codecs --encoders jpegenc-70,vp8enc,vp9enc,x264enc,openh264enc,av1enc --encoder 'mine=vp9enc deadline=1 cpu-used=6 end-usage=cq cq-level=30' --profiles lan,80/10,150/2 --activities busy,video,film,desktop-video --docs docs/benchmarks.md --stem codec-mine":
+    "bench/codec-compare.py run --build build --out /tmp/codecs --encoders jpegenc-70,vp8enc,vp9enc,x264enc,openh264enc,av1enc --encoder 'mine=vp9enc deadline=1 cpu-used=6 end-usage=cq cq-level=30' --profiles lan,80/10,150/2 --activities busy,video,film,desktop-video --docs docs/benchmarks/history --stem codec-mine":
         CODEC,
     "gst-spice-run -D PATTERN=snow -D ENCODER=\"vp9enc deadline=1 cpu-used=8\" serve-test":
         h_codec,

@@ -2,10 +2,12 @@
 """bench/sessions.py cannot rot: a short run (transcode-mjpeg, busy and
 idle desktops, N=1 and 2, a few seconds each) must measure every number the
 "Sessions per host" table and the capacity table use, and its report must
-write both blocks and the plot (into copies of the docs). And the blocks in
-the committed docs/benchmarks.md and docs/operator-guide.md must be exactly
-what the report writes from the committed docs/benchmarks/sessions.json:
-the capacity table comes from the benchmark, not from hand edits.
+write both blocks and the plot (into copies of the docs: the run's own
+docs/benchmarks/history/DAY-sessions.md, listed in the history's index).
+And the blocks in the committed history file of that run and in
+docs/operator-guide.md must be exactly what the report writes from the
+committed docs/benchmarks/sessions.json: the capacity table comes from the
+benchmark, not from hand edits.
 
   test-sessions.py   (GST_SPICE_SOURCE_DIR, GST_SPICE_BUILD_DIR from meson)
 """
@@ -79,46 +81,77 @@ def main():
                 check("client_fps" not in c, "%s: no frame count on an idle desktop" % what)
         check(busy_beats_idle(cells), "a busy session costs more than an idle one")
 
-        # the report, into copies of the docs
-        docs = os.path.join(tmp, "benchmarks.md")
-        guide = os.path.join(tmp, "operator-guide.md")
-        png = os.path.join(tmp, "benchmarks", "sessions.png")
-        shutil.copy(os.path.join(SRC, "docs", "benchmarks.md"), docs)
-        shutil.copy(os.path.join(SRC, "docs", "operator-guide.md"), guide)
-        argv = [sys.executable, SCRIPT, "report", os.path.join(out, "sessions.json"),
-                "--docs", docs, "--guide", guide, "--plot", png]
-        r = subprocess.run(argv, capture_output=True, text=True)
-        check(r.returncode == 0, "report exits 0 %s" % r.stderr[-1500:])
-        once = open(docs).read(), open(guide).read()
-        subprocess.run(argv, capture_output=True, text=True)
-        check((open(docs).read(), open(guide).read()) == once,
-              "a second report replaces its blocks, nothing else")
-        b = block(docs, "sessions") or ""
-        check(b.count("\n| transcode-mjpeg |") == 4, "the N table has the four cells")
-        check("![sessions per host]" in b, "the N section shows the plot")
-        cap = block(guide, "capacity") or ""
-        check(re.search(r"\| transcode-mjpeg \| busy \| [0-9.]+ \| \d+ \|", cap),
-              "the capacity table has the busy row")
-        check("| transcode-mjpeg | idle |" in cap, "and the idle row")
-        check(os.path.getsize(png) > 10000 and open(png, "rb").read(4) == b"\x89PNG",
-              "the plot is a PNG")
-
-        # the committed docs are the report of the committed results
-        committed = sessions.RESULTS
-        check(os.path.exists(committed), "docs/benchmarks/sessions.json is committed")
-        shutil.copy(os.path.join(SRC, "docs", "benchmarks.md"), docs)
-        shutil.copy(os.path.join(SRC, "docs", "operator-guide.md"), guide)
-        r = subprocess.run([sys.executable, SCRIPT, "report", committed, "--docs", docs,
-                            "--guide", guide, "--plot", png], capture_output=True, text=True)
-        for name, mine, theirs in (("sessions", docs, "benchmarks.md"),
-                                   ("capacity", guide, "operator-guide.md")):
-            got = block(os.path.join(SRC, "docs", theirs), name)
-            check(got is not None and got == block(mine, name),
-                  "docs/%s's %s block is what the report writes from sessions.json"
-                  % (theirs, name))
+        check_report(tmp, os.path.join(out, "sessions.json"), res)
+        check_committed(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     finish()
+
+
+def copy_docs(tmp):
+    """docs/operator-guide.md and docs/benchmarks/history/ with its index in
+    @tmp (the layout the report links within); (history, guide)."""
+    docs = os.path.join(tmp, "docs")
+    hist = os.path.join(docs, "benchmarks", "history")
+    shutil.rmtree(docs, ignore_errors=True)
+    os.makedirs(hist)
+    shutil.copy(os.path.join(sessions.DOCS, "README.md"), hist)
+    shutil.copy(sessions.GUIDE, docs)
+    return hist, os.path.join(docs, "operator-guide.md")
+
+
+def check_report(tmp, results_json, res):
+    """The report of the short run, into a copy of the docs: the run's own
+    history/DAY-sessions.md (listed in the index), its plot, the guide's
+    capacity table linking it; a second report changes nothing."""
+    hist, guide = copy_docs(tmp)
+    argv = [sys.executable, SCRIPT, "report", results_json, "--docs", hist, "--guide", guide]
+    r = subprocess.run(argv, capture_output=True, text=True)
+    check(r.returncode == 0, "report exits 0 %s" % r.stderr[-1500:])
+    docs, png = sessions.report_files(res, hist)
+    readme = os.path.join(hist, "README.md")
+    if not check(os.path.exists(docs), "the run's own %s" % os.path.relpath(docs, tmp)):
+        return
+    once = open(docs).read(), open(guide).read(), open(readme).read()
+    subprocess.run(argv, capture_output=True, text=True)
+    check((open(docs).read(), open(guide).read(), open(readme).read()) == once,
+          "a second report replaces its blocks, nothing else")
+    check("](%s)" % os.path.basename(docs) in open(readme).read(),
+          "history/README.md lists the run")
+    b = block(docs, "sessions") or ""
+    check(b.count("\n| transcode-mjpeg |") == 4, "the N table has the four cells")
+    check("![sessions per host](../%s)" % os.path.basename(png) in b,
+          "the N section shows the plot (docs/benchmarks/%s)" % os.path.basename(png))
+    cap = block(guide, "capacity") or ""
+    check(re.search(r"\| transcode-mjpeg \| busy \| [0-9.]+ \| \d+ \|", cap),
+          "the capacity table has the busy row")
+    check("| transcode-mjpeg | idle |" in cap, "and the idle row")
+    check("](benchmarks/history/%s)" % os.path.basename(docs) in cap,
+          "the capacity table links the run's N table")
+    check(os.path.getsize(png) > 10000 and open(png, "rb").read(4) == b"\x89PNG",
+          "the plot is a PNG")
+
+
+def check_committed(tmp):
+    """The committed docs are the report of the committed results: the N
+    table of docs/benchmarks/sessions.json's run in its history file, and
+    the operator guide's capacity table."""
+    committed = sessions.RESULTS
+    if not check(os.path.exists(committed), "docs/benchmarks/sessions.json is committed"):
+        return
+    results = json.load(open(committed))
+    hist, guide = copy_docs(tmp)
+    mine = os.path.join(os.path.dirname(hist), "sessions.json")
+    shutil.copy(committed, mine)
+    subprocess.run([sys.executable, SCRIPT, "report", mine, "--docs", hist, "--guide", guide],
+                   capture_output=True, text=True)
+    theirs = sessions.report_files(results, sessions.DOCS)[0]
+    for name, got, want in (("sessions", sessions.report_files(results, hist)[0], theirs),
+                            ("capacity", guide, sessions.GUIDE)):
+        b = block(want, name) if os.path.exists(want) else None
+        check(b is not None and b == block(got, name),
+              "%s's %s block is what the report writes from sessions.json"
+              % (os.path.relpath(want, SRC), name))
 
 
 def busy_beats_idle(cells):
