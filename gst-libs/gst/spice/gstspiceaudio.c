@@ -4,6 +4,9 @@
 #include "gstspiceaudio.h"
 
 #include <spice/enums.h>
+#include <gst/base/gstbytereader.h>
+
+#include "gstspicewire.h"
 
 GstCaps *
 gst_spice_audio_raw_caps (gint rate, gint channels)
@@ -166,71 +169,65 @@ gst_spice_event_parse_record_data (GstEvent * event, GstBuffer ** buffer)
 
 /* ------------------------------------------------------------- wire */
 
+/* The playback and record bodies (spice-common's messages: spice-protocol
+ * has their constants, not their layouts), little-endian, packed. */
+
 void
 gst_spice_audio_write_playback_mode (GByteArray * a, guint32 time, guint16 mode)
 {
-  guint8 b[6];
-
-  GST_WRITE_UINT32_LE (b, time);
-  GST_WRITE_UINT16_LE (b + 4, mode);
-  g_byte_array_append (a, b, sizeof (b));
+  gst_spice_put_u32 (a, time);
+  gst_spice_put_u16 (a, mode);
 }
 
 void
 gst_spice_audio_write_playback_start (GByteArray * a, guint32 channels,
     guint32 frequency, guint32 time)
 {
-  guint8 b[14];
-
-  GST_WRITE_UINT32_LE (b, channels);
-  GST_WRITE_UINT16_LE (b + 4, SPICE_AUDIO_FMT_S16);
-  GST_WRITE_UINT32_LE (b + 6, frequency);
-  GST_WRITE_UINT32_LE (b + 10, time);
-  g_byte_array_append (a, b, sizeof (b));
+  gst_spice_put_u32 (a, channels);
+  gst_spice_put_u16 (a, SPICE_AUDIO_FMT_S16);
+  gst_spice_put_u32 (a, frequency);
+  gst_spice_put_u32 (a, time);
 }
 
 void
 gst_spice_audio_write_volume (GByteArray * a, guint n, const guint16 * volume)
 {
-  guint8 b[1 + 2 * GST_SPICE_AUDIO_MAX_CHANNELS];
   guint i;
 
   n = MIN (n, GST_SPICE_AUDIO_MAX_CHANNELS);
-  b[0] = (guint8) n;
+  gst_spice_put_u8 (a, (guint8) n);
   for (i = 0; i < n; i++)
-    GST_WRITE_UINT16_LE (b + 1 + 2 * i, volume[i]);
-  g_byte_array_append (a, b, 1 + 2 * n);
+    gst_spice_put_u16 (a, volume[i]);
 }
 
 void
 gst_spice_audio_write_mute (GByteArray * a, gboolean mute)
 {
-  guint8 b = mute ? 1 : 0;
-
-  g_byte_array_append (a, &b, 1);
+  gst_spice_put_u8 (a, mute ? 1 : 0);
 }
 
 void
 gst_spice_audio_write_record_start (GByteArray * a, guint32 channels,
     guint32 frequency)
 {
-  guint8 b[10];
-
-  GST_WRITE_UINT32_LE (b, channels);
-  GST_WRITE_UINT16_LE (b + 4, SPICE_AUDIO_FMT_S16);
-  GST_WRITE_UINT32_LE (b + 6, frequency);
-  g_byte_array_append (a, b, sizeof (b));
+  gst_spice_put_u32 (a, channels);
+  gst_spice_put_u16 (a, SPICE_AUDIO_FMT_S16);
+  gst_spice_put_u32 (a, frequency);
 }
 
 gboolean
 gst_spice_audio_parse_record_data (const guint8 * body, gsize size,
     guint32 * time, const guint8 ** data, gsize * data_size)
 {
-  if (!body || size < 4)
+  GstByteReader r;
+
+  if (!body || size > G_MAXUINT)
     return FALSE;
-  *time = GST_READ_UINT32_LE (body);
-  *data = body + 4;
-  *data_size = size - 4;
+  gst_byte_reader_init (&r, body, (guint) size);
+  if (!gst_byte_reader_get_uint32_le (&r, time))
+    return FALSE;
+  *data_size = gst_byte_reader_get_remaining (&r);
+  *data = body + gst_byte_reader_get_pos (&r);
   return TRUE;
 }
 
@@ -238,11 +235,13 @@ gboolean
 gst_spice_audio_parse_record_mode (const guint8 * body, gsize size,
     guint32 * time, guint16 * mode)
 {
-  if (!body || size < 6)
+  GstByteReader r;
+
+  if (!body || size > G_MAXUINT)
     return FALSE;
-  *time = GST_READ_UINT32_LE (body);
-  *mode = GST_READ_UINT16_LE (body + 4);
-  return TRUE;
+  gst_byte_reader_init (&r, body, (guint) size);
+  return gst_byte_reader_get_uint32_le (&r, time) &&
+      gst_byte_reader_get_uint16_le (&r, mode);
 }
 
 gint
