@@ -845,6 +845,52 @@ parse_surface_create (const guint8 * d, gsize n)
 
 /* The client -> server parsers read exactly their body: each refuses every
  * shorter body and (but PONG, which may carry padding) a longer one. */
+/* the playback and record bodies, byte for byte (spice-common's layouts:
+ * playback start u32 channels, u16 format, u32 frequency, u32 time; volume
+ * u8 n, u16 × n; record data u32 time then the samples) */
+GST_START_TEST (test_audio_wire_bytes)
+{
+  static const guint8 start[] = { 2, 0, 0, 0, SPICE_AUDIO_FMT_S16, 0,
+    0x80, 0xbb, 0, 0, 0x78, 0x56, 0x34, 0x12
+  };
+  static const guint8 volume[] = { 2, 0x34, 0x12, 0xff, 0xff };
+  static const guint8 mode[] = { 1, 0, 0, 0, SPICE_AUDIO_DATA_MODE_OPUS, 0 };
+  static const guint8 record[] = { 0x10, 0, 0, 0, 0xaa, 0xbb };
+  const guint16 vol[] = { 0x1234, 0xffff };
+  GByteArray *a = g_byte_array_new ();
+  const guint8 *data;
+  gsize data_size;
+  guint32 time;
+  guint16 m;
+
+  gst_spice_audio_write_playback_start (a, 2, 48000, 0x12345678);
+  fail_unless_equals_int (a->len, sizeof (start));
+  fail_unless (memcmp (a->data, start, sizeof (start)) == 0);
+  g_byte_array_set_size (a, 0);
+  gst_spice_audio_write_volume (a, 2, vol);
+  fail_unless_equals_int (a->len, sizeof (volume));
+  fail_unless (memcmp (a->data, volume, sizeof (volume)) == 0);
+  g_byte_array_set_size (a, 0);
+  gst_spice_audio_write_playback_mode (a, 1, SPICE_AUDIO_DATA_MODE_OPUS);
+  fail_unless (a->len == sizeof (mode) && !memcmp (a->data, mode, a->len));
+  g_byte_array_unref (a);
+
+  fail_unless (gst_spice_audio_parse_record_data (record, sizeof (record),
+          &time, &data, &data_size));
+  fail_unless_equals_int (time, 0x10);
+  fail_unless (data == record + 4 && data_size == 2);
+  fail_unless (gst_spice_audio_parse_record_data (record, 4, &time, &data,
+          &data_size) && data_size == 0);
+  fail_if (gst_spice_audio_parse_record_data (record, 3, &time, &data,
+          &data_size));
+  fail_unless (gst_spice_audio_parse_record_mode (mode, sizeof (mode), &time,
+          &m));
+  fail_unless (time == 1 && m == SPICE_AUDIO_DATA_MODE_OPUS);
+  fail_if (gst_spice_audio_parse_record_mode (mode, 5, &time, &m));
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_wire_parsers_strict)
 {
   static const guint8 pong[12] = { 1, 0, 0, 0, 2 };
@@ -1204,6 +1250,7 @@ gstspice_suite (void)
   tcase_add_test (tc, test_draws_bytes);
   tcase_add_test (tc, test_wire_roundtrip);
   tcase_add_test (tc, test_wire_parsers_strict);
+  tcase_add_test (tc, test_audio_wire_bytes);
   tcase_add_test (tc, test_blit_bgrx);
   tcase_add_test (tc, test_image_decoder);
   return s;
