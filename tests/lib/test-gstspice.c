@@ -347,7 +347,7 @@ GST_START_TEST (test_events_roundtrip)
 {
   GstSpiceCursor c = { TRUE, 10, 20, 1, 2, 2, 2, NULL, 99 }, out;
   GstEvent *ev;
-  guint bitrate, scale;
+  guint bitrate, scale, locks;
   gint n, d;
   gboolean enabled;
 
@@ -374,6 +374,24 @@ GST_START_TEST (test_events_roundtrip)
   ev = gst_spice_event_new_stream_control (FALSE);
   fail_unless (gst_spice_event_parse_stream_control (ev, &enabled));
   fail_if (enabled);
+  gst_event_unref (ev);
+
+  /* lock LEDs: sticky downstream, serialized upstream, three bits */
+  ev = gst_spice_event_new_key_locks (FALSE, 0xff);
+  fail_unless (GST_EVENT_IS_STICKY (ev));
+  fail_unless (gst_spice_event_parse_key_locks (ev, &locks));
+  fail_unless_equals_int (locks, SPICE_KEYBOARD_MODIFIER_FLAGS_MASK);
+  gst_event_unref (ev);
+  ev = gst_spice_event_new_key_locks (TRUE,
+      SPICE_KEYBOARD_MODIFIER_FLAGS_NUM_LOCK);
+  fail_unless (GST_EVENT_IS_UPSTREAM (ev));
+  fail_if (GST_EVENT_IS_STICKY (ev));
+  fail_unless (gst_spice_event_parse_key_locks (ev, &locks));
+  fail_unless_equals_int (locks, SPICE_KEYBOARD_MODIFIER_FLAGS_NUM_LOCK);
+  fail_if (gst_spice_event_parse_stream_control (ev, NULL));
+  gst_event_unref (ev);
+  ev = gst_spice_event_new_stream_control (TRUE);
+  fail_if (gst_spice_event_parse_key_locks (ev, &locks));
   gst_event_unref (ev);
 
   c.shape = gst_buffer_new_allocate (NULL, 16, NULL);

@@ -864,7 +864,7 @@ GST_START_TEST (test_navigation_and_cursor)
   GstBuffer *frame = desktop_frame (320, 240);
   GstSpiceCursor c = { TRUE, 10, 20, 1, 1, 0, 0, NULL, 7 };
   GstEvent *e;
-  guint nav = 0, cursors = 0;
+  guint nav = 0, cursors = 0, locks = 0;
   Tiler t;
 
   tiler_setup (&t, 320, 240, NULL);
@@ -878,19 +878,44 @@ GST_START_TEST (test_navigation_and_cursor)
     gst_event_unref (e);
   }
   fail_unless_equals_int (nav, 2);
+  /* a client's lock keys go upstream like its keys */
+  fail_unless (gst_harness_push_upstream_event (t.h,
+          gst_spice_event_new_key_locks (TRUE,
+              SPICE_KEYBOARD_MODIFIER_FLAGS_NUM_LOCK)));
+  while ((e = gst_harness_try_pull_upstream_event (t.h))) {
+    guint l;
+
+    if (gst_spice_event_parse_key_locks (e, &l)) {
+      fail_unless_equals_int (l, SPICE_KEYBOARD_MODIFIER_FLAGS_NUM_LOCK);
+      locks++;
+    }
+    gst_event_unref (e);
+  }
+  fail_unless_equals_int (locks, 1);
 
   gst_harness_push_event (t.h, gst_spice_event_new_cursor (&c));
+  /* the upstream's lock LEDs go out on draw, after the frame before them */
+  gst_harness_push_event (t.h, gst_spice_event_new_key_locks (FALSE,
+          SPICE_KEYBOARD_MODIFIER_FLAGS_CAPS_LOCK));
   tiler_drain (&t);
+  locks = 0;
   while ((e = gst_harness_try_pull_event (t.h))) {
     GstSpiceCursor out;
+    guint l;
 
     if (gst_spice_event_parse_cursor (e, &out)) {
       fail_unless_equals_int (out.x, 10);
       cursors++;
     }
+    if (gst_spice_event_parse_key_locks (e, &l)) {
+      fail_unless_equals_int (l, SPICE_KEYBOARD_MODIFIER_FLAGS_CAPS_LOCK);
+      fail_unless_equals_int (cursors, 1);
+      locks++;
+    }
     gst_event_unref (e);
   }
   fail_unless_equals_int (cursors, 1);
+  fail_unless_equals_int (locks, 1);
   while ((e = gst_harness_try_pull_event (t.hs))) {
     GstSpiceCursor out;
 

@@ -3,6 +3,8 @@
  */
 #include "gstspiceevents.h"
 
+#include <spice/enums.h>
+
 static const GstStructure *
 event_structure (GstEvent * event, GstEventType type, const gchar * name)
 {
@@ -115,6 +117,34 @@ gst_spice_event_parse_stream_control (GstEvent * event, gboolean * enabled)
   gst_structure_get_boolean (s, "enabled", &e);
   if (enabled)
     *enabled = e;
+  return TRUE;
+}
+
+GstEvent *
+gst_spice_event_new_key_locks (gboolean upstream, guint locks)
+{
+  GstStructure *s = gst_structure_new (GST_SPICE_EVENT_KEY_LOCKS,
+      "locks", G_TYPE_UINT, locks & SPICE_KEYBOARD_MODIFIER_FLAGS_MASK, NULL);
+
+  return gst_event_new_custom (upstream ? GST_EVENT_CUSTOM_UPSTREAM :
+      GST_EVENT_CUSTOM_DOWNSTREAM_STICKY, s);
+}
+
+gboolean
+gst_spice_event_parse_key_locks (GstEvent * event, guint * locks)
+{
+  const GstStructure *s = event_structure (event, GST_EVENT_CUSTOM_UPSTREAM,
+      GST_SPICE_EVENT_KEY_LOCKS);
+  guint l = 0;
+
+  if (!s)
+    s = event_structure (event, GST_EVENT_CUSTOM_DOWNSTREAM_STICKY,
+        GST_SPICE_EVENT_KEY_LOCKS);
+  if (!s)
+    return FALSE;
+  gst_structure_get_uint (s, "locks", &l);
+  if (locks)
+    *locks = l & SPICE_KEYBOARD_MODIFIER_FLAGS_MASK;
   return TRUE;
 }
 

@@ -63,6 +63,20 @@ GST_SPICE_API
 gboolean  gst_spice_event_parse_stream_control (GstEvent * event,
     gboolean * enabled);
 
+/* The keyboard's lock LEDs (SPICE_KEYBOARD_MODIFIER_FLAGS_*: Scroll 1,
+ * Num 2, Caps 4; spice-gtk's SPICE_INPUTS_*_LOCK are the same bits).
+ * Downstream, sticky, from spicesrc: the upstream's state (its
+ * INPUTS_INIT / KEY_MODIFIERS), forwarded by the tiler on `draw`, served
+ * by spicesink to its clients. Upstream, serialized with the navigation
+ * events, from spicesink: a client asks for these locks (its
+ * KEY_MODIFIERS); spicesrc sets them on the upstream. */
+#define GST_SPICE_EVENT_KEY_LOCKS "spice-key-locks"
+GST_SPICE_API
+GstEvent *gst_spice_event_new_key_locks (gboolean upstream, guint locks);
+/* either direction; @locks (may be NULL) masked to the three bits */
+GST_SPICE_API
+gboolean  gst_spice_event_parse_key_locks (GstEvent * event, guint * locks);
+
 /**
  * GstSpiceCursor:
  * @visible: whether the pointer is shown
