@@ -567,13 +567,18 @@ gst_spice_sink_draw_event (GstPad * pad, GstObject * parent, GstEvent * event)
       gst_event_unref (event);
       return TRUE;
     }
-    case GST_EVENT_CUSTOM_DOWNSTREAM_STICKY:
+    case GST_EVENT_CUSTOM_DOWNSTREAM_STICKY:{
+      guint locks;
+
       if (gst_event_has_name (event, GST_SPICE_EVENT_CURSOR))
         handle_cursor_event (sink, event);
+      else if (gst_spice_event_parse_key_locks (event, &locks))
+        sink_server_set_key_locks (sink->server, locks);
       else
         sink_server_agent_event (sink->server, event);
       gst_event_unref (event);
       return TRUE;
+    }
     case GST_EVENT_CUSTOM_DOWNSTREAM:
       /* the guest's clipboard (the tiler forwards it on draw only as
        * serialized events; the stream pads' copies are ignored) */

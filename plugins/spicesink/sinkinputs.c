@@ -1,9 +1,11 @@
 /* spicesink: the inputs channel
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * Sent: INPUTS_INIT; MOUSE_MOTION_ACK after every 4 motion messages.
+ * Sent: INPUTS_INIT with the upstream's lock LEDs; KEY_MODIFIERS when they
+ * change; MOUSE_MOTION_ACK after every 4 motion messages.
  * Keys and pointer messages become GstNavigation events (`key` is the X11
- * keysym name plus the exact `scancode`; positions in surface pixels).
+ * keysym name plus the exact `scancode`; positions in surface pixels), a
+ * KEY_MODIFIERS the upstream `spice-key-locks` event, in the same queue.
  *
  * Server thread, WITHOUT the server lock (the input state is the server
  * thread's alone; the surface size is read atomically): a key press never
@@ -39,9 +41,40 @@ sink_inputs_linked (SinkSession * s)
   GByteArray *a = g_byte_array_new ();
 
   sink_conn_set_limit (s->inputs, SINK_INPUTS_MAX_QUEUED);
-  gst_spice_wire_write_inputs_init (a, 0);
+  s->in.locks_sent = s->shared->key_locks;
+  s->in.locks_pending = FALSE;
+  gst_spice_wire_write_inputs_init (a, s->in.locks_sent);
   sink_conn_send (s->inputs, SPICE_MSG_INPUTS_INIT, a, NULL);
   g_byte_array_unref (a);
+}
+
+void
+sink_inputs_send_locks (SinkSession * s)
+{
+  GByteArray *a;
+
+  if (!sink_conn_is_linked (s->inputs))
+    return;
+  if (sink_conn_has_queued (s->inputs)) {
+    s->in.locks_pending = TRUE;
+    return;
+  }
+  s->in.locks_pending = FALSE;
+  if (s->in.locks_sent == s->shared->key_locks)
+    return;
+  s->in.locks_sent = s->shared->key_locks;
+  a = g_byte_array_new ();
+  gst_spice_wire_write_key_modifiers (a, s->in.locks_sent);
+  sink_conn_send (s->inputs, SPICE_MSG_INPUTS_KEY_MODIFIERS, a, NULL);
+  g_byte_array_unref (a);
+  GST_DEBUG ("%s: KEY_MODIFIERS 0x%x", s->peer_host, s->in.locks_sent);
+}
+
+void
+sink_inputs_drained (SinkSession * s)
+{
+  if (s->in.locks_pending)
+    sink_inputs_send_locks (s);
 }
 
 static GstNavigationModifierType
@@ -176,6 +209,11 @@ sink_inputs_handle_key_modifiers (SinkSession * s, guint16 type,
   if (!gst_spice_wire_parse_key_modifiers (body, size, &m))
     return close_inputs (s, "malformed KEY_MODIFIERS");
   s->in.locks = m & SPICE_KEYBOARD_MODIFIER_FLAGS_MASK;
+  /* the client sets the guest's locks (spice-gtk does at every connect
+   * and, with its keyboard's locks, whenever they differ from ours) */
+  GST_LOG ("%s asks for locks 0x%x", s->peer_host, s->in.locks);
+  s->hooks->on_navigation (s, gst_spice_event_new_key_locks (TRUE,
+          s->in.locks), s->hooks_data);
   return TRUE;
 }
 

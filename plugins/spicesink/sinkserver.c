@@ -1492,6 +1492,7 @@ sink_server_reset (SinkServer * server)
   sink_picture_refresh_done (server->shared.picture);
   server->stream_ids_used = 0;
   server->shared.audio.playing = FALSE;
+  server->shared.key_locks = 0;
   sink_agent_hub_reset (server->shared.agent);
   for (i = 0; i < server->streams->len; i++)
     ((ServerStream *) g_ptr_array_index (server->streams, i))->active = FALSE;
@@ -1698,6 +1699,26 @@ sink_server_set_cursor (SinkServer * server, const GstSpiceCursor * cursor,
   server->shared.cursor_shape = shape ? g_bytes_ref (shape) : NULL;
   for (l = server->sessions; l; l = l->next)
     sink_cursor_send (l->data);
+  g_mutex_unlock (&server->lock);
+}
+
+/* draw pad's streaming thread (spice-key-locks); takes the lock. Only a
+ * change reaches the clients: spice-server repeats its KEY_MODIFIERS (2 s
+ * after a client's), and a client that re-syncs its own locks against
+ * each KEY_MODIFIERS (remote-viewer) must not be sent an echo. */
+void
+sink_server_set_key_locks (SinkServer * server, guint locks)
+{
+  GList *l;
+
+  g_mutex_lock (&server->lock);
+  if (server->shared.key_locks != locks) {
+    GST_INFO_OBJECT (server->owner, "upstream lock LEDs 0x%x (were 0x%x)",
+        locks, server->shared.key_locks);
+    server->shared.key_locks = locks;
+    for (l = server->sessions; l; l = l->next)
+      sink_inputs_send_locks (l->data);
+  }
   g_mutex_unlock (&server->lock);
 }
 
@@ -2123,7 +2144,8 @@ sink_server_stats (SinkServer * server)
       "closed-bad-message", G_TYPE_UINT64, server->env.closed_bad_message,
       "auth-failures", G_TYPE_UINT64, server->auth_failures,
       "link-estimate-bps", G_TYPE_UINT64, server->link_bps,
-      "link-draw-bps", G_TYPE_UINT64, server->link_draw_bps, NULL);
+      "link-draw-bps", G_TYPE_UINT64, server->link_draw_bps,
+      "key-locks", G_TYPE_UINT, (guint) server->shared.key_locks, NULL);
   gst_structure_take_value (st, "client-stats", &arr);
   g_value_init (&arr, GST_TYPE_ARRAY);
   sink_rate_stats (server->rate, &arr);

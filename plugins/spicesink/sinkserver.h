@@ -112,6 +112,9 @@ void     sink_server_set_surface (SinkServer * server, gint width,
     gint height);
 void     sink_server_set_cursor (SinkServer * server,
     const GstSpiceCursor * cursor, GBytes * shape);
+/* the upstream's lock LEDs (spice-key-locks): KEY_MODIFIERS to every
+ * client when they changed */
+void     sink_server_set_key_locks (SinkServer * server, guint locks);
 /* the guest agent's events (spice-agent, spice-clipboard); FALSE if
  * @event is none */
 gboolean sink_server_agent_event (SinkServer * server, GstEvent * event);

@@ -177,6 +177,8 @@ session_drained (SinkConn * conn, gpointer user_data)
     sink_display_drained (s);
   else if (conn == s->cursor)
     sink_cursor_drained (s);
+  else if (conn == s->inputs)
+    sink_inputs_drained (s);
 }
 
 static const SinkConnHooks session_conn_hooks = {

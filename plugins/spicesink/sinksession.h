@@ -28,7 +28,8 @@ typedef struct
    * are finished too) */
   void (*on_ended) (SinkSession * s, gpointer user_data);
   /* server thread, lock not held (held when a closed inputs channel
-   * releases its keys): an input event for upstream; never blocks */
+   * releases its keys): an input event for upstream (navigation, or
+   * spice-key-locks: a client's KEY_MODIFIERS); never blocks */
   void (*on_navigation) (SinkSession * s, GstEvent * event,
       gpointer user_data);
   /* server thread, lock held: a record event for upstream (takes it) */

@@ -38,6 +38,9 @@ typedef struct
   gint width, height;           /* surface; atomic */
   GstSpiceCursor cursor;
   GBytes *cursor_shape;         /* BGRA pixels of cursor (or default) */
+  /* the upstream keyboard's lock LEDs (SPICE_KEYBOARD_MODIFIER_FLAGS_*,
+   * the spice-key-locks event): INPUTS_INIT's and KEY_MODIFIERS' */
+  guint16 key_locks;
   SinkAudio audio;
   SinkAgentHub *agent;          /* the clipboard hub (sinkagent.c) */
   /* the listening ports (plain, TLS; -1 none) and whether the clients

@@ -192,7 +192,9 @@ kind_of (GstEvent * event, gsize * bytes)
   GstSpiceClipboard clip;
 
   *bytes = 0;
-  if (GST_EVENT_TYPE (event) == GST_EVENT_NAVIGATION)
+  /* a client's locks go in order with its keys */
+  if (GST_EVENT_TYPE (event) == GST_EVENT_NAVIGATION ||
+      gst_spice_event_parse_key_locks (event, NULL))
     return KIND_INPUT;
   if (gst_spice_event_parse_record_data (event, NULL))
     return KIND_RECORD;

@@ -7,7 +7,7 @@
  * them. Two queues, each with its own thread, so that a client's keys never
  * wait behind another client's microphone or clipboard:
  *
- *  - input: navigation events. At most SINK_UPSTREAM_MAX_INPUT queued, and
+ *  - input: navigation events and a client's `spice-key-locks`. At most SINK_UPSTREAM_MAX_INPUT queued, and
  *    at most SINK_UPSTREAM_MAX_INPUT_PER_CLIENT of one client: a client
  *    that floods loses its own events, never another's.
  *  - control: everything else. Record data (at most

@@ -37,6 +37,7 @@ typedef struct {
   GArray *push_times;           /* gint64 per stream frame at the sink */
   GArray *nav_times;            /* gint64: when each navigation event
                                  * reached upstream (monotonic) */
+  GArray *key_locks;            /* guint: each spice-key-locks upstream */
 } Fixture;
 
 static inline gchar *
@@ -139,9 +140,12 @@ upstream_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
   Fixture *f = data;
   GstEvent *ev = GST_PAD_PROBE_INFO_EVENT (info);
   gboolean refresh = FALSE;
+  guint locks;
 
   g_mutex_lock (&f->lock);
-  if (GST_EVENT_TYPE (ev) == GST_EVENT_NAVIGATION) {
+  if (gst_spice_event_parse_key_locks (ev, &locks))
+    g_array_append_val (f->key_locks, locks);
+  else if (GST_EVENT_TYPE (ev) == GST_EVENT_NAVIGATION) {
     gint64 now = g_get_monotonic_time ();
 
     g_ptr_array_add (f->nav, gst_structure_copy (gst_event_get_structure
@@ -178,6 +182,7 @@ fixture_new (gint w, gint h, const gchar * props)
       gst_structure_free);
   f->push_times = g_array_new (FALSE, FALSE, sizeof (gint64));
   f->nav_times = g_array_new (FALSE, FALSE, sizeof (gint64));
+  f->key_locks = g_array_new (FALSE, FALSE, sizeof (guint));
   f->picture = g_malloc ((gsize) w * h * 4);
   make_pattern (f->picture, w, h, 1);
   desc = g_strdup_printf ("appsrc name=src format=time ! "
@@ -225,6 +230,7 @@ fixture_free (Fixture * f)
   g_ptr_array_unref (f->nav);
   g_array_unref (f->push_times);
   g_array_unref (f->nav_times);
+  g_array_unref (f->key_locks);
   g_free (f->picture);
   g_mutex_clear (&f->lock);
   g_cond_clear (&f->cond);

@@ -781,6 +781,115 @@ GST_START_TEST (test_inputs_raw)
 
 GST_END_TEST;
 
+/* the upstream's lock LEDs, as the tiler forwards them on draw */
+static void
+push_key_locks (Fixture * f, guint locks)
+{
+  GstPad *pad = gst_element_get_static_pad (f->src, "src");
+
+  fail_unless (gst_pad_push_event (pad, gst_spice_event_new_key_locks (FALSE,
+              locks)));
+  gst_object_unref (pad);
+  push_full (f, 0);             /* sticky events go with data */
+}
+
+static gboolean
+key_locks_at_least (Fixture * f, gpointer d)
+{
+  return f->key_locks->len >= GPOINTER_TO_UINT (d);
+}
+
+/* the KEY_MODIFIERS a raw inputs channel reads in @ms (INPUTS_INIT's
+ * modifiers too, as the first, when @init) */
+static GArray *
+read_modifiers (SpiceRawConn * in, guint ms, gboolean init)
+{
+  GArray *got = g_array_new (FALSE, FALSE, sizeof (guint));
+  gint64 end = g_get_monotonic_time () + ms * 1000;
+  guint16 type;
+  guint8 *body;
+  gsize size;
+
+  while (g_get_monotonic_time () < end &&
+      spice_raw_read_msg (in, MAX ((end - g_get_monotonic_time ()) / 1000, 1),
+          &type, &body, &size)) {
+    if ((type == SPICE_MSG_INPUTS_KEY_MODIFIERS ||
+            (init && type == SPICE_MSG_INPUTS_INIT)) && size >= 2) {
+      guint m = GST_READ_UINT16_LE (body);
+
+      g_array_append_val (got, m);
+    }
+    g_free (body);
+  }
+  return got;
+}
+
+/* The upstream's lock LEDs (spice-key-locks on draw) are INPUTS_INIT's;
+ * a change is one KEY_MODIFIERS to the client, the same state again
+ * nothing (spice-server repeats its state; a client that re-syncs must
+ * not get an echo). A client's KEY_MODIFIERS goes upstream as
+ * spice-key-locks. */
+GST_START_TEST (test_key_locks_raw)
+{
+  const guint caps = SPICE_KEYBOARD_MODIFIER_FLAGS_CAPS_LOCK;
+  const guint num = SPICE_KEYBOARD_MODIFIER_FLAGS_NUM_LOCK;
+  Fixture *f = fixture_new (320, 240, NULL);
+  SpiceRawSession *s;
+  SpiceRawConn *in;
+  GByteArray *a = g_byte_array_new ();
+  GArray *got;
+  guint locks = 0;
+
+  fixture_start (f, TRUE);
+  push_key_locks (f, caps);
+  s = spice_raw_session_new (f->port, NULL, SPICE_RAW_DISPLAY_CAPS_ALL);
+  fail_unless (s != NULL);
+  /* the event reached the sink in the push: the state is there before
+   * the client links */
+  {
+    GstStructure *st = NULL;
+
+    g_object_get (f->sink, "stats", &st, NULL);
+    fail_unless (gst_structure_get_uint (st, "key-locks", &locks));
+    gst_structure_free (st);
+  }
+  fail_unless_equals_int (locks, caps);
+  in = spice_raw_connect (f->port, 10);
+  fail_unless (spice_raw_link (in, s->session_id, SPICE_CHANNEL_INPUTS,
+          0x0d, 0, NULL, NULL));
+  fail_unless_equals_int (in->link_result, 0);
+  got = read_modifiers (in, 300, TRUE);
+  fail_unless_equals_int (got->len, 1);
+  fail_unless_equals_int (g_array_index (got, guint, 0), caps);
+  g_array_unref (got);
+
+  /* the same state again, then a change: one KEY_MODIFIERS */
+  push_key_locks (f, caps);
+  push_key_locks (f, caps | num);
+  push_key_locks (f, caps | num);
+  got = read_modifiers (in, 1000, FALSE);
+  fail_unless_equals_int (got->len, 1);
+  fail_unless_equals_int (g_array_index (got, guint, 0), caps | num);
+  g_array_unref (got);
+
+  /* the client's locks go upstream */
+  gst_spice_put_u16 (a, num);
+  fail_unless (spice_raw_send_msg (in, SPICE_MSGC_INPUTS_KEY_MODIFIERS,
+          a->data, a->len));
+  fail_unless (wait_for (f, key_locks_at_least, GUINT_TO_POINTER (1),
+          10000));
+  g_mutex_lock (&f->lock);
+  fail_unless_equals_int (f->key_locks->len, 1);
+  fail_unless_equals_int (g_array_index (f->key_locks, guint, 0), num);
+  g_mutex_unlock (&f->lock);
+  g_byte_array_unref (a);
+  spice_raw_close (in);
+  spice_raw_session_free (s);
+  fixture_free (f);
+}
+
+GST_END_TEST;
+
 /* -------------------------------------------------------------- cursor */
 
 GST_START_TEST (test_cursor)
@@ -2714,6 +2823,7 @@ spicesink_suite (void)
   tcase_add_test (tc, test_password);
   tcase_add_test (tc, test_tls);
   tcase_add_test (tc, test_inputs_raw);
+  tcase_add_test (tc, test_key_locks_raw);
   tcase_add_test (tc, test_cursor);
   tcase_add_test (tc, test_stats);
   tcase_add_test (tc, test_tcp_pacing);
