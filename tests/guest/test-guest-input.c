@@ -28,6 +28,8 @@ typedef struct
   gint surface_w, surface_h, surface_stride, surface_format;
   guint invalidates;
   guint primaries;
+  /* the guest's lock LEDs as the inputs channel reports them */
+  guint modifier_signals;
 } Client;
 
 static void
@@ -156,6 +158,33 @@ on_invalidate (SpiceChannel * ch, gint x, gint y, gint w, gint h, Client * c)
 }
 
 static void
+on_inputs_modifiers (SpiceInputsChannel * ch, Client * c)
+{
+  c->modifier_signals++;
+}
+
+static gint
+key_modifiers (Client * c)
+{
+  gint m = -1;
+
+  g_object_get (c->inputs, "key-modifiers", &m, NULL);
+  return m;
+}
+
+/* Runs the client until the guest's LEDs it was told are @leds */
+static void
+expect_key_modifiers (Client * c, gint leds)
+{
+  gint64 end = g_get_monotonic_time () + GUEST_LINE_TIMEOUT_MS * 1000LL;
+  gboolean never = FALSE;
+
+  while (key_modifiers (c) != leds && g_get_monotonic_time () < end)
+    pump_until (&never, 20);
+  fail_unless_equals_int (key_modifiers (c), leds);
+}
+
+static void
 on_channel_new (SpiceSession * s, SpiceChannel * ch, Client * c)
 {
   g_signal_connect (ch, "channel-event", G_CALLBACK (on_channel_event), c);
@@ -163,8 +192,11 @@ on_channel_new (SpiceSession * s, SpiceChannel * ch, Client * c)
     c->main = SPICE_MAIN_CHANNEL (ch);
     return;
   }
-  if (SPICE_IS_INPUTS_CHANNEL (ch))
+  if (SPICE_IS_INPUTS_CHANNEL (ch)) {
     c->inputs = SPICE_INPUTS_CHANNEL (ch);
+    g_signal_connect (ch, "inputs-modifiers",
+        G_CALLBACK (on_inputs_modifiers), c);
+  }
   if (SPICE_IS_DISPLAY_CHANNEL (ch)) {
     gint id = -1;
     g_object_get (ch, "channel-id", &id, NULL);
@@ -303,6 +335,55 @@ GST_START_TEST (test_keys_from_client)
   assert_dump_equals (gp, f3, GUEST_DEFAULT_WIDTH, GUEST_DEFAULT_HEIGHT,
       "after 3 client presses");
   g_free (f3);
+
+  client_free (c, gp, &cursor);
+  guest_process_stop (gp);
+}
+
+GST_END_TEST;
+
+/* The lock LEDs: set inside the guest (`leds`, a Caps Lock press) they
+ * reach the client; set by the client (KEY_MODIFIERS) spice-server
+ * presses the lock keys and the guest switches its LEDs, once, and its
+ * LEDs and spice-server's copy agree afterwards (spice-server repeats its
+ * copy 2 s after a client's KEY_MODIFIERS: with the LEDs set inside the
+ * push, the copy was toggled back and the client was told Num Lock was
+ * still on). */
+GST_START_TEST (test_lock_leds)
+{
+  GuestProcess *gp = start_guest (NULL);
+  guint cursor = 0, mark;
+  Client *c = client_connect (gp);
+  gboolean never = FALSE;
+  gchar *line;
+
+  expect_guest_line (gp, &cursor, "client connected");
+  /* spice-gtk sets its locks (none) when the inputs channel is up: a key
+   * after it shows that spice-server has taken that KEY_MODIFIERS */
+  spice_inputs_channel_key_press_and_release (c->inputs, 0x1e);
+  expect_guest_line (gp, &cursor, "key up 0x1e");
+  expect_key_modifiers (c, 0);
+
+  guest_process_command (gp, "leds %d", SPICE_INPUTS_NUM_LOCK);
+  expect_guest_line (gp, &cursor, "leds 2");
+  expect_key_modifiers (c, SPICE_INPUTS_NUM_LOCK);
+  guest_process_command (gp, "key 0x3a");
+  expect_guest_line (gp, &cursor, "key down 0x3a");
+  expect_guest_line (gp, &cursor, "leds 6");
+  expect_key_modifiers (c, SPICE_INPUTS_NUM_LOCK | SPICE_INPUTS_CAPS_LOCK);
+
+  /* the client wants Num Lock off */
+  mark = cursor;
+  spice_inputs_channel_set_key_locks (c->inputs, SPICE_INPUTS_CAPS_LOCK);
+  expect_guest_line (gp, &cursor, "key down 0x45");
+  expect_guest_line (gp, &cursor, "leds 4");
+  expect_key_modifiers (c, SPICE_INPUTS_CAPS_LOCK);
+  /* spice-server's repeat comes 2 s later and says the same */
+  pump_until (&never, 3000);
+  fail_unless_equals_int (key_modifiers (c), SPICE_INPUTS_CAPS_LOCK);
+  fail_unless_equals_int (guest_process_count_lines (gp, mark, "leds "), 1);
+  line = guest_process_find_line (gp, mark, "key down 0x3a", NULL);
+  fail_unless (line == NULL, "Caps Lock was pressed: %s", line);
 
   client_free (c, gp, &cursor);
   guest_process_stop (gp);
@@ -608,6 +689,7 @@ guest_input_suite (void)
   tcase_set_timeout (tc, 300);
   suite_add_tcase (s, tc);
   tcase_add_test (tc, test_keys_from_client);
+  tcase_add_test (tc, test_lock_leds);
   tcase_add_test (tc, test_mouse_from_client);
   tcase_add_test (tc, test_cursor);
   tcase_add_test (tc, test_live_view);

@@ -31,8 +31,10 @@
  *                                    as 0x100|sc (Right Ctrl = 0x11d), E1 keys
  *                                    (Pause) as 0x200|sc of the last byte
  *   box N                            key box redrawn after the N-th press
- *   leds M                           lock LEDs after Caps/Num/Scroll Lock
- *                                    (1 scroll, 2 num, 4 caps)
+ *   leds M                           the lock LEDs changed (1 scroll, 2 num,
+ *                                    4 caps): a Caps/Num/Scroll Lock press
+ *                                    (set a moment later, as a guest OS
+ *                                    does), or the `leds` command
  *   mouse motion DX DY buttons=M     relative motion (server mouse mode)
  *   mouse position X Y buttons=M     absolute position (client mouse mode)
  *   mouse buttons M                  button state changed (1 left, 2 right,
@@ -58,8 +60,8 @@
  *   quitting                         shutdown started
  *
  * stdin: one command per line (see docs/test-guest.md):
- *   key [CODE] | activity NAME | freeze | step | resize W H | dump PATH |
- *   cursor move X Y | cursor hide | cursor show | quit
+ *   key [CODE] | leds M | activity NAME | freeze | step | resize W H |
+ *   dump PATH | cursor move X Y | cursor hide | cursor show | quit
  * EOF on stdin keeps the guest running, unless --exit-on-eof.
  */
 #include "config.h"
@@ -156,6 +158,8 @@ typedef struct
   guint kbd_prefix;
   gint e1_left;
   guint8 leds;                  /* SPICE_KEYBOARD_MODIFIER_FLAGS_* */
+  guint8 leds_toggled;          /* lock presses not applied yet */
+  guint leds_source;
 
   /* activity */
   GuestActivity activity;
@@ -711,6 +715,34 @@ toggle_box (Guest * g)
   guest_log ("box %u", g->key_presses);
 }
 
+/* main thread: the keyboard's LEDs are @leds now; spice-server tells its
+ * clients (KEY_MODIFIERS) */
+static void
+set_leds (Guest * g, guint8 leds)
+{
+  if (leds == g->leds)
+    return;
+  g->leds = leds;
+  spice_server_kbd_leds (&g->kbd, g->leds);
+  guest_log ("leds %u", g->leds);
+}
+
+/* main thread, after the lock keys' scancodes: like a guest OS, which
+ * sets the keyboard's LEDs after it handled the key (and not inside
+ * spice-server's push_scan_freg: spice-server toggles its own copy of
+ * the locks after pushing a client's KEY_MODIFIERS scancodes, and a
+ * kbd_leds from inside the push would be toggled back) */
+static gboolean
+apply_lock_keys (gpointer data)
+{
+  Guest *g = data;
+
+  g->leds_source = 0;
+  set_leds (g, g->leds ^ g->leds_toggled);
+  g->leds_toggled = 0;
+  return G_SOURCE_REMOVE;
+}
+
 static void
 handle_key (Guest * g, guint code, gboolean down)
 {
@@ -728,9 +760,9 @@ handle_key (Guest * g, guint code, gboolean down)
       toggle_box (g);
       if (led) {
         /* like a guest OS: lock keys switch the keyboard LEDs */
-        g->leds ^= led;
-        spice_server_kbd_leds (&g->kbd, g->leds);
-        guest_log ("leds %u", g->leds);
+        g->leds_toggled ^= led;
+        if (!g->leds_source)
+          g->leds_source = g_idle_add (apply_lock_keys, g);
       }
     }
   } else {
@@ -1062,6 +1094,14 @@ handle_command (Guest * g, const gchar * line)
       if (code & 0x100)
         kbd_byte (g, 0xe0);
       kbd_byte (g, (code & 0x7f) | 0x80);
+    }
+  } else if (g_str_equal (argv[0], "leds") && argc == 2) {
+    /* the guest OS sets its keyboard's LEDs (Num Lock on at boot) */
+    if (parse_int (argv[1], 0, SPICE_KEYBOARD_MODIFIER_FLAGS_MASK, &a)) {
+      g->leds_toggled = 0;
+      set_leds (g, (guint8) a);
+    } else {
+      guest_log ("error bad leds: %s", argv[1]);
     }
   } else if (g_str_equal (argv[0], "activity") && argc == 2) {
     GuestActivity kind;
