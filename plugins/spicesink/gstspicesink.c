@@ -21,16 +21,23 @@
  * Keyboard and mouse input of the clients travel upstream from the `draw`
  * pad as GstNavigation events (`key` is the X11 keysym name, plus an exact
  * `scancode` field in spice-gtk's convention: XT set 1, 0x100|code for
- * E0-prefixed keys; pointer positions in surface pixels).
+ * E0-prefixed keys; pointer positions in surface pixels). The lock LEDs go
+ * both ways: the sticky `spice-key-locks` event on `draw` (the upstream's)
+ * is what clients are told (INPUTS_INIT, KEY_MODIFIERS when it changes),
+ * and a client's KEY_MODIFIERS goes upstream as `spice-key-locks`.
  *
  * A client that connects is sent the surface and then the whole picture as
  * one draw: the last known picture if it is one region covering the
  * surface, otherwise the answer to a `spice-refresh` event sent upstream
  * (the tiler redraws everything as one region), or after 2 s without an
  * answer the last known picture as it is. Streams start for it at the next
- * key unit (a force-key-unit event is sent upstream). A client that cannot decode a stream's codec
- * makes spicesink send `spice-stream-control` (enabled=FALSE) upstream on
- * that stream pad so that the tiler sends the area as draws.
+ * key unit (a force-key-unit event is sent upstream). Several stream pads
+ * are the same region in several codecs (a tee after the tiler): each
+ * client gets one of them, its preferred codec
+ * (PREFERRED_VIDEO_CODEC_TYPE) or else the first it decodes, and moves
+ * when its preference changes. A client that decodes none makes spicesink
+ * send `spice-stream-control` (enabled=FALSE) upstream on the stream pads
+ * so that the tiler sends the area as draws.
  *
  * Writes are paced by the sockets (TCP_NOTSENT_LOWAT): the render path
  * blocks while a client has no room, up to `client-timeout`; a client that

@@ -4,8 +4,12 @@
  * Sent: SURFACE_CREATE, the whole picture as one DRAW_COPY (a REFRESH
  * update or a one-region picture; after 2 s whatever the last-known
  * picture has), MARK; then updates as DRAW_COPY / COPY_BITS; streams as
- * STREAM_CREATE (+ STREAM_ACTIVATE_REPORT) / STREAM_DATA / STREAM_DESTROY.
- * Received: DISPLAY_INIT (nothing to set up), STREAM_REPORT.
+ * STREAM_CREATE (+ STREAM_ACTIVATE_REPORT) / STREAM_DATA / STREAM_DESTROY,
+ * of one stream pad (the client's branch: its preferred codec among the
+ * pads', sink_display_choose_branch()).
+ * Received: DISPLAY_INIT (nothing to set up), STREAM_REPORT,
+ * PREFERRED_VIDEO_CODEC_TYPE (picks the branch again),
+ * PREFERRED_COMPRESSION (recorded only).
  */
 #include <string.h>
 
@@ -242,6 +246,8 @@ sink_display_linked (SinkSession * s)
   sink_conn_set_paced (s->display, TRUE);
   s->disp.surface_sent = FALSE;
   memset (s->disp.streams, 0, sizeof (s->disp.streams));
+  s->disp.branch = -1;
+  s->disp.branch_codec = 0;
   sink_display_start (s);
 }
 
@@ -249,6 +255,8 @@ void
 sink_display_closed (SinkSession * s)
 {
   memset (s->disp.streams, 0, sizeof (s->disp.streams));
+  s->disp.branch = -1;
+  s->disp.branch_codec = 0;
   s->disp.surface_sent = FALSE;
   s->disp.behind = FALSE;
   s->disp.awaiting_refresh = FALSE;
@@ -363,6 +371,50 @@ sink_display_supports_codec (SinkSession * s, guint8 codec)
   return sink_conn_has_channel_cap (d, bit);
 }
 
+gint
+sink_display_choose_branch (SinkSession * s, const SinkBranch * b, guint n)
+{
+  gint best = -1;
+  guint i, p;
+
+  for (p = 0; p < s->disp.n_pref_codecs && best < 0; p++) {
+    if (!sink_display_supports_codec (s, s->disp.pref_codecs[p]))
+      continue;
+    for (i = 0; i < n; i++)
+      if (b[i].codec == s->disp.pref_codecs[p] &&
+          (best < 0 || b[i].index < (guint) best))
+        best = b[i].index;
+  }
+  if (best >= 0)
+    return best;
+  for (i = 0; i < n; i++)
+    if (b[i].codec && sink_display_supports_codec (s, b[i].codec) &&
+        (best < 0 || b[i].index < (guint) best))
+      best = b[i].index;
+  return best;
+}
+
+gboolean
+sink_display_set_branch (SinkSession * s, gint index, guint8 codec)
+{
+  guint i;
+
+  if (index == s->disp.branch) {
+    s->disp.branch_codec = codec;
+    return FALSE;
+  }
+  GST_INFO ("%s (session %08x): stream %d (codec %u) instead of %d (codec "
+      "%u)", s->peer_host, s->id, index, codec, s->disp.branch,
+      s->disp.branch_codec);
+  /* it has streams of its old branch only */
+  for (i = 0; i < SINK_MAX_STREAMS; i++)
+    sink_display_stream_destroy (s, i);
+  s->disp.branch = index;
+  s->disp.branch_codec = codec;
+  s->disp.branch_changes++;
+  return TRUE;
+}
+
 static void
 send_stream_create (SinkSession * s, const SinkStreamInfo * st)
 {
@@ -399,7 +451,8 @@ sink_display_send_frame (SinkSession * s, const SinkStreamInfo * st,
 {
   SinkClientStream *cs = &s->disp.streams[st->spice_id];
 
-  if (!sink_display_ready (s) || !sink_display_supports_codec (s, st->codec))
+  if (!sink_display_ready (s) || (gint) st->index != s->disp.branch ||
+      !sink_display_supports_codec (s, st->codec))
     return SINK_FRAME_SKIPPED;
   if (s->disp.behind || s->disp.awaiting_refresh) {
     if (cs->created)
@@ -471,6 +524,7 @@ sink_display_handle_stream_report (SinkSession * s, guint16 type,
   }
   if (!cs->created || r.unique_id != cs->unique_id)
     return TRUE;                /* stale */
+  s->disp.report_codec = cs->codec;
   s->disp.last_margin_ms = r.last_frame_delay;
   s->disp.report_drops += r.num_drops;
   s->disp.have_margin = TRUE;
@@ -479,6 +533,10 @@ sink_display_handle_stream_report (SinkSession * s, guint16 type,
   return TRUE;
 }
 
+/* Recorded only: the draws are encoded once, upstream, for every client
+ * (the tiler's LZ4 or JPEG, refined to lossless); spicesink passes their
+ * payloads through, so a client's image compression cannot be honoured
+ * without encoding the picture again for it (docs/spicesink.md). */
 static gboolean
 sink_display_handle_preferred_compression (SinkSession * s, guint16 type,
     const guint8 * body, gsize size)
@@ -500,9 +558,11 @@ sink_display_handle_preferred_video_codecs (SinkSession * s, guint16 type,
     sink_conn_close (s->display, "malformed PREFERRED_VIDEO_CODEC_TYPE");
     return FALSE;
   }
-  GST_DEBUG ("%s prefers %u video codecs, first %u (recorded)", s->peer_host,
+  GST_INFO ("%s prefers %u video codecs, first %u", s->peer_host,
       s->disp.n_pref_codecs, s->disp.n_pref_codecs ? s->disp.pref_codecs[0] :
       0);
+  /* its branch again */
+  s->hooks->on_display_changed (s, s->hooks_data);
   return TRUE;
 }
 

@@ -40,11 +40,17 @@ typedef struct
   SinkClientStream streams[SINK_MAX_STREAMS];
   guint32 codec_failed;         /* bit per SPICE codec the client reported
                                  * as undecodable */
-  /* what the client prefers (PREFERRED_COMPRESSION, _VIDEO_CODEC_TYPE):
-   * recorded, not acted on yet */
+  /* what the client prefers (PREFERRED_COMPRESSION: recorded only, the
+   * draws are encoded once for every client; PREFERRED_VIDEO_CODEC_TYPE:
+   * picks its branch) */
   guint8 pref_compression;      /* SpiceImageCompression, 0 none */
   guint8 pref_codecs[SPICE_VIDEO_CODEC_TYPE_ENUM_END];
   guint n_pref_codecs;
+  /* the stream pad whose frames the client gets (-1 none) and its codec */
+  gint branch;
+  guint8 branch_codec;
+  guint64 branch_changes;
+  guint8 report_codec;          /* of the stream of its latest report */
   /* counters */
   guint64 draws, copies, updates, updates_skipped, stream_frames, stream_hides,
       frames_dropped, behind_count, refreshes, wait_fallbacks;
@@ -81,6 +87,26 @@ void     sink_display_closed (SinkSession * s);
 void     sink_display_start (SinkSession * s);
 gboolean sink_display_ready (SinkSession * s);
 gboolean sink_display_supports_codec (SinkSession * s, guint8 codec);
+
+/* A stream pad as a client may take it: several pads are the same stream
+ * region encoded by different branches (a tee after the tiler's stream
+ * pad); each client gets one of them */
+typedef struct
+{
+  guint index;
+  guint8 codec;
+} SinkBranch;
+
+/* which of @branches the client gets: the first codec of its preference
+ * (PREFERRED_VIDEO_CODEC_TYPE) that it decodes and a branch has, else the
+ * branch with the lowest index whose codec it decodes; -1: none */
+gint     sink_display_choose_branch (SinkSession * s,
+    const SinkBranch * branches, guint n);
+/* the client gets @index's frames from now on (@codec its codec): the
+ * streams it has of another branch are destroyed (STREAM_DESTROY), the
+ * new one starts at that branch's next key frame; FALSE if it already
+ * had @index */
+gboolean sink_display_set_branch (SinkSession * s, gint index, guint8 codec);
 void     sink_display_send_draw (SinkSession * s, const SinkDraw * d);
 /* the picture is whole now (MARK) */
 void     sink_display_picture_done (SinkSession * s);

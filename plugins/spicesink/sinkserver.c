@@ -431,33 +431,53 @@ stream_destroy_all_clients (SinkServer * server, ServerStream * st)
   st->active = FALSE;
 }
 
-/* lock held: a stream is enabled while every client with a display can
- * decode its codec */
+/* lock held: each client's branch (the stream pad whose frames it gets,
+ * sinkdisplay.c), and whether the stream pads are enabled: while every
+ * client with a display takes one of them. The pads are one stream region
+ * in several codecs (the tiler has one stream), so they are all enabled
+ * or all disabled: a client that decodes none of them gets the area as
+ * draws, and so does everyone. */
 static void
-update_stream_control (SinkServer * server)
+update_streams (SinkServer * server)
 {
-  guint i;
+  SinkBranch branches[SINK_MAX_STREAMS];
+  gboolean enabled = TRUE;
+  guint i, n = 0;
+  GList *l;
 
-  for (i = 0; i < server->streams->len; i++) {
+  for (i = 0; i < server->streams->len && n < G_N_ELEMENTS (branches); i++) {
     ServerStream *st = g_ptr_array_index (server->streams, i);
-    gboolean enabled = TRUE;
-    GList *l;
 
     if (st->codec == 0)
       continue;
-    for (l = server->sessions; l; l = l->next) {
-      SinkSession *s = l->data;
+    branches[n].index = st->index;
+    branches[n].codec = st->codec;
+    n++;
+  }
+  for (l = server->sessions; l; l = l->next) {
+    SinkSession *s = l->data;
+    gint b;
+    ServerStream *st;
 
-      if (sink_conn_is_linked (s->display) &&
-          !sink_display_supports_codec (s, st->codec))
-        enabled = FALSE;
-    }
-    if (enabled == st->enabled)
+    if (!sink_conn_is_linked (s->display))
+      continue;
+    b = sink_display_choose_branch (s, branches, n);
+    if (b < 0)
+      enabled = FALSE;
+    st = b >= 0 ? stream_find (server, b) : NULL;
+    /* the new branch starts for it at a key frame of its own */
+    if (sink_display_set_branch (s, b, st ? st->codec : 0) && st)
+      request_key_unit (server, st, TRUE);
+  }
+  for (i = 0; i < server->streams->len; i++) {
+    ServerStream *st = g_ptr_array_index (server->streams, i);
+
+    if (st->codec == 0 || enabled == st->enabled)
       continue;
     st->enabled = enabled;
     GST_INFO_OBJECT (server->owner, "stream %u %s", st->index, enabled ?
-        "enabled: every client can decode it" :
-        "disabled: a client cannot decode it, asking for draws");
+        "enabled: every client decodes a stream pad's codec" :
+        "disabled: a client decodes none, asking for draws");
     if (!enabled)
       stream_destroy_all_clients (server, st);
     else
@@ -486,7 +506,7 @@ session_wants (SinkSession * s, guint wants, gpointer user_data)
 static void
 session_display_changed (SinkSession * s, gpointer user_data)
 {
-  update_stream_control (user_data);
+  update_streams (user_data);
 }
 
 /* server thread, lock held (SinkSessionHooks, from a connection's
@@ -503,7 +523,7 @@ session_ended (SinkSession * s, gpointer user_data)
   server->sessions = g_list_delete_link (server->sessions, l);
   if (server->record_session == s)
     server->record_session = NULL;
-  update_stream_control (server);
+  update_streams (server);
   sink_session_unref (s);
 }
 
@@ -1882,6 +1902,8 @@ sink_server_stream_remove (SinkServer * server, guint index)
     stream_destroy_all_clients (server, st);
     sink_rate_stream_remove (server->rate, st->rate);
     g_ptr_array_remove (server->streams, st);
+    /* its clients take another */
+    update_streams (server);
   }
   g_mutex_unlock (&server->lock);
 }
@@ -1899,7 +1921,7 @@ sink_server_stream_set_caps (SinkServer * server, guint index, guint8 codec,
     st->codec = codec;
     st->width = width;
     st->height = height;
-    update_stream_control (server);
+    update_streams (server);
   }
   g_mutex_unlock (&server->lock);
 }
@@ -2078,6 +2100,7 @@ sink_server_stream_frame (SinkServer * server, guint index,
   if (!gst_spice_rect_clip (&r, width, height) ||
       !stream_place (server, st, &r, meta_id, dest != NULL))
     goto dropped;
+  info.index = st->index;
   info.spice_id = st->spice_id;
   info.codec = st->active_codec;
   info.width = st->width;

@@ -345,6 +345,10 @@ sink_session_stats (SinkSession * s)
     }
     gst_structure_take_value (c, "preferred-video-codecs", &arr);
   }
+  gst_structure_set (c, "stream-branch", G_TYPE_INT, d->branch,
+      "stream-codec", G_TYPE_UINT, (guint) d->branch_codec,
+      "stream-branch-changes", G_TYPE_UINT64, d->branch_changes,
+      "stream-report-codec", G_TYPE_UINT, (guint) d->report_codec, NULL);
   if (d->have_margin)
     gst_structure_set (c, "stream-margin-ms", G_TYPE_INT, d->last_margin_ms,
         "stream-report-drops", G_TYPE_UINT64, d->report_drops, NULL);

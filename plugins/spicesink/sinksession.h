@@ -20,8 +20,9 @@ typedef struct
 {
   /* lock held: SinkWants */
   void (*on_wants) (SinkSession * s, guint wants, gpointer user_data);
-  /* lock held: which codecs the session's display takes changed (linked,
-   * closed, a codec failed): stream control again */
+  /* lock held: which codecs the session's display takes or prefers
+   * changed (linked, closed, a codec failed, PREFERRED_VIDEO_CODEC_TYPE):
+   * its branch and the stream control again */
   void (*on_display_changed) (SinkSession * s, gpointer user_data);
   /* server thread, lock held: the main channel is gone; the owner drops
    * the reference it holds (the session is freed when its connections

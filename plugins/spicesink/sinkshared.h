@@ -63,6 +63,7 @@ typedef enum
 /* One stream as the display channel announces it */
 typedef struct
 {
+  guint index;                  /* of its stream pad (branch) */
   guint spice_id;
   guint8 codec;                 /* SPICE_VIDEO_CODEC_TYPE_* */
   gint width, height;           /* of the frames, 0 unknown */

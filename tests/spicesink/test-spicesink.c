@@ -1512,6 +1512,103 @@ GST_START_TEST (test_client_without_codec)
 
 GST_END_TEST;
 
+/* the same region in two codecs, as a tee after the tiler gives them */
+#define LIVE_VP8_MJPEG LIVE_VP8 " videotestsrc name=vts1 is-live=true " \
+  "pattern=colors ! video/x-raw,width=160,height=120,framerate=25/1 ! " \
+  "jpegenc ! sink.stream_1"
+
+static gboolean
+stream_of_codec (SpiceRawSession * s, gpointer d)
+{
+  return s->streams_live != 0 && s->last_codec == GPOINTER_TO_UINT (d);
+}
+
+/* PREFERRED_VIDEO_CODEC_TYPE: @n codecs */
+static void
+prefer_codecs (SpiceRawSession * s, const guint8 * codecs, guint8 n)
+{
+  guint8 body[8];
+
+  body[0] = n;
+  memcpy (body + 1, codecs, n);
+  fail_unless (spice_raw_send_msg (s->display,
+          SPICE_MSGC_DISPLAY_PREFERRED_VIDEO_CODEC_TYPE, body, 1 + n));
+}
+
+/* Two stream pads (VP8 on stream_0, MJPEG on stream_1): each client gets
+ * one of them: the lowest pad it decodes, or its preferred codec; a
+ * preference mid-session moves that client alone (its stream destroyed,
+ * the other created at a key frame); a client without VP8 takes the MJPEG
+ * pad instead of disabling the stream for everyone. */
+GST_START_TEST (test_stream_branches)
+{
+  Fixture *f = fixture_new (320, 240, LIVE_VP8_MJPEG);
+  GstElement *vts = gst_bin_get_by_name (GST_BIN (f->pipeline), "vts");
+  GstElement *vts1 = gst_bin_get_by_name (GST_BIN (f->pipeline), "vts1");
+  const guint8 mjpeg[] = { SPICE_VIDEO_CODEC_TYPE_MJPEG };
+  const guint8 vp8_first[] = { SPICE_VIDEO_CODEC_TYPE_VP8,
+    SPICE_VIDEO_CODEC_TYPE_MJPEG
+  };
+  guint32 no_vp8 = (1u << SPICE_DISPLAY_CAP_LZ4_COMPRESSION) |
+      (1u << SPICE_DISPLAY_CAP_MULTI_CODEC) |
+      (1u << SPICE_DISPLAY_CAP_CODEC_MJPEG);
+  SpiceRawSession *a, *b, *c;
+  guint64 a_datas;
+
+  attach_meta (vts, 80, 60, 160, 120, 1);
+  attach_meta (vts1, 80, 60, 160, 120, 1);
+  watch_stream_events (f, vts);
+  fixture_start (f, TRUE);
+  a = spice_raw_session_new (f->port, NULL, SPICE_RAW_DISPLAY_CAPS_ALL);
+  fail_unless (a != NULL);
+  fail_unless (spice_raw_session_pump (a, 20000, stream_of_codec,
+          GUINT_TO_POINTER (SPICE_VIDEO_CODEC_TYPE_VP8)));
+  b = spice_raw_session_new (f->port, NULL, SPICE_RAW_DISPLAY_CAPS_ALL);
+  fail_unless (b != NULL);
+  fail_unless (spice_raw_session_pump (b, 20000, stream_of_codec,
+          GUINT_TO_POINTER (SPICE_VIDEO_CODEC_TYPE_VP8)));
+
+  /* b prefers MJPEG: its VP8 stream goes, an MJPEG one comes */
+  prefer_codecs (b, mjpeg, 1);
+  fail_unless (spice_raw_session_pump (b, 20000, stream_of_codec,
+          GUINT_TO_POINTER (SPICE_VIDEO_CODEC_TYPE_MJPEG)));
+  fail_unless_equals_int (b->stream_destroys, 1);
+  fail_unless_equals_int (b->stream_creates, 2);
+  a_datas = a->stream_datas;
+  fail_unless (spice_raw_session_pump (a, 1000, NULL, NULL));
+  fail_unless (spice_raw_session_pump (b, 500, NULL, NULL));
+  /* one stream each, never both; a kept its own */
+  fail_unless_equals_int (a->stream_creates, 1);
+  fail_unless_equals_int (a->stream_destroys, 0);
+  fail_unless_equals_int (a->last_codec, SPICE_VIDEO_CODEC_TYPE_VP8);
+  fail_unless (a->stream_datas > a_datas);
+  fail_unless_equals_int (b->stream_creates, 2);
+
+  /* a client without VP8 takes MJPEG; nothing is disabled */
+  c = spice_raw_session_new (f->port, NULL, no_vp8);
+  fail_unless (c != NULL);
+  fail_unless (spice_raw_session_pump (c, 20000, stream_of_codec,
+          GUINT_TO_POINTER (SPICE_VIDEO_CODEC_TYPE_MJPEG)));
+  fail_unless_equals_int (f->stream_control, -1);
+
+  /* b back to VP8 (its first preference), from a key frame on */
+  prefer_codecs (b, vp8_first, 2);
+  fail_unless (spice_raw_session_pump (b, 20000, stream_of_codec,
+          GUINT_TO_POINTER (SPICE_VIDEO_CODEC_TYPE_VP8)));
+  fail_unless_equals_int (b->stream_destroys, 2);
+  fail_unless_equals_int (b->stream_creates, 3);
+  fail_unless (b->error == NULL, "%s", b->error);
+  fail_unless (!a->protocol_error && !b->protocol_error && !c->protocol_error);
+  spice_raw_session_free (c);
+  spice_raw_session_free (b);
+  spice_raw_session_free (a);
+  gst_object_unref (vts1);
+  gst_object_unref (vts);
+  fixture_free (f);
+}
+
+GST_END_TEST;
+
 /* --------------------------------------------------------- hostile input */
 
 typedef struct {
@@ -2834,6 +2931,7 @@ spicesink_suite (void)
   tcase_add_test (tc, test_stream_hidden_under_draw);
   tcase_add_test (tc, test_late_join_stream_spicegtk);
   tcase_add_test (tc, test_client_without_codec);
+  tcase_add_test (tc, test_stream_branches);
   tcase_add_test (tc, test_hostile_input);
   tcase_add_test (tc, test_tiler_pipeline);
   tcase_add_test (tc, test_late_join_stream_100);
