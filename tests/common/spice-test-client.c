@@ -17,8 +17,14 @@
  * MIGRATE_SWITCH_HOST shows as MAIN-EVENT 11 (SWITCHING), the display's
  * destruction and a new display (another MARK). With --dump-on-signal,
  * SIGUSR1 writes the primary surface to --out at once and logs
- * "DUMPED <n>" (or "DUMP-FAILED"), and the client goes on. Exit codes: 0
- * done, 1 no picture, 2 timeout/connection error.
+ * "DUMPED <n>" (or "DUMP-FAILED"), and the client goes on. With
+ * --log-locks every lock LED state the inputs channel is told (its
+ * `inputs-modifiers` signal: INPUTS_INIT, KEY_MODIFIERS) is logged as
+ * "LOCKS <key-modifiers> <us>". SIGUSR2 does what --later-locks (sets
+ * the guest's locks, spice_inputs_channel_set_key_locks) and
+ * --later-codecs (a new video codec preference) say, and logs
+ * "LATER-SENT <us>". Exit codes: 0 done, 1 no picture, 2
+ * timeout/connection error.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,9 +35,10 @@
 
 static gchar *host = NULL, *port = NULL, *tls_port = NULL, *ca_file = NULL,
     *cert_subject = NULL, *password = NULL, *out = NULL, *keys = NULL,
-    *prefer_codecs = NULL;
+    *prefer_codecs = NULL, *later_codecs = NULL;
 static gint settle_ms = 400, min_inv = 1, duration_ms = 0, timeout_s = 30,
-    prefer_compression = 0;
+    prefer_compression = 0, later_locks = -1;
+static gboolean log_locks = FALSE;
 static SpiceChannel *display;
 static gboolean log_inv = FALSE, dump_on_signal = FALSE;
 static guint n_dumps;
@@ -131,6 +138,26 @@ invalidate (SpiceChannel * ch, gint x, gint y, gint w, gint h, gpointer data)
     g_print ("INV %" G_GINT64_FORMAT " %d %d %d %d\n", last_inv_us, x, y, w, h);
 }
 
+/* @list: SpiceVideoCodecTypes "a,b,c", what spicy's menu sends */
+static void
+change_codecs (const gchar * list)
+{
+  gchar **names = g_strsplit (list, ",", -1);
+  guint n = g_strv_length (names), i;
+  gint *codecs = g_new0 (gint, MAX (n, 1));
+  GError *err = NULL;
+
+  for (i = 0; i < n; i++)
+    codecs[i] = (gint) g_ascii_strtoll (names[i], NULL, 0);
+  if (!spice_display_channel_change_preferred_video_codec_types (display,
+          codecs, n, &err)) {
+    g_printerr ("preferred codecs: %s\n", err->message);
+    g_clear_error (&err);
+  }
+  g_free (codecs);
+  g_strfreev (names);
+}
+
 /* the display is ready: the preferences, if asked for */
 static void
 send_preferences (void)
@@ -138,24 +165,31 @@ send_preferences (void)
   if (prefer_compression > 0)
     spice_display_channel_change_preferred_compression (display,
         prefer_compression);
-  if (prefer_codecs) {
-    gchar **names = g_strsplit (prefer_codecs, ",", -1);
-    guint n = g_strv_length (names), i;
-    gint *codecs = g_new0 (gint, MAX (n, 1));
-    GError *err = NULL;
-
-    for (i = 0; i < n; i++)
-      codecs[i] = (gint) g_ascii_strtoll (names[i], NULL, 0);
-    if (!spice_display_channel_change_preferred_video_codec_types (display,
-            codecs, n, &err)) {
-      g_printerr ("preferred codecs: %s\n", err->message);
-      g_clear_error (&err);
-    }
-    g_free (codecs);
-    g_strfreev (names);
-  }
+  if (prefer_codecs)
+    change_codecs (prefer_codecs);
   if (prefer_compression > 0 || prefer_codecs)
     g_print ("PREFERRED-SENT\n");
+}
+
+/* SIGUSR2: the later locks and codec preference */
+static gboolean
+send_later (gpointer data)
+{
+  if (later_locks >= 0 && inputs)
+    spice_inputs_channel_set_key_locks (inputs, later_locks);
+  if (later_codecs && display)
+    change_codecs (later_codecs);
+  g_print ("LATER-SENT %" G_GINT64_FORMAT "\n", g_get_monotonic_time ());
+  return G_SOURCE_CONTINUE;
+}
+
+static void
+inputs_modifiers (SpiceInputsChannel * ch, gpointer data)
+{
+  gint m = 0;
+
+  g_object_get (ch, "key-modifiers", &m, NULL);
+  g_print ("LOCKS %d %" G_GINT64_FORMAT "\n", m, g_get_monotonic_time ());
 }
 
 static void
@@ -256,6 +290,9 @@ channel_new (SpiceSession * s, SpiceChannel * ch, gpointer data)
   }
   if (SPICE_IS_INPUTS_CHANNEL (ch)) {
     inputs = SPICE_INPUTS_CHANNEL (ch);
+    if (log_locks)
+      g_signal_connect (ch, "inputs-modifiers",
+          G_CALLBACK (inputs_modifiers), NULL);
     spice_channel_connect (ch);
   }
 }
@@ -293,6 +330,12 @@ main (int argc, char **argv)
         "SpiceImageCompression to prefer", NULL},
     {"prefer-codecs", 0, 0, G_OPTION_ARG_STRING, &prefer_codecs,
         "SpiceVideoCodecTypes to prefer, a,b,c", NULL},
+    {"log-locks", 0, 0, G_OPTION_ARG_NONE, &log_locks,
+        "log the lock LEDs the inputs channel is told", NULL},
+    {"later-locks", 0, 0, G_OPTION_ARG_INT, &later_locks,
+        "on SIGUSR2: set these SpiceInputsLock locks", NULL},
+    {"later-codecs", 0, 0, G_OPTION_ARG_STRING, &later_codecs,
+        "on SIGUSR2: prefer these SpiceVideoCodecTypes, a,b,c", NULL},
     {NULL}
   };
   GOptionContext *ctx = g_option_context_new ("- gst-spice test client");
@@ -326,6 +369,8 @@ main (int argc, char **argv)
       G_CALLBACK (session_disconnected), NULL);
   if (dump_on_signal)
     g_unix_signal_add (SIGUSR1, dump_now, NULL);
+  if (later_locks >= 0 || later_codecs)
+    g_unix_signal_add (SIGUSR2, send_later, NULL);
   if (!spice_session_connect (session))
     return 2;
   g_timeout_add (20, check_settled, NULL);
