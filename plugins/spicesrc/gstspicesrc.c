@@ -25,7 +25,9 @@
  * code with 0x100 added for E0-prefixed keys, is used as is when present),
  * mouse moves (absolute in client mouse mode, relative in server mouse
  * mode), buttons 1 to 5 and scrolling. The server's cursor channel becomes
- * a sticky downstream custom event `spice-cursor` (see gstspiceevents.h).
+ * a sticky downstream custom event `spice-cursor` (see gstspiceevents.h),
+ * the server's keyboard lock LEDs the sticky event `spice-key-locks`; an
+ * upstream `spice-key-locks` sets the server's locks.
  *
  * ## Audio
  *
@@ -339,6 +341,7 @@ gst_spice_src_start (GstBaseSrc * bsrc)
   self->marked = FALSE;
   gst_spice_region_reset (&self->damage);
   self->cursor_pending = FALSE;
+  self->key_locks_pending = FALSE;
   gst_spice_src_agent_reset_locked (self->agent);
   self->st_frames = self->st_rects = self->st_area = 0;
   self->st_invalidates = self->st_invalidates_helper = self->st_input = 0;
@@ -404,6 +407,7 @@ gst_spice_src_stop (GstBaseSrc * bsrc)
   gst_clear_buffer (&self->cursor.shape);
   memset (&self->cursor, 0, sizeof (self->cursor));
   self->cursor_pending = FALSE;
+  self->key_locks_pending = FALSE;
   gst_spice_src_agent_reset_locked (self->agent);
   g_mutex_unlock (&self->lock);
   gst_spice_src_audio_stop (self->audio);
@@ -607,7 +611,8 @@ gst_spice_src_event (GstBaseSrc * bsrc, GstEvent * event)
 {
   GstSpiceSrc *self = GST_SPICE_SRC (bsrc);
 
-  if (GST_EVENT_TYPE (event) == GST_EVENT_NAVIGATION)
+  if (GST_EVENT_TYPE (event) == GST_EVENT_NAVIGATION ||
+      gst_spice_event_parse_key_locks (event, NULL))
     return gst_spice_src_inputs_handle_navigation (self, event);
   if (gst_spice_src_agent_upstream_event (self->agent, event))
     return TRUE;
@@ -685,6 +690,15 @@ again:
       self->cursor_pending = FALSE;
       g_mutex_unlock (&self->lock);
       GST_LOG_OBJECT (self, "cursor %" GST_PTR_FORMAT, ev);
+      gst_pad_push_event (GST_BASE_SRC_PAD (self), ev);
+      g_mutex_lock (&self->lock);
+      continue;
+    }
+    if (self->key_locks_pending && self->pushed_any) {
+      GstEvent *ev = gst_spice_event_new_key_locks (FALSE, self->key_locks);
+
+      self->key_locks_pending = FALSE;
+      g_mutex_unlock (&self->lock);
       gst_pad_push_event (GST_BASE_SRC_PAD (self), ev);
       g_mutex_lock (&self->lock);
       continue;

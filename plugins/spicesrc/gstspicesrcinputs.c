@@ -6,7 +6,11 @@
  * (gst_spice_keymap_scancode_from_name(), or the event's own `scancode`),
  * the pointer (absolute in client mouse mode, relative in server mouse
  * mode: gstspicesrccursor.c follows the mode), buttons 1 to 5 and
- * scrolling. Events are queued for the context thread, boundedly.
+ * scrolling; an upstream `spice-key-locks` sets the server's lock keys
+ * (spice_inputs_channel_set_key_locks). Events are queued for the context
+ * thread, boundedly, in order. The other way, the server's lock LEDs
+ * (INPUTS_INIT, KEY_MODIFIERS) become self->key_locks, which the
+ * streaming thread pushes as the sticky `spice-key-locks`.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -127,6 +131,32 @@ input_op_free (gpointer data)
   g_free (op);
 }
 
+/* context thread (the inputs channel's inputs-modifiers): the server's
+ * lock LEDs changed, or INPUTS_INIT told them */
+static void
+on_inputs_modifiers (SpiceInputsChannel * channel, GstSpiceSrc * self)
+{
+  gint locks = 0;
+
+  if (gst_spice_src_session_stopped (self))
+    return;
+  g_object_get (channel, "key-modifiers", &locks, NULL);
+  GST_DEBUG_OBJECT (self, "lock LEDs 0x%x", locks);
+  g_mutex_lock (&self->lock);
+  self->key_locks = (guint) locks;
+  self->key_locks_pending = TRUE;
+  g_cond_broadcast (&self->cond);
+  g_mutex_unlock (&self->lock);
+}
+
+/* context thread */
+void
+gst_spice_src_inputs_connect (GstSpiceSrc * self, SpiceChannel * channel)
+{
+  g_signal_connect (channel, "inputs-modifiers",
+      G_CALLBACK (on_inputs_modifiers), self);
+}
+
 /* context thread: one navigation event becomes SPICE input on the
  * session's inputs channel */
 static gboolean
@@ -137,10 +167,15 @@ ctx_input_op (gpointer data)
   GstEvent *event = op->event;
   gdouble x, y, dx, dy;
   gint button;
+  guint locks;
 
   if (!self->inputs_ch || gst_spice_src_session_stopped (self)) {
     GST_DEBUG_OBJECT (self, "no inputs channel, dropping %" GST_PTR_FORMAT,
         event);
+    return G_SOURCE_REMOVE;
+  }
+  if (gst_spice_event_parse_key_locks (event, &locks)) {
+    spice_inputs_channel_set_key_locks (self->inputs_ch, locks);
     return G_SOURCE_REMOVE;
   }
 
@@ -206,6 +241,9 @@ gst_spice_src_inputs_handle_navigation (GstSpiceSrc * self, GstEvent * event)
   InputOp *op;
   gboolean running, release;
 
+  /* a client's lock keys, in order with its keys */
+  if (gst_spice_event_parse_key_locks (event, NULL))
+    goto queue;
   switch (gst_navigation_event_get_type (event)) {
     case GST_NAVIGATION_EVENT_KEY_PRESS:
     case GST_NAVIGATION_EVENT_KEY_RELEASE:
@@ -218,6 +256,7 @@ gst_spice_src_inputs_handle_navigation (GstSpiceSrc * self, GstEvent * event)
     default:
       return FALSE;
   }
+queue:
   release = gst_navigation_event_get_type (event) ==
       GST_NAVIGATION_EVENT_KEY_RELEASE ||
       gst_navigation_event_get_type (event) ==

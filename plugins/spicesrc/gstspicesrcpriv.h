@@ -117,6 +117,8 @@ struct _GstSpiceSrc
   gint64 damage_us;             /* arrival of the latest damage */
   GstSpiceCursor cursor;
   gboolean cursor_pending;
+  guint key_locks;              /* the server's lock LEDs */
+  gboolean key_locks_pending;   /* not pushed yet */
   /* stats */
   guint64 st_frames;
   guint64 st_rects;

@@ -20,6 +20,7 @@
 #include "gstspicesrccontext.h"
 #include "gstspicesrccursor.h"
 #include "gstspicesrcdisplay.h"
+#include "gstspicesrcinputs.h"
 #include "gstspicesrctls.h"
 
 static void ctx_drop_session (GstSpiceSrc * self);
@@ -408,6 +409,7 @@ on_channel_new (SpiceSession * session, SpiceChannel * channel,
     self->inputs_ch = SPICE_INPUTS_CHANNEL (channel);
     g_signal_connect (channel, "channel-event",
         G_CALLBACK (on_channel_event), self);
+    gst_spice_src_inputs_connect (self, channel);
     spice_channel_connect (channel);
   } else if (SPICE_IS_CURSOR_CHANNEL (channel)) {
     if (id != self->params->channel_id || self->cursor_ch)
