@@ -6,6 +6,7 @@
 #include <gst/check/gstcheck.h>
 #include <gst/pbutils/pbutils.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sysexits.h>
 #include <unistd.h>
@@ -786,6 +787,194 @@ GST_START_TEST (test_idle_sends_only_keepalives)
 
 GST_END_TEST;
 
+/* ---- the lock keys both ways through transcode-vp8 ---- */
+
+/* transcode-vp8 (gst-spice-run) in front of an idle test guest */
+static RunnerProcess *
+start_transcode_vp8 (GuestProcess ** gp, guint port)
+{
+  const gchar *guest_args[] = { "--activity", "idle", NULL };
+  GError *err = NULL;
+  gchar *path = pipeline_path ("transcode-vp8"), *uri, *upstream, *listen;
+  RunnerProcess *run;
+
+  *gp = guest_process_start (guest_args, &err);
+  fail_unless (*gp != NULL, "%s", err ? err->message : "");
+  uri = guest_process_get_uri (*gp);
+  upstream = g_strdup_printf ("UPSTREAM=%s", uri);
+  listen = g_strdup_printf ("LISTEN_PORT=%u", port);
+  run = runner_process_start_runner (tmpdir, "--stats-interval", "0",
+      "-D", upstream, "-D", listen, path, NULL);
+  fail_unless (runner_process_wait_log (run, "playing", 1,
+          60000 * test_time_factor ()), "transcode-vp8 did not start");
+  g_free (uri);
+  g_free (upstream);
+  g_free (listen);
+  g_free (path);
+  return run;
+}
+
+/* the "LOCKS M US" lines of spice-test-client's log: M and US each */
+static guint
+client_locks (RunnerProcess * client, GArray * values, GArray * times)
+{
+  gchar *log = runner_process_log (client);
+  gchar **lines = g_strsplit (log ? log : "", "\n", -1);
+  guint i, n = 0;
+
+  if (values)
+    g_array_set_size (values, 0);
+  if (times)
+    g_array_set_size (times, 0);
+  for (i = 0; lines[i]; i++) {
+    gint m;
+    gint64 us;
+
+    if (sscanf (lines[i], "LOCKS %d %" G_GINT64_FORMAT, &m, &us) != 2)
+      continue;
+    n++;
+    if (values)
+      g_array_append_val (values, m);
+    if (times)
+      g_array_append_val (times, us);
+  }
+  g_strfreev (lines);
+  g_free (log);
+  return n;
+}
+
+/* waits until the client logged @n LOCKS lines */
+static gboolean
+client_locks_wait (RunnerProcess * client, guint n, guint timeout_ms)
+{
+  gint64 end = g_get_monotonic_time () + timeout_ms * (gint64) 1000;
+
+  while (client_locks (client, NULL, NULL) < n) {
+    if (g_get_monotonic_time () > end)
+      return FALSE;
+    g_usleep (2000);
+  }
+  return TRUE;
+}
+
+static gint
+cmp_int64 (gconstpointer a, gconstpointer b)
+{
+  gint64 x = *(const gint64 *) a, y = *(const gint64 *) b;
+
+  return x < y ? -1 : x > y;
+}
+
+#define LOCK_TOGGLES 8
+/* what the test claims, and the bound it asserts on each toggle */
+#define LOCK_MEDIAN_MS 200
+#define LOCK_MAX_MS 1000
+
+/* Caps Lock set inside the guest reaches a spice-gtk client's
+ * `key-modifiers` (the inputs-modifiers signal) through the shipped
+ * pipeline: each of LOCK_TOGGLES toggles once, measured from the command
+ * to the guest to the client's signal (median within LOCK_MEDIAN_MS).
+ * Num Lock set by the client (spice_inputs_channel_set_key_locks) reaches
+ * the guest: one LED change, and in the 3 s after it (spice-server
+ * repeats its state after 2 s) neither the guest nor the client sees
+ * another. */
+GST_START_TEST (test_pipeline_lock_keys)
+{
+  guint port = test_pick_free_port ();
+  guint factor = test_time_factor ();
+  GuestProcess *gp;
+  RunnerProcess *run = start_transcode_vp8 (&gp, port), *client;
+  gchar *tc = g_build_filename (g_getenv ("GST_SPICE_BUILD_DIR"), "tests",
+      "common", "spice-test-client", NULL);
+  gchar *ps = g_strdup_printf ("%u", port), *line, *want;
+  const gchar *argv[] = { tc, "-p", ps, "--log-locks", "--keys", "0x1e",
+    "--later-locks", "2", "--duration-ms", "600000", "--timeout", "600",
+    NULL
+  };
+  GArray *values = g_array_new (FALSE, FALSE, sizeof (gint));
+  GArray *times = g_array_new (FALSE, FALSE, sizeof (gint64));
+  GArray *lat = g_array_new (FALSE, FALSE, sizeof (gint64));
+  guint i, mark;
+  gint64 median, max;
+
+  client = runner_process_start (tmpdir, argv, NULL);
+  /* the client's key shows that its KEY_MODIFIERS of the connect (its
+   * locks: none), sent before it, reached the guest */
+  fail_unless (runner_process_wait_log (client, "KEYS-SENT", 1,
+          30000 * factor), "%s", runner_process_log (client));
+  line = guest_process_wait_line (gp, "key up 0x1e", GUEST_LINE_TIMEOUT_MS);
+  fail_unless (line != NULL);
+  g_free (line);
+  /* INPUTS_INIT: no lock */
+  fail_unless (client_locks_wait (client, 1, 10000 * factor));
+  client_locks (client, values, NULL);
+  fail_unless_equals_int (g_array_index (values, gint, 0), 0);
+
+  for (i = 0; i < LOCK_TOGGLES; i++) {
+    gint expect = i % 2 ? 0 : SPICE_KEYBOARD_MODIFIER_FLAGS_CAPS_LOCK;
+    gint64 t0, dt;
+
+    g_usleep (100 * 1000);
+    want = g_strdup_printf ("leds %d", expect);
+    t0 = g_get_monotonic_time ();
+    guest_process_command (gp, "key 0x3a");
+    line = guest_process_wait_line (gp, want, GUEST_LINE_TIMEOUT_MS);
+    fail_unless (line != NULL, "the guest never printed \"%s\"", want);
+    g_free (line);
+    g_free (want);
+    fail_unless (client_locks_wait (client, 2 + i, 10000 * factor),
+        "toggle %u never reached the client", i);
+    client_locks (client, values, times);
+    fail_unless_equals_int (g_array_index (values, gint, 1 + i), expect);
+    dt = g_array_index (times, gint64, 1 + i) - t0;
+    g_array_append_val (lat, dt);
+    GST_INFO ("toggle %u: %.1f ms", i, dt / 1000.0);
+  }
+  g_array_sort (lat, cmp_int64);
+  median = g_array_index (lat, gint64, LOCK_TOGGLES / 2);
+  max = g_array_index (lat, gint64, LOCK_TOGGLES - 1);
+  g_print ("RESULT Caps Lock inside the guest to a spice-gtk client's "
+      "key-modifiers through transcode-vp8: median %.1f ms, min %.1f, max "
+      "%.1f (%u toggles)\n", median / 1000.0,
+      g_array_index (lat, gint64, 0) / 1000.0, max / 1000.0, LOCK_TOGGLES);
+  fail_unless (median < LOCK_MEDIAN_MS * 1000 * (gint64) factor,
+      "median %.1f ms", median / 1000.0);
+  fail_unless (max < LOCK_MAX_MS * 1000 * (gint64) factor, "max %.1f ms",
+      max / 1000.0);
+
+  /* Num Lock from the client */
+  mark = guest_process_mark (gp);
+  runner_process_signal (client, SIGUSR2);
+  line = guest_process_wait_line_from (gp, mark, "leds 2",
+      GUEST_LINE_TIMEOUT_MS, NULL);
+  fail_unless (line != NULL, "Num Lock set by the client never reached the "
+      "guest");
+  g_free (line);
+  fail_unless (guest_process_find_line (gp, mark, "key down 0x45", NULL)
+      != NULL);
+  fail_unless (client_locks_wait (client, 2 + LOCK_TOGGLES, 10000 * factor));
+  g_usleep (3 * G_USEC_PER_SEC);
+  fail_unless_equals_int (guest_process_count_lines (gp, mark, "leds "), 1);
+  fail_unless_equals_int (client_locks (client, values, NULL),
+      2 + LOCK_TOGGLES);
+  fail_unless_equals_int (g_array_index (values, gint, 1 + LOCK_TOGGLES),
+      SPICE_KEYBOARD_MODIFIER_FLAGS_NUM_LOCK);
+  fail_unless (runner_process_is_running (client));
+
+  runner_process_free (client);
+  runner_process_signal (run, SIGTERM);
+  fail_unless_equals_int (runner_process_wait_exit (run, 20000), 0);
+  runner_process_free (run);
+  guest_process_stop (gp);
+  g_array_unref (values);
+  g_array_unref (times);
+  g_array_unref (lat);
+  g_free (ps);
+  g_free (tc);
+}
+
+GST_END_TEST;
+
 static Suite *
 pipelines_suite (void)
 {
@@ -804,6 +993,7 @@ pipelines_suite (void)
   tcase_add_test (tc, test_password_files_not_logged);
   tcase_add_test (tc, test_upstream_auth_refused);
   tcase_add_test (tc, test_record_survives_reload);
+  tcase_add_test (tc, test_pipeline_lock_keys);
   tcase_add_loop_test (tc, test_idle_sends_only_keepalives, 0,
       G_N_ELEMENTS (idle_pipelines));
   return s;
