@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "runner-process.h"
+#include "ppm.h"
 
 gchar *
 runner_process_binary (void)
@@ -117,6 +118,51 @@ runner_process_wait_log (RunnerProcess * run, const gchar * needle,
     guint count, guint timeout_ms)
 {
   return test_file_wait_text (run->log_path, needle, count, timeout_ms);
+}
+
+/* the "DUMPED N" lines in the client's log */
+static guint
+count_dumps (RunnerProcess * client)
+{
+  gchar *log = runner_process_log (client);
+  const gchar *p = log;
+  guint n = 0;
+
+  while ((p = strstr (p, "DUMPED "))) {
+    n++;
+    p++;
+  }
+  g_free (log);
+  return n;
+}
+
+guint64
+runner_process_dump_until_exact (RunnerProcess * client, const gchar * shot,
+    const guint8 * expected, gint w, gint h, guint timeout_ms)
+{
+  gint64 end = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
+  guint64 diff = G_MAXUINT64;
+
+  while (diff != 0 && g_get_monotonic_time () < end) {
+    guint n = count_dumps (client);
+    gint64 wait_end = g_get_monotonic_time () + 5 * G_USEC_PER_SEC;
+    guint8 *bgrx = NULL;
+    gint sw = 0, sh = 0;
+
+    g_usleep (300 * 1000);
+    runner_process_signal (client, SIGUSR1);
+    while (count_dumps (client) <= n && g_get_monotonic_time () < wait_end)
+      g_usleep (20 * 1000);
+    if (count_dumps (client) <= n)
+      continue;
+    if (!test_ppm_read (shot, &bgrx, &sw, &sh, NULL))
+      continue;
+    if (sw == w && sh == h)
+      diff = test_bgrx_count_diff (bgrx, sw * 4, expected, w * 4, w, h, NULL,
+          NULL);
+    g_free (bgrx);
+  }
+  return diff;
 }
 
 gboolean

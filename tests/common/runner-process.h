@@ -43,6 +43,13 @@ gboolean test_file_wait_text (const gchar * path, const gchar * needle,
  * it and its children with kill (-pid, …)) and gets SIGKILL when the
  * thread that spawned it dies. */
 void test_child_new_group (gpointer data);
+/* A spice-test-client started with --dump-on-signal -o @shot: SIGUSR1
+ * until the picture it writes equals @expected (@w x @h, stride @w * 4)
+ * or @timeout_ms passed; the pixels that differed in the last dump
+ * (G_MAXUINT64: no dump of that size came). */
+guint64 runner_process_dump_until_exact (RunnerProcess * client,
+    const gchar * shot, const guint8 * expected, gint w, gint h,
+    guint timeout_ms);
 /* Exit status, -2 if killed by a signal, -1 on timeout (then killed). */
 gint runner_process_wait_exit (RunnerProcess * run, guint timeout_ms);
 void runner_process_signal (RunnerProcess * run, gint sig);

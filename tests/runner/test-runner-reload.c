@@ -128,38 +128,14 @@ reload_bitrate (RunnerProcess * run, GuestProcess * gp, guint port,
           30000 * test_time_factor ()), "%s", runner_process_log (run));
 }
 
-/* SIGUSR1 to the client until its picture equals @expected or @timeout_s
- * pass; returns the number of differing pixels of the last picture */
+/* the client's dumps until they show @expected (the guest's size) */
 static guint64
 client_until_exact (RunnerProcess * client, const gchar * shot,
     const guint8 * expected, guint timeout_s)
 {
-  gint64 end = g_get_monotonic_time () +
-      (gint64) timeout_s * test_time_factor () * G_USEC_PER_SEC;
-  guint64 diff = G_MAXUINT64;
-  guint n = 0;
-
-  while (diff != 0 && g_get_monotonic_time () < end) {
-    gchar *needle;
-    guint8 *bgrx = NULL;
-    gint w = 0, h = 0;
-
-    g_usleep (300 * 1000);
-    runner_process_signal (client, SIGUSR1);
-    needle = g_strdup_printf ("DUMPED %u\n", n + 1);
-    if (!runner_process_wait_log (client, needle, 1, 5000)) {
-      g_free (needle);
-      continue;
-    }
-    g_free (needle);
-    n++;
-    fail_unless (test_ppm_read (shot, &bgrx, &w, &h, NULL));
-    if (w == GUEST_DEFAULT_WIDTH && h == GUEST_DEFAULT_HEIGHT)
-      diff = test_bgrx_count_diff (bgrx, w * 4, expected, w * 4, w, h, NULL,
-          NULL);
-    g_free (bgrx);
-  }
-  return diff;
+  return runner_process_dump_until_exact (client, shot, expected,
+      GUEST_DEFAULT_WIDTH, GUEST_DEFAULT_HEIGHT,
+      timeout_s * 1000 * test_time_factor ());
 }
 
 /* The monotonic time (us) on the first line of @log that starts with
