@@ -12,9 +12,13 @@
 #include <gst/video/video.h>
 #include <string.h>
 
+#include <signal.h>
+#include <spice/enums.h>
+
 #include "guest-launcher.h"
 #include "guest-render.h"
 #include "ppm.h"
+#include "runner-process.h"
 
 typedef struct {
   GuestProcess *guest;
@@ -293,6 +297,237 @@ GST_START_TEST (test_roundtrip_keys)
 
 GST_END_TEST;
 
+/* ---- the client's codec preference, with two stream branches ---- */
+
+/* the tiler's stream region in VP8 (stream_0) and MJPEG (stream_1) */
+#define TWO_BRANCHES "t.stream ! tee name=v " \
+  "v. ! spicestreamenc encoder=\"vp8enc deadline=1 cpu-used=16 " \
+  "end-usage=cbr target-bitrate=2000000 keyframe-max-dist=600 " \
+  "lag-in-frames=0 threads=1\" ! s.stream_0 " \
+  "v. ! spicestreamenc encoder=\"jpegenc quality=85\" ! s.stream_1"
+
+/* a copy of the sink's per-client stats: the client that has
+ * (@with_prefs) or has not a preferred-video-codecs field; NULL none */
+static GstStructure *
+client_of (GstElement * server, gboolean with_prefs)
+{
+  GstElement *sink = gst_bin_get_by_name (GST_BIN (server), "s");
+  GstStructure *st = NULL, *c = NULL;
+  const GValue *arr;
+  guint i;
+
+  g_object_get (sink, "stats", &st, NULL);
+  arr = gst_structure_get_value (st, "client-stats");
+  for (i = 0; arr && i < gst_value_array_get_size (arr) && !c; i++) {
+    const GstStructure *s =
+        gst_value_get_structure (gst_value_array_get_value (arr, i));
+
+    if (gst_structure_has_field (s, "preferred-video-codecs") == with_prefs)
+      c = gst_structure_copy (s);
+  }
+  gst_structure_free (st);
+  gst_object_unref (sink);
+  return c;
+}
+
+static guint
+stat_uint (const GstStructure * c, const gchar * field)
+{
+  guint v = 0;
+
+  if (c)
+    gst_structure_get_uint (c, field, &v);
+  return v;
+}
+
+static guint64
+stat_uint64 (const GstStructure * c, const gchar * field)
+{
+  guint64 v = 0;
+
+  if (c)
+    gst_structure_get_uint64 (c, field, &v);
+  return v;
+}
+
+/* waits until the client (with or without preferences) gets @codec's
+ * branch and has reported on a stream of @codec (it decodes it) */
+static GstStructure *
+wait_client_codec (GstElement * server, gboolean with_prefs, guint codec,
+    guint timeout_ms)
+{
+  gint64 end = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
+  GstStructure *c = NULL;
+
+  for (;;) {
+    if (c)
+      gst_structure_free (c);
+    c = client_of (server, with_prefs);
+    if ((c && stat_uint (c, "stream-codec") == codec &&
+            stat_uint (c, "stream-report-codec") == codec) ||
+        g_get_monotonic_time () > end)
+      return c;
+    check_no_error (server);
+    g_usleep (50 * 1000);
+  }
+}
+
+/* Two spice-gtk clients of a pipeline with two stream branches, VP8 and
+ * MJPEG, in front of the guest's moving video: both decode the VP8 stream
+ * (the lowest pad); one asks for MJPEG (spice-gtk's
+ * change_preferred_video_codec_types, what spicy's menu calls) and
+ * decodes the MJPEG stream from then on while the other keeps VP8; both
+ * pictures are exact once the motion stops. */
+GST_START_TEST (test_roundtrip_codec_choice)
+{
+  const gchar *args[] = { "--activity", "video", NULL };
+  guint factor = test_time_factor ();
+  GError *err = NULL;
+  GuestProcess *gp = guest_process_start (args, &err);
+  gchar *dir = test_tmpdir_new ("gst-spice-codec-choice");
+  gchar *shot_a = g_build_filename (dir, "a.ppm", NULL);
+  gchar *shot_b = g_build_filename (dir, "b.ppm", NULL);
+  gchar *tc = g_build_filename (g_getenv ("GST_SPICE_BUILD_DIR"), "tests",
+      "common", "spice-test-client", NULL);
+  gchar *uri, *desc, *ps, *mjpeg;
+  guint port = test_pick_free_port ();
+  GstElement *server;
+  RunnerProcess *a, *b;
+  GstStructure *ca, *cb;
+  guint64 b_frames, frame_no, diff, changes[2] = { 0, 0 };
+  guint session[2] = { 0, 0 };
+  guint8 *expected;
+  gint64 t0;
+
+  fail_unless (gp != NULL, "%s", err ? err->message : "");
+  uri = guest_process_get_uri (gp);
+  desc = g_strdup_printf ("spicesrc uri=%s ! spicetiler name=t "
+      "t.draw ! spicesink name=s port=%u " TWO_BRANCHES, uri, port);
+  server = gst_parse_launch (desc, &err);
+  fail_unless (server != NULL, "%s: %s", desc, err ? err->message : "");
+  fail_unless (gst_element_set_state (server, GST_STATE_PLAYING) !=
+      GST_STATE_CHANGE_FAILURE);
+  ps = g_strdup_printf ("%u", port);
+  mjpeg = g_strdup_printf ("%d", SPICE_VIDEO_CODEC_TYPE_MJPEG);
+  {
+    const gchar *argv_a[] = { tc, "-p", ps, "--duration-ms", "600000",
+      "--timeout", "600", "--dump-on-signal", "-o", shot_a,
+      "--later-codecs", mjpeg, NULL
+    };
+    const gchar *argv_b[] = { tc, "-p", ps, "--duration-ms", "600000",
+      "--timeout", "600", "--dump-on-signal", "-o", shot_b, NULL
+    };
+
+    a = runner_process_start (dir, argv_a, NULL);
+    b = runner_process_start (dir, argv_b, NULL);
+  }
+  fail_unless (runner_process_wait_log (a, "MARK", 1, 30000 * factor), "%s",
+      runner_process_log (a));
+  fail_unless (runner_process_wait_log (b, "MARK", 1, 30000 * factor), "%s",
+      runner_process_log (b));
+
+  /* both decode VP8: no preference, the lowest pad (before the first
+   * VP8 frame, the first frame of MJPEG may have given them that pad) */
+  {
+    gint64 end = g_get_monotonic_time () + 60 * G_USEC_PER_SEC * factor;
+    guint both = 0;
+
+    while (both < 2 && g_get_monotonic_time () < end) {
+      GstElement *sink = gst_bin_get_by_name (GST_BIN (server), "s");
+      GstStructure *st = NULL;
+      const GValue *arr;
+      guint i;
+
+      g_usleep (100 * 1000);
+      check_no_error (server);
+      g_object_get (sink, "stats", &st, NULL);
+      arr = gst_structure_get_value (st, "client-stats");
+      for (i = 0, both = 0; i < gst_value_array_get_size (arr); i++) {
+        const GstStructure *c =
+            gst_value_get_structure (gst_value_array_get_value (arr, i));
+
+        both += stat_uint (c, "stream-codec") == SPICE_VIDEO_CODEC_TYPE_VP8 &&
+            stat_uint (c, "stream-report-codec") == SPICE_VIDEO_CODEC_TYPE_VP8;
+        changes[i % 2] = stat_uint64 (c, "stream-branch-changes");
+        session[i % 2] = stat_uint (c, "session-id");
+      }
+      gst_structure_free (st);
+      gst_object_unref (sink);
+    }
+    fail_unless_equals_int (both, 2);
+  }
+
+  /* a asks for MJPEG */
+  t0 = g_get_monotonic_time ();
+  runner_process_signal (a, SIGUSR2);
+  fail_unless (runner_process_wait_log (a, "LATER-SENT", 1, 10000 * factor));
+  ca = wait_client_codec (server, TRUE, SPICE_VIDEO_CODEC_TYPE_MJPEG,
+      30000 * factor);
+  g_print ("RESULT codec choice: the client decodes MJPEG %.0f ms after it "
+      "asked (sink stats polled every 50 ms)\n",
+      (g_get_monotonic_time () - t0) / 1000.0);
+  fail_unless (ca != NULL, "the sink never saw a's preference");
+  fail_unless_equals_int (stat_uint (ca, "stream-codec"),
+      SPICE_VIDEO_CODEC_TYPE_MJPEG);
+  fail_unless_equals_int (stat_uint (ca, "stream-report-codec"),
+      SPICE_VIDEO_CODEC_TYPE_MJPEG);
+  /* one move more than before */
+  fail_unless_equals_int (stat_uint64 (ca, "stream-branch-changes"),
+      changes[stat_uint (ca, "session-id") == session[0] ? 0 : 1] + 1);
+  gst_structure_free (ca);
+  /* b kept VP8, and its stream goes on */
+  cb = client_of (server, FALSE);
+  fail_unless (cb != NULL);
+  b_frames = stat_uint64 (cb, "stream-frames");
+  fail_unless_equals_int (stat_uint (cb, "stream-codec"),
+      SPICE_VIDEO_CODEC_TYPE_VP8);
+  fail_unless_equals_int (stat_uint64 (cb, "stream-branch-changes"),
+      changes[stat_uint (cb, "session-id") == session[0] ? 0 : 1]);
+  gst_structure_free (cb);
+  g_usleep (G_USEC_PER_SEC);
+  cb = wait_client_codec (server, FALSE, SPICE_VIDEO_CODEC_TYPE_VP8, 1000);
+  fail_unless (stat_uint64 (cb, "stream-frames") > b_frames);
+  fail_unless_equals_int (stat_uint (cb, "stream-report-codec"),
+      SPICE_VIDEO_CODEC_TYPE_VP8);
+  gst_structure_free (cb);
+
+  /* the motion stops: both exact */
+  frame_no = frozen_frame (gp);
+  t0 = g_get_monotonic_time ();
+  expected = guest_render_frame_new (GUEST_DEFAULT_WIDTH,
+      GUEST_DEFAULT_HEIGHT, 1, 0, GUEST_ACTIVITY_VIDEO, (gint64) frame_no);
+  diff = runner_process_dump_until_exact (a, shot_a, expected,
+      GUEST_DEFAULT_WIDTH, GUEST_DEFAULT_HEIGHT, 30000 * factor);
+  fail_unless (diff == 0, "a (MJPEG): %" G_GUINT64_FORMAT " pixels differ",
+      diff);
+  diff = runner_process_dump_until_exact (b, shot_b, expected,
+      GUEST_DEFAULT_WIDTH, GUEST_DEFAULT_HEIGHT, 30000 * factor);
+  fail_unless (diff == 0, "b (VP8): %" G_GUINT64_FORMAT " pixels differ",
+      diff);
+  g_print ("RESULT codec choice: both clients exact %.1f s after the motion "
+      "stopped\n", (g_get_monotonic_time () - t0) / 1e6);
+  fail_unless (runner_process_is_running (a));
+  fail_unless (runner_process_is_running (b));
+  check_no_error (server);
+
+  runner_process_free (a);
+  runner_process_free (b);
+  gst_element_set_state (server, GST_STATE_NULL);
+  gst_object_unref (server);
+  guest_process_stop (gp);
+  g_free (expected);
+  g_free (mjpeg);
+  g_free (ps);
+  g_free (desc);
+  g_free (uri);
+  g_free (tc);
+  g_free (shot_a);
+  g_free (shot_b);
+  test_tmpdir_remove (dir);
+}
+
+GST_END_TEST;
+
 static Suite *
 roundtrip_suite (void)
 {
@@ -305,6 +540,7 @@ roundtrip_suite (void)
   tcase_add_test (tc, test_roundtrip_exact_video_mjpeg);
   tcase_add_test (tc, test_roundtrip_exact_text_lossless);
   tcase_add_test (tc, test_roundtrip_keys);
+  tcase_add_test (tc, test_roundtrip_codec_choice);
   return s;
 }
 
