@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <sysexits.h>
 #include <unistd.h>
 
@@ -975,6 +976,148 @@ GST_START_TEST (test_pipeline_lock_keys)
 
 GST_END_TEST;
 
+/* spice-gtk's debug line when SpiceGtkSession sets the guest's locks to
+ * its keyboard's */
+#define RV_SYNC "client_modifiers:"
+
+/* the occurrences of @needle in the file @path */
+static guint
+count_text (const gchar * path, const gchar * needle)
+{
+  gchar *text = NULL;
+  const gchar *p;
+  guint n = 0;
+
+  g_file_get_contents (path, &text, NULL, NULL);
+  for (p = text; p && (p = strstr (p, needle)); p++)
+    n++;
+  g_free (text);
+  return n;
+}
+
+/* `xdotool ARGS…` on remote-viewer's X server (@xenv: "DISPLAY XAUTHORITY") */
+static gboolean
+xdotool (const gchar * xenv, const gchar * const *args)
+{
+  gchar **envp = g_get_environ ();
+  gchar **x = g_strsplit (xenv, " ", 2);
+  GPtrArray *argv = g_ptr_array_new ();
+  gint status = -1;
+  gboolean ok;
+
+  envp = g_environ_setenv (envp, "DISPLAY", x[0], TRUE);
+  if (x[1])
+    envp = g_environ_setenv (envp, "XAUTHORITY", x[1], TRUE);
+  g_ptr_array_add (argv, (gpointer) "xdotool");
+  for (; *args; args++)
+    g_ptr_array_add (argv, (gpointer) * args);
+  g_ptr_array_add (argv, NULL);
+  ok = g_spawn_sync (NULL, (gchar **) argv->pdata, envp, G_SPAWN_SEARCH_PATH,
+      NULL, NULL, NULL, NULL, &status, NULL) && status == 0;
+  g_ptr_array_unref (argv);
+  g_strfreev (x);
+  g_strfreev (envp);
+  return ok;
+}
+
+/* remote-viewer (spice-gtk's SpiceGtkSession: it sets the guest's locks
+ * to its own keyboard's whenever the server reports others, and when its
+ * keyboard's change while it has no focus) under Xvfb, through
+ * transcode-vp8: Num Lock switched on the viewer's X server reaches the
+ * guest once; Caps Lock set inside the guest is set back by the viewer
+ * (its keyboard has none) once; nothing more in the 3 s after either. */
+GST_START_TEST (test_pipeline_lock_keys_remote_viewer)
+{
+  const gchar *tools[] = { "remote-viewer", "xvfb-run", "xdotool" };
+  const gchar *corner[] = { "mousemove", "1595", "1195", NULL };
+  const gchar *numlock[] = { "key", "Num_Lock", NULL };
+  guint port = test_pick_free_port (), factor = test_time_factor (), i;
+  GuestProcess *gp;
+  RunnerProcess *run;
+  gchar *rv_log, *cmd, *log, *xenv, *line, *p;
+  GError *err = NULL;
+  GPid pid = 0;
+  guint mark, syncs;
+
+  for (i = 0; i < G_N_ELEMENTS (tools); i++) {
+    gchar *t = g_find_program_in_path (tools[i]);
+
+    g_free (t);
+    if (!t) {
+      g_printerr ("SKIP: %s not installed\n", tools[i]);
+      return;
+    }
+  }
+  run = start_transcode_vp8 (&gp, port);
+  rv_log = g_build_filename (tmpdir, "remote-viewer.log", NULL);
+  cmd = g_strdup_printf ("exec xvfb-run -a -s '-screen 0 1600x1200x24' "
+      "sh -c 'echo \"XENV $DISPLAY $XAUTHORITY\"; exec remote-viewer --debug --spice-debug "
+      "spice://127.0.0.1:%u' > %s 2>&1", port, rv_log);
+  {
+    const gchar *argv[] = { "sh", "-c", cmd, NULL };
+
+    fail_unless (g_spawn_async (NULL, (gchar **) argv, NULL,
+            G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD,
+            test_child_new_group, NULL, &pid, &err), "%s",
+        err ? err->message : "");
+  }
+  fail_unless (test_file_wait_text (rv_log, "Insert display 0", 1,
+          60000 * factor), "remote-viewer did not connect");
+  g_file_get_contents (rv_log, &log, NULL, NULL);
+  p = strstr (log, "XENV ");
+  fail_unless (p != NULL, "%s", log);
+  xenv = g_strndup (p + 5, strcspn (p + 5, "\n"));
+  g_free (log);
+  /* no focus: its keyboard's locks are the X server's, synced by it */
+  fail_unless (xdotool (xenv, corner));
+  /* its inputs channel is up (spice-gtk's debug log), and the locks it
+   * set then (its keyboard's: none) went before anything below */
+  fail_unless (test_file_wait_text (rv_log, "inputs-3:0: channel up", 1,
+          30000 * factor), "remote-viewer's inputs channel never came up");
+  syncs = count_text (rv_log, RV_SYNC);
+
+  mark = guest_process_mark (gp);
+  fail_unless (xdotool (xenv, numlock));
+  line = guest_process_wait_line_from (gp, mark, "leds 2",
+      GUEST_LINE_TIMEOUT_MS, NULL);
+  fail_unless (line != NULL, "Num Lock on the viewer's keyboard never "
+      "reached the guest");
+  g_free (line);
+  g_usleep (3 * G_USEC_PER_SEC);
+  fail_unless_equals_int (guest_process_count_lines (gp, mark, "leds "), 1);
+  /* it set them once */
+  fail_unless_equals_int (count_text (rv_log, RV_SYNC), syncs + 1);
+  /* it set them once */
+  fail_unless_equals_int (count_text (rv_log, RV_SYNC), syncs + 1);
+
+  mark = guest_process_mark (gp);
+  guest_process_command (gp, "key 0x3a");
+  line = guest_process_wait_line_from (gp, mark, "leds 6",
+      GUEST_LINE_TIMEOUT_MS, NULL);
+  fail_unless (line != NULL);
+  g_free (line);
+  line = guest_process_wait_line_from (gp, mark, "leds 2",
+      GUEST_LINE_TIMEOUT_MS, NULL);
+  fail_unless (line != NULL, "the viewer did not set Caps Lock back");
+  g_free (line);
+  g_usleep (3 * G_USEC_PER_SEC);
+  fail_unless_equals_int (guest_process_count_lines (gp, mark, "leds "), 2);
+  fail_unless_equals_int (count_text (rv_log, RV_SYNC), syncs + 2);
+  fail_unless_equals_int (waitpid (pid, NULL, WNOHANG), 0);
+
+  kill (-pid, SIGTERM);
+  waitpid (pid, NULL, 0);
+  runner_process_signal (run, SIGTERM);
+  fail_unless_equals_int (runner_process_wait_exit (run, 20000), 0);
+  runner_process_free (run);
+  guest_process_stop (gp);
+  g_free (xenv);
+  g_free (cmd);
+  g_free (rv_log);
+}
+
+GST_END_TEST;
+
 static Suite *
 pipelines_suite (void)
 {
@@ -994,6 +1137,7 @@ pipelines_suite (void)
   tcase_add_test (tc, test_upstream_auth_refused);
   tcase_add_test (tc, test_record_survives_reload);
   tcase_add_test (tc, test_pipeline_lock_keys);
+  tcase_add_test (tc, test_pipeline_lock_keys_remote_viewer);
   tcase_add_loop_test (tc, test_idle_sends_only_keepalives, 0,
       G_N_ELEMENTS (idle_pipelines));
   return s;
