@@ -343,6 +343,9 @@ sink_display_supports_codec (SinkSession * s, guint8 codec)
   SinkConn *d = s->display;
   guint bit;
 
+  /* a client's preference may name anything */
+  if (codec == 0 || codec >= SPICE_VIDEO_CODEC_TYPE_ENUM_END)
+    return FALSE;
   if (!d)
     return TRUE;
   if (s->disp.codec_failed & (1u << codec))
