@@ -4,6 +4,7 @@
 #include <string.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "runner-process.h"
@@ -118,6 +119,36 @@ runner_process_wait_log (RunnerProcess * run, const gchar * needle,
     guint count, guint timeout_ms)
 {
   return test_file_wait_text (run->log_path, needle, count, timeout_ms);
+}
+
+GPid
+test_remote_viewer_start (const gchar * uri, const gchar * log_path,
+    gboolean spice_debug)
+{
+  gchar *cmd = g_strdup_printf ("exec xvfb-run -a -s '-screen 0 1280x1024x24' "
+      "sh -c 'echo \"XENV $DISPLAY $XAUTHORITY\"; exec remote-viewer --debug "
+      "%s %s' > %s 2>&1", spice_debug ? "--spice-debug" : "", uri, log_path);
+  const gchar *argv[] = { "sh", "-c", cmd, NULL };
+  GError *err = NULL;
+  GPid pid = 0;
+
+  if (!g_spawn_async (NULL, (gchar **) argv, NULL, G_SPAWN_SEARCH_PATH |
+          G_SPAWN_DO_NOT_REAP_CHILD, test_child_new_group, NULL, &pid, &err)) {
+    g_printerr ("remote-viewer: %s\n", err->message);
+    g_clear_error (&err);
+    pid = 0;
+  }
+  g_free (cmd);
+  return pid;
+}
+
+void
+test_remote_viewer_stop (GPid pid)
+{
+  if (pid <= 0)
+    return;
+  kill (-pid, SIGTERM);
+  waitpid (pid, NULL, 0);
 }
 
 /* the "DUMPED N" lines in the client's log */

@@ -50,6 +50,14 @@ void test_child_new_group (gpointer data);
 guint64 runner_process_dump_until_exact (RunnerProcess * client,
     const gchar * shot, const guint8 * expected, gint w, gint h,
     guint timeout_ms);
+/* remote-viewer --debug (and --spice-debug, where @spice_debug) on
+ * @uri under an Xvfb of its own (`xvfb-run -a`, a 1280x1024 screen),
+ * everything it prints in @log_path, after a first line "XENV DISPLAY
+ * XAUTHORITY" for X tools; its process group's leader, 0 when it cannot
+ * start. test_remote_viewer_stop() ends the group. */
+GPid test_remote_viewer_start (const gchar * uri, const gchar * log_path,
+    gboolean spice_debug);
+void test_remote_viewer_stop (GPid pid);
 /* Exit status, -2 if killed by a signal, -1 on timeout (then killed). */
 gint runner_process_wait_exit (RunnerProcess * run, guint timeout_ms);
 void runner_process_signal (RunnerProcess * run, gint sig);

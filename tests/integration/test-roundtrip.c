@@ -330,24 +330,17 @@ client_of (GstElement * server, gboolean with_prefs)
   return c;
 }
 
-static guint
-stat_uint (const GstStructure * c, const gchar * field)
-{
-  guint v = 0;
-
-  if (c)
-    gst_structure_get_uint (c, field, &v);
-  return v;
-}
-
+/* a number of a client's stats (uint or uint64), 0 without it */
 static guint64
-stat_uint64 (const GstStructure * c, const gchar * field)
+stat_of (const GstStructure * c, const gchar * field)
 {
-  guint64 v = 0;
+  const GValue *v = c ? gst_structure_get_value (c, field) : NULL;
 
-  if (c)
-    gst_structure_get_uint64 (c, field, &v);
-  return v;
+  if (v && G_VALUE_HOLDS_UINT (v))
+    return g_value_get_uint (v);
+  if (v && G_VALUE_HOLDS_UINT64 (v))
+    return g_value_get_uint64 (v);
+  return 0;
 }
 
 /* waits until the client (with or without preferences) gets @codec's
@@ -363,8 +356,8 @@ wait_client_codec (GstElement * server, gboolean with_prefs, guint codec,
     if (c)
       gst_structure_free (c);
     c = client_of (server, with_prefs);
-    if ((c && stat_uint (c, "stream-codec") == codec &&
-            stat_uint (c, "stream-report-codec") == codec) ||
+    if ((c && stat_of (c, "stream-codec") == codec &&
+            stat_of (c, "stream-report-codec") == codec) ||
         g_get_monotonic_time () > end)
       return c;
     check_no_error (server);
@@ -446,10 +439,10 @@ GST_START_TEST (test_roundtrip_codec_choice)
         const GstStructure *c =
             gst_value_get_structure (gst_value_array_get_value (arr, i));
 
-        both += stat_uint (c, "stream-codec") == SPICE_VIDEO_CODEC_TYPE_VP8 &&
-            stat_uint (c, "stream-report-codec") == SPICE_VIDEO_CODEC_TYPE_VP8;
-        changes[i % 2] = stat_uint64 (c, "stream-branch-changes");
-        session[i % 2] = stat_uint (c, "session-id");
+        both += stat_of (c, "stream-codec") == SPICE_VIDEO_CODEC_TYPE_VP8 &&
+            stat_of (c, "stream-report-codec") == SPICE_VIDEO_CODEC_TYPE_VP8;
+        changes[i % 2] = stat_of (c, "stream-branch-changes");
+        session[i % 2] = stat_of (c, "session-id");
       }
       gst_structure_free (st);
       gst_object_unref (sink);
@@ -467,27 +460,27 @@ GST_START_TEST (test_roundtrip_codec_choice)
       "asked (sink stats polled every 50 ms)\n",
       (g_get_monotonic_time () - t0) / 1000.0);
   fail_unless (ca != NULL, "the sink never saw a's preference");
-  fail_unless_equals_int (stat_uint (ca, "stream-codec"),
+  fail_unless_equals_int (stat_of (ca, "stream-codec"),
       SPICE_VIDEO_CODEC_TYPE_MJPEG);
-  fail_unless_equals_int (stat_uint (ca, "stream-report-codec"),
+  fail_unless_equals_int (stat_of (ca, "stream-report-codec"),
       SPICE_VIDEO_CODEC_TYPE_MJPEG);
   /* one move more than before */
-  fail_unless_equals_int (stat_uint64 (ca, "stream-branch-changes"),
-      changes[stat_uint (ca, "session-id") == session[0] ? 0 : 1] + 1);
+  fail_unless_equals_int (stat_of (ca, "stream-branch-changes"),
+      changes[stat_of (ca, "session-id") == session[0] ? 0 : 1] + 1);
   gst_structure_free (ca);
   /* b kept VP8, and its stream goes on */
   cb = client_of (server, FALSE);
   fail_unless (cb != NULL);
-  b_frames = stat_uint64 (cb, "stream-frames");
-  fail_unless_equals_int (stat_uint (cb, "stream-codec"),
+  b_frames = stat_of (cb, "stream-frames");
+  fail_unless_equals_int (stat_of (cb, "stream-codec"),
       SPICE_VIDEO_CODEC_TYPE_VP8);
-  fail_unless_equals_int (stat_uint64 (cb, "stream-branch-changes"),
-      changes[stat_uint (cb, "session-id") == session[0] ? 0 : 1]);
+  fail_unless_equals_int (stat_of (cb, "stream-branch-changes"),
+      changes[stat_of (cb, "session-id") == session[0] ? 0 : 1]);
   gst_structure_free (cb);
   g_usleep (G_USEC_PER_SEC);
   cb = wait_client_codec (server, FALSE, SPICE_VIDEO_CODEC_TYPE_VP8, 1000);
-  fail_unless (stat_uint64 (cb, "stream-frames") > b_frames);
-  fail_unless_equals_int (stat_uint (cb, "stream-report-codec"),
+  fail_unless (stat_of (cb, "stream-frames") > b_frames);
+  fail_unless_equals_int (stat_of (cb, "stream-report-codec"),
       SPICE_VIDEO_CODEC_TYPE_VP8);
   gst_structure_free (cb);
 

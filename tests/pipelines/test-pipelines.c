@@ -815,6 +815,29 @@ start_transcode_vp8 (GuestProcess ** gp, guint port)
   return run;
 }
 
+/* ends what start_transcode_vp8() started; the runner exits cleanly */
+static void
+stop_transcode (RunnerProcess * run, GuestProcess * gp)
+{
+  runner_process_signal (run, SIGTERM);
+  fail_unless_equals_int (runner_process_wait_exit (run, 20000), 0);
+  runner_process_free (run);
+  guest_process_stop (gp);
+}
+
+/* the guest's first line @want from line @from on; fails with @what */
+static void
+expect_guest_from (GuestProcess * gp, guint from, const gchar * want,
+    const gchar * what)
+{
+  gchar *line = guest_process_wait_line_from (gp, from, want,
+      GUEST_LINE_TIMEOUT_MS, NULL);
+
+  fail_unless (line != NULL, "%s: the guest never printed \"%s\"", what,
+      want);
+  g_free (line);
+}
+
 /* the "LOCKS M US" lines of spice-test-client's log: M and US each */
 static guint
 client_locks (RunnerProcess * client, GArray * values, GArray * times)
@@ -946,11 +969,7 @@ GST_START_TEST (test_pipeline_lock_keys)
   /* Num Lock from the client */
   mark = guest_process_mark (gp);
   runner_process_signal (client, SIGUSR2);
-  line = guest_process_wait_line_from (gp, mark, "leds 2",
-      GUEST_LINE_TIMEOUT_MS, NULL);
-  fail_unless (line != NULL, "Num Lock set by the client never reached the "
-      "guest");
-  g_free (line);
+  expect_guest_from (gp, mark, "leds 2", "Num Lock set by the client");
   fail_unless (guest_process_find_line (gp, mark, "key down 0x45", NULL)
       != NULL);
   fail_unless (client_locks_wait (client, 2 + LOCK_TOGGLES, 10000 * factor));
@@ -963,10 +982,7 @@ GST_START_TEST (test_pipeline_lock_keys)
   fail_unless (runner_process_is_running (client));
 
   runner_process_free (client);
-  runner_process_signal (run, SIGTERM);
-  fail_unless_equals_int (runner_process_wait_exit (run, 20000), 0);
-  runner_process_free (run);
-  guest_process_stop (gp);
+  stop_transcode (run, gp);
   g_array_unref (values);
   g_array_unref (times);
   g_array_unref (lat);
@@ -1029,13 +1045,13 @@ xdotool (const gchar * xenv, const gchar * const *args)
 GST_START_TEST (test_pipeline_lock_keys_remote_viewer)
 {
   const gchar *tools[] = { "remote-viewer", "xvfb-run", "xdotool" };
-  const gchar *corner[] = { "mousemove", "1595", "1195", NULL };
+  /* outside its window (the guest's 1280x800 and the toolbar) */
+  const gchar *corner[] = { "mousemove", "1275", "1019", NULL };
   const gchar *numlock[] = { "key", "Num_Lock", NULL };
   guint port = test_pick_free_port (), factor = test_time_factor (), i;
   GuestProcess *gp;
   RunnerProcess *run;
-  gchar *rv_log, *cmd, *log, *xenv, *line, *p;
-  GError *err = NULL;
+  gchar *rv_log, *uri, *log, *xenv, *p;
   GPid pid = 0;
   guint mark, syncs;
 
@@ -1050,17 +1066,9 @@ GST_START_TEST (test_pipeline_lock_keys_remote_viewer)
   }
   run = start_transcode_vp8 (&gp, port);
   rv_log = g_build_filename (tmpdir, "remote-viewer.log", NULL);
-  cmd = g_strdup_printf ("exec xvfb-run -a -s '-screen 0 1600x1200x24' "
-      "sh -c 'echo \"XENV $DISPLAY $XAUTHORITY\"; exec remote-viewer --debug --spice-debug "
-      "spice://127.0.0.1:%u' > %s 2>&1", port, rv_log);
-  {
-    const gchar *argv[] = { "sh", "-c", cmd, NULL };
-
-    fail_unless (g_spawn_async (NULL, (gchar **) argv, NULL,
-            G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD,
-            test_child_new_group, NULL, &pid, &err), "%s",
-        err ? err->message : "");
-  }
+  uri = g_strdup_printf ("spice://127.0.0.1:%u", port);
+  pid = test_remote_viewer_start (uri, rv_log, TRUE);
+  fail_unless (pid > 0);
   fail_unless (test_file_wait_text (rv_log, "Insert display 0", 1,
           60000 * factor), "remote-viewer did not connect");
   g_file_get_contents (rv_log, &log, NULL, NULL);
@@ -1078,41 +1086,25 @@ GST_START_TEST (test_pipeline_lock_keys_remote_viewer)
 
   mark = guest_process_mark (gp);
   fail_unless (xdotool (xenv, numlock));
-  line = guest_process_wait_line_from (gp, mark, "leds 2",
-      GUEST_LINE_TIMEOUT_MS, NULL);
-  fail_unless (line != NULL, "Num Lock on the viewer's keyboard never "
-      "reached the guest");
-  g_free (line);
+  expect_guest_from (gp, mark, "leds 2", "Num Lock on the viewer's keyboard");
   g_usleep (3 * G_USEC_PER_SEC);
   fail_unless_equals_int (guest_process_count_lines (gp, mark, "leds "), 1);
-  /* it set them once */
-  fail_unless_equals_int (count_text (rv_log, RV_SYNC), syncs + 1);
   /* it set them once */
   fail_unless_equals_int (count_text (rv_log, RV_SYNC), syncs + 1);
 
   mark = guest_process_mark (gp);
   guest_process_command (gp, "key 0x3a");
-  line = guest_process_wait_line_from (gp, mark, "leds 6",
-      GUEST_LINE_TIMEOUT_MS, NULL);
-  fail_unless (line != NULL);
-  g_free (line);
-  line = guest_process_wait_line_from (gp, mark, "leds 2",
-      GUEST_LINE_TIMEOUT_MS, NULL);
-  fail_unless (line != NULL, "the viewer did not set Caps Lock back");
-  g_free (line);
+  expect_guest_from (gp, mark, "leds 6", "Caps Lock inside the guest");
+  expect_guest_from (gp, mark, "leds 2", "the viewer sets Caps Lock back");
   g_usleep (3 * G_USEC_PER_SEC);
   fail_unless_equals_int (guest_process_count_lines (gp, mark, "leds "), 2);
   fail_unless_equals_int (count_text (rv_log, RV_SYNC), syncs + 2);
   fail_unless_equals_int (waitpid (pid, NULL, WNOHANG), 0);
 
-  kill (-pid, SIGTERM);
-  waitpid (pid, NULL, 0);
-  runner_process_signal (run, SIGTERM);
-  fail_unless_equals_int (runner_process_wait_exit (run, 20000), 0);
-  runner_process_free (run);
-  guest_process_stop (gp);
+  test_remote_viewer_stop (pid);
+  stop_transcode (run, gp);
   g_free (xenv);
-  g_free (cmd);
+  g_free (uri);
   g_free (rv_log);
 }
 

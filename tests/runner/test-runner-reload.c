@@ -272,9 +272,8 @@ GST_START_TEST (test_reload_keeps_remote_viewer)
   gboolean have = rv && xr;
   guint port;
   GuestProcess *gp;
-  gchar *env, *uri, *rv_log, *cmd, *text = NULL;
+  gchar *env, *uri, *rv_log, *text = NULL;
   RunnerProcess *run;
-  GError *err = NULL;
   GPid pid = 0;
   gint status;
 
@@ -288,15 +287,8 @@ GST_START_TEST (test_reload_keeps_remote_viewer)
   run = start_transcode (&gp, port, FALSE, &env);
   uri = g_strdup_printf ("spice://127.0.0.1:%u", port);
   rv_log = g_build_filename (tmpdir, "remote-viewer.log", NULL);
-  cmd = g_strdup_printf ("exec xvfb-run -a -s '-screen 0 1280x1024x24' "
-      "remote-viewer --debug %s > %s 2>&1", uri, rv_log);
-  {
-    const gchar *argv[] = { "sh", "-c", cmd, NULL };
-
-    fail_unless (g_spawn_async (NULL, (gchar **) argv, NULL,
-            G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD, test_child_new_group, NULL,
-            &pid, &err), "%s", err ? err->message : "");
-  }
+  pid = test_remote_viewer_start (uri, rv_log, FALSE);
+  fail_unless (pid > 0);
   /* its --debug log: the display shown */
   fail_unless (test_file_wait_text (rv_log, "Insert display 0", 1,
           60000 * test_time_factor ()), "remote-viewer did not connect");
@@ -316,13 +308,11 @@ GST_START_TEST (test_reload_keeps_remote_viewer)
   fail_if (strstr (text, "main channel: closed") != NULL, "%s", text);
   g_free (text);
 
-  kill (-pid, SIGTERM);
-  waitpid (pid, NULL, 0);
+  test_remote_viewer_stop (pid);
   runner_process_signal (run, SIGTERM);
   fail_unless_equals_int (runner_process_wait_exit (run, 20000), 0);
   runner_process_free (run);
   guest_process_stop (gp);
-  g_free (cmd);
   g_free (rv_log);
   g_free (uri);
   g_free (env);
