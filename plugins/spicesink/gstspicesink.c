@@ -106,6 +106,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_spice_sink_debug);
 #define DEFAULT_MAX_SESSIONS_PER_SOURCE -1
 #define DEFAULT_IPV6_SOURCE_PREFIX 64
 #define DEFAULT_MAX_CLIPBOARD (16 * 1024 * 1024)
+#define DEFAULT_MAX_FILE_TRANSFER (G_GUINT64_CONSTANT (1) << 30)
 
 enum
 {
@@ -136,6 +137,7 @@ enum
   PROP_MAX_SESSIONS_PER_SOURCE,
   PROP_IPV6_SOURCE_PREFIX,
   PROP_MAX_CLIPBOARD,
+  PROP_MAX_FILE_TRANSFER,
   PROP_BOUND_PORT,
   PROP_BOUND_TLS_PORT,
   PROP_STATS,
@@ -1101,6 +1103,9 @@ gst_spice_sink_set_property (GObject * object, guint prop_id,
     case PROP_MAX_CLIPBOARD:
       sink->props.max_clipboard = g_value_get_uint (value);
       break;
+    case PROP_MAX_FILE_TRANSFER:
+      sink->props.max_file_transfer = g_value_get_uint64 (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -1200,6 +1205,9 @@ gst_spice_sink_get_property (GObject * object, guint prop_id, GValue * value,
     case PROP_MAX_CLIPBOARD:
       g_value_set_uint (value, sink->props.max_clipboard);
       break;
+    case PROP_MAX_FILE_TRANSFER:
+      g_value_set_uint64 (value, sink->props.max_file_transfer);
+      break;
     case PROP_BOUND_PORT:
       g_value_set_int (value, sink->bound_port);
       break;
@@ -1251,6 +1259,7 @@ gst_spice_sink_init (GstSpiceSink * sink)
   sink->props.max_sessions_per_source = DEFAULT_MAX_SESSIONS_PER_SOURCE;
   sink->props.ipv6_source_prefix = DEFAULT_IPV6_SOURCE_PREFIX;
   sink->props.max_clipboard = DEFAULT_MAX_CLIPBOARD;
+  sink->props.max_file_transfer = DEFAULT_MAX_FILE_TRANSFER;
   sink->bound_port = sink->bound_tls_port = -1;
   sink->streams = g_ptr_array_new ();
   sink->upstream = sink_upstream_new (GST_ELEMENT (sink));
@@ -1455,6 +1464,13 @@ gst_spice_sink_class_init (GstSpiceSinkClass * klass)
           "Largest clipboard (bytes) relayed between the clients and the "
           "guest agent; a larger one is refused (the paste gets nothing)",
           0, G_MAXINT32, DEFAULT_MAX_CLIPBOARD,
+          rw | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property (gobject_class, PROP_MAX_FILE_TRANSFER,
+      g_param_spec_uint64 ("max-file-transfer", "Max file transfer",
+          "Largest file (bytes) a client may send to the guest; a larger "
+          "one is refused before any data moves. Each client sends one "
+          "file at a time, spooled in $TMPDIR until the guest has it "
+          "(0 = file transfer off)", 0, G_MAXINT64, DEFAULT_MAX_FILE_TRANSFER,
           rw | GST_PARAM_MUTABLE_PLAYING));
   g_object_class_install_property (gobject_class, PROP_BOUND_PORT,
       g_param_spec_int ("bound-port", "Bound port",

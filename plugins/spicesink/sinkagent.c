@@ -14,9 +14,19 @@
  * request goes to the selection's owner and its answer back to whoever
  * asked. Clipboards above max-clipboard are refused with an empty answer.
  * Monitors config: the oldest session that sent one drives the guest's
- * size; the others' are kept for when it leaves. File transfer is refused
- * (VD_AGENT_CAP_FILE_XFER_DISABLED, and a CANCELLED status to a client
- * that tries anyway).
+ * size; the others' are kept for when it leaves.
+ *
+ * File transfer (client -> guest), one file at a time per client: a
+ * VD_AGENT_FILE_XFER_START within max-file-transfer gets its spool file
+ * (sinkfilexfer.c) and CAN_SEND_DATA, else a refusal status at once (no
+ * data moves); the client's FILE_XFER_DATA is written to that file as it
+ * comes, paced by its agent tokens like any AGENT_DATA; with the last
+ * byte the file goes upstream (`spice-file-xfer` start), and the guest's
+ * answer (`spice-file-xfer-status` on the draw pad) becomes the client's
+ * final status. A client that cancels or leaves, or a guest agent that
+ * goes, ends the transfer: its file is removed and a copy upstream is
+ * cancelled. Every refusal and failure is a spice-health event
+ * (file-transfer-refused / -failed) with its reason.
  *
  * Hostile input closes that client's main channel (and so its session),
  * with the reason in the log: an AGENT_DATA chunk that is empty or larger
@@ -47,6 +57,10 @@ static SINK_DEBUG_CATEGORY (sink_agent_debug, "spicesinkagent",
 /* what the main connection may queue beyond one clipboard: the agent's
  * other messages (a burst of the guest's grabs) and the channel's own */
 #define SINK_AGENT_QUEUE_SLACK (4 * 1024 * 1024)
+/* the largest VD_AGENT_FILE_XFER_DATA kept (spice-gtk sends 64 KiB of
+ * data a message) */
+#define MAX_FILE_DATA_MESSAGE (sizeof (VDAgentFileXferDataMessage) + \
+    1024 * 1024)
 
 typedef struct
 {
@@ -74,6 +88,8 @@ struct _SinkAgentHub
   SinkAgentOwner owner[N_SELECTIONS];
   GQueue requests;              /* SinkAgentRequest, oldest first */
   SinkSession *driver;          /* whose monitors config the guest follows */
+  guint64 max_file_transfer;    /* 0: off */
+  SinkFileSpool *spool;
 };
 
 static inline SinkAgentHub *
@@ -93,6 +109,8 @@ sink_agent_hub_new (const SinkAgentHubCallbacks * callbacks, gpointer user_data)
   hub->cb = callbacks;
   hub->cb_data = user_data;
   hub->max_clipboard = SINK_AGENT_DEFAULT_MAX_CLIPBOARD;
+  hub->max_file_transfer = SINK_AGENT_DEFAULT_MAX_FILE_TRANSFER;
+  hub->spool = sink_file_spool_new ();
   g_queue_init (&hub->requests);
   return hub;
 }
@@ -103,6 +121,7 @@ sink_agent_hub_free (SinkAgentHub * hub)
 {
   g_queue_clear_full (&hub->requests, g_free);
   g_list_free (hub->sessions);
+  sink_file_spool_free (hub->spool);
   g_free (hub);
 }
 
@@ -110,6 +129,14 @@ void
 sink_agent_hub_set_max_clipboard (SinkAgentHub * hub, gsize max)
 {
   hub->max_clipboard = max;
+}
+
+static gboolean
+file_xfer_disabled (SinkAgentHub * hub)
+{
+  return hub->max_file_transfer == 0 ||
+      gst_spice_agent_info_has_cap (&hub->guest,
+      VD_AGENT_CAP_FILE_XFER_DISABLED);
 }
 
 gboolean
@@ -131,7 +158,9 @@ hub_caps (SinkAgentHub * hub, guint32 caps[VD_AGENT_CAPS_SIZE])
   memset (caps, 0, sizeof (guint32) * VD_AGENT_CAPS_SIZE);
   VD_AGENT_SET_CAPABILITY (caps, VD_AGENT_CAP_CLIPBOARD_BY_DEMAND);
   VD_AGENT_SET_CAPABILITY (caps, VD_AGENT_CAP_CLIPBOARD_SELECTION);
-  VD_AGENT_SET_CAPABILITY (caps, VD_AGENT_CAP_FILE_XFER_DISABLED);
+  VD_AGENT_SET_CAPABILITY (caps, VD_AGENT_CAP_FILE_XFER_DETAILED_ERRORS);
+  if (file_xfer_disabled (hub))
+    VD_AGENT_SET_CAPABILITY (caps, VD_AGENT_CAP_FILE_XFER_DISABLED);
   for (i = 0; i < G_N_ELEMENTS (passed); i++)
     if (gst_spice_agent_info_has_cap (&hub->guest, passed[i]))
       VD_AGENT_SET_CAPABILITY (caps, passed[i]);
@@ -242,6 +271,20 @@ send_caps (SinkSession * s, gboolean request)
   gst_spice_agent_write_caps (a, request, caps);
   agent_send (s, a);
   g_byte_array_unref (a);
+}
+
+void
+sink_agent_hub_set_max_file_transfer (SinkAgentHub * hub, guint64 max)
+{
+  gboolean was = file_xfer_disabled (hub);
+  GList *l;
+
+  hub->max_file_transfer = max;
+  if (was == file_xfer_disabled (hub))
+    return;
+  /* the clients learn whether they may send files */
+  for (l = hub->sessions; l; l = l->next)
+    send_caps (l->data, FALSE);
 }
 
 /* ------------------------------------------------------------- routing */
@@ -396,6 +439,272 @@ drive (SinkAgentHub * hub, SinkSession * s)
         (s->agent.mons, s->agent.n_mons), hub->cb_data);
 }
 
+/* ------------------------------------------------------ file transfer */
+
+/* VD_AGENT_FILE_XFER_STATUS to @s; @detail as
+ * gst_spice_agent_write_file_xfer_status() takes it, sent to a client that
+ * reads details */
+static void
+send_xfer_status (SinkSession * s, guint32 id, guint32 status, gint64 detail)
+{
+  GByteArray *a = g_byte_array_new ();
+
+  if (!VD_AGENT_HAS_CAPABILITY (s->agent.caps, VD_AGENT_CAPS_SIZE,
+          VD_AGENT_CAP_FILE_XFER_DETAILED_ERRORS))
+    detail = -1;
+  gst_spice_agent_write_file_xfer_status (a, id, status, detail);
+  agent_send (s, a);
+  g_byte_array_unref (a);
+}
+
+/* a transfer refused (before any data moved) or failed: a warning and a
+ * spice-health event (a spice-security one for @security) */
+static void
+xfer_report (SinkSession * s, gboolean security, const gchar * event,
+    const gchar * reason, guint64 limit, const gchar * format, ...)
+G_GNUC_PRINTF (6, 7);
+
+     static void
+         xfer_report (SinkSession * s, gboolean security, const gchar * event,
+    const gchar * reason, guint64 limit, const gchar * format, ...)
+{
+  SinkEvent ev = SINK_EVENT_INIT (!security, event, reason);
+  va_list args;
+  gchar *detail;
+
+  va_start (args, format);
+  detail = g_strdup_vprintf (format, args);
+  va_end (args);
+  GST_WARNING ("session %08x (%s): %s: %s", s->id, s->peer, event, detail);
+  ev.limit = (guint) MIN (limit, G_MAXUINT);
+  ev.detail = detail;
+  sink_conn_report (s->main, &ev);
+  g_free (detail);
+}
+
+/* Ends @s's transfer: its file is removed; a copy upstream is cancelled
+ * (@cancel). The client is told nothing here. */
+static void
+xfer_end (SinkSession * s, gboolean cancel)
+{
+  SinkAgentHub *hub = hub_of (s);
+  SinkFileXfer *x = s->agent.xfer;
+
+  if (!x)
+    return;
+  s->agent.xfer = NULL;
+  if (cancel && x->upstream && hub->guest.connected) {
+    GstSpiceFileXfer ev = { GST_SPICE_FILE_XFER_CANCEL, x->key, };
+
+    hub->cb->post_upstream (gst_spice_event_new_file_xfer (&ev), hub->cb_data);
+  }
+  sink_file_xfer_free (x);
+}
+
+/* the spool failed @s's transfer (@err): the client hears why */
+static void
+xfer_spool_failed (SinkSession * s, guint32 id, const gchar * event,
+    guint64 free_bytes, GError * err)
+{
+  if (g_error_matches (err, G_IO_ERROR, G_IO_ERROR_NO_SPACE))
+    send_xfer_status (s, id, VD_AGENT_FILE_XFER_STATUS_NOT_ENOUGH_SPACE,
+        free_bytes == G_MAXUINT64 ? -1 : (gint64) free_bytes);
+  else
+    send_xfer_status (s, id, VD_AGENT_FILE_XFER_STATUS_ERROR, err->code);
+  xfer_report (s, FALSE, event, "spool", 0, "file %u: %s", id, err->message);
+}
+
+/* VD_AGENT_FILE_XFER_START: a spool file and CAN_SEND_DATA, or a refusal
+ * before any data moves */
+static gboolean
+xfer_start (SinkSession * s, const guint8 * body, gsize size)
+{
+  SinkAgentHub *hub = hub_of (s);
+  SinkAgentState *st = &s->agent;
+  guint32 id = 0;
+  gchar *name = NULL, *shown;
+  guint64 fsize = 0, free_bytes;
+  GError *err = NULL;
+
+  if (!gst_spice_agent_parse_file_xfer_start (body, size, &id, &name, &fsize)) {
+    if (size < sizeof (VDAgentFileXferStartMessage)) {
+      st->close_reason = "malformed file transfer";
+      return FALSE;
+    }
+    send_xfer_status (s, id, VD_AGENT_FILE_XFER_STATUS_ERROR, -1);
+    xfer_report (s, FALSE, "file-transfer-refused", "malformed", 0,
+        "file %u: its start has no name or size", id);
+    return TRUE;
+  }
+  shown = g_strescape (name, NULL);
+  if (file_xfer_disabled (hub)) {
+    send_xfer_status (s, id, VD_AGENT_FILE_XFER_STATUS_DISABLED, -1);
+    xfer_report (s, FALSE, "file-transfer-refused", "disabled", 0,
+        "file %u \"%s\": file transfer is off (%s)", id, shown,
+        hub->max_file_transfer ? "in the guest's agent" :
+        "max-file-transfer is 0");
+  } else if (st->xfer) {
+    send_xfer_status (s, id, VD_AGENT_FILE_XFER_STATUS_ERROR, -1);
+    xfer_report (s, FALSE, "file-transfer-refused", "one-at-a-time", 1,
+        "file %u \"%s\": the client's file %u is still being sent", id, shown,
+        st->xfer->id);
+  } else if (fsize > hub->max_file_transfer) {
+    /* spice-gtk shows "lack of free space (LIMIT free, SIZE to transfer)" */
+    send_xfer_status (s, id, VD_AGENT_FILE_XFER_STATUS_NOT_ENOUGH_SPACE,
+        (gint64) MIN (hub->max_file_transfer, (guint64) G_MAXINT64));
+    xfer_report (s, FALSE, "file-transfer-refused", "max-file-transfer",
+        hub->max_file_transfer, "file %u \"%s\" of %" G_GUINT64_FORMAT
+        " bytes is above max-file-transfer (%" G_GUINT64_FORMAT ")", id, shown,
+        fsize, hub->max_file_transfer);
+  } else if (!(st->xfer = sink_file_xfer_new (hub->spool, id, name, fsize,
+              &free_bytes, &err))) {
+    xfer_spool_failed (s, id, "file-transfer-refused", free_bytes, err);
+    g_clear_error (&err);
+  } else {
+    GST_INFO ("session %08x: file %u \"%s\" of %" G_GUINT64_FORMAT " bytes "
+        "(transfer %" G_GUINT64_FORMAT ")", s->id, id, shown, fsize,
+        st->xfer->key);
+    send_xfer_status (s, id, VD_AGENT_FILE_XFER_STATUS_CAN_SEND_DATA, -1);
+  }
+  g_free (shown);
+  g_free (name);
+  return TRUE;
+}
+
+/* the whole file is spooled: upstream copies it to the guest */
+static void
+xfer_upstream (SinkSession * s)
+{
+  SinkAgentHub *hub = hub_of (s);
+  SinkFileXfer *x = s->agent.xfer;
+  GstSpiceFileXfer ev = { GST_SPICE_FILE_XFER_START, x->key, NULL, x->size };
+
+  ev.path = sink_file_xfer_close (x);
+  x->upstream = TRUE;
+  GST_INFO ("session %08x: file %u received (%" G_GUINT64_FORMAT " bytes in "
+      "%.2f s): to the guest", s->id, x->id, x->size,
+      (g_get_monotonic_time () - x->started_us) / 1e6);
+  hub->cb->post_upstream (gst_spice_event_new_file_xfer (&ev), hub->cb_data);
+}
+
+/* VD_AGENT_FILE_XFER_DATA: into the spool file */
+static gboolean
+xfer_data (SinkSession * s, const guint8 * body, gsize size)
+{
+  SinkAgentState *st = &s->agent;
+  SinkFileXfer *x = st->xfer;
+  const guint8 *data;
+  guint64 free_bytes;
+  GError *err = NULL;
+  guint32 id;
+  gsize n;
+
+  if (!gst_spice_agent_parse_file_xfer_data (body, size, &id, &data, &n)) {
+    st->close_reason = "malformed file transfer data";
+    return FALSE;
+  }
+  if (!x || x->id != id || x->upstream) {
+    /* what was on its way when the transfer ended */
+    GST_DEBUG ("session %08x: %" G_GSIZE_FORMAT " bytes of file %u, which "
+        "is not being received: dropped", s->id, n, id);
+    return TRUE;
+  }
+  if (n > x->size - x->received) {
+    send_xfer_status (s, id, VD_AGENT_FILE_XFER_STATUS_ERROR, -1);
+    xfer_report (s, TRUE, "protocol-violation", "file-xfer-size", x->size,
+        "file %u: data beyond the %" G_GUINT64_FORMAT " bytes announced", id,
+        x->size);
+    st->files_failed++;
+    xfer_end (s, FALSE);
+    return TRUE;
+  }
+  if (!sink_file_xfer_write (x, data, n, &free_bytes, &err)) {
+    xfer_spool_failed (s, id, "file-transfer-failed", free_bytes, err);
+    g_clear_error (&err);
+    st->files_failed++;
+    xfer_end (s, FALSE);
+    return TRUE;
+  }
+  if (x->received == x->size)
+    xfer_upstream (s);
+  return TRUE;
+}
+
+/* VD_AGENT_FILE_XFER_STATUS from the client: it gave up its transfer
+ * (spice-gtk: CANCELLED when cancelled, ERROR when it cannot read the
+ * file; also after any error status it got, for a transfer that ended) */
+static gboolean
+xfer_client_status (SinkSession * s, const guint8 * body, gsize size)
+{
+  SinkFileXfer *x = s->agent.xfer;
+  guint32 id, result;
+
+  if (!gst_spice_agent_parse_file_xfer_status (body, size, &id, &result)) {
+    s->agent.close_reason = "malformed file transfer status";
+    return FALSE;
+  }
+  if (!x || x->id != id)
+    return TRUE;
+  GST_INFO ("session %08x: the client ended file %u (status %u) after %"
+      G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " bytes", s->id, id, result,
+      x->received, x->size);
+  xfer_end (s, TRUE);
+  return TRUE;
+}
+
+/* the reason token of a guest's answer */
+static const gchar *
+guest_status_reason (guint32 status)
+{
+  switch (status) {
+    case VD_AGENT_FILE_XFER_STATUS_CANCELLED:
+      return "guest-cancelled";
+    case VD_AGENT_FILE_XFER_STATUS_NOT_ENOUGH_SPACE:
+      return "guest-no-space";
+    case VD_AGENT_FILE_XFER_STATUS_SESSION_LOCKED:
+      return "guest-session-locked";
+    case VD_AGENT_FILE_XFER_STATUS_VDAGENT_NOT_CONNECTED:
+      return "guest-no-agent";
+    case VD_AGENT_FILE_XFER_STATUS_DISABLED:
+      return "guest-disabled";
+    default:
+      return "guest-error";
+  }
+}
+
+/* upstream's answer: the client gets the guest's status */
+static void
+guest_xfer_status (SinkAgentHub * hub, const GstSpiceFileXferStatus * fs)
+{
+  GList *l;
+
+  for (l = hub->sessions; l; l = l->next) {
+    SinkSession *s = l->data;
+    SinkFileXfer *x = s->agent.xfer;
+
+    if (!x || !x->upstream || x->key != fs->key)
+      continue;
+    send_xfer_status (s, x->id, fs->status,
+        fs->status == VD_AGENT_FILE_XFER_STATUS_ERROR ? fs->io_error : -1);
+    if (fs->status == VD_AGENT_FILE_XFER_STATUS_SUCCESS) {
+      s->agent.files_done++;
+      GST_INFO ("session %08x: file %u (%" G_GUINT64_FORMAT " bytes) is in "
+          "the guest, %.2f s after its start", s->id, x->id, x->size,
+          (g_get_monotonic_time () - x->started_us) / 1e6);
+    } else {
+      s->agent.files_failed++;
+      xfer_report (s, FALSE, "file-transfer-failed",
+          guest_status_reason (fs->status), 0, "file %u (%" G_GUINT64_FORMAT
+          " bytes): the guest did not take it: %s", x->id, x->size,
+          fs->message ? fs->message : "no reason given");
+    }
+    xfer_end (s, FALSE);
+    return;
+  }
+  GST_DEBUG ("file transfer %" G_GUINT64_FORMAT " ended (status %u) for "
+      "nobody: dropped", fs->key, fs->status);
+}
+
 /* ------------------------------------------------- from the guest */
 
 static void
@@ -432,6 +741,10 @@ guest_info (SinkAgentHub * hub, const GstSpiceAgentInfo * info)
       else
         sink_conn_send (s->main, SPICE_MSG_MAIN_AGENT_CONNECTED, NULL, NULL);
     } else if (was && !info->connected) {
+      if (st->xfer)
+        GST_INFO ("session %08x: the guest's agent left: file %u dropped "
+            "(the client drops it too)", s->id, st->xfer->id);
+      xfer_end (s, FALSE);
       st->started = FALSE;
       g_queue_clear_full (&st->out, (GDestroyNotify) g_bytes_unref);
       st->out_bytes = 0;
@@ -450,9 +763,14 @@ sink_agent_hub_guest_event (SinkAgentHub * hub, GstEvent * event)
 {
   GstSpiceAgentInfo info;
   GstSpiceClipboard clip;
+  GstSpiceFileXferStatus fs;
 
   if (gst_spice_event_parse_agent (event, &info)) {
     guest_info (hub, &info);
+    return TRUE;
+  }
+  if (gst_spice_event_parse_file_xfer_status (event, &fs)) {
+    guest_xfer_status (hub, &fs);
     return TRUE;
   }
   if (GST_EVENT_TYPE (event) != GST_EVENT_CUSTOM_DOWNSTREAM ||
@@ -558,24 +876,14 @@ client_message (guint32 type, guint64 opaque, const guint8 * body,
       if (hub->driver == s)
         drive (hub, s);
       return TRUE;
-    case VD_AGENT_FILE_XFER_START:{
-      guint32 id;
-      GByteArray *a;
-
-      if (!gst_spice_agent_parse_file_xfer_id (body, size, &id)) {
-        st->close_reason = "malformed file transfer";
-        return FALSE;
-      }
-      GST_INFO ("session %08x: file transfer %u refused", s->id, id);
-      a = g_byte_array_new ();
-      gst_spice_agent_write_file_xfer_status (a, id,
-          VD_AGENT_FILE_XFER_STATUS_CANCELLED);
-      agent_send (s, a);
-      g_byte_array_unref (a);
-      return TRUE;
-    }
+    case VD_AGENT_FILE_XFER_START:
+      return xfer_start (s, body, size);
+    case VD_AGENT_FILE_XFER_DATA:
+      return xfer_data (s, body, size);
+    case VD_AGENT_FILE_XFER_STATUS:
+      return xfer_client_status (s, body, size);
     default:
-      /* MAX_CLIPBOARD, DISPLAY_CONFIG, file data/status...: nothing */
+      /* MAX_CLIPBOARD, DISPLAY_CONFIG...: nothing */
       return TRUE;
   }
 
@@ -705,8 +1013,8 @@ sink_agent_join (SinkSession * s)
   g_queue_init (&st->out);
   sink_conn_set_limit (s->main, hub->max_clipboard + SINK_AGENT_QUEUE_SLACK);
   /* a clipboard message may carry max-clipboard bytes plus its own head */
-  st->reader = gst_spice_agent_reader_new (MAX (hub->max_clipboard + 8,
-          MAX_OTHER_MESSAGE));
+  st->reader = gst_spice_agent_reader_new (MAX (MAX (hub->max_clipboard + 8,
+              MAX_OTHER_MESSAGE), MAX_FILE_DATA_MESSAGE));
   hub->sessions = g_list_append (hub->sessions, s);
 }
 
@@ -720,6 +1028,11 @@ sink_agent_leave (SinkSession * s)
 
   if (!st->joined)
     return;
+  if (st->xfer)
+    GST_INFO ("session %08x: left during file %u (%" G_GUINT64_FORMAT " of %"
+        G_GUINT64_FORMAT " bytes): dropped", s->id, st->xfer->id,
+        st->xfer->received, st->xfer->size);
+  xfer_end (s, TRUE);
   st->joined = FALSE;
   st->started = FALSE;
   hub->sessions = g_list_remove (hub->sessions, s);
@@ -758,5 +1071,9 @@ sink_agent_stats (SinkSession * s)
       "started", G_TYPE_BOOLEAN, st->started,
       "messages-received", G_TYPE_UINT64, st->messages_in,
       "messages-sent", G_TYPE_UINT64, st->messages_out,
-      "drives-monitors", G_TYPE_BOOLEAN, hub_of (s)->driver == s, NULL);
+      "drives-monitors", G_TYPE_BOOLEAN, hub_of (s)->driver == s,
+      "files-sent", G_TYPE_UINT64, st->files_done,
+      "files-failed", G_TYPE_UINT64, st->files_failed,
+      "file-bytes-spooled", G_TYPE_UINT64, st->xfer ? st->xfer->received : 0,
+      NULL);
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "sinkshared.h"
+#include "sinkfilexfer.h"
 
 G_BEGIN_DECLS
 
@@ -12,6 +13,9 @@ G_BEGIN_DECLS
 #define SINK_AGENT_CLIENT_TOKENS 10
 /* the default size limit of one clipboard (the max-clipboard property) */
 #define SINK_AGENT_DEFAULT_MAX_CLIPBOARD (16 * 1024 * 1024)
+/* the default size limit of one file a client sends to the guest (the
+ * max-file-transfer property) */
+#define SINK_AGENT_DEFAULT_MAX_FILE_TRANSFER (G_GUINT64_CONSTANT (1) << 30)
 /* more grabs than this from one client within a second close it */
 #define SINK_AGENT_MAX_GRABS_PER_S 20
 
@@ -40,6 +44,8 @@ typedef struct
   guint n_mons;                 /* its last monitors config, 0 none */
   guint64 messages_in, messages_out;
   const gchar *close_reason;    /* why a message handler refused */
+  SinkFileXfer *xfer;           /* the file it sends, one at a time */
+  guint64 files_done, files_failed;
 } SinkAgentState;
 
 /* ---- the hub (the server's; lock held unless said otherwise) ---- */
@@ -47,8 +53,12 @@ SinkAgentHub *sink_agent_hub_new (const SinkAgentHubCallbacks * callbacks,
     gpointer user_data);
 void     sink_agent_hub_free (SinkAgentHub * hub);
 void     sink_agent_hub_set_max_clipboard (SinkAgentHub * hub, gsize max);
-/* an agent event from the guest (the draw pad's serialized events); FALSE
- * if @event is none */
+/* 0 turns file transfer off (announced to the clients) */
+void     sink_agent_hub_set_max_file_transfer (SinkAgentHub * hub,
+    guint64 max);
+/* an agent event from the guest (the draw pad's serialized events:
+ * spice-agent, spice-clipboard, spice-file-xfer-status); FALSE if @event
+ * is none */
 gboolean sink_agent_hub_guest_event (SinkAgentHub * hub, GstEvent * event);
 gboolean sink_agent_hub_connected (SinkAgentHub * hub);
 /* forgets the guest (READY): clients see the agent leave */
@@ -57,7 +67,8 @@ void     sink_agent_hub_reset (SinkAgentHub * hub);
 /* ---- a session's endpoint (server thread, lock held) ---- */
 /* its main channel is linked: after MAIN_INIT */
 void     sink_agent_join (SinkSession * s);
-/* its main channel closed: releases its grabs, answers its requests */
+/* its main channel closed: releases its grabs, answers its requests,
+ * drops its file transfer */
 void     sink_agent_leave (SinkSession * s);
 /* AGENT_START / AGENT_DATA / AGENT_TOKEN; FALSE when it closed the
  * connection */

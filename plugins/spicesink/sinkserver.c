@@ -384,6 +384,8 @@ sink_server_configure (SinkServer * server, const SinkServerSettings * set)
   server->env.tcp_pacing = set->tcp_pacing;
   server->env.stream_latency = set->stream_latency;
   sink_agent_hub_set_max_clipboard (server->shared.agent, set->max_clipboard);
+  sink_agent_hub_set_max_file_transfer (server->shared.agent,
+      set->max_file_transfer);
   g_mutex_unlock (&server->lock);
 }
 

@@ -74,6 +74,7 @@ typedef struct
   guint ipv6_source_prefix;     /* bits of an IPv6 address that make its
                                  * source */
   guint max_clipboard;          /* bytes of one clipboard (agent) */
+  guint64 max_file_transfer;    /* bytes of one file to the guest, 0 off */
 } SinkServerSettings;
 
 /* One validated region of an update (the payload shares the buffer) */

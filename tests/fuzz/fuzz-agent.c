@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include <gst/spice/gstspiceagent.h>
+#include <gst/spice/gstspicefilexfer.h>
 
 int LLVMFuzzerTestOneInput (const uint8_t * data, size_t size);
 
@@ -19,7 +20,11 @@ on_message (guint32 type, guint64 opaque, const guint8 * body, gsize size,
   GstSpiceMonitor mons[GST_SPICE_MAX_MONITORS];
   guint32 caps[VD_AGENT_CAPS_SIZE];
   guint n;
-  guint32 id;
+  guint32 id, result;
+  guint64 file_size;
+  gchar *name;
+  const guint8 *data;
+  gsize data_size;
   gboolean req;
 
   if (!body)
@@ -43,7 +48,16 @@ on_message (guint32 type, guint64 opaque, const guint8 * body, gsize size,
       gst_spice_agent_parse_caps (body, size, &req, caps);
       break;
     case VD_AGENT_FILE_XFER_START:
-      gst_spice_agent_parse_file_xfer_id (body, size, &id);
+      gst_spice_agent_parse_file_xfer_start (body, size, &id, &name,
+          &file_size);
+      g_free (name);
+      break;
+    case VD_AGENT_FILE_XFER_DATA:
+      gst_spice_agent_parse_file_xfer_data (body, size, &id, &data,
+          &data_size);
+      break;
+    case VD_AGENT_FILE_XFER_STATUS:
+      gst_spice_agent_parse_file_xfer_status (body, size, &id, &result);
       break;
     default:
       break;

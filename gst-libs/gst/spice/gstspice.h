@@ -13,6 +13,7 @@
 #include "gstspiceimage.h"
 #include "gstspiceevents.h"
 #include "gstspiceagent.h"
+#include "gstspicefilexfer.h"
 #include "gstspicekeymap.h"
 #include "gstspicesecret.h"
 #include "gstspicewire.h"

@@ -572,24 +572,3 @@ gst_spice_agent_write_monitors_config (GByteArray * a,
   gst_spice_agent_write_message (a, VD_AGENT_MONITORS_CONFIG, b->data, b->len);
   g_byte_array_unref (b);
 }
-
-gboolean
-gst_spice_agent_parse_file_xfer_id (const guint8 * body, gsize size,
-    guint32 * id)
-{
-  if (size < 4)
-    return FALSE;
-  *id = GST_READ_UINT32_LE (body);
-  return TRUE;
-}
-
-void
-gst_spice_agent_write_file_xfer_status (GByteArray * a, guint32 id,
-    guint32 result)
-{
-  guint8 b[8];
-
-  GST_WRITE_UINT32_LE (b, id);
-  GST_WRITE_UINT32_LE (b + 4, result);
-  gst_spice_agent_write_message (a, VD_AGENT_FILE_XFER_STATUS, b, sizeof (b));
-}

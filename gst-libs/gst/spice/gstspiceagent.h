@@ -188,12 +188,4 @@ GST_SPICE_API
 void      gst_spice_agent_write_monitors_config (GByteArray * a,
     const GstSpiceMonitor * mons, guint n);
 
-/* VD_AGENT_FILE_XFER_START: its id / VD_AGENT_FILE_XFER_STATUS */
-GST_SPICE_API
-gboolean  gst_spice_agent_parse_file_xfer_id (const guint8 * body, gsize size,
-    guint32 * id);
-GST_SPICE_API
-void      gst_spice_agent_write_file_xfer_status (GByteArray * a, guint32 id,
-    guint32 result);
-
 G_END_DECLS
