@@ -1,5 +1,5 @@
 /* spicesrc: the guest agent's side of the pipeline (clipboard, monitors
- * config) on spice-gtk's main channel API
+ * config, the clients' files) on spice-gtk's main channel API
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
 #pragma once
@@ -27,8 +27,8 @@ GstEvent *gst_spice_src_agent_pop_locked (GstSpiceSrcAgent * agent);
 void     gst_spice_src_agent_reset_locked (GstSpiceSrcAgent * agent);
 
 /* any thread (upstream events): TRUE if @event was the agent's
- * (spice-clipboard, spice-monitors-config); it is handled on the context
- * thread */
+ * (spice-clipboard, spice-monitors-config, spice-file-xfer); it is
+ * handled on the context thread */
 gboolean gst_spice_src_agent_upstream_event (GstSpiceSrcAgent * agent,
     GstEvent * event);
 
