@@ -14,6 +14,12 @@
  *     flags (the VDAgentMonitorMM array after the monitors when
  *     VD_AGENT_CONFIG_MONITORS_FLAG_PHYSICAL_SIZE is set), replies
  *     VD_AGENT_REPLY, and asks for a primary surface the size of monitor 0;
+ *   - FILE_XFER_START / _DATA / _STATUS (with an xfer directory, as
+ *     spice-vdagent's -f): the file is written to DIR/NAME (NAME the last
+ *     component of the client's name; "NAME (N)" when taken), answered
+ *     CAN_SEND_DATA, then SUCCESS once its size arrived; a client's
+ *     STATUS (cancel, error) or its disconnection removes a partial file.
+ *     Without the directory: DISABLED, and the FILE_XFER_DISABLED cap;
  *   - everything else is logged and ignored.
  * The tablet stays the client-mode pointer (agent mouse off), so a guest
  * with an agent reports positions like one without.
@@ -22,6 +28,10 @@
  *   agent attached                   the char device is registered
  *   agent caps request=R             a client announced its capabilities
  *   agent monitors N WxH+X+Y flags=F a monitors config (monitor 0 shown)
+ *   agent xfer start ID NAME SIZE    a file comes (NAME as saved)
+ *   agent xfer done ID NAME SIZE     it is whole in the directory
+ *   agent xfer cancelled ID NAME GOT the client ended it: file removed
+ *   agent xfer refused ID REASON     a START answered with an error
  *   agent ignored TYPE SIZE          another message
  *   agent error TEXT                 a message refused (and skipped)
  *
@@ -30,12 +40,26 @@
  */
 #include "guest-agent.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <spice/vd_agent.h>
 #include <string.h>
+#include <unistd.h>
+#include <glib/gstdio.h>
 
 /* the largest message the agent keeps: a monitors config of 16 heads with
- * physical sizes is far below it; a clipboard may be larger and is skipped */
-#define GUEST_AGENT_MAX_MESSAGE (64 * 1024)
+ * physical sizes and a file's data (spice-gtk: 64 KiB a message) are
+ * below it; a clipboard may be larger and is skipped */
+#define GUEST_AGENT_MAX_MESSAGE (256 * 1024)
+
+/* a file a client sends */
+typedef struct
+{
+  guint32 id, port;
+  gint fd;
+  gchar *name, *path;
+  guint64 size, got;
+} GuestXfer;
 
 typedef struct
 {
@@ -61,6 +85,9 @@ struct _GuestAgent
   /* agent -> spice-server: bytes not yet read */
   GByteArray *out;
   guint out_pos;
+
+  gchar *xfer_dir;              /* NULL: file transfer disabled */
+  GHashTable *xfers;            /* id -> GuestXfer */
 };
 
 static guint32
@@ -110,6 +137,8 @@ agent_send_caps (GuestAgent * a, guint32 port)
 
   VD_AGENT_SET_CAPABILITY (caps, VD_AGENT_CAP_MONITORS_CONFIG);
   VD_AGENT_SET_CAPABILITY (caps, VD_AGENT_CAP_REPLY);
+  if (!a->xfer_dir)
+    VD_AGENT_SET_CAPABILITY (caps, VD_AGENT_CAP_FILE_XFER_DISABLED);
   put_u32 (b, 0);               /* request: no answer wanted */
   for (i = 0; i < VD_AGENT_CAPS_SIZE; i++)
     put_u32 (b, caps[i]);
@@ -157,6 +186,170 @@ agent_monitors_config (GuestAgent * a, guint32 port, const guint8 * d,
             a->max_size), a->user_data);
 }
 
+/* ---- files from the client ---------------------------------------------- */
+
+static void
+xfer_free (gpointer data)
+{
+  GuestXfer *x = data;
+
+  if (x->fd >= 0)
+    close (x->fd);
+  g_free (x->name);
+  g_free (x->path);
+  g_free (x);
+}
+
+static void
+xfer_status (GuestAgent * a, guint32 port, guint32 id, guint32 result)
+{
+  guint32 b[2] = { GUINT32_TO_LE (id), GUINT32_TO_LE (result) };
+
+  agent_send (a, port, VD_AGENT_FILE_XFER_STATUS, (const guint8 *) b,
+      sizeof (b));
+}
+
+/* a partial file goes (the client ended it or left) */
+static void
+xfer_drop (GuestAgent * a, GuestXfer * x, const gchar * why)
+{
+  a->log ("agent xfer %s %u %s %" G_GUINT64_FORMAT, why, x->id, x->name,
+      x->got);
+  g_unlink (x->path);
+  g_hash_table_remove (a->xfers, GUINT_TO_POINTER (x->id));
+}
+
+/* DIR/NAME, or DIR/NAME (N) when taken: created, open for writing */
+static gint
+xfer_create (GuestAgent * a, GuestXfer * x, const gchar * client_name)
+{
+  const gchar *base = strrchr (client_name, '/');
+  gchar *name = g_strdup (base ? base + 1 : client_name);
+  guint n;
+
+  if (!*name || g_str_equal (name, ".") || g_str_equal (name, "..")) {
+    g_free (name);
+    name = g_strdup ("file");
+  }
+  for (n = 0; n < 100; n++) {
+    x->name = n ? g_strdup_printf ("%s (%u)", name, n) : g_strdup (name);
+    x->path = g_build_filename (a->xfer_dir, x->name, NULL);
+    x->fd = open (x->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (x->fd >= 0 || errno != EEXIST)
+      break;
+    g_clear_pointer (&x->name, g_free);
+    g_clear_pointer (&x->path, g_free);
+  }
+  g_free (name);
+  return x->fd;
+}
+
+static void
+agent_xfer_start (GuestAgent * a, guint32 port, const guint8 * d, guint32 size)
+{
+  GKeyFile *kf = g_key_file_new ();
+  GuestXfer *x;
+  gchar *name = NULL;
+  guint64 fsize = 0;
+  guint32 id;
+
+  if (size < sizeof (VDAgentFileXferStartMessage)) {
+    a->log ("agent error file transfer start of %u bytes", size);
+    g_key_file_free (kf);
+    return;
+  }
+  id = read_u32 (d);
+  if (g_key_file_load_from_data (kf, (const gchar *) d + 4,
+          strnlen ((const gchar *) d + 4, size - 4), G_KEY_FILE_NONE, NULL)) {
+    name = g_key_file_get_string (kf, "vdagent-file-xfer", "name", NULL);
+    fsize = g_key_file_get_uint64 (kf, "vdagent-file-xfer", "size", NULL);
+  }
+  g_key_file_free (kf);
+  if (!a->xfer_dir) {
+    a->log ("agent xfer refused %u disabled", id);
+    xfer_status (a, port, id, VD_AGENT_FILE_XFER_STATUS_DISABLED);
+  } else if (!name) {
+    a->log ("agent xfer refused %u no-name", id);
+    xfer_status (a, port, id, VD_AGENT_FILE_XFER_STATUS_ERROR);
+  } else if (g_hash_table_contains (a->xfers, GUINT_TO_POINTER (id))) {
+    a->log ("agent xfer refused %u id-in-use", id);
+    xfer_status (a, port, id, VD_AGENT_FILE_XFER_STATUS_ERROR);
+  } else {
+    x = g_new0 (GuestXfer, 1);
+    x->id = id;
+    x->port = port;
+    x->size = fsize;
+    if (xfer_create (a, x, name) < 0) {
+      a->log ("agent xfer refused %u %s", id, g_strerror (errno));
+      xfer_status (a, port, id, VD_AGENT_FILE_XFER_STATUS_ERROR);
+      xfer_free (x);
+    } else {
+      g_hash_table_insert (a->xfers, GUINT_TO_POINTER (id), x);
+      a->log ("agent xfer start %u %s %" G_GUINT64_FORMAT, id, x->name, fsize);
+      xfer_status (a, port, id, VD_AGENT_FILE_XFER_STATUS_CAN_SEND_DATA);
+    }
+  }
+  g_free (name);
+}
+
+static void
+agent_xfer_data (GuestAgent * a, guint32 port, const guint8 * d, guint32 size)
+{
+  GuestXfer *x;
+  guint64 n;
+  guint32 id;
+
+  if (size < sizeof (VDAgentFileXferDataMessage)) {
+    a->log ("agent error file data of %u bytes", size);
+    return;
+  }
+  id = read_u32 (d);
+  memcpy (&n, d + 4, 8);
+  n = GUINT64_FROM_LE (n);
+  x = g_hash_table_lookup (a->xfers, GUINT_TO_POINTER (id));
+  if (!x)
+    return;                     /* ended: the rest was on its way */
+  if (n != size - sizeof (VDAgentFileXferDataMessage) || n > x->size - x->got
+      || write (x->fd, d + sizeof (VDAgentFileXferDataMessage), n) !=
+      (gssize) n) {
+    xfer_status (a, port, id, VD_AGENT_FILE_XFER_STATUS_ERROR);
+    xfer_drop (a, x, "failed");
+    return;
+  }
+  x->got += n;
+  if (x->got < x->size)
+    return;
+  close (x->fd);
+  x->fd = -1;
+  a->log ("agent xfer done %u %s %" G_GUINT64_FORMAT, id, x->name, x->got);
+  xfer_status (a, port, id, VD_AGENT_FILE_XFER_STATUS_SUCCESS);
+  g_hash_table_remove (a->xfers, GUINT_TO_POINTER (id));
+}
+
+/* the client ends a transfer (cancelled, or it could not read the file) */
+static void
+agent_xfer_status (GuestAgent * a, const guint8 * d, guint32 size)
+{
+  GuestXfer *x;
+
+  if (size < 8)
+    return;
+  x = g_hash_table_lookup (a->xfers, GUINT_TO_POINTER (read_u32 (d)));
+  if (x)
+    xfer_drop (a, x, "cancelled");
+}
+
+/* the client left: its partial files go */
+static void
+agent_xfer_drop_all (GuestAgent * a)
+{
+  GList *l, *all = g_hash_table_get_values (a->xfers);
+
+  for (l = all; l; l = l->next)
+    xfer_drop (a, l->data, "cancelled");
+  g_list_free (all);
+}
+
 static void
 agent_message (GuestAgent * a, guint32 port, const guint8 * msg)
 {
@@ -181,6 +374,19 @@ agent_message (GuestAgent * a, guint32 port, const guint8 * msg)
       break;
     case VD_AGENT_MONITORS_CONFIG:
       agent_monitors_config (a, port, data, size);
+      break;
+    case VD_AGENT_FILE_XFER_START:
+      agent_xfer_start (a, port, data, size);
+      break;
+    case VD_AGENT_FILE_XFER_DATA:
+      agent_xfer_data (a, port, data, size);
+      break;
+    case VD_AGENT_FILE_XFER_STATUS:
+      agent_xfer_status (a, data, size);
+      break;
+    case VD_AGENT_CLIENT_DISCONNECTED:
+      a->log ("agent client disconnected");
+      agent_xfer_drop_all (a);
       break;
     default:
       a->log ("agent ignored %u %u", type, size);
@@ -308,7 +514,8 @@ static const SpiceCharDeviceInterface agent_iface = {
 
 GuestAgent *
 guest_agent_new (SpiceServer * server, gint min_size, gint max_size,
-    GuestAgentResizeFunc resize, gpointer user_data, GuestAgentLogFunc log)
+    const gchar * xfer_dir, GuestAgentResizeFunc resize, gpointer user_data,
+    GuestAgentLogFunc log)
 {
   GuestAgent *a = g_new0 (GuestAgent, 1);
   guint i;
@@ -319,6 +526,8 @@ guest_agent_new (SpiceServer * server, gint min_size, gint max_size,
   a->resize = resize;
   a->user_data = user_data;
   a->log = log;
+  a->xfer_dir = g_strdup (xfer_dir);
+  a->xfers = g_hash_table_new_full (NULL, NULL, NULL, xfer_free);
   a->out = g_byte_array_new ();
   for (i = 0; i < VDP_END_PORT; i++)
     a->ports[i].buf = g_byte_array_new ();
@@ -339,6 +548,9 @@ guest_agent_free (GuestAgent * a)
   if (!a)
     return;
   spice_server_remove_interface (&a->sin.base);
+  agent_xfer_drop_all (a);
+  g_hash_table_unref (a->xfers);
+  g_free (a->xfer_dir);
   for (i = 0; i < VDP_END_PORT; i++)
     g_byte_array_unref (a->ports[i].buf);
   g_byte_array_unref (a->out);

@@ -19,10 +19,12 @@ typedef void (*GuestAgentResizeFunc) (gint width, gint height,
     gpointer user_data);
 
 /* Main thread, after spice_server_init(): attaches the agent, so clients see
- * AGENT_CONNECTED. Sizes asked for are clamped to @min_size..@max_size. */
+ * AGENT_CONNECTED. Sizes asked for are clamped to @min_size..@max_size.
+ * Files a client sends are saved in @xfer_dir (an existing directory;
+ * NULL: file transfer is disabled). */
 GuestAgent *guest_agent_new (SpiceServer * server, gint min_size,
-    gint max_size, GuestAgentResizeFunc resize, gpointer user_data,
-    GuestAgentLogFunc log);
+    gint max_size, const gchar * xfer_dir, GuestAgentResizeFunc resize,
+    gpointer user_data, GuestAgentLogFunc log);
 /* Main thread */
 void guest_agent_free (GuestAgent * a);
 

@@ -131,6 +131,7 @@ typedef struct
   gchar *audio_mode;
   GuestAudio *audio;
   gboolean agent_enabled;
+  gchar *agent_xfer_dir;
   GuestAgent *agent;
 
   guint32 seed;
@@ -1350,6 +1351,9 @@ main (int argc, char *argv[])
     {"agent", 0, 0, G_OPTION_ARG_NONE, &g->agent_enabled,
         "Attach a guest agent (vdagent char device): a client's monitors "
           "config resizes the surface", NULL},
+    {"agent-xfer-dir", 0, 0, G_OPTION_ARG_FILENAME, &g->agent_xfer_dir,
+        "With --agent: save the files clients send in DIR (default: file "
+          "transfer disabled)", "DIR"},
     {"exit-on-eof", 0, 0, G_OPTION_ARG_NONE, &g->exit_on_eof,
         "Quit when stdin reaches end of file", NULL},
     {"log-frames", 0, 0, G_OPTION_ARG_NONE, &g->log_frames,
@@ -1464,7 +1468,7 @@ main (int argc, char *argv[])
     goto fail;
   if (g->agent_enabled)
     g->agent = guest_agent_new (g->server, GUEST_MIN_SIZE, GUEST_MAX_SIZE,
-        on_agent_resize, g, guest_log);
+        g->agent_xfer_dir, on_agent_resize, g, guest_log);
 
   spice_server_vm_start (g->server);
   create_primary (g);
