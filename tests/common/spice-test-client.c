@@ -23,12 +23,26 @@
  * "LOCKS <key-modifiers> <us>". SIGUSR2 does what --later-locks (sets
  * the guest's locks, spice_inputs_channel_set_key_locks) and
  * --later-codecs (a new video codec preference) say, and logs
- * "LATER-SENT <us>". Exit codes: 0 done, 1 no picture, 2
- * timeout/connection error.
+ * "LATER-SENT <us>".
+ *
+ * With --send-file (once or more: one spice_main_channel_file_copy_async
+ * of them all, as a drop of several files on remote-viewer) the client
+ * sends the files to the guest's agent once it announced its
+ * capabilities ("XFER-BEGIN <us>"), logs the operation's progress as
+ * "XFER-PROGRESS <sent> <total>", each file's end as "XFER-FILE <name> OK"
+ * or "XFER-FILE <name> ERROR <domain> <code> <message>" and the whole as
+ * "XFER-DONE OK <us>" or "XFER-DONE ERROR <domain> <code> <message>", and
+ * exits then (0 when every file arrived, 3 otherwise; no picture is
+ * waited for). --cancel-at N cancels the operation's GCancellable once N
+ * bytes were sent; --quit-at N ends the process at once (its sockets
+ * close under spice-gtk: a client that vanishes mid-transfer, exit 4).
+ * Exit codes: 0 done, 1 no picture, 2 timeout/connection error, 3 a file
+ * did not arrive, 4 --quit-at.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <signal.h>
+#include <unistd.h>
 #include <glib-unix.h>
 #include <spice-client.h>
 #include "ppm.h"
@@ -52,6 +66,10 @@ static gboolean marked;
 static gint exit_code = 2;
 static SpiceInputsChannel *inputs;
 static gboolean keys_sent;
+static gchar **send_files;
+static gint64 cancel_at = -1, quit_at = -1;
+static GCancellable *xfer_cancel;
+static gboolean xfer_begun, xfer_failed;
 
 static gboolean
 finish (gpointer data)
@@ -102,7 +120,7 @@ check_settled (gpointer data)
     keys_sent = TRUE;
     g_timeout_add (200, send_keys, NULL);
   }
-  if (duration_ms > 0)
+  if (duration_ms > 0 || send_files)
     return G_SOURCE_CONTINUE;
   if (marked && n_inv >= min_inv && now - last_inv_us > settle_ms * 1000 &&
       (!keys || keys_sent)) {
@@ -267,11 +285,106 @@ channel_event (SpiceChannel * ch, SpiceChannelEvent ev, gpointer data)
   }
 }
 
+/* ---- --send-file */
+
+static void
+xfer_progress (goffset current, goffset total, gpointer data)
+{
+  g_print ("XFER-PROGRESS %" G_GINT64_FORMAT " %" G_GINT64_FORMAT "\n",
+      (gint64) current, (gint64) total);
+  if (quit_at >= 0 && current >= quit_at) {
+    g_print ("XFER-QUIT %" G_GINT64_FORMAT "\n", g_get_monotonic_time ());
+    _exit (4);
+  }
+  if (cancel_at >= 0 && current >= cancel_at &&
+      !g_cancellable_is_cancelled (xfer_cancel)) {
+    g_print ("XFER-CANCEL %" G_GINT64_FORMAT "\n", g_get_monotonic_time ());
+    g_cancellable_cancel (xfer_cancel);
+  }
+}
+
+static void
+xfer_file_finished (SpiceFileTransferTask * task, GError * error,
+    gpointer data)
+{
+  gchar *name = spice_file_transfer_task_get_filename (task);
+
+  if (error)
+    g_print ("XFER-FILE %s ERROR %s %d %s\n", name,
+        g_quark_to_string (error->domain), error->code, error->message);
+  else
+    g_print ("XFER-FILE %s OK\n", name);
+  g_free (name);
+}
+
+static void
+xfer_new_task (SpiceMainChannel * ch, SpiceFileTransferTask * task,
+    gpointer data)
+{
+  g_signal_connect (task, "finished", G_CALLBACK (xfer_file_finished), NULL);
+}
+
+static gboolean
+xfer_quit (gpointer data)
+{
+  finish (NULL);
+  exit_code = xfer_failed ? 3 : 0;
+  return G_SOURCE_REMOVE;
+}
+
+static void
+xfer_done (GObject * source, GAsyncResult * res, gpointer data)
+{
+  GError *error = NULL;
+
+  if (spice_main_channel_file_copy_finish (SPICE_MAIN_CHANNEL (source), res,
+          &error)) {
+    g_print ("XFER-DONE OK %" G_GINT64_FORMAT "\n", g_get_monotonic_time ());
+  } else {
+    g_print ("XFER-DONE ERROR %s %d %s\n", g_quark_to_string (error->domain),
+        error->code, error->message);
+    g_clear_error (&error);
+    xfer_failed = TRUE;
+  }
+  /* a little longer: what spice-gtk queued for the agent (a cancelled
+   * file's status) goes out */
+  g_timeout_add (500, xfer_quit, NULL);
+}
+
+/* the agent announced its capabilities: the files go */
+static void
+xfer_begin (SpiceMainChannel * ch, gpointer data)
+{
+  gboolean connected = FALSE;
+  GFile **files;
+  guint i, n;
+
+  g_object_get (ch, "agent-connected", &connected, NULL);
+  if (!send_files || xfer_begun || !connected)
+    return;
+  xfer_begun = TRUE;
+  n = g_strv_length (send_files);
+  files = g_new0 (GFile *, n + 1);
+  for (i = 0; i < n; i++)
+    files[i] = g_file_new_for_path (send_files[i]);
+  xfer_cancel = g_cancellable_new ();
+  g_signal_connect (ch, "new-file-transfer", G_CALLBACK (xfer_new_task),
+      NULL);
+  g_print ("XFER-BEGIN %" G_GINT64_FORMAT "\n", g_get_monotonic_time ());
+  spice_main_channel_file_copy_async (ch, files, G_FILE_COPY_NONE,
+      xfer_cancel, xfer_progress, NULL, xfer_done, NULL);
+  for (i = 0; i < n; i++)
+    g_object_unref (files[i]);
+  g_free (files);
+}
+
 static void
 channel_new (SpiceSession * s, SpiceChannel * ch, gpointer data)
 {
-  if (SPICE_IS_MAIN_CHANNEL (ch))
+  if (SPICE_IS_MAIN_CHANNEL (ch)) {
     g_signal_connect (ch, "channel-event", G_CALLBACK (channel_event), NULL);
+    g_signal_connect (ch, "main-agent-update", G_CALLBACK (xfer_begin), NULL);
+  }
   if (SPICE_IS_DISPLAY_CHANNEL (ch)) {
     gint id;
 
@@ -336,6 +449,12 @@ main (int argc, char **argv)
         "on SIGUSR2: set these SpiceInputsLock locks", NULL},
     {"later-codecs", 0, 0, G_OPTION_ARG_STRING, &later_codecs,
         "on SIGUSR2: prefer these SpiceVideoCodecTypes, a,b,c", NULL},
+    {"send-file", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &send_files,
+        "send FILE to the guest's agent (repeat: one operation)", "FILE"},
+    {"cancel-at", 0, 0, G_OPTION_ARG_INT64, &cancel_at,
+        "cancel the file transfer once N bytes were sent", "N"},
+    {"quit-at", 0, 0, G_OPTION_ARG_INT64, &quit_at,
+        "end the process once N bytes of the files were sent", "N"},
     {NULL}
   };
   GOptionContext *ctx = g_option_context_new ("- gst-spice test client");
