@@ -1,7 +1,9 @@
 /* tests/agent: spicesink's agent endpoint against spice-gtk clients (the
- * public clipboard and update_display API of spice-client-glib, in this
- * process) and a raw hostile client; the guest side is played by events
- * sent on the sink's draw pad and seen upstream of it.
+ * public clipboard, update_display and file copy API of spice-client-glib,
+ * in this process) and a raw hostile client; the guest side is played by
+ * events sent on the sink's draw pad and seen upstream of it. The sink
+ * spools files in this process's $TMPDIR, a directory of the test's own
+ * (made by the suite), so what it leaves there is seen.
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
 #include <glib/gstdio.h>
@@ -30,7 +32,8 @@ agent_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
   GstEvent *ev = GST_PAD_PROBE_INFO_EVENT (info);
 
   if (gst_event_has_name (ev, GST_SPICE_EVENT_CLIPBOARD) ||
-      gst_event_has_name (ev, GST_SPICE_EVENT_MONITORS_CONFIG)) {
+      gst_event_has_name (ev, GST_SPICE_EVENT_MONITORS_CONFIG) ||
+      gst_event_has_name (ev, GST_SPICE_EVENT_FILE_XFER)) {
     g_mutex_lock (&g->lock);
     g_ptr_array_add (g->up, gst_event_ref (ev));
     g_mutex_unlock (&g->lock);
@@ -53,11 +56,13 @@ log_func (GstDebugCategory * cat, GstDebugLevel level, const gchar * file,
   g_mutex_unlock (&g->lock);
 }
 
+/* @caps: VD_AGENT_CAP_* bits of the guest's agent besides the clipboard's */
 static Guest *
-guest_new (const gchar * props, gboolean monitors)
+guest_new_caps (const gchar * props, const guint * caps, guint n_caps)
 {
   Guest *g = g_new0 (Guest, 1);
   GstSpiceAgentInfo info = { TRUE, {0,}, TRUE };
+  guint i;
   GstPad *pad;
 
   g_mutex_init (&g->lock);
@@ -72,12 +77,20 @@ guest_new (const gchar * props, gboolean monitors)
   fixture_start (g->f, TRUE);
   VD_AGENT_SET_CAPABILITY (info.caps, VD_AGENT_CAP_CLIPBOARD_BY_DEMAND);
   VD_AGENT_SET_CAPABILITY (info.caps, VD_AGENT_CAP_CLIPBOARD_SELECTION);
-  if (monitors)
-    VD_AGENT_SET_CAPABILITY (info.caps, VD_AGENT_CAP_MONITORS_CONFIG);
+  for (i = 0; i < n_caps; i++)
+    VD_AGENT_SET_CAPABILITY (info.caps, caps[i]);
   fail_unless (gst_pad_send_event (g->drawpad,
           gst_spice_event_new_agent (&info)));
   the_guest = g;
   return g;
+}
+
+static Guest *
+guest_new (const gchar * props, gboolean monitors)
+{
+  static const guint mon = VD_AGENT_CAP_MONITORS_CONFIG;
+
+  return guest_new_caps (props, &mon, monitors ? 1 : 0);
 }
 
 static void
@@ -107,6 +120,7 @@ typedef struct
   GstSpiceClipboard got;
   GstSpiceMonitor mons[GST_SPICE_MAX_MONITORS];
   guint n_mons;
+  GstSpiceFileXfer xfer;        /* its path a copy */
 } UpWait;
 
 static gboolean
@@ -124,6 +138,11 @@ up_seen (gpointer data)
       continue;
     if (g_str_equal (w->name, GST_SPICE_EVENT_MONITORS_CONFIG)) {
       found = gst_spice_event_parse_monitors_config (ev, w->mons, &w->n_mons);
+    } else if (g_str_equal (w->name, GST_SPICE_EVENT_FILE_XFER)) {
+      found = gst_spice_event_parse_file_xfer (ev, &w->xfer) &&
+          w->xfer.action == (GstSpiceFileXferAction) w->action;
+      if (found)
+        w->xfer.path = g_strdup (w->xfer.path);
     } else if (gst_spice_event_parse_clipboard (ev, &w->got)) {
       if (w->got.action == w->action)
         found = TRUE;
@@ -759,11 +778,567 @@ GST_START_TEST (test_withholder_requests_clipboard)
 
 GST_END_TEST;
 
+/* ------------------------------------------------------------- files */
+
+static gchar *spool_dir;        /* this process's $TMPDIR (the suite's) */
+
+/* entries in $TMPDIR: the sink's spool directory while a transfer runs */
+static guint
+spool_entries (void)
+{
+  GDir *d = g_dir_open (spool_dir, 0, NULL);
+  guint n = 0;
+
+  fail_unless (d != NULL);
+  while (g_dir_read_name (d))
+    n++;
+  g_dir_close (d);
+  return n;
+}
+
+/* after the files' tests (in the process that runs them all) */
+static void
+spool_dir_remove (void)
+{
+  fail_unless (g_rmdir (spool_dir) == 0, "the spool %s stays: %s", spool_dir,
+      g_strerror (errno));
+}
+
+static gboolean
+spool_empty (gpointer data)
+{
+  return spool_entries () == 0;
+}
+
+/* a client's spice_main_channel_file_copy_async of one or more files */
+typedef struct
+{
+  gboolean done;
+  GError *error;                /* the operation's */
+  guint finished;               /* files ended */
+  GPtrArray *file_errors;       /* each file's message, "" arrived */
+} Copy;
+
+static void
+copy_file_finished (SpiceFileTransferTask * task, GError * error, Copy * cp)
+{
+  cp->finished++;
+  g_ptr_array_add (cp->file_errors, g_strdup (error ? error->message : ""));
+}
+
+static void
+copy_new_task (SpiceMainChannel * ch, SpiceFileTransferTask * task, Copy * cp)
+{
+  g_signal_connect (task, "finished", G_CALLBACK (copy_file_finished), cp);
+}
+
+static void
+copy_done (GObject * src, GAsyncResult * res, gpointer data)
+{
+  Copy *cp = data;
+
+  spice_main_channel_file_copy_finish (SPICE_MAIN_CHANNEL (src), res,
+      &cp->error);
+  cp->done = TRUE;
+}
+
+static gboolean
+copy_is_done (gpointer data)
+{
+  return ((Copy *) data)->done;
+}
+
+/* @c sends @paths (NULL-terminated) in one operation */
+static void
+client_send_files (Client * c, const gchar * const *paths, Copy * cp)
+{
+  GFile *files[4] = { NULL, };
+  gulong id;
+  guint i;
+
+  memset (cp, 0, sizeof (*cp));
+  cp->file_errors = g_ptr_array_new_with_free_func (g_free);
+  for (i = 0; paths[i] && i < G_N_ELEMENTS (files) - 1; i++)
+    files[i] = g_file_new_for_path (paths[i]);
+  id = g_signal_connect (c->main, "new-file-transfer",
+      G_CALLBACK (copy_new_task), cp);
+  spice_main_channel_file_copy_async (c->main, files, G_FILE_COPY_NONE, NULL,
+      NULL, NULL, copy_done, cp);
+  g_signal_handler_disconnect (c->main, id);
+  for (i = 0; files[i]; i++)
+    g_object_unref (files[i]);
+}
+
+static void
+client_send_file (Client * c, const gchar * path, Copy * cp)
+{
+  const gchar *paths[] = { path, NULL };
+
+  client_send_files (c, paths, cp);
+}
+
+static void
+copy_clear (Copy * cp)
+{
+  g_clear_error (&cp->error);
+  g_ptr_array_unref (cp->file_errors);
+}
+
+/* @c's copy ends, its one file with a message containing @error ("" it
+ * arrived) */
+static void
+copy_wait (Copy * cp, const gchar * error)
+{
+  fail_unless (spin_until (copy_is_done, cp, 10000), "the copy never ended");
+  fail_unless_equals_int (cp->finished, 1);
+  if (!*error) {
+    fail_unless (cp->error == NULL, "the copy failed: %s", cp->error ?
+        cp->error->message : "");
+    fail_unless_equals_string (cp->file_errors->pdata[0], "");
+  } else {
+    fail_unless (cp->error != NULL);
+    fail_unless (strstr (cp->file_errors->pdata[0], error) != NULL,
+        "the client's error is \"%s\", not \"%s\"",
+        (gchar *) cp->file_errors->pdata[0], error);
+  }
+}
+
+/* a file of @size random bytes in a directory of its own (not the spool);
+ * g_free the path, test_tmpdir_remove its directory */
+static gchar *
+random_file (const gchar * name, gsize size, GBytes ** contents)
+{
+  gchar *dir = g_build_filename (g_getenv ("GST_SPICE_BUILD_DIR"), "tests",
+      "agent-files-XXXXXX", NULL);
+  gchar *path;
+  guint8 *d = g_malloc (size + 1);
+  gsize i;
+
+  fail_unless (g_mkdtemp (dir) != NULL);
+  path = g_build_filename (dir, name, NULL);
+  for (i = 0; i < size; i++)
+    d[i] = (guint8) g_random_int ();
+  fail_unless (g_file_set_contents (path, (gchar *) d, size, NULL));
+  *contents = g_bytes_new_take (d, size);
+  g_free (dir);
+  return path;
+}
+
+static void
+random_file_remove (gchar * path, GBytes * contents)
+{
+  gchar *dir = g_path_get_dirname (path);
+
+  g_unlink (path);
+  g_rmdir (dir);
+  g_free (dir);
+  g_free (path);
+  g_bytes_unref (contents);
+}
+
+/* the next upstream spice-file-xfer of @action; g_free out->path */
+static void
+wait_up_file (Guest * g, GstSpiceFileXferAction action,
+    GstSpiceFileXfer * out)
+{
+  UpWait w = { g, (GstSpiceClipboardAction) action,
+    GST_SPICE_EVENT_FILE_XFER
+  };
+
+  fail_unless (spin_until (up_seen, &w, 10000),
+      "no upstream file transfer event (action %d)", action);
+  *out = w.xfer;
+}
+
+static gboolean
+up_has_file_xfer (Guest * g)
+{
+  gboolean found = FALSE;
+  guint i;
+
+  g_mutex_lock (&g->lock);
+  for (i = 0; i < g->up->len; i++)
+    found |= gst_event_has_name (g->up->pdata[i], GST_SPICE_EVENT_FILE_XFER);
+  g_mutex_unlock (&g->lock);
+  return found;
+}
+
+/* upstream (spicesrc) answers transfer @key */
+static void
+guest_answer_file (Guest * g, guint64 key, guint32 status, gint io_error)
+{
+  GstSpiceFileXferStatus st = { key, status, io_error, "the test's answer" };
+
+  fail_unless (gst_pad_send_event (g->drawpad,
+          gst_spice_event_new_file_xfer_status (&st)));
+}
+
+static gboolean
+client_file_xfer_off (gpointer data)
+{
+  return spice_main_channel_agent_test_capability (((Client *) data)->main,
+      VD_AGENT_CAP_FILE_XFER_DISABLED);
+}
+
+static gboolean
+client_file_xfer_on (gpointer data)
+{
+  return !client_file_xfer_off (data);
+}
+
+static guint
+mode_of (const gchar * path)
+{
+  GStatBuf st;
+
+  fail_unless (g_stat (path, &st) == 0, "%s: %s", path, g_strerror (errno));
+  return st.st_mode & 0777;
+}
+
+/* A client's file reaches upstream whole, in a private spool file named as
+ * the client named it; the client's copy ends when the guest's answer
+ * comes, and the spool is empty then. */
+GST_START_TEST (test_file_to_guest)
+{
+  Guest *g = guest_new (NULL, FALSE);
+  Client *c = client_new (g->f->port);
+  GBytes *want, *got;
+  gchar *path = random_file ("report 1.bin", 300000, &want);
+  gchar *data, *base, *dir, *spool;
+  GstSpiceFileXfer up;
+  gsize n;
+  Copy cp;
+
+  fail_unless_equals_string (g_get_tmp_dir (), spool_dir);
+  fail_unless (spice_main_channel_agent_test_capability (c->main,
+          VD_AGENT_CAP_FILE_XFER_DETAILED_ERRORS));
+  fail_if (spice_main_channel_agent_test_capability (c->main,
+          VD_AGENT_CAP_FILE_XFER_DISABLED));
+  client_send_file (c, path, &cp);
+  wait_up_file (g, GST_SPICE_FILE_XFER_START, &up);
+  fail_unless_equals_uint64 (up.size, 300000);
+  base = g_path_get_basename (up.path);
+  fail_unless_equals_string (base, "report 1.bin");
+  fail_unless (g_str_has_prefix (up.path, spool_dir), "%s", up.path);
+  fail_unless (g_file_get_contents (up.path, &data, &n, NULL));
+  got = g_bytes_new_take (data, n);
+  fail_unless (g_bytes_equal (got, want), "the spooled file differs");
+  /* private: the transfer's directory and the spool's, the file */
+  dir = g_path_get_dirname (up.path);
+  spool = g_path_get_dirname (dir);
+  fail_unless_equals_int (mode_of (dir), 0700);
+  fail_unless_equals_int (mode_of (spool), 0700);
+  fail_unless_equals_int (mode_of (up.path), 0600);
+  /* the client waits for the guest */
+  fail_if (cp.done);
+  guest_answer_file (g, up.key, VD_AGENT_FILE_XFER_STATUS_SUCCESS, -1);
+  copy_wait (&cp, "");
+  fail_unless (spin_until (spool_empty, NULL, 10000), "the spool stays");
+  copy_clear (&cp);
+  g_bytes_unref (got);
+  g_free (spool);
+  g_free (dir);
+  g_free (base);
+  g_free ((gchar *) up.path);
+  random_file_remove (path, want);
+  client_free (c);
+  guest_free (g);
+}
+
+GST_END_TEST;
+
+/* the guest's refusals reach the client as spice-gtk shows them */
+GST_START_TEST (test_file_guest_refuses)
+{
+  static const struct
+  {
+    guint32 status;
+    gint io_error;
+    const gchar *client_says;
+  } answers[] = {
+    {VD_AGENT_FILE_XFER_STATUS_NOT_ENOUGH_SPACE, -1, "lack of free space"},
+    {VD_AGENT_FILE_XFER_STATUS_SESSION_LOCKED, -1, "session is locked"},
+    {VD_AGENT_FILE_XFER_STATUS_CANCELLED, -1, "agent cancelled"},
+    {VD_AGENT_FILE_XFER_STATUS_ERROR, G_IO_ERROR_INVALID_FILENAME,
+        "Invalid filename"},
+    {VD_AGENT_FILE_XFER_STATUS_ERROR, G_IO_ERROR_PERMISSION_DENIED,
+        "reported an error"},
+  };
+  Guest *g = guest_new (NULL, FALSE);
+  Client *c = client_new (g->f->port);
+  GBytes *want;
+  gchar *path = random_file ("x.txt", 5000, &want);
+  GstSpiceFileXfer up;
+  Copy cp;
+  guint i;
+
+  gst_debug_set_threshold_for_name ("spicesink*", GST_LEVEL_WARNING);
+  gst_debug_add_log_function (log_func, NULL, NULL);
+  for (i = 0; i < G_N_ELEMENTS (answers); i++) {
+    client_send_file (c, path, &cp);
+    wait_up_file (g, GST_SPICE_FILE_XFER_START, &up);
+    guest_answer_file (g, up.key, answers[i].status, answers[i].io_error);
+    copy_wait (&cp, answers[i].client_says);
+    fail_unless (spin_until (spool_empty, NULL, 10000), "the spool stays");
+    copy_clear (&cp);
+    g_free ((gchar *) up.path);
+  }
+  fail_unless (warned (g, "the guest did not take it"));
+  gst_debug_remove_log_function (log_func);
+  random_file_remove (path, want);
+  client_free (c);
+  guest_free (g);
+}
+
+GST_END_TEST;
+
+/* above max-file-transfer a file is refused before any data moves (the
+ * client says why, with the limit); at the limit it goes; 0 turns file
+ * transfer off, as does a guest agent that has it off */
+GST_START_TEST (test_file_limits)
+{
+  static const guint off = VD_AGENT_CAP_FILE_XFER_DISABLED;
+  Guest *g = guest_new ("max-file-transfer=1000", FALSE);
+  Client *c = client_new (g->f->port);
+  GBytes *w1, *w2;
+  gchar *over = random_file ("over", 1001, &w1);
+  gchar *at = random_file ("at", 1000, &w2);
+  gchar *limit = g_format_size (1000), *size = g_format_size (1001);
+  gchar *want = g_strdup_printf ("lack of free space on remote machine (%s "
+      "free, %s to transfer)", limit, size);
+  GstSpiceFileXfer up;
+  Copy cp;
+
+  gst_debug_set_threshold_for_name ("spicesink*", GST_LEVEL_WARNING);
+  gst_debug_add_log_function (log_func, NULL, NULL);
+  client_send_file (c, over, &cp);
+  copy_wait (&cp, want);
+  fail_unless (warned (g, "above max-file-transfer (1000)"));
+  fail_if (up_has_file_xfer (g));
+  fail_unless_equals_int (spool_entries (), 0);
+  copy_clear (&cp);
+
+  client_send_file (c, at, &cp);
+  wait_up_file (g, GST_SPICE_FILE_XFER_START, &up);
+  fail_unless_equals_uint64 (up.size, 1000);
+  guest_answer_file (g, up.key, VD_AGENT_FILE_XFER_STATUS_SUCCESS, -1);
+  copy_wait (&cp, "");
+  copy_clear (&cp);
+  g_free ((gchar *) up.path);
+
+  /* off: the clients are told (spice-gtk then refuses at once), and on
+   * again */
+  g_object_set (g->f->sink, "max-file-transfer", G_GUINT64_CONSTANT (0),
+      NULL);
+  fail_unless (spin_until (client_file_xfer_off, c, 10000));
+  client_send_file (c, at, &cp);
+  copy_wait (&cp, "disabled");
+  fail_if (up_has_file_xfer (g));
+  copy_clear (&cp);
+  g_object_set (g->f->sink, "max-file-transfer", G_GUINT64_CONSTANT (1000),
+      NULL);
+  fail_unless (spin_until (client_file_xfer_on, c, 10000));
+  gst_debug_remove_log_function (log_func);
+  client_free (c);
+  guest_free (g);
+
+  /* the guest's agent has it off */
+  g = guest_new_caps (NULL, &off, 1);
+  c = client_new (g->f->port);
+  fail_unless (spice_main_channel_agent_test_capability (c->main,
+          VD_AGENT_CAP_FILE_XFER_DISABLED));
+  client_send_file (c, at, &cp);
+  copy_wait (&cp, "disabled");
+  fail_if (up_has_file_xfer (g));
+  copy_clear (&cp);
+  client_free (c);
+  guest_free (g);
+  random_file_remove (over, w1);
+  random_file_remove (at, w2);
+  g_free (limit);
+  g_free (size);
+  g_free (want);
+}
+
+GST_END_TEST;
+
+/* a client that leaves while upstream copies its file: the copy is
+ * cancelled upstream, the spool emptied; the guest's late answer is for
+ * nobody */
+GST_START_TEST (test_file_client_leaves)
+{
+  Guest *g = guest_new (NULL, FALSE);
+  Client *c = client_new (g->f->port);
+  GBytes *want;
+  gchar *path = random_file ("leaving", 200000, &want);
+  GstSpiceFileXfer up, cancel;
+  Copy cp;
+
+  client_send_file (c, path, &cp);
+  wait_up_file (g, GST_SPICE_FILE_XFER_START, &up);
+  client_free (c);
+  wait_up_file (g, GST_SPICE_FILE_XFER_CANCEL, &cancel);
+  fail_unless_equals_uint64 (cancel.key, up.key);
+  fail_unless (spin_until (spool_empty, NULL, 10000), "the spool stays");
+  fail_if (g_file_test (up.path, G_FILE_TEST_EXISTS));
+  guest_answer_file (g, up.key, VD_AGENT_FILE_XFER_STATUS_SUCCESS, -1);
+  /* the sink goes on: another client's file */
+  c = client_new (g->f->port);
+  copy_clear (&cp);
+  client_send_file (c, path, &cp);
+  g_free ((gchar *) up.path);
+  wait_up_file (g, GST_SPICE_FILE_XFER_START, &up);
+  guest_answer_file (g, up.key, VD_AGENT_FILE_XFER_STATUS_SUCCESS, -1);
+  copy_wait (&cp, "");
+  copy_clear (&cp);
+  g_free ((gchar *) up.path);
+  random_file_remove (path, want);
+  client_free (c);
+  guest_free (g);
+}
+
+GST_END_TEST;
+
+/* One file at a time per client: of two files in one operation (spice-gtk
+ * starts both), the second is refused at once and the first goes on.
+ * Two clients send at once: each gets its own transfer and answer. */
+GST_START_TEST (test_file_one_at_a_time)
+{
+  Guest *g = guest_new (NULL, FALSE);
+  Client *a = client_new (g->f->port), *b = client_new (g->f->port);
+  GBytes *w1, *w2;
+  gchar *f1 = random_file ("one", 100000, &w1);
+  gchar *f2 = random_file ("two", 100000, &w2);
+  const gchar *both[] = { f1, f2, NULL };
+  GstSpiceFileXfer up, up_b;
+  gchar *name;
+  Copy cp, cp_b;
+
+  gst_debug_set_threshold_for_name ("spicesink*", GST_LEVEL_WARNING);
+  gst_debug_add_log_function (log_func, NULL, NULL);
+  client_send_files (a, both, &cp);
+  wait_up_file (g, GST_SPICE_FILE_XFER_START, &up);
+  fail_unless (warned (g, "is still being sent"));
+  /* and b's file meanwhile */
+  client_send_file (b, f2, &cp_b);
+  wait_up_file (g, GST_SPICE_FILE_XFER_START, &up_b);
+  fail_if (up_b.key == up.key);
+  fail_if (g_str_equal (up_b.path, up.path));
+  guest_answer_file (g, up_b.key, VD_AGENT_FILE_XFER_STATUS_SUCCESS, -1);
+  copy_wait (&cp_b, "");
+  fail_if (cp.done);
+  guest_answer_file (g, up.key, VD_AGENT_FILE_XFER_STATUS_SUCCESS, -1);
+  fail_unless (spin_until (copy_is_done, &cp, 10000));
+  fail_unless_equals_int (cp.finished, 2);
+  /* one arrived, the other was refused */
+  fail_unless ((*(gchar *) cp.file_errors->pdata[0] == 0) !=
+      (*(gchar *) cp.file_errors->pdata[1] == 0));
+  fail_if (up_has_file_xfer (g));
+  name = g_path_get_basename (up.path);
+  fail_unless (g_str_equal (name, "one") || g_str_equal (name, "two"));
+  fail_unless (spin_until (spool_empty, NULL, 10000), "the spool stays");
+  gst_debug_remove_log_function (log_func);
+  g_free (name);
+  copy_clear (&cp);
+  copy_clear (&cp_b);
+  g_free ((gchar *) up.path);
+  g_free ((gchar *) up_b.path);
+  random_file_remove (f1, w1);
+  random_file_remove (f2, w2);
+  client_free (a);
+  client_free (b);
+  guest_free (g);
+}
+
+GST_END_TEST;
+
+/* VD_AGENT_FILE_XFER_START of file @id, @size bytes, as spice-gtk words it */
+static void
+raw_file_start (SpiceRawConn * c, guint32 id, guint64 size)
+{
+  gchar *text = g_strdup_printf ("[vdagent-file-xfer]\nname=raw\nsize=%"
+      G_GUINT64_FORMAT "\n", size);
+  gsize n = 4 + strlen (text) + 1;
+  guint8 *body = g_malloc (n);
+  GByteArray *a = g_byte_array_new ();
+
+  GST_WRITE_UINT32_LE (body, id);
+  memcpy (body + 4, text, n - 4);
+  gst_spice_agent_write_message (a, VD_AGENT_FILE_XFER_START, body, n);
+  raw_send_stream (c, a);
+  g_byte_array_unref (a);
+  g_free (body);
+  g_free (text);
+}
+
+/* VD_AGENT_FILE_XFER_DATA of @n bytes that says it has @declared */
+static void
+raw_file_data (SpiceRawConn * c, guint32 id, gsize n, guint64 declared)
+{
+  guint8 *body = g_malloc0 (12 + n);
+  GByteArray *a = g_byte_array_new ();
+
+  GST_WRITE_UINT32_LE (body, id);
+  GST_WRITE_UINT64_LE (body + 4, declared);
+  gst_spice_agent_write_message (a, VD_AGENT_FILE_XFER_DATA, body, 12 + n);
+  raw_send_stream (c, a);
+  g_byte_array_unref (a);
+  g_free (body);
+}
+
+/* a client that sends more than it announced loses that file (a
+ * protocol-violation) but keeps its session; malformed messages close it */
+GST_START_TEST (test_file_hostile)
+{
+  Guest *g = guest_new (NULL, FALSE);
+  Client *good = client_new (g->f->port);
+  SpiceRawConn *c;
+  GstSpiceFileXfer up;
+  GByteArray *a;
+  guint8 two[2] = { 1, 2 };
+
+  gst_debug_set_threshold_for_name ("spicesink*", GST_LEVEL_WARNING);
+  gst_debug_add_log_function (log_func, NULL, NULL);
+  c = raw_agent (g);
+  raw_file_start (c, 7, 10);
+  raw_file_data (c, 7, 20, 20);
+  fail_unless (spin_until ((GSourceFunc) spool_empty, NULL, 10000));
+  /* its session stays: the next file goes through */
+  raw_file_start (c, 8, 5);
+  raw_file_data (c, 8, 5, 5);
+  wait_up_file (g, GST_SPICE_FILE_XFER_START, &up);
+  fail_unless_equals_uint64 (up.size, 5);
+  fail_unless (warned (g, "data beyond the 10 bytes announced"));
+  guest_answer_file (g, up.key, VD_AGENT_FILE_XFER_STATUS_SUCCESS, -1);
+  g_free ((gchar *) up.path);
+  fail_unless (spin_until (spool_empty, NULL, 10000));
+  /* data whose declared size is not what follows */
+  raw_file_start (c, 9, 10);
+  raw_file_data (c, 9, 4, 10);
+  expect_closed (g, c, good, "malformed file transfer data");
+  fail_unless (spin_until (spool_empty, NULL, 10000), "the spool stays");
+
+  /* a start shorter than its id */
+  c = raw_agent (g);
+  a = g_byte_array_new ();
+  gst_spice_agent_write_message (a, VD_AGENT_FILE_XFER_START, two, 2);
+  raw_send_stream (c, a);
+  g_byte_array_unref (a);
+  expect_closed (g, c, good, "malformed file transfer");
+  gst_debug_remove_log_function (log_func);
+  client_free (good);
+  guest_free (g);
+}
+
+GST_END_TEST;
+
 static Suite *
 agent_sink_suite (void)
 {
   Suite *s = suite_create ("agent-sink");
   TCase *tc = tcase_create ("general");
+  TCase *files = tcase_create ("files");
+  const gchar *tmp = g_getenv ("TMPDIR");
 
   suite_add_tcase (s, tc);
   tcase_set_timeout (tc, 120);
@@ -775,6 +1350,22 @@ agent_sink_suite (void)
   tcase_add_test (tc, test_hostile);
   tcase_add_test (tc, test_tokens_not_returned);
   tcase_add_test (tc, test_withholder_requests_clipboard);
+
+  /* the sink's spool goes to $TMPDIR: a directory of this run's (GLib
+   * reads it once, at the first g_get_tmp_dir ()) */
+  spool_dir = g_build_filename (tmp && *tmp ? tmp : "/tmp",
+      "agent-sink-spool-XXXXXX", NULL);
+  g_assert (g_mkdtemp (spool_dir) != NULL);
+  g_setenv ("TMPDIR", spool_dir, TRUE);
+  suite_add_tcase (s, files);
+  tcase_add_unchecked_fixture (files, NULL, spool_dir_remove);
+  tcase_set_timeout (files, 120);
+  tcase_add_test (files, test_file_to_guest);
+  tcase_add_test (files, test_file_guest_refuses);
+  tcase_add_test (files, test_file_limits);
+  tcase_add_test (files, test_file_client_leaves);
+  tcase_add_test (files, test_file_one_at_a_time);
+  tcase_add_test (files, test_file_hostile);
   return s;
 }
 
