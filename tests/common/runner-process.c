@@ -251,6 +251,27 @@ runner_process_wait_exit (RunnerProcess * run, guint timeout_ms)
   return -1;
 }
 
+guint64
+runner_process_status_kib (RunnerProcess * run, const gchar * field)
+{
+  const gchar *id = g_subprocess_get_identifier (run->proc);
+  gchar *path, *text = NULL, *key;
+  const gchar *p;
+  guint64 v = 0;
+
+  if (!id)
+    return 0;
+  path = g_strdup_printf ("/proc/%s/status", id);
+  key = g_strdup_printf ("\n%s:", field);
+  if (g_file_get_contents (path, &text, NULL, NULL) &&
+      (p = strstr (text, key)))
+    v = g_ascii_strtoull (p + strlen (key), NULL, 10);
+  g_free (key);
+  g_free (text);
+  g_free (path);
+  return v;
+}
+
 void
 runner_process_signal (RunnerProcess * run, gint sig)
 {

@@ -61,6 +61,9 @@ void test_remote_viewer_stop (GPid pid);
 /* Exit status, -2 if killed by a signal, -1 on timeout (then killed). */
 gint runner_process_wait_exit (RunnerProcess * run, guint timeout_ms);
 void runner_process_signal (RunnerProcess * run, gint sig);
+/* A field of its /proc/PID/status in KiB ("VmRSS", "VmHWM": peak RSS); 0
+ * when it is not running or has no such field. */
+guint64 runner_process_status_kib (RunnerProcess * run, const gchar * field);
 gboolean runner_process_is_running (RunnerProcess * run);
 /* Kills it if still running; frees. NULL-safe. */
 void runner_process_free (RunnerProcess * run);

@@ -52,29 +52,6 @@ teardown (void)
   tmpdir = NULL;
 }
 
-static GPid
-proc_pid (RunnerProcess * r)
-{
-  const gchar *id = g_subprocess_get_identifier (r->proc);
-
-  return id ? atoi (id) : 0;
-}
-
-static guint64
-rss_kib (GPid pid)
-{
-  gchar *path = g_strdup_printf ("/proc/%d/status", pid), *text = NULL;
-  guint64 v = 0;
-  const gchar *p;
-
-  if (g_file_get_contents (path, &text, NULL, NULL) &&
-      (p = strstr (text, "VmRSS:")))
-    v = g_ascii_strtoull (p + 6, NULL, 10);
-  g_free (text);
-  g_free (path);
-  return v;
-}
-
 /* a guest on @port (--port), optionally with a password or in a network
  * namespace (argv prefix) */
 static RunnerProcess *
@@ -334,7 +311,7 @@ GST_START_TEST (test_process_hostile_memory)
   g_usleep (2500 * 1000);
   drop_held (held);
   g_usleep (500 * 1000);
-  base = rss_kib (proc_pid (run));
+  base = runner_process_status_kib (run, "VmRSS");
   fail_unless (base > 0);
 
   t0 = g_get_monotonic_time ();
@@ -352,7 +329,7 @@ GST_START_TEST (test_process_hostile_memory)
     guest_process_command (gp, "activity busy");
     for (i = 0; i < 20; i++) {
       spice_raw_session_pump (good, 100, NULL, NULL);
-      peak = MAX (peak, rss_kib (proc_pid (run)));
+      peak = MAX (peak, runner_process_status_kib (run, "VmRSS"));
     }
     guest_process_command (gp, "activity idle");
     guest_process_command (gp, "key");
@@ -360,7 +337,7 @@ GST_START_TEST (test_process_hostile_memory)
     g_free (line);
     boxes++;
     expect_frame (good, 1, boxes, 30000, "after a hostile round");
-    peak = MAX (peak, rss_kib (proc_pid (run)));
+    peak = MAX (peak, runner_process_status_kib (run, "VmRSS"));
     spice_raw_session_free (lazy);
     drop_held (held);
   }
@@ -377,7 +354,7 @@ GST_START_TEST (test_process_hostile_memory)
     if (i % 20 == 0)
       spice_raw_session_pump (good, 10, NULL, NULL);
     if (i % 40 == 0)
-      peak = MAX (peak, rss_kib (proc_pid (run)));
+      peak = MAX (peak, runner_process_status_kib (run, "VmRSS"));
   }
   guest_process_command (gp, "key");
   boxes++;
@@ -385,7 +362,7 @@ GST_START_TEST (test_process_hostile_memory)
   /* memory returns: hostile clients are gone (handshake timeout 2 s) */
   g_usleep (3000 * 1000);
   spice_raw_session_pump (good, 100, NULL, NULL);
-  after = rss_kib (proc_pid (run));
+  after = runner_process_status_kib (run, "VmRSS");
   tol = MAX (16 * 1024, base / 5);
   peak_bound = under_asan ()? 256 * 1024 : 64 * 1024;
   g_print ("RESULT sink process VmRSS: baseline %" G_GUINT64_FORMAT " KiB, "
