@@ -346,9 +346,10 @@ xfer_done (GObject * source, GAsyncResult * res, gpointer data)
     g_clear_error (&error);
     xfer_failed = TRUE;
   }
-  /* a little longer: what spice-gtk queued for the agent (a cancelled
-   * file's status) goes out */
-  g_timeout_add (500, xfer_quit, NULL);
+  /* a little longer: spice-gtk queues a failed file's status for the
+   * agent without writing it; it leaves with the main channel's next
+   * write, after the server's next PING (spicesink's: every second) */
+  g_timeout_add (xfer_failed ? 1500 : 100, xfer_quit, NULL);
 }
 
 /* the agent announced its capabilities: the files go */
