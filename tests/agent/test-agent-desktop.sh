@@ -1,9 +1,13 @@
 #!/bin/bash
-# tests/agent: the clipboard through the shipped transcode-vp8 pipeline,
-# between real peers. Upstream: an X desktop on Xorg's spiceqxl driver
+# tests/agent: the clipboard and files through the shipped transcode-vp8
+# pipeline, between real peers. Upstream: an X desktop on Xorg's spiceqxl driver
 # (libspice-server inside Xorg) with spice-vdagentd + spice-vdagent;
 # downstream: remote-viewer on an Xvfb. xclip on each display copies and
-# pastes; the test compares bytes. Then the pointer: client positions must
+# pastes; the test compares bytes. A spice-gtk client (spice-test-client
+# --send-file: spice_main_channel_file_copy_async, what remote-viewer does
+# with a dropped file) sends 5 MiB of random bytes: spice-vdagent saves them
+# in the user's Download directory with the same sha256, and the pipeline's spool
+# (its TMPDIR) is empty after it and after a cancelled one. Then the pointer: client positions must
 # land 1:1 in the guest (xdotool getmouselocation there), and the
 # remote-viewer window is resized twice: the desktop must take the size of
 # the display widget, and remote-viewer must show the guest's screen
@@ -17,7 +21,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 set -u
 BUILD=${1:?build dir}; SRC=${2:?source dir}
-for p in Xorg spice-vdagentd spice-vdagent xclip Xvfb remote-viewer xdotool xdpyinfo; do
+for p in Xorg spice-vdagentd spice-vdagent xclip Xvfb remote-viewer xdotool xdpyinfo xdg-user-dir; do
   command -v $p >/dev/null || { echo "skip: $p missing"; exit 77; }
 done
 [ -f /etc/X11/spiceqxl.xorg.conf ] || { echo "skip: no spiceqxl"; exit 77; }
@@ -40,7 +44,6 @@ GPORT=$(free_port); CPORT=$(free_port)
 fail() { echo "FAIL: $*"; echo "--- logs in $DIR"; for f in "$DIR"/*.log; do echo "== $f"; tail -20 "$f"; done; exit 1; }
 
 # ---- the desktop with its agent (environment.md 4d)
-mkdir -p "$DIR/xfer"
 sed -e '/Section "Device"/,/EndSection/{/Driver/a\
     Option "SpiceAddr" "127.0.0.1"\
     Option "SpicePort" "'$GPORT'"\
@@ -70,11 +73,21 @@ fi
 spice-vdagentd -f -x -X -d -S "$DIR/udcs" -s "$VIRTIO" -u "$DIR/uinput" >"$DIR/vdagentd.log" 2>&1 &
 PIDS+=($!)
 for i in $(seq 50); do [ -S "$DIR/udcs" ] && break; sleep 0.1; done
-DISPLAY=:$GD spice-vdagent -x -d -f "$DIR/xfer" -s "$VIRTIO" -S "$DIR/udcs" >"$DIR/vdagent.log" 2>&1 &
+# spice-vdagent saves files in the user's Download directory (no -f: GLib's
+# XDG_DOWNLOAD_DIR, what `xdg-user-dir DOWNLOAD` prints). Without a
+# user-dirs.dirs (root here) GLib has none: spice-vdagent 0.22.1 then logs
+# "could not get file xfer save dir, file transfers will be disabled" and
+# answers every start DISABLED. The desktop's user gets one.
+mkdir -p "$DIR/home/.config" "$DIR/home/Downloads"
+echo 'XDG_DOWNLOAD_DIR="$HOME/Downloads"' > "$DIR/home/.config/user-dirs.dirs"
+XFER=$(HOME=$DIR/home XDG_CONFIG_HOME=$DIR/home/.config xdg-user-dir DOWNLOAD)
+HOME=$DIR/home XDG_CONFIG_HOME=$DIR/home/.config DISPLAY=:$GD \
+  spice-vdagent -x -d -s "$VIRTIO" -S "$DIR/udcs" >"$DIR/vdagent.log" 2>&1 &
 PIDS+=($!)
 
-# ---- the shipped pipeline in between
-GST_DEBUG=${GST_DEBUG:-spicesinkagent:5,spicesrcagent:5,2} \
+# ---- the shipped pipeline in between (spooling files in its own TMPDIR)
+mkdir -p "$DIR/spool"
+TMPDIR=$DIR/spool GST_DEBUG=${GST_DEBUG:-spicesinkagent:5,spicesrcagent:5,2} \
   "$BUILD/tools/runner/gst-spice-run" -D UPSTREAM=spice://127.0.0.1:$GPORT \
   -D LISTEN_PORT=$CPORT "$SRC/pipelines/transcode-vp8.pipeline" >"$DIR/pipeline.log" 2>&1 &
 PIPE=$!
@@ -127,6 +140,30 @@ relay $CD "$DIR/p.png" image/png $GD || fail "client -> guest PNG"
 echo "ok: client -> guest PNG"
 relay $GD "$DIR/p.png" image/png $CD || fail "guest -> client PNG"
 echo "ok: guest -> client PNG"
+
+# ---- files: 5 MiB of random bytes from a spice-gtk client to the desktop
+head -c 5242880 /dev/urandom > "$DIR/random-5MiB.bin"
+"$BUILD/tests/common/spice-test-client" -p $CPORT --timeout 120 \
+  --send-file "$DIR/random-5MiB.bin" > "$DIR/xfer-client.log" 2>&1 ||
+  fail "file transfer: $(grep XFER- "$DIR/xfer-client.log" | grep -v PROGRESS)"
+grep -q "XFER-FILE random-5MiB.bin OK" "$DIR/xfer-client.log" ||
+  fail "file transfer: the client did not report success"
+[ "$(sha256sum < "$XFER/random-5MiB.bin")" = "$(sha256sum < "$DIR/random-5MiB.bin")" ] ||
+  fail "the file in the desktop differs from the client's"
+t=$(awk '/^XFER-BEGIN/ {b=$2} /^XFER-DONE OK/ {d=$3} END {printf "%.2f", (d-b)/1e6}' "$DIR/xfer-client.log")
+echo "ok: 5 MiB client -> desktop ($XFER), sha256 $(sha256sum < "$XFER/random-5MiB.bin" | cut -c1-16)…, same; ${t} s"
+for i in $(seq 50); do [ -z "$(ls -A "$DIR/spool")" ] && break; sleep 0.1; done
+[ -z "$(ls -A "$DIR/spool")" ] || fail "the pipeline's spool is not empty: $(find "$DIR/spool")"
+# a cancelled one leaves nothing, neither in the spool nor in the desktop
+cp "$DIR/random-5MiB.bin" "$DIR/cancelled.bin"
+"$BUILD/tests/common/spice-test-client" -p $CPORT --timeout 120 --cancel-at 1048576 \
+  --send-file "$DIR/cancelled.bin" > "$DIR/xfer-cancel.log" 2>&1
+grep -q "XFER-DONE ERROR g-io-error-quark 19" "$DIR/xfer-cancel.log" ||
+  fail "the cancelled transfer: $(grep XFER- "$DIR/xfer-cancel.log" | grep -v PROGRESS)"
+for i in $(seq 50); do [ -z "$(ls -A "$DIR/spool")" ] && break; sleep 0.1; done
+[ -z "$(ls -A "$DIR/spool")" ] || fail "a cancelled file stays in the spool: $(find "$DIR/spool")"
+[ ! -e "$XFER/cancelled.bin" ] || fail "a cancelled file reached the desktop"
+echo "ok: a cancelled file leaves the spool and the desktop empty"
 
 W=$(DISPLAY=:$CD xdotool search --pid $RV --onlyvisible 2>/dev/null | head -1)
 [ -n "$W" ] || fail "no remote-viewer window"
