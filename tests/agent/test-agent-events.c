@@ -1,9 +1,10 @@
 /* tests/agent: the agent's events and VDAgentMessage wire code
- * (gst-libs/gst/spice/gstspiceagent.h), tests/lib style
+ * (gst-libs/gst/spice/gstspiceagent.h, gstspicefilexfer.h), tests/lib style
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
 #include <string.h>
 #include <gst/check/gstcheck.h>
+#include <gio/gio.h>
 #include <gst/spice/gstspice.h>
 
 GST_START_TEST (test_agent_info_event)
@@ -311,6 +312,151 @@ GST_START_TEST (test_monitors_wire)
 
 GST_END_TEST;
 
+/* spice-file-xfer up, spice-file-xfer-status down */
+GST_START_TEST (test_file_xfer_events)
+{
+  GstSpiceFileXfer in = { GST_SPICE_FILE_XFER_START, 42, "/tmp/s/1/a b.txt",
+    5242880
+  }, out;
+  GstSpiceFileXferStatus st = { 42, VD_AGENT_FILE_XFER_STATUS_ERROR,
+    G_IO_ERROR_INVALID_FILENAME, "no"
+  }, st_out;
+  GstEvent *ev;
+
+  ev = gst_spice_event_new_file_xfer (&in);
+  fail_unless (GST_EVENT_TYPE (ev) == GST_EVENT_CUSTOM_UPSTREAM);
+  fail_unless (gst_spice_event_parse_file_xfer (ev, &out));
+  fail_unless_equals_int (out.action, GST_SPICE_FILE_XFER_START);
+  fail_unless_equals_uint64 (out.key, 42);
+  fail_unless_equals_string (out.path, in.path);
+  fail_unless_equals_uint64 (out.size, 5242880);
+  fail_if (gst_spice_event_parse_file_xfer_status (ev, &st_out));
+  gst_event_unref (ev);
+  in.action = GST_SPICE_FILE_XFER_CANCEL;
+  ev = gst_spice_event_new_file_xfer (&in);
+  fail_unless (gst_spice_event_parse_file_xfer (ev, &out));
+  fail_unless_equals_int (out.action, GST_SPICE_FILE_XFER_CANCEL);
+  fail_unless_equals_uint64 (out.key, 42);
+  gst_event_unref (ev);
+
+  ev = gst_spice_event_new_file_xfer_status (&st);
+  fail_unless (GST_EVENT_TYPE (ev) == GST_EVENT_CUSTOM_DOWNSTREAM);
+  fail_unless (GST_EVENT_IS_SERIALIZED (ev));
+  fail_unless (gst_spice_event_parse_file_xfer_status (ev, &st_out));
+  fail_unless_equals_uint64 (st_out.key, 42);
+  fail_unless_equals_int (st_out.status, VD_AGENT_FILE_XFER_STATUS_ERROR);
+  fail_unless_equals_int (st_out.io_error, G_IO_ERROR_INVALID_FILENAME);
+  fail_unless_equals_string (st_out.message, "no");
+  gst_event_unref (ev);
+  /* a status that ends no transfer reads as ERROR */
+  st.status = VD_AGENT_FILE_XFER_STATUS_CAN_SEND_DATA;
+  ev = gst_spice_event_new_file_xfer_status (&st);
+  fail_unless (gst_spice_event_parse_file_xfer_status (ev, &st_out));
+  fail_unless_equals_int (st_out.status, VD_AGENT_FILE_XFER_STATUS_ERROR);
+  gst_event_unref (ev);
+}
+
+GST_END_TEST;
+
+/* a whole VDAgentMessage's body (after its header) */
+static const guint8 *
+message_body (GByteArray * a, guint32 * type, guint32 * size)
+{
+  fail_unless (a->len >= sizeof (VDAgentMessage));
+  *type = GST_READ_UINT32_LE (a->data + G_STRUCT_OFFSET (VDAgentMessage,
+          type));
+  *size = GST_READ_UINT32_LE (a->data + G_STRUCT_OFFSET (VDAgentMessage,
+          size));
+  fail_unless_equals_int (a->len, sizeof (VDAgentMessage) + *size);
+  return a->data + sizeof (VDAgentMessage);
+}
+
+/* START's key file as spice-gtk writes it, DATA, STATUS and its details */
+GST_START_TEST (test_file_xfer_wire)
+{
+  static const gchar text[] =
+      "[vdagent-file-xfer]\nname=grüße 1.txt\nsize=5242880\n";
+  guint8 body[4 + sizeof (text)], data[12 + 3];
+  const guint8 *d, *b;
+  GByteArray *a;
+  guint32 id, result, type, size;
+  guint64 fsize;
+  gchar *name;
+  gsize n;
+
+  GST_WRITE_UINT32_LE (body, 7);
+  memcpy (body + 4, text, sizeof (text));       /* with its NUL */
+  fail_unless (gst_spice_agent_parse_file_xfer_start (body, sizeof (body),
+          &id, &name, &fsize));
+  fail_unless_equals_int (id, 7);
+  fail_unless_equals_string (name, "grüße 1.txt");
+  fail_unless_equals_uint64 (fsize, 5242880);
+  g_free (name);
+  /* without its NUL, too; without a size or a name: refused, id read */
+  fail_unless (gst_spice_agent_parse_file_xfer_start (body, sizeof (body) - 1,
+          &id, &name, &fsize));
+  g_free (name);
+  fail_if (gst_spice_agent_parse_file_xfer_start (body, 4 + 30, &id, &name,
+          &fsize));
+  fail_unless_equals_int (id, 7);
+  fail_unless (name == NULL);
+  fail_if (gst_spice_agent_parse_file_xfer_start (body, 3, &id, &name,
+          &fsize));
+
+  GST_WRITE_UINT32_LE (data, 7);
+  GST_WRITE_UINT64_LE (data + 4, 3);
+  memcpy (data + 12, "abc", 3);
+  fail_unless (gst_spice_agent_parse_file_xfer_data (data, sizeof (data), &id,
+          &d, &n));
+  fail_unless_equals_int (n, 3);
+  fail_unless (d == data + 12);
+  /* a declared size that is not what follows */
+  fail_if (gst_spice_agent_parse_file_xfer_data (data, sizeof (data) - 1,
+          &id, &d, &n));
+  GST_WRITE_UINT64_LE (data + 4, G_MAXUINT64);
+  fail_if (gst_spice_agent_parse_file_xfer_data (data, sizeof (data), &id,
+          &d, &n));
+  fail_if (gst_spice_agent_parse_file_xfer_data (data, 11, &id, &d, &n));
+
+  /* STATUS: 8 bytes, + 8 (NOT_ENOUGH_SPACE) or + 5 (ERROR) with a detail */
+  a = g_byte_array_new ();
+  gst_spice_agent_write_file_xfer_status (a, 7,
+      VD_AGENT_FILE_XFER_STATUS_CAN_SEND_DATA, 123);
+  b = message_body (a, &type, &size);
+  fail_unless_equals_int (type, VD_AGENT_FILE_XFER_STATUS);
+  fail_unless_equals_int (size, sizeof (VDAgentFileXferStatusMessage));
+  fail_unless (gst_spice_agent_parse_file_xfer_status (b, size, &id,
+          &result));
+  fail_unless_equals_int (id, 7);
+  fail_unless_equals_int (result, VD_AGENT_FILE_XFER_STATUS_CAN_SEND_DATA);
+  g_byte_array_set_size (a, 0);
+  gst_spice_agent_write_file_xfer_status (a, 7,
+      VD_AGENT_FILE_XFER_STATUS_NOT_ENOUGH_SPACE, G_GINT64_CONSTANT (1) << 30);
+  b = message_body (a, &type, &size);
+  fail_unless_equals_int (size, sizeof (VDAgentFileXferStatusMessage) +
+      sizeof (VDAgentFileXferStatusNotEnoughSpace));
+  fail_unless_equals_uint64 (GST_READ_UINT64_LE (b + 8),
+      G_GUINT64_CONSTANT (1) << 30);
+  g_byte_array_set_size (a, 0);
+  gst_spice_agent_write_file_xfer_status (a, 7,
+      VD_AGENT_FILE_XFER_STATUS_ERROR, G_IO_ERROR_INVALID_FILENAME);
+  b = message_body (a, &type, &size);
+  fail_unless_equals_int (size, sizeof (VDAgentFileXferStatusMessage) +
+      sizeof (VDAgentFileXferStatusError));
+  fail_unless_equals_int (b[8], VD_AGENT_FILE_XFER_STATUS_ERROR_GLIB_IO);
+  fail_unless_equals_int (GST_READ_UINT32_LE (b + 9),
+      G_IO_ERROR_INVALID_FILENAME);
+  g_byte_array_set_size (a, 0);
+  gst_spice_agent_write_file_xfer_status (a, 7,
+      VD_AGENT_FILE_XFER_STATUS_ERROR, -1);
+  b = message_body (a, &type, &size);
+  fail_unless_equals_int (size, sizeof (VDAgentFileXferStatusMessage));
+  fail_if (gst_spice_agent_parse_file_xfer_status (b, 7, &id, &result));
+  g_byte_array_unref (a);
+}
+
+GST_END_TEST;
+
 static Suite *
 agent_events_suite (void)
 {
@@ -325,6 +471,8 @@ agent_events_suite (void)
   tcase_add_test (tc, test_reader_malformed);
   tcase_add_test (tc, test_clipboard_zero_copy);
   tcase_add_test (tc, test_monitors_wire);
+  tcase_add_test (tc, test_file_xfer_events);
+  tcase_add_test (tc, test_file_xfer_wire);
   return s;
 }
 
