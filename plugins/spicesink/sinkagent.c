@@ -582,8 +582,9 @@ xfer_upstream (SinkSession * s)
   ev.path = sink_file_xfer_close (x);
   x->upstream = TRUE;
   GST_INFO ("session %08x: file %u received (%" G_GUINT64_FORMAT " bytes in "
-      "%.2f s): to the guest", s->id, x->id, x->size,
-      (g_get_monotonic_time () - x->started_us) / 1e6);
+      "%.2f s, %u writes, the longest %" G_GINT64_FORMAT " us): to the guest",
+      s->id, x->id, x->size, (g_get_monotonic_time () - x->started_us) / 1e6,
+      x->writes, x->write_max_us);
   hub->cb->post_upstream (gst_spice_event_new_file_xfer (&ev), hub->cb_data);
 }
 

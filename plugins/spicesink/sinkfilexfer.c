@@ -176,7 +176,10 @@ gboolean
 sink_file_xfer_write (SinkFileXfer * x, const guint8 * data, gsize n,
     guint64 * free_bytes, GError ** error)
 {
+  gint64 t0 = g_get_monotonic_time (), took;
+
   g_return_val_if_fail (x->fd >= 0 && n <= x->size - x->received, FALSE);
+  x->writes++;
   while (n > 0) {
     gssize w = write (x->fd, data, n);
 
@@ -193,6 +196,11 @@ sink_file_xfer_write (SinkFileXfer * x, const guint8 * data, gsize n,
     n -= w;
     x->received += w;
   }
+  took = g_get_monotonic_time () - t0;
+  x->write_max_us = MAX (x->write_max_us, took);
+  if (took > SINK_FILE_XFER_SLOW_WRITE_US)
+    GST_INFO ("transfer %" G_GUINT64_FORMAT ": a write took %.1f ms",
+        x->key, took / 1000.0);
   return TRUE;
 }
 

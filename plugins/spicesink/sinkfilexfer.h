@@ -6,7 +6,10 @@
  * they only make, fill and remove files. Everything runs with the server
  * lock held (the server thread; the draw pad's thread for the guest's
  * answer; the element's state change for a reset), so no file is written
- * and removed at once.
+ * and removed at once. A write is one agent message (spice-gtk: 64 KiB)
+ * into the page cache, tens of microseconds; one that takes longer than
+ * SINK_FILE_XFER_SLOW_WRITE_US (a disk that throttles its writers) is
+ * logged, and the longest of a transfer is in its end's log line.
  *
  * The spool is a directory `gst-spice-xfer-XXXXXX` (mode 0700) made in
  * g_get_tmp_dir() ($TMPDIR, else /tmp) at the first transfer and removed
@@ -24,6 +27,8 @@ G_BEGIN_DECLS
 
 typedef struct _SinkFileSpool SinkFileSpool;
 
+#define SINK_FILE_XFER_SLOW_WRITE_US (10 * G_TIME_SPAN_MILLISECOND)
+
 typedef struct
 {
   guint32 id;                   /* the client's */
@@ -32,6 +37,9 @@ typedef struct
   guint64 size, received;
   gboolean upstream;            /* whole, handed upstream */
   gint64 started_us;
+  guint writes;
+  gint64 write_max_us;          /* the longest write (the server lock is
+                                 * held) */
   /* the spool's */
   SinkFileSpool *spool;
   gint fd;                      /* -1 once closed */

@@ -226,7 +226,7 @@ GST_START_TEST (test_file_arrives)
   gchar *b = random_file (s, "client-b.bin", 5 * MIB);
   const gchar *one[] = { NULL, NULL };
   const gchar *pa[] = { a, NULL }, *pb[] = { b, NULL };
-  gchar *log, *log_b, *got, *want, *got_b, *want_b, *line;
+  gchar *log, *log_b, *got, *want, *got_b, *want_b, *line, *run_log;
   guint64 hwm0, hwm1, rss1;
   RunnerProcess *c, *cb;
   gint64 us;
@@ -265,6 +265,15 @@ GST_START_TEST (test_file_arrives)
       "peak RSS %" G_GUINT64_FORMAT " -> %" G_GUINT64_FORMAT " KiB (+%"
       G_GINT64_FORMAT "), RSS after %" G_GUINT64_FORMAT " KiB\n", log, want,
       us / 1e6, hwm0, hwm1, (gint64) (hwm1 - hwm0), rss1);
+  /* how long the sink's writes took (the server lock is held) */
+  fail_unless (runner_process_wait_log (s->run, "received (5242880 bytes in ",
+          1, 10000));
+  run_log = runner_process_log (s->run);
+  line = g_strndup (strstr (run_log, "received (5242880 bytes in "), 80);
+  *strchr (line, ')') = '\0';
+  g_print ("RESULT the sink spooled the 5 MiB: %s)\n", line);
+  g_free (line);
+  g_free (run_log);
   /* spooled on disk, never in memory */
   fail_unless (hwm1 < hwm0 + 5 * 1024 / 2, "peak RSS grew by %"
       G_GUINT64_FORMAT " KiB over a 5 MiB transfer", hwm1 - hwm0);
