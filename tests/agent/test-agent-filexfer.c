@@ -22,16 +22,9 @@
 
 #include "guest-launcher.h"
 #include "runner-process.h"
+#include "agent-log.h"
 
 #define MIB (1024 * 1024)
-
-/* progress on stderr, seconds since the test started */
-static gint64 t0;
-#define LOG(...) G_STMT_START { \
-    gchar *m_ = g_strdup_printf (__VA_ARGS__); \
-    g_printerr ("[%.2f] %s\n", (g_get_monotonic_time () - t0) / 1e6, m_); \
-    g_free (m_); \
-  } G_STMT_END
 
 typedef struct
 {
@@ -105,21 +98,6 @@ setup_free (Setup * s)
   g_free (s);
 }
 
-/* entries in the runner's TMPDIR: its spool directory while a transfer
- * runs, nothing otherwise */
-static guint
-dir_entries (const gchar * path)
-{
-  GDir *d = g_dir_open (path, 0, NULL);
-  guint n = 0;
-
-  fail_unless (d != NULL, "cannot read %s", path);
-  while (g_dir_read_name (d))
-    n++;
-  g_dir_close (d);
-  return n;
-}
-
 /* waits (generously) until @path is empty */
 static gboolean
 dir_empties (const gchar * path)
@@ -127,7 +105,7 @@ dir_empties (const gchar * path)
   gint64 end = g_get_monotonic_time () +
       10 * G_USEC_PER_SEC * test_time_factor ();
 
-  while (dir_entries (path) > 0) {
+  while (test_dir_entries (path) > 0) {
     if (g_get_monotonic_time () > end)
       return FALSE;
     g_usleep (20 * 1000);
@@ -354,7 +332,7 @@ GST_START_TEST (test_file_over_limit)
           "event=file-transfer-refused"));
   fail_unless_equals_int (guest_process_count_lines (s->gp, mark,
           "agent xfer"), 0);
-  fail_unless_equals_int (dir_entries (s->spool_dir), 0);
+  fail_unless_equals_int (test_dir_entries (s->spool_dir), 0);
   g_free (run_log);
   g_free (log);
   g_free (big);
@@ -406,7 +384,7 @@ GST_START_TEST (test_file_cancel_and_vanish)
   /* the upstream copy never started: nothing reached the guest */
   fail_unless_equals_int (guest_process_count_lines (s->gp, mark,
           "agent xfer"), 0);
-  fail_unless_equals_int (dir_entries (s->guest_dir), 0);
+  fail_unless_equals_int (test_dir_entries (s->guest_dir), 0);
   g_print ("RESULT cancel / vanish x2: spool empty each time; runner RSS %"
       G_GUINT64_FORMAT " -> %" G_GUINT64_FORMAT " KiB, peak %"
       G_GUINT64_FORMAT " -> %" G_GUINT64_FORMAT " KiB\n", rss[1], rss[3],

@@ -17,14 +17,7 @@
 #include "ppm.h"
 #include "runner-process.h"
 #include "agent-spin.h"
-
-/* progress on stderr, seconds since the test started */
-static gint64 t0;
-#define LOG(...) G_STMT_START { \
-    gchar *m_ = g_strdup_printf (__VA_ARGS__); \
-    g_printerr ("[%.2f] %s\n", (g_get_monotonic_time () - t0) / 1e6, m_); \
-    g_free (m_); \
-  } G_STMT_END
+#include "agent-log.h"
 
 typedef struct
 {

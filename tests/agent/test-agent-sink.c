@@ -11,6 +11,7 @@
 
 #include <spice-client.h>
 #include "agent-spin.h"
+#include "runner-process.h"
 
 /* ------------------------------------------------ the guest's side */
 
@@ -786,14 +787,7 @@ static gchar *spool_dir;        /* this process's $TMPDIR (the suite's) */
 static guint
 spool_entries (void)
 {
-  GDir *d = g_dir_open (spool_dir, 0, NULL);
-  guint n = 0;
-
-  fail_unless (d != NULL);
-  while (g_dir_read_name (d))
-    n++;
-  g_dir_close (d);
-  return n;
+  return test_dir_entries (spool_dir);
 }
 
 /* after the files' tests (in the process that runs them all) */

@@ -292,6 +292,20 @@ runner_process_free (RunnerProcess * run)
   g_free (run);
 }
 
+guint
+test_dir_entries (const gchar * path)
+{
+  GDir *d = g_dir_open (path, 0, NULL);
+  guint n = 0;
+
+  if (!d)
+    return G_MAXUINT;
+  while (g_dir_read_name (d))
+    n++;
+  g_dir_close (d);
+  return n;
+}
+
 gchar *
 test_http_get (guint port, const gchar * path)
 {

@@ -72,6 +72,9 @@ void runner_process_free (RunnerProcess * run);
  * its removal with everything in it (frees @dir). */
 gchar *test_tmpdir_new (const gchar * prefix);
 void test_tmpdir_remove (gchar * dir);
+/* The number of entries in directory @path; G_MAXUINT when it cannot be
+ * read. */
+guint test_dir_entries (const gchar * path);
 
 /* Minimal HTTP/1.0 GET on 127.0.0.1; the whole response or NULL. */
 gchar *test_http_get (guint port, const gchar * path);
