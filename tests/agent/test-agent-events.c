@@ -100,13 +100,14 @@ collect (guint32 type, guint64 opaque, const guint8 * body, gsize size,
     gpointer data)
 {
   Collected *c = data;
-  GByteArray *a = g_byte_array_new ();
+  GByteArray *a;
   guint8 t[4];
 
   if (!body) {
     c->skipped++;
     return TRUE;
   }
+  a = g_byte_array_new ();
   GST_WRITE_UINT32_LE (t, type);
   g_byte_array_append (a, t, 4);
   g_byte_array_append (a, body, size);
