@@ -10,6 +10,7 @@
  *   - a file over max-file-transfer (1 GiB, a sparse file) is refused
  *     before any data moves: the client's error says why, the service log
  *     has the health event;
+ *   - the guest's refusals reach the client as spice-gtk shows them;
  *   - a transfer cancelled mid-way and a client that vanishes mid-way
  *     leave nothing in the spool nor in the guest, and no growth.
  * SPDX-License-Identifier: LGPL-2.1-or-later
@@ -19,6 +20,8 @@
 #include <string.h>
 #include <fcntl.h>
 #include <unistd.h>
+
+#include <spice/vd_agent.h>
 
 #include "guest-launcher.h"
 #include "runner-process.h"
@@ -341,6 +344,66 @@ GST_START_TEST (test_file_over_limit)
 
 GST_END_TEST;
 
+/* The guest's agent refuses (the test guest's `agent xfer-answer`): the
+ * client shows what spice-gtk shows for that status straight from a
+ * guest, since spicesrc reads the status back from spice-gtk's message;
+ * the service log has the reason */
+GST_START_TEST (test_file_guest_refuses)
+{
+  static const struct
+  {
+    guint status;
+    const gchar *client_says, *reason;
+  } answers[] = {
+    {VD_AGENT_FILE_XFER_STATUS_NOT_ENOUGH_SPACE, "File transfer failed due "
+          "to lack of free space on remote machine", "guest-no-space"},
+    {VD_AGENT_FILE_XFER_STATUS_SESSION_LOCKED, "User's session is locked",
+        "guest-session-locked"},
+    {VD_AGENT_FILE_XFER_STATUS_ERROR, "The spice agent reported an error",
+        "guest-error"},
+    {VD_AGENT_FILE_XFER_STATUS_CANCELLED, "The spice agent cancelled",
+        "guest-cancelled"},
+    {VD_AGENT_FILE_XFER_STATUS_VDAGENT_NOT_CONNECTED, "Session agent not "
+          "connected", "guest-no-agent"},
+    {VD_AGENT_FILE_XFER_STATUS_DISABLED, "File transfer is disabled.",
+        "guest-disabled"},
+  };
+  Setup *s = setup_new ();
+  gchar *small = random_file (s, "refused.txt", 10000);
+  const gchar *one[] = { small, NULL };
+  gchar *log, *want, *line, *reason;
+  guint i;
+
+  for (i = 0; i < G_N_ELEMENTS (answers); i++) {
+    want = g_strdup_printf ("agent xfer-answer %u", answers[i].status);
+    guest_process_command (s->gp, "agent xfer-answer %u", answers[i].status);
+    line = guest_process_wait_line (s->gp, want, GUEST_LINE_TIMEOUT_MS);
+    fail_unless (line != NULL, "the guest did not take: %s", want);
+    fail_unless_equals_int (client_wait (client_start (s, one, NULL), &log),
+        3);
+    fail_unless (strstr (log, "XFER-FILE refused.txt ERROR") != NULL &&
+        strstr (strstr (log, "XFER-FILE"), answers[i].client_says) != NULL,
+        "status %u: the client does not say \"%s\":\n%s",
+        answers[i].status, answers[i].client_says, log);
+    reason = g_strdup_printf ("event=file-transfer-failed peer=127.0.0.1 "
+        "element=s reason=%s ", answers[i].reason);
+    fail_unless (runner_process_wait_log (s->run, reason, 1, 10000),
+        "no health line with %s", reason);
+    fail_unless (dir_empties (s->spool_dir), "the spool is not empty");
+    LOG ("guest status %u: the client says \"%s\"", answers[i].status,
+        answers[i].client_says);
+    g_free (reason);
+    g_free (log);
+    g_free (line);
+    g_free (want);
+  }
+  fail_unless_equals_int (test_dir_entries (s->guest_dir), 0);
+  g_free (small);
+  setup_free (s);
+}
+
+GST_END_TEST;
+
 /* a transfer cancelled mid-way (the client's GCancellable) and a client
  * that vanishes mid-way leave no file in the spool nor in the guest, and
  * the runner does not grow over several of them */
@@ -407,6 +470,7 @@ agent_filexfer_suite (void)
   tcase_set_timeout (tc, 300);
   tcase_add_test (tc, test_file_arrives);
   tcase_add_test (tc, test_file_over_limit);
+  tcase_add_test (tc, test_file_guest_refuses);
   tcase_add_test (tc, test_file_cancel_and_vanish);
   suite_add_tcase (s, tc);
   return s;

@@ -20,6 +20,8 @@
  *     CAN_SEND_DATA, then SUCCESS once its size arrived; a client's
  *     STATUS (cancel, error) or its disconnection removes a partial file.
  *     Without the directory: DISABLED, and the FILE_XFER_DISABLED cap;
+ *     the `agent xfer-answer STATUS` command answers the next START with
+ *     STATUS instead (a guest out of space, locked...);
  *   - everything else is logged and ignored.
  * The tablet stays the client-mode pointer (agent mouse off), so a guest
  * with an agent reports positions like one without.
@@ -32,6 +34,8 @@
  *   agent xfer done ID NAME SIZE     it is whole in the directory
  *   agent xfer cancelled ID NAME GOT the client ended it: file removed
  *   agent xfer refused ID REASON     a START answered with an error
+ *                                    (status-N: the xfer-answer asked for)
+ *   agent xfer-answer N              the command was taken
  *   agent ignored TYPE SIZE          another message
  *   agent error TEXT                 a message refused (and skipped)
  *
@@ -88,6 +92,7 @@ struct _GuestAgent
 
   gchar *xfer_dir;              /* NULL: file transfer disabled */
   GHashTable *xfers;            /* id -> GuestXfer */
+  guint32 xfer_answer;          /* the next START's, 0 (CAN_SEND_DATA) none */
 };
 
 static guint32
@@ -268,6 +273,10 @@ agent_xfer_start (GuestAgent * a, guint32 port, const guint8 * d, guint32 size)
   if (!a->xfer_dir) {
     a->log ("agent xfer refused %u disabled", id);
     xfer_status (a, port, id, VD_AGENT_FILE_XFER_STATUS_DISABLED);
+  } else if (a->xfer_answer) {
+    a->log ("agent xfer refused %u status-%u", id, a->xfer_answer);
+    xfer_status (a, port, id, a->xfer_answer);
+    a->xfer_answer = 0;
   } else if (!name) {
     a->log ("agent xfer refused %u no-name", id);
     xfer_status (a, port, id, VD_AGENT_FILE_XFER_STATUS_ERROR);
@@ -538,6 +547,13 @@ guest_agent_new (SpiceServer * server, gint min_size, gint max_size,
   spice_server_add_interface (server, &a->sin.base);
   a->log ("agent attached");
   return a;
+}
+
+void
+guest_agent_set_xfer_answer (GuestAgent * a, guint32 status)
+{
+  a->xfer_answer = status;
+  a->log ("agent xfer-answer %u", status);
 }
 
 void

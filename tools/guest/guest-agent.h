@@ -25,6 +25,10 @@ typedef void (*GuestAgentResizeFunc) (gint width, gint height,
 GuestAgent *guest_agent_new (SpiceServer * server, gint min_size,
     gint max_size, const gchar * xfer_dir, GuestAgentResizeFunc resize,
     gpointer user_data, GuestAgentLogFunc log);
+/* Main thread: the next file a client starts is answered @status (a
+ * VD_AGENT_FILE_XFER_STATUS_*) instead of CAN_SEND_DATA, as a guest that
+ * refuses it would (no space, a locked session...) */
+void guest_agent_set_xfer_answer (GuestAgent * a, guint32 status);
 /* Main thread */
 void guest_agent_free (GuestAgent * a);
 

@@ -61,7 +61,8 @@
  *
  * stdin: one command per line (see docs/test-guest.md):
  *   key [CODE] | leds M | activity NAME | freeze | step | resize W H |
- *   dump PATH | cursor move X Y | cursor hide | cursor show | quit
+ *   dump PATH | cursor move X Y | cursor hide | cursor show | audio ... |
+ *   agent xfer-answer STATUS | quit
  * EOF on stdin keeps the guest running, unless --exit-on-eof.
  */
 #include "config.h"
@@ -1156,6 +1157,14 @@ handle_command (Guest * g, const gchar * line)
     }
   } else if (g_str_equal (argv[0], "audio")) {
     guest_audio_command (g->audio, argc, argv);
+  } else if (g_str_equal (argv[0], "agent") && argc == 3 &&
+      g_str_equal (argv[1], "xfer-answer")) {
+    if (!g->agent)
+      guest_log ("error no agent (--agent)");
+    else if (!parse_int (argv[2], 1, VD_AGENT_FILE_XFER_STATUS_DISABLED, &a))
+      guest_log ("error bad file transfer status: %s", argv[2]);
+    else
+      guest_agent_set_xfer_answer (g->agent, (guint32) a);
   } else if (g_str_equal (argv[0], "quit")) {
     quit_guest (g);
   } else {
