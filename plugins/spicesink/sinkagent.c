@@ -57,6 +57,9 @@ static SINK_DEBUG_CATEGORY (sink_agent_debug, "spicesinkagent",
 /* what the main connection may queue beyond one clipboard: the agent's
  * other messages (a burst of the guest's grabs) and the channel's own */
 #define SINK_AGENT_QUEUE_SLACK (4 * 1024 * 1024)
+/* the largest VD_AGENT_FILE_XFER_START parsed (spice-gtk's: its id and a
+ * key file of a name of at most 255 bytes and a size) */
+#define MAX_FILE_XFER_START 4096
 /* the largest VD_AGENT_FILE_XFER_DATA kept (spice-gtk sends 64 KiB of
  * data a message) */
 #define MAX_FILE_DATA_MESSAGE (sizeof (VDAgentFileXferDataMessage) + \
@@ -526,14 +529,19 @@ xfer_start (SinkSession * s, const guint8 * body, gsize size)
   guint64 fsize = 0, free_bytes;
   GError *err = NULL;
 
-  if (!gst_spice_agent_parse_file_xfer_start (body, size, &id, &name, &fsize)) {
-    if (size < sizeof (VDAgentFileXferStartMessage)) {
-      st->close_reason = "malformed file transfer";
-      return FALSE;
-    }
+  if (size < sizeof (VDAgentFileXferStartMessage)) {
+    st->close_reason = "malformed file transfer";
+    return FALSE;
+  }
+  /* a key file of a name and a size is a few hundred bytes: a larger one
+   * is not parsed */
+  if (size > MAX_FILE_XFER_START ||
+      !gst_spice_agent_parse_file_xfer_start (body, size, &id, &name, &fsize)) {
+    id = GST_READ_UINT32_LE (body);
     send_xfer_status (s, id, VD_AGENT_FILE_XFER_STATUS_ERROR, -1);
     xfer_report (s, FALSE, "file-transfer-refused", "malformed", 0,
-        "file %u: its start has no name or size", id);
+        "file %u: its start (%" G_GSIZE_FORMAT " bytes) has no name or size",
+        id, size);
     return TRUE;
   }
   shown = g_strescape (name, NULL);

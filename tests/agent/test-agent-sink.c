@@ -1280,8 +1280,15 @@ raw_file_data (SpiceRawConn * c, guint32 id, gsize n, guint64 declared)
   g_free (body);
 }
 
+static gboolean
+warned_start (gpointer data)
+{
+  return warned (data, "file 10: its start (5000 bytes) has no name or size");
+}
+
 /* a client that sends more than it announced loses that file (a
- * protocol-violation) but keeps its session; malformed messages close it */
+ * protocol-violation) but keeps its session, as one whose start is too
+ * large; malformed messages close it */
 GST_START_TEST (test_file_hostile)
 {
   Guest *g = guest_new (NULL, FALSE);
@@ -1289,7 +1296,7 @@ GST_START_TEST (test_file_hostile)
   SpiceRawConn *c;
   GstSpiceFileXfer up;
   GByteArray *a;
-  guint8 two[2] = { 1, 2 };
+  guint8 two[2] = { 1, 2 }, *big;
 
   gst_debug_set_threshold_for_name ("spicesink*", GST_LEVEL_WARNING);
   gst_debug_add_log_function (log_func, NULL, NULL);
@@ -1306,6 +1313,16 @@ GST_START_TEST (test_file_hostile)
   guest_answer_file (g, up.key, VD_AGENT_FILE_XFER_STATUS_SUCCESS, -1);
   g_free ((gchar *) up.path);
   fail_unless (spin_until (spool_empty, NULL, 10000));
+  /* a start too large to be spice-gtk's key file is not parsed: refused,
+   * the session stays */
+  a = g_byte_array_new ();
+  big = g_malloc0 (5000);
+  GST_WRITE_UINT32_LE (big, 10);
+  gst_spice_agent_write_message (a, VD_AGENT_FILE_XFER_START, big, 5000);
+  raw_send_stream (c, a);
+  g_byte_array_unref (a);
+  g_free (big);
+  fail_unless (spin_until (warned_start, g, 10000));
   /* data whose declared size is not what follows */
   raw_file_start (c, 9, 10);
   raw_file_data (c, 9, 4, 10);
