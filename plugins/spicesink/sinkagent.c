@@ -750,9 +750,14 @@ guest_info (SinkAgentHub * hub, const GstSpiceAgentInfo * info)
       else
         sink_conn_send (s->main, SPICE_MSG_MAIN_AGENT_CONNECTED, NULL, NULL);
     } else if (was && !info->connected) {
-      if (st->xfer)
-        GST_INFO ("session %08x: the guest's agent left: file %u dropped "
-            "(the client drops it too)", s->id, st->xfer->id);
+      if (st->xfer) {
+        st->files_failed++;
+        xfer_report (s, FALSE, "file-transfer-failed", "guest-agent-gone", 0,
+            "file %u (%" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " bytes "
+            "spooled): the guest's agent left (the client drops the file at "
+            "AGENT_DISCONNECTED)", st->xfer->id, st->xfer->received,
+            st->xfer->size);
+      }
       xfer_end (s, FALSE);
       st->started = FALSE;
       g_queue_clear_full (&st->out, (GDestroyNotify) g_bytes_unref);

@@ -1193,6 +1193,40 @@ GST_START_TEST (test_file_client_leaves)
 
 GST_END_TEST;
 
+/* the guest's agent leaves during a transfer: the client's copy fails
+ * (spice-gtk drops it at AGENT_DISCONNECTED), the spool empties, the
+ * service log says why */
+GST_START_TEST (test_file_agent_gone)
+{
+  Guest *g = guest_new (NULL, FALSE);
+  Client *c = client_new (g->f->port);
+  GstSpiceAgentInfo gone = { FALSE, };
+  GBytes *want;
+  gchar *path = random_file ("orphan", 200000, &want);
+  GstSpiceFileXfer up;
+  Copy cp;
+
+  gst_debug_set_threshold_for_name ("spicesink*", GST_LEVEL_WARNING);
+  gst_debug_add_log_function (log_func, NULL, NULL);
+  client_send_file (c, path, &cp);
+  wait_up_file (g, GST_SPICE_FILE_XFER_START, &up);
+  fail_unless (gst_pad_send_event (g->drawpad,
+          gst_spice_event_new_agent (&gone)));
+  copy_wait (&cp, "Agent connection closed");
+  fail_unless (spin_until (spool_empty, NULL, 10000), "the spool stays");
+  fail_unless (warned (g, "the guest's agent left"));
+  /* its late answer is for nobody */
+  guest_answer_file (g, up.key, VD_AGENT_FILE_XFER_STATUS_SUCCESS, -1);
+  gst_debug_remove_log_function (log_func);
+  copy_clear (&cp);
+  g_free ((gchar *) up.path);
+  random_file_remove (path, want);
+  client_free (c);
+  guest_free (g);
+}
+
+GST_END_TEST;
+
 /* One file at a time per client: of two files in one operation (spice-gtk
  * starts both), the second is refused at once and the first goes on.
  * Two clients send at once: each gets its own transfer and answer. */
@@ -1375,6 +1409,7 @@ agent_sink_suite (void)
   tcase_add_test (files, test_file_guest_refuses);
   tcase_add_test (files, test_file_limits);
   tcase_add_test (files, test_file_client_leaves);
+  tcase_add_test (files, test_file_agent_gone);
   tcase_add_test (files, test_file_one_at_a_time);
   tcase_add_test (files, test_file_hostile);
   return s;
