@@ -3,6 +3,10 @@
  */
 #include "gstspiceagent.h"
 
+#include <gst/base/gstbytereader.h>
+
+#include "gstspicewire.h"
+
 static const GstStructure *
 named_structure (GstEvent * event, const gchar * name)
 {
@@ -213,7 +217,9 @@ gst_spice_event_parse_monitors_config (GstEvent * event,
 
 /* ------------------------------------------------------------------ wire */
 
-#define MSG_HEAD_SIZE 20        /* sizeof (VDAgentMessage) */
+/* VDAgentMessage without its data: protocol, type, opaque, size */
+#define MSG_HEAD_SIZE sizeof (VDAgentMessage)
+G_STATIC_ASSERT (MSG_HEAD_SIZE == 20);
 
 struct _GstSpiceAgentReader
 {
@@ -275,6 +281,19 @@ reader_body_alloc (GstSpiceAgentReader * r)
   r->body = r->cap ? g_malloc (r->cap) : NULL;
 }
 
+/* the head just completed: FALSE unless VD_AGENT_PROTOCOL */
+static gboolean
+read_message_head (GstSpiceAgentReader * r)
+{
+  GstByteReader b = GST_BYTE_READER_INIT (r->head, MSG_HEAD_SIZE);
+  guint32 protocol = gst_byte_reader_get_uint32_le_unchecked (&b);
+
+  r->type = gst_byte_reader_get_uint32_le_unchecked (&b);
+  r->opaque = gst_byte_reader_get_uint64_le_unchecked (&b);
+  r->size = gst_byte_reader_get_uint32_le_unchecked (&b);
+  return protocol == VD_AGENT_PROTOCOL;
+}
+
 gboolean
 gst_spice_agent_reader_push (GstSpiceAgentReader * r, const guint8 * data,
     gsize size, GstSpiceAgentMessageFunc func, gpointer user_data,
@@ -291,13 +310,10 @@ gst_spice_agent_reader_push (GstSpiceAgentReader * r, const guint8 * data,
       size -= n;
       if (r->head_len < MSG_HEAD_SIZE)
         return TRUE;
-      if (GST_READ_UINT32_LE (r->head) != VD_AGENT_PROTOCOL) {
+      if (!read_message_head (r)) {
         *reason = "agent message of an unknown protocol";
         return FALSE;
       }
-      r->type = GST_READ_UINT32_LE (r->head + 4);
-      r->opaque = GST_READ_UINT64_LE (r->head + 8);
-      r->size = GST_READ_UINT32_LE (r->head + 16);
       if (r->type == 0 || r->type >= VD_AGENT_END_MESSAGE) {
         *reason = "agent message of an unknown type";
         return FALSE;
@@ -331,19 +347,22 @@ gst_spice_agent_reader_push (GstSpiceAgentReader * r, const guint8 * data,
   return TRUE;
 }
 
+/* a VDAgentMessage head for a body of @size bytes (opaque 0) */
+static void
+write_message_head (GByteArray * a, guint32 type, gsize size)
+{
+  gst_spice_put_u32 (a, VD_AGENT_PROTOCOL);
+  gst_spice_put_u32 (a, type);
+  gst_spice_put_u64 (a, 0);
+  gst_spice_put_u32 (a, (guint32) size);
+}
+
 void
 gst_spice_agent_write_message (GByteArray * a, guint32 type,
     const guint8 * body, gsize size)
 {
-  guint8 head[MSG_HEAD_SIZE];
-
-  GST_WRITE_UINT32_LE (head, VD_AGENT_PROTOCOL);
-  GST_WRITE_UINT32_LE (head + 4, type);
-  GST_WRITE_UINT64_LE (head + 8, 0);
-  GST_WRITE_UINT32_LE (head + 16, (guint32) size);
-  g_byte_array_append (a, head, sizeof (head));
-  if (size)
-    g_byte_array_append (a, body, size);
+  write_message_head (a, type, size);
+  gst_spice_put_bytes (a, body, size);
 }
 
 static const GstSpiceClipboardAction action_of_type[] = {
@@ -360,6 +379,10 @@ static const guint32 type_of_action[] = {
   [GST_SPICE_CLIPBOARD_RELEASE] = VD_AGENT_CLIPBOARD_RELEASE,
 };
 
+/* the selection word of VD_AGENT_CAP_CLIPBOARD_SELECTION: u8 selection,
+ * u8 reserved[3] */
+#define SELECTION_SIZE 4
+
 /* @owner: the GBytes @body is in (its data then shares it), or NULL (a
  * copy) */
 static gboolean
@@ -367,49 +390,49 @@ parse_clipboard (guint32 type, const guint8 * body, gsize size,
     GBytes * owner, gboolean selection, gboolean serial,
     GstSpiceClipboard * clip)
 {
-  gsize off = 0;
+  GstByteReader r;
+  guint off;
 
   memset (clip, 0, sizeof (*clip));
   if (type >= G_N_ELEMENTS (action_of_type) || !action_of_type[type])
     return FALSE;
+  if ((!body && size) || size > G_MAXUINT)
+    return FALSE;
+  gst_byte_reader_init (&r, body, (guint) size);
   clip->action = action_of_type[type];
   clip->selection = VD_AGENT_CLIPBOARD_SELECTION_CLIPBOARD;
   if (selection) {
-    if (size < 4)
+    guint8 sel;
+
+    if (!gst_byte_reader_get_uint8 (&r, &sel) ||
+        !gst_byte_reader_skip (&r, SELECTION_SIZE - 1) ||
+        sel > VD_AGENT_CLIPBOARD_SELECTION_SECONDARY)
       return FALSE;
-    clip->selection = body[0];
-    off = 4;
-    if (clip->selection > VD_AGENT_CLIPBOARD_SELECTION_SECONDARY)
-      return FALSE;
+    clip->selection = sel;
   }
   switch (clip->action) {
     case GST_SPICE_CLIPBOARD_GRAB:
-      if (serial) {
-        if (size < off + 4)
-          return FALSE;
-        off += 4;
-      }
-      if ((size - off) % 4 != 0 ||
-          (size - off) / 4 > GST_SPICE_CLIPBOARD_MAX_TYPES)
+      if (serial && !gst_byte_reader_skip (&r, 4))
         return FALSE;
-      for (; off < size; off += 4)
-        clip->types[clip->n_types++] = GST_READ_UINT32_LE (body + off);
+      if (gst_byte_reader_get_remaining (&r) % 4 != 0 ||
+          gst_byte_reader_get_remaining (&r) / 4 >
+          GST_SPICE_CLIPBOARD_MAX_TYPES)
+        return FALSE;
+      while (gst_byte_reader_get_uint32_le (&r, &clip->types[clip->n_types]))
+        clip->n_types++;
       return TRUE;
     case GST_SPICE_CLIPBOARD_REQUEST:
-      if (size != off + 4)
-        return FALSE;
-      clip->type = GST_READ_UINT32_LE (body + off);
-      return TRUE;
+      return gst_byte_reader_get_uint32_le (&r, &clip->type) &&
+          gst_byte_reader_get_remaining (&r) == 0;
     case GST_SPICE_CLIPBOARD_DATA:
-      if (size < off + 4)
+      if (!gst_byte_reader_get_uint32_le (&r, &clip->type))
         return FALSE;
-      clip->type = GST_READ_UINT32_LE (body + off);
-      off += 4;
+      off = gst_byte_reader_get_pos (&r);
       clip->data = owner ? g_bytes_new_from_bytes (owner, off, size - off) :
           g_bytes_new (body + off, size - off);
       return TRUE;
     default:                   /* RELEASE */
-      return size == off;
+      return gst_byte_reader_get_remaining (&r) == 0;
   }
 }
 
@@ -450,56 +473,61 @@ gst_spice_agent_write_clipboard_head (GByteArray * a,
     const GstSpiceClipboard * clip, gboolean selection, gboolean serial,
     guint32 serial_value)
 {
-  GByteArray *b = g_byte_array_new ();
   gsize data_size = clip->action == GST_SPICE_CLIPBOARD_DATA && clip->data ?
       g_bytes_get_size (clip->data) : 0;
-  guint8 head[MSG_HEAD_SIZE];
-  guint8 w[4];
+  guint n_types = MIN (clip->n_types, GST_SPICE_CLIPBOARD_MAX_TYPES);
+  gsize size = selection ? SELECTION_SIZE : 0;
   guint i;
 
-  if (selection) {
-    guint8 sel[4] = { clip->selection, 0, 0, 0 };
-    g_byte_array_append (b, sel, 4);
-  }
   switch (clip->action) {
     case GST_SPICE_CLIPBOARD_GRAB:
-      if (serial) {
-        GST_WRITE_UINT32_LE (w, serial_value);
-        g_byte_array_append (b, w, 4);
-      }
-      for (i = 0; i < MIN (clip->n_types, GST_SPICE_CLIPBOARD_MAX_TYPES); i++) {
-        GST_WRITE_UINT32_LE (w, clip->types[i]);
-        g_byte_array_append (b, w, 4);
-      }
+      size += (serial ? 4 : 0) + 4 * n_types;
       break;
     case GST_SPICE_CLIPBOARD_REQUEST:
     case GST_SPICE_CLIPBOARD_DATA:
-      GST_WRITE_UINT32_LE (w, clip->type);
-      g_byte_array_append (b, w, 4);
+      size += 4 + data_size;
       break;
     default:
       break;
   }
-  GST_WRITE_UINT32_LE (head, VD_AGENT_PROTOCOL);
-  GST_WRITE_UINT32_LE (head + 4, type_of_action[clip->action]);
-  GST_WRITE_UINT64_LE (head + 8, 0);
-  GST_WRITE_UINT32_LE (head + 16, (guint32) (b->len + data_size));
-  g_byte_array_append (a, head, sizeof (head));
-  g_byte_array_append (a, b->data, b->len);
-  g_byte_array_unref (b);
+  write_message_head (a, type_of_action[clip->action], size);
+  if (selection)
+    gst_spice_put_u32 (a, clip->selection);     /* u8 then 3 reserved zeros */
+  switch (clip->action) {
+    case GST_SPICE_CLIPBOARD_GRAB:
+      if (serial)
+        gst_spice_put_u32 (a, serial_value);
+      for (i = 0; i < n_types; i++)
+        gst_spice_put_u32 (a, clip->types[i]);
+      break;
+    case GST_SPICE_CLIPBOARD_REQUEST:
+    case GST_SPICE_CLIPBOARD_DATA:
+      gst_spice_put_u32 (a, clip->type);
+      break;
+    default:
+      break;
+  }
 }
 
+/* VDAgentAnnounceCapabilities: u32 request, u32 caps[] (as many words
+ * as the peer has; missing ones are 0) */
 gboolean
 gst_spice_agent_parse_caps (const guint8 * body, gsize size,
     gboolean * request, guint32 caps[VD_AGENT_CAPS_SIZE])
 {
+  GstByteReader r;
+  guint32 req;
   guint i;
 
-  if (size < 4 || size % 4 != 0)
+  if (!body || size > G_MAXUINT || size % 4 != 0)
     return FALSE;
-  *request = GST_READ_UINT32_LE (body) != 0;
+  gst_byte_reader_init (&r, body, (guint) size);
+  if (!gst_byte_reader_get_uint32_le (&r, &req))
+    return FALSE;
+  *request = req != 0;
   for (i = 0; i < VD_AGENT_CAPS_SIZE; i++)
-    caps[i] = 4 + 4 * i < size ? GST_READ_UINT32_LE (body + 4 + 4 * i) : 0;
+    if (!gst_byte_reader_get_uint32_le (&r, &caps[i]))
+      caps[i] = 0;
   return TRUE;
 }
 
@@ -507,44 +535,51 @@ void
 gst_spice_agent_write_caps (GByteArray * a, gboolean request,
     const guint32 caps[VD_AGENT_CAPS_SIZE])
 {
-  guint8 b[4 + 4 * VD_AGENT_CAPS_SIZE];
   guint i;
 
-  GST_WRITE_UINT32_LE (b, request ? 1 : 0);
+  write_message_head (a, VD_AGENT_ANNOUNCE_CAPABILITIES,
+      4 + 4 * VD_AGENT_CAPS_SIZE);
+  gst_spice_put_u32 (a, request ? 1 : 0);
   for (i = 0; i < VD_AGENT_CAPS_SIZE; i++)
-    GST_WRITE_UINT32_LE (b + 4 + 4 * i, caps[i]);
-  gst_spice_agent_write_message (a, VD_AGENT_ANNOUNCE_CAPABILITIES, b,
-      sizeof (b));
+    gst_spice_put_u32 (a, caps[i]);
 }
 
+/* VDAgentMonitorsConfig: u32 count, u32 flags, VDAgentMonConfig × count
+ * (height, width, depth, x, y), VDAgentMonitorMM × count if the flags say */
+#define MONS_HEAD_SIZE 8
 #define MON_CONFIG_SIZE sizeof (VDAgentMonConfig)
+G_STATIC_ASSERT (MON_CONFIG_SIZE == 20);
 
 gboolean
 gst_spice_agent_parse_monitors_config (const guint8 * body, gsize size,
     GstSpiceMonitor * mons, guint * n)
 {
-  guint32 count, flags, i;
+  GstByteReader r;
+  guint32 count, flags, i, height, width;
   gsize need;
 
   *n = 0;
-  if (size < 8)
+  if (!body || size > G_MAXUINT)
     return FALSE;
-  count = GST_READ_UINT32_LE (body);
-  flags = GST_READ_UINT32_LE (body + 4);
+  gst_byte_reader_init (&r, body, (guint) size);
+  if (!gst_byte_reader_get_uint32_le (&r, &count) ||
+      !gst_byte_reader_get_uint32_le (&r, &flags))
+    return FALSE;
   if (count == 0 || count > 256)
     return FALSE;
-  need = 8 + (gsize) count *MON_CONFIG_SIZE;
+  need = MONS_HEAD_SIZE + (gsize) count *MON_CONFIG_SIZE;
   if (flags & VD_AGENT_CONFIG_MONITORS_FLAG_PHYSICAL_SIZE)
     need += (gsize) count *sizeof (VDAgentMonitorMM);
   if (size < need)
     return FALSE;
   for (i = 0; i < MIN (count, GST_SPICE_MAX_MONITORS); i++) {
-    const guint8 *m = body + 8 + i * MON_CONFIG_SIZE;
-
-    mons[i].height = GST_READ_UINT32_LE (m);
-    mons[i].width = GST_READ_UINT32_LE (m + 4);
-    mons[i].x = (gint32) GST_READ_UINT32_LE (m + 12);
-    mons[i].y = (gint32) GST_READ_UINT32_LE (m + 16);
+    height = gst_byte_reader_get_uint32_le_unchecked (&r);
+    width = gst_byte_reader_get_uint32_le_unchecked (&r);
+    gst_byte_reader_skip_unchecked (&r, 4);     /* depth */
+    mons[i].x = gst_byte_reader_get_int32_le_unchecked (&r);
+    mons[i].y = gst_byte_reader_get_int32_le_unchecked (&r);
+    mons[i].height = height;
+    mons[i].width = width;
   }
   *n = i;
   return TRUE;
@@ -554,21 +589,17 @@ void
 gst_spice_agent_write_monitors_config (GByteArray * a,
     const GstSpiceMonitor * mons, guint n)
 {
-  GByteArray *b = g_byte_array_sized_new (8 + n * MON_CONFIG_SIZE);
-  guint8 m[MON_CONFIG_SIZE];
   guint i;
 
-  g_byte_array_set_size (b, 8);
-  GST_WRITE_UINT32_LE (b->data, n);
-  GST_WRITE_UINT32_LE (b->data + 4, VD_AGENT_CONFIG_MONITORS_FLAG_USE_POS);
+  write_message_head (a, VD_AGENT_MONITORS_CONFIG,
+      MONS_HEAD_SIZE + n * MON_CONFIG_SIZE);
+  gst_spice_put_u32 (a, n);
+  gst_spice_put_u32 (a, VD_AGENT_CONFIG_MONITORS_FLAG_USE_POS);
   for (i = 0; i < n; i++) {
-    GST_WRITE_UINT32_LE (m, mons[i].height);
-    GST_WRITE_UINT32_LE (m + 4, mons[i].width);
-    GST_WRITE_UINT32_LE (m + 8, 32);
-    GST_WRITE_UINT32_LE (m + 12, (guint32) mons[i].x);
-    GST_WRITE_UINT32_LE (m + 16, (guint32) mons[i].y);
-    g_byte_array_append (b, m, sizeof (m));
+    gst_spice_put_u32 (a, mons[i].height);
+    gst_spice_put_u32 (a, mons[i].width);
+    gst_spice_put_u32 (a, 32);  /* depth */
+    gst_spice_put_u32 (a, (guint32) mons[i].x);
+    gst_spice_put_u32 (a, (guint32) mons[i].y);
   }
-  gst_spice_agent_write_message (a, VD_AGENT_MONITORS_CONFIG, b->data, b->len);
-  g_byte_array_unref (b);
 }
