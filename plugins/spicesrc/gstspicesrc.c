@@ -328,8 +328,8 @@ gst_spice_src_make_params (GstSpiceSrc * self)
         p->tls_port ? "?tls-port=" : "", p->tls_port ? p->tls_port : "",
         vv_file);
   } else {
-    GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND, ("No SPICE URI set"),
-        ("set the uri or the vv-file property"));
+    GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
+        ("No SPICE URI set (set uri or vv-file)"), (NULL));
     goto fail;
   }
 
