@@ -361,6 +361,7 @@ gst_spice_src_make_params (GstSpiceSrc * self)
       goto fail;
     }
     p->ca_file_is_temp = TRUE;
+    GST_DEBUG_OBJECT (self, "the vv-file's CA in %s", p->ca_file);
   }
   take_or_steal (&p->cert_subject, dup_set (self, &self->cert_subject),
       &vv.host_subject);

@@ -350,9 +350,10 @@ GST_START_TEST (test_vv_file_through_proxy)
   guint tls_port;
   GuestProcess *gp = tls_guest_start_full (t, VV_PASSWORD, &tls_port);
   Tinyproxy tp;
-  gchar *vv, *log;
+  gchar *vv, *log, *ca_tmp;
   guint8 *dump = NULL;
   gint w, h;
+  gint64 end;
   SrcResult r;
 
   tinyproxy_start (&tp, tmp, tls_port);
@@ -374,6 +375,17 @@ GST_START_TEST (test_vv_file_through_proxy)
   fail_unless (strlen (log) > 1000, "spicesrc logged almost nothing: %s",
       log);
   fail_if (strstr (log, VV_PASSWORD), "the password is in the debug log");
+  /* the CA's private temporary file goes with the session */
+  ca_tmp = strstr (log, "the vv-file's CA in ");
+  fail_unless (ca_tmp != NULL, "%s", log);
+  ca_tmp = g_strndup (ca_tmp + strlen ("the vv-file's CA in "),
+      strcspn (ca_tmp + strlen ("the vv-file's CA in "), "\n"));
+  end = g_get_monotonic_time () + 5 * G_USEC_PER_SEC * test_time_factor ();
+  while (g_file_test (ca_tmp, G_FILE_TEST_EXISTS) &&
+      g_get_monotonic_time () < end)
+    g_usleep (20 * 1000);
+  fail_if (g_file_test (ca_tmp, G_FILE_TEST_EXISTS), "%s is left", ca_tmp);
+  g_free (ca_tmp);
   g_printerr ("spicesrc*:9 logged %" G_GSIZE_FORMAT " bytes, no password\n",
       strlen (log));
   g_free (log);
@@ -402,7 +414,8 @@ GST_END_TEST;
 /* the shipped transcode-vp8, started by gst-spice-run with only
  * -D UPSTREAM_VV=file.vv (debug GST_DEBUG=spicesrc*:9): a client gets the
  * guest's exact picture, tinyproxy's log has the CONNECT to the guest's
- * TLS port, the service log never holds the password, the file is gone */
+ * TLS port, the service log never holds the password, the file is gone;
+ * a second start is refused (exit 77) naming the file */
 GST_START_TEST (test_runner_vv_through_proxy)
 {
   gchar *tmp = test_tmpdir_new ("gst-spice-vv-run");
@@ -465,6 +478,15 @@ GST_START_TEST (test_runner_vv_through_proxy)
       strlen (log));
   g_free (log);
   runner_process_free (run);
+
+  /* started again, the file is gone: refused before anything starts,
+   * naming it, and not restarted (a new file is needed) */
+  fail_unless_equals_int (runner_process_run_sync (tmp, 60000, &log, "-D",
+          vv_arg, "-D", listen, path, NULL), 77);
+  fail_unless (strstr (log, "cannot read connection file") &&
+      strstr (log, vv), "%s", log);
+  g_free (log);
+
   g_free (dump);
   g_free (path);
   g_free (bin);
