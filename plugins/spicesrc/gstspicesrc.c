@@ -275,16 +275,6 @@ dup_set (GstSpiceSrc * self, gchar ** field)
   return v;
 }
 
-/* the state-change thread: @dst (NULL) takes @val, or else what *@fallback
- * held (stolen) */
-static void
-take_or_steal (gchar ** dst, gchar * val, gchar ** fallback)
-{
-  *dst = val ? val : g_steal_pointer (fallback);
-  g_free (*fallback);
-  *fallback = NULL;
-}
-
 /* the state-change thread: the parameters of a new start from the
  * properties and the vv-file (read now; properties set by the user win
  * over it), or NULL after posting the error that says why */
@@ -363,8 +353,9 @@ gst_spice_src_make_params (GstSpiceSrc * self)
     p->ca_file_is_temp = TRUE;
     GST_DEBUG_OBJECT (self, "the vv-file's CA in %s", p->ca_file);
   }
-  take_or_steal (&p->cert_subject, dup_set (self, &self->cert_subject),
-      &vv.host_subject);
+  p->cert_subject = dup_set (self, &self->cert_subject);
+  if (!p->cert_subject)
+    p->cert_subject = g_steal_pointer (&vv.host_subject);
   proxy = dup_set (self, &self->proxy);
   if (proxy || vv.proxy) {
     const gchar *origin = proxy ? "the proxy property" : "the vv-file";
