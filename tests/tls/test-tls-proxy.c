@@ -128,6 +128,38 @@ write_vv (const gchar * dir, TlsDir * t, guint tls_port, guint proxy_port)
   return path;
 }
 
+/* the TLS guest with VV_PASSWORD behind tinyproxy, and the .vv file that
+ * names it all (in @tmp) */
+typedef struct
+{
+  gchar *tmp;
+  TlsDir *t;
+  GuestProcess *gp;
+  guint tls_port;
+  Tinyproxy tp;
+  gchar *vv;
+} VvUpstream;
+
+static void
+vv_upstream_start (VvUpstream * u)
+{
+  u->tmp = test_tmpdir_new ("gst-spice-vv");
+  u->t = tls_dir_new ();
+  u->gp = tls_guest_start_full (u->t, VV_PASSWORD, &u->tls_port);
+  tinyproxy_start (&u->tp, u->tmp, u->tls_port);
+  u->vv = write_vv (u->tmp, u->t, u->tls_port, u->tp.port);
+}
+
+static void
+vv_upstream_stop (VvUpstream * u)
+{
+  g_free (u->vv);
+  tinyproxy_stop (&u->tp);
+  guest_process_stop (u->gp);
+  tls_dir_free (u->t);
+  test_tmpdir_remove (u->tmp);
+}
+
 static GMutex debug_lock;
 static GString *debug_text;
 
@@ -298,8 +330,6 @@ GST_START_TEST (test_proxy_property)
   GuestProcess *gp = guest_process_start (NULL, NULL);
   gchar *uri, *proxy, *dead;
   Tinyproxy tp;
-  guint8 *dump = NULL;
-  gint w, h;
   SrcResult r;
 
   fail_unless (gp != NULL);
@@ -310,12 +340,7 @@ GST_START_TEST (test_proxy_property)
   g_setenv ("SPICE_PROXY", dead, TRUE);
 
   tls_src_run (&r, "uri", uri, "proxy", proxy, NULL);
-  fail_unless (r.px != NULL, "%s", r.err ? r.err->message : "");
-  fail_unless (guest_process_dump (gp, &dump, &w, &h));
-  fail_unless_equals_int (r.w, w);
-  fail_unless_equals_int (r.h, h);
-  fail_unless_equals_uint64 (test_bgrx_count_diff (r.px, w * 4, dump, w * 4,
-          w, h, NULL, NULL), 0);
+  tls_src_assert_guest_frame (&r, gp);
   fail_unless (tinyproxy_connects (&tp, guest_process_get_port (gp)) >= 2,
       "no CONNECT through tinyproxy");
   src_result_clear (&r);
@@ -329,7 +354,6 @@ GST_START_TEST (test_proxy_property)
   src_result_clear (&r);
   g_unsetenv ("SPICE_PROXY");
 
-  g_free (dump);
   g_free (dead);
   g_free (proxy);
   g_free (uri);
@@ -345,32 +369,19 @@ GST_END_TEST;
  * once read, the password in none of spicesrc's debug output at level 9 */
 GST_START_TEST (test_vv_file_through_proxy)
 {
-  gchar *tmp = test_tmpdir_new ("gst-spice-vv");
-  TlsDir *t = tls_dir_new ();
-  guint tls_port;
-  GuestProcess *gp = tls_guest_start_full (t, VV_PASSWORD, &tls_port);
-  Tinyproxy tp;
-  gchar *vv, *log, *ca_tmp;
-  guint8 *dump = NULL;
-  gint w, h;
+  VvUpstream u;
+  gchar *log, *ca_tmp;
   gint64 end;
   SrcResult r;
 
-  tinyproxy_start (&tp, tmp, tls_port);
-  vv = write_vv (tmp, t, tls_port, tp.port);
-
+  vv_upstream_start (&u);
   debug_collect_start ();
-  tls_src_run (&r, "vv-file", vv, NULL);
+  tls_src_run (&r, "vv-file", u.vv, NULL);
   log = debug_collect_stop ();
-  fail_unless (r.px != NULL, "%s", r.err ? r.err->message : "");
-  fail_unless (guest_process_dump (gp, &dump, &w, &h));
-  fail_unless_equals_int (r.w, w);
-  fail_unless_equals_int (r.h, h);
-  fail_unless_equals_uint64 (test_bgrx_count_diff (r.px, w * 4, dump, w * 4,
-          w, h, NULL, NULL), 0);
-  fail_unless (tinyproxy_connects (&tp, tls_port) >= 2);
-  fail_if (g_file_test (vv, G_FILE_TEST_EXISTS), "delete-this-file=1: %s "
-      "is still there", vv);
+  tls_src_assert_guest_frame (&r, u.gp);
+  fail_unless (tinyproxy_connects (&u.tp, u.tls_port) >= 2);
+  fail_if (g_file_test (u.vv, G_FILE_TEST_EXISTS), "delete-this-file=1: %s "
+      "is still there", u.vv);
   fail_unless (strstr (log, "deleted (delete-this-file)"), "%s", log);
   fail_unless (strlen (log) > 1000, "spicesrc logged almost nothing: %s",
       log);
@@ -392,21 +403,15 @@ GST_START_TEST (test_vv_file_through_proxy)
   src_result_clear (&r);
 
   /* the file's ticket is the one used: without it the guest refuses */
-  g_free (vv);
-  vv = write_vv (tmp, t, tls_port, tp.port);
-  tls_src_run (&r, "vv-file", vv, "password", "not-the-ticket", NULL);
+  g_free (u.vv);
+  u.vv = write_vv (u.tmp, u.t, u.tls_port, u.tp.port);
+  tls_src_run (&r, "vv-file", u.vv, "password", "not-the-ticket", NULL);
   fail_unless (r.err != NULL && g_error_matches (r.err, GST_RESOURCE_ERROR,
           GST_RESOURCE_ERROR_NOT_AUTHORIZED), "%s",
       r.err ? r.err->message : "connected with the wrong password");
   fail_if (strstr (r.err->message, VV_PASSWORD));
   src_result_clear (&r);
-
-  g_free (dump);
-  g_free (vv);
-  tinyproxy_stop (&tp);
-  guest_process_stop (gp);
-  tls_dir_free (t);
-  test_tmpdir_remove (tmp);
+  vv_upstream_stop (&u);
 }
 
 GST_END_TEST;
@@ -418,21 +423,17 @@ GST_END_TEST;
  * a second start is refused (exit 77) naming the file */
 GST_START_TEST (test_runner_vv_through_proxy)
 {
-  gchar *tmp = test_tmpdir_new ("gst-spice-vv-run");
-  TlsDir *t = tls_dir_new ();
-  guint tls_port, port;
-  GuestProcess *gp = tls_guest_start_full (t, VV_PASSWORD, &tls_port);
-  Tinyproxy tp;
-  gchar *vv, *vv_arg, *listen, *bin, *path, *log;
+  VvUpstream u;
+  guint port;
+  gchar *vv_arg, *listen, *bin, *path, *log;
   RunnerProcess *run;
   guint8 *dump = NULL, *shot = NULL;
   gint w, h, sw = 0, sh = 0;
   guint64 diff = G_MAXUINT64;
   gint64 end;
 
-  tinyproxy_start (&tp, tmp, tls_port);
-  vv = write_vv (tmp, t, tls_port, tp.port);
-  vv_arg = g_strdup_printf ("UPSTREAM_VV=%s", vv);
+  vv_upstream_start (&u);
+  vv_arg = g_strdup_printf ("UPSTREAM_VV=%s", u.vv);
   /* once the guest and tinyproxy listen: none of their ports */
   port = test_pick_free_port ();
   listen = g_strdup_printf ("LISTEN_PORT=%u", port);
@@ -444,11 +445,11 @@ GST_START_TEST (test_runner_vv_through_proxy)
     };
     const gchar *env[] = { "GST_DEBUG=spicesrc*:9", NULL };
 
-    run = runner_process_start (tmp, argv, env);
+    run = runner_process_start (u.tmp, argv, env);
   }
   fail_unless (runner_process_wait_log (run, "playing", 1,
           30000 * test_time_factor ()), "%s", runner_process_log (run));
-  fail_unless (guest_process_dump (gp, &dump, &w, &h));
+  fail_unless (guest_process_dump (u.gp, &dump, &w, &h));
   end = g_get_monotonic_time () + 30 * G_USEC_PER_SEC * test_time_factor ();
   while (diff != 0 && g_get_monotonic_time () < end) {
     GError *err = NULL;
@@ -465,8 +466,9 @@ GST_START_TEST (test_runner_vv_through_proxy)
   }
   fail_unless (diff == 0, "no exact picture (%" G_GUINT64_FORMAT " pixels "
       "differ): %s", diff, runner_process_log (run));
-  fail_unless (tinyproxy_connects (&tp, tls_port) >= 2);
-  fail_if (g_file_test (vv, G_FILE_TEST_EXISTS), "%s is still there", vv);
+  fail_unless (tinyproxy_connects (&u.tp, u.tls_port) >= 2);
+  fail_if (g_file_test (u.vv, G_FILE_TEST_EXISTS), "%s is still there",
+      u.vv);
 
   runner_process_signal (run, SIGTERM);
   fail_unless_equals_int (runner_process_wait_exit (run, 20000), 0);
@@ -481,10 +483,10 @@ GST_START_TEST (test_runner_vv_through_proxy)
 
   /* started again, the file is gone: refused before anything starts,
    * naming it, and not restarted (a new file is needed) */
-  fail_unless_equals_int (runner_process_run_sync (tmp, 60000, &log, "-D",
+  fail_unless_equals_int (runner_process_run_sync (u.tmp, 60000, &log, "-D",
           vv_arg, "-D", listen, path, NULL), 77);
   fail_unless (strstr (log, "cannot read connection file") &&
-      strstr (log, vv), "%s", log);
+      strstr (log, u.vv), "%s", log);
   g_free (log);
 
   g_free (dump);
@@ -492,11 +494,7 @@ GST_START_TEST (test_runner_vv_through_proxy)
   g_free (bin);
   g_free (listen);
   g_free (vv_arg);
-  g_free (vv);
-  tinyproxy_stop (&tp);
-  guest_process_stop (gp);
-  tls_dir_free (t);
-  test_tmpdir_remove (tmp);
+  vv_upstream_stop (&u);
 }
 
 GST_END_TEST;

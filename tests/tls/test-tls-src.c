@@ -101,18 +101,10 @@ GST_START_TEST (test_guest_tls_exact)
   guint tls_port;
   GuestProcess *gp = tls_guest_start (t, &tls_port);
   gchar *uri = g_strdup_printf ("spice://127.0.0.1?tls-port=%u", tls_port);
-  guint8 *dump = NULL;
-  gint w, h;
   SrcResult r;
 
   run_src (uri, t->ca, TLS_SUBJECT, &r);
-  fail_unless (r.px != NULL, "%s", r.err ? r.err->message : "");
-  fail_unless (guest_process_dump (gp, &dump, &w, &h));
-  fail_unless_equals_int (r.w, w);
-  fail_unless_equals_int (r.h, h);
-  fail_unless_equals_uint64 (test_bgrx_count_diff (r.px, w * 4, dump, w * 4,
-          w, h, NULL, NULL), 0);
-  g_free (dump);
+  tls_src_assert_guest_frame (&r, gp);
   src_result_clear (&r);
   /* the guest's plain port is no way around a wrong CA: the URI names
    * only the TLS port */

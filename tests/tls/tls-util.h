@@ -265,3 +265,19 @@ tls_src_run (SrcResult * r, const gchar * first_prop, ...)
   gst_object_unref (bus);
   gst_object_unref (pipe);
 }
+
+/* @r is a frame equal to @gp's picture (its `dump`), pixel for pixel */
+static inline void
+tls_src_assert_guest_frame (const SrcResult * r, GuestProcess * gp)
+{
+  guint8 *dump = NULL;
+  gint w, h;
+
+  fail_unless (r->px != NULL, "%s", r->err ? r->err->message : "no frame");
+  fail_unless (guest_process_dump (gp, &dump, &w, &h));
+  fail_unless_equals_int (r->w, w);
+  fail_unless_equals_int (r->h, h);
+  fail_unless_equals_uint64 (test_bgrx_count_diff (r->px, w * 4, dump,
+          w * 4, w, h, NULL, NULL), 0);
+  g_free (dump);
+}
