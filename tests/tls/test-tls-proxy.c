@@ -372,6 +372,7 @@ GST_START_TEST (test_vv_file_through_proxy)
   VvUpstream u;
   gchar *log, *ca_tmp;
   gint64 end;
+  guint n;
   SrcResult r;
 
   vv_upstream_start (&u);
@@ -410,6 +411,20 @@ GST_START_TEST (test_vv_file_through_proxy)
           GST_RESOURCE_ERROR_NOT_AUTHORIZED), "%s",
       r.err ? r.err->message : "connected with the wrong password");
   fail_if (strstr (r.err->message, VV_PASSWORD));
+  src_result_clear (&r);
+
+  /* a certificate refused for its subject: the diagnosis that names the
+   * reason reaches the server through the proxy too (one CONNECT more
+   * than spice-gtk's main channel) */
+  n = tinyproxy_connects (&u.tp, u.tls_port);
+  g_free (u.vv);
+  u.vv = write_vv (u.tmp, u.t, u.tls_port, u.tp.port);
+  tls_src_run (&r, "vv-file", u.vv, "cert-subject", TLS_WRONG_SUBJECT, NULL);
+  fail_unless (r.err != NULL, "connected with the wrong subject");
+  fail_unless (strstr (r.err->message, "not cert-subject '"
+          TLS_WRONG_SUBJECT "'"), "%s", r.err->message);
+  fail_unless (tinyproxy_connects (&u.tp, u.tls_port) >= n + 2,
+      "the diagnosis went around the proxy");
   src_result_clear (&r);
   vv_upstream_stop (&u);
 }
