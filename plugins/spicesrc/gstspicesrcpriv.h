@@ -20,6 +20,7 @@
 #include "gstspicesrcagent.h"
 
 G_BEGIN_DECLS
+
 /* one debug category for the element's own files (spicesrc) */
 GST_DEBUG_CATEGORY_EXTERN (gst_spice_src_debug);
 #define GST_CAT_DEFAULT gst_spice_src_debug
