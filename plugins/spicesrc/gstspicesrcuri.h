@@ -6,11 +6,12 @@
 #include <glib.h>
 
 G_BEGIN_DECLS
+
 /* any thread: spice://host[:port][?port=N&tls-port=N&password=P];
  * spice+tls://host:port is spice://host?tls-port=port (spice-gtk's two
  * forms). On success the four strings are the caller's (NULL: absent);
  * on failure they are NULL and @error says why. */
-    gboolean gst_spice_src_uri_parse (const gchar * uri, gchar ** host,
+gboolean gst_spice_src_uri_parse (const gchar * uri, gchar ** host,
     gchar ** port, gchar ** tls_port, gchar ** password, GError ** error);
 
 /* any thread: an HTTP CONNECT proxy, http://[USER:PASS@]HOST[:PORT] or
