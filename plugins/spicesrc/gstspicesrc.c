@@ -78,6 +78,7 @@
 #include "gstspicesrcinputs.h"
 #include "gstspicesrcsession.h"
 #include "gstspicesrcuri.h"
+#include "gstspicesrcvv.h"
 
 GST_DEBUG_CATEGORY (gst_spice_src_debug);
 
@@ -85,6 +86,8 @@ GST_DEBUG_CATEGORY (gst_spice_src_debug);
 #define DEFAULT_PASSWORD NULL
 #define DEFAULT_CA_FILE NULL
 #define DEFAULT_CERT_SUBJECT NULL
+#define DEFAULT_PROXY NULL
+#define DEFAULT_VV_FILE NULL
 #define DEFAULT_CHANNEL_ID 0
 #define DEFAULT_RECONNECT GST_SPICE_SRC_RECONNECT_NEVER
 #define DEFAULT_RECONNECT_INTERVAL 1000
@@ -106,6 +109,8 @@ enum
   PROP_PASSWORD_FILE,
   PROP_CA_FILE,
   PROP_CERT_SUBJECT,
+  PROP_PROXY,
+  PROP_VV_FILE,
   PROP_CHANNEL_ID,
   PROP_RECONNECT,
   PROP_RECONNECT_INTERVAL,
@@ -233,6 +238,9 @@ gst_spice_src_set_uri (GstSpiceSrc * self, const gchar * uri, GError ** error)
         "Changing the URI of spicesrc while it is running is not supported");
     return FALSE;
   }
+  /* "" is unset: pipelines pass uri="${UPSTREAM:-}" beside a vv-file */
+  if (uri && !*uri)
+    uri = NULL;
   if (uri && !gst_spice_src_uri_parse (uri, &h, &p, &t, &pw, NULL)) {
     g_set_error (error, GST_URI_ERROR, GST_URI_ERROR_BAD_URI,
         "Invalid SPICE URI '%s'", uri);
@@ -254,6 +262,132 @@ gst_spice_src_set_uri (GstSpiceSrc * self, const gchar * uri, GError ** error)
 /* ------------------------------------------------------------------------ */
 /* GstBaseSrc */
 
+/* the state-change thread: the string property @field, NULL when unset
+ * or "" (pipelines pass ca-file="${UPSTREAM_CA_FILE:-}") */
+static gchar *
+dup_set (GstSpiceSrc * self, gchar ** field)
+{
+  gchar *v;
+
+  GST_OBJECT_LOCK (self);
+  v = *field && **field ? g_strdup (*field) : NULL;
+  GST_OBJECT_UNLOCK (self);
+  return v;
+}
+
+/* the state-change thread: the parameters of a new start from the
+ * properties and the vv-file (read now; properties set by the user win
+ * over it), or NULL after posting the error that says why */
+static SessionParams *
+gst_spice_src_make_params (GstSpiceSrc * self)
+{
+  GstSpiceSrcVv vv = { NULL, };
+  SessionParams *p;
+  gchar *vv_file, *file, *password, *proxy;
+  GError *err = NULL;
+
+  p = g_new0 (SessionParams, 1);
+  g_atomic_ref_count_init (&p->ref);
+  p->uri = dup_set (self, &self->uri);
+  vv_file = dup_set (self, &self->vv_file);
+  if (vv_file && !gst_spice_src_vv_read (vv_file, &vv, &err)) {
+    gst_element_message_full (GST_ELEMENT (self), GST_MESSAGE_ERROR,
+        GST_RESOURCE_ERROR, g_error_matches (err, G_FILE_ERROR,
+            G_FILE_ERROR_INVAL) ? GST_RESOURCE_ERROR_SETTINGS :
+        GST_RESOURCE_ERROR_OPEN_READ, g_strdup_printf ("Could not use the "
+            "connection file: %s", err->message), NULL, __FILE__, G_STRFUNC,
+        __LINE__);
+    goto fail;
+  }
+
+  /* where: the uri, else the vv-file's host and ports */
+  if (p->uri) {
+    if (!gst_spice_src_uri_parse (p->uri, &p->host, &p->port, &p->tls_port,
+            &p->password, &err)) {
+      GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
+          ("Invalid SPICE URI '%s'", p->uri), ("%s", err->message));
+      goto fail;
+    }
+  } else if (vv.host) {
+    p->host = g_steal_pointer (&vv.host);
+    p->port = g_steal_pointer (&vv.port);
+    p->tls_port = g_steal_pointer (&vv.tls_port);
+    /* for messages: never the password */
+    p->uri = g_strdup_printf ("spice://%s%s%s%s%s (vv-file %s)", p->host,
+        p->port ? ":" : "", p->port ? p->port : "",
+        p->tls_port ? "?tls-port=" : "", p->tls_port ? p->tls_port : "",
+        vv_file);
+  } else {
+    GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
+        ("No SPICE URI set (set uri or vv-file)"), (NULL));
+    goto fail;
+  }
+
+  /* the ticket: password-file, password, the URI's, the vv-file's */
+  file = dup_set (self, &self->password_file);
+  if (file) {
+    password = gst_spice_read_password_file (file, &err);
+    g_free (file);
+    if (!password) {
+      gst_spice_post_password_file_error (GST_ELEMENT (self), err);
+      goto fail;
+    }
+  } else {
+    password = dup_set (self, &self->password);
+  }
+  if (password || !p->password) {
+    if (p->password)
+      memset (p->password, 0, strlen (p->password));
+    g_free (p->password);
+    p->password = password ? password : g_steal_pointer (&vv.password);
+  }
+
+  p->ca_file = dup_set (self, &self->ca_file);
+  if (!p->ca_file && vv.ca) {
+    p->ca_file = gst_spice_src_vv_write_ca (vv.ca, &err);
+    if (!p->ca_file) {
+      GST_ELEMENT_ERROR (self, RESOURCE, OPEN_WRITE,
+          ("Could not use the connection file's CA"), ("%s", err->message));
+      goto fail;
+    }
+    p->ca_file_is_temp = TRUE;
+    GST_DEBUG_OBJECT (self, "the vv-file's CA in %s", p->ca_file);
+  }
+  p->cert_subject = dup_set (self, &self->cert_subject);
+  if (!p->cert_subject)
+    p->cert_subject = g_steal_pointer (&vv.host_subject);
+  proxy = dup_set (self, &self->proxy);
+  if (proxy || vv.proxy) {
+    const gchar *origin = proxy ? "the proxy property" : "the vv-file";
+
+    if (!gst_spice_src_uri_parse_proxy (proxy ? proxy : vv.proxy, &p->proxy,
+            &p->proxy_shown, &err)) {
+      GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+          ("Invalid proxy in %s", origin), ("%s", err->message));
+      g_free (proxy);
+      goto fail;
+    }
+    g_free (proxy);
+  }
+  gst_spice_src_vv_clear (&vv);
+  g_free (vv_file);
+
+  GST_OBJECT_LOCK (self);
+  p->serial = ++self->n_starts;
+  p->channel_id = self->channel_id;
+  p->connect_timeout_ms = self->connect_timeout_ms;
+  p->compression = self->compression;
+  GST_OBJECT_UNLOCK (self);
+  return p;
+
+fail:
+  g_clear_error (&err);
+  gst_spice_src_vv_clear (&vv);
+  g_free (vv_file);
+  gst_spice_src_session_params_unref (p);
+  return NULL;
+}
+
 /* the state-change thread: the parameters of a new start (this one's
  * alone: nothing of the element that the context reads is written here),
  * a reference to the context helper, and the connect on the context */
@@ -261,72 +395,11 @@ static gboolean
 gst_spice_src_start (GstBaseSrc * bsrc)
 {
   GstSpiceSrc *self = GST_SPICE_SRC (bsrc);
-  gchar *uri, *host, *port, *tls_port, *password, *file;
-  gboolean from_file = FALSE;
-  GError *err = NULL;
-  SessionParams *p;
+  SessionParams *p = gst_spice_src_make_params (self);
 
-  GST_OBJECT_LOCK (self);
-  uri = g_strdup (self->uri);
-  GST_OBJECT_UNLOCK (self);
-
-  if (!gst_spice_src_uri_parse (uri, &host, &port, &tls_port, &password, &err)) {
-    if (uri)
-      GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
-          ("Invalid SPICE URI '%s'", uri), ("%s", err->message));
-    else
-      GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
-          ("No SPICE URI set"), ("set the uri property"));
-    g_clear_error (&err);
-    g_free (uri);
+  if (!p)
     return FALSE;
-  }
-
   GST_OBJECT_LOCK (self);
-  file = self->password_file && *self->password_file ?
-      g_strdup (self->password_file) : NULL;
-  GST_OBJECT_UNLOCK (self);
-  if (file) {
-    gchar *secret = gst_spice_read_password_file (file, &err);
-
-    g_free (file);
-    if (!secret) {
-      gst_spice_post_password_file_error (GST_ELEMENT (self), err);
-      g_clear_error (&err);
-      g_free (uri);
-      g_free (host);
-      g_free (port);
-      g_free (tls_port);
-      g_free (password);
-      return FALSE;
-    }
-    g_free (password);
-    password = secret;
-    from_file = TRUE;
-  }
-
-  p = g_new0 (SessionParams, 1);
-  g_atomic_ref_count_init (&p->ref);
-  p->serial = ++self->n_starts;
-  p->uri = uri;
-  p->host = host;
-  p->port = port;
-  p->tls_port = tls_port;
-  GST_OBJECT_LOCK (self);
-  if (self->password && !from_file) {
-    p->password = g_strdup (self->password);
-    g_free (password);
-  } else {
-    p->password = password;
-  }
-  /* "" is unset: pipelines pass ca-file="${UPSTREAM_CA_FILE:-}" */
-  p->ca_file = self->ca_file && *self->ca_file ?
-      g_strdup (self->ca_file) : NULL;
-  p->cert_subject = self->cert_subject && *self->cert_subject ?
-      g_strdup (self->cert_subject) : NULL;
-  p->channel_id = self->channel_id;
-  p->connect_timeout_ms = self->connect_timeout_ms;
-  p->compression = self->compression;
   /* released by this start's teardown, once the session is closed */
   self->helper_ref = self->context_mode == GST_SPICE_SRC_CONTEXT_AUTO;
   GST_OBJECT_UNLOCK (self);
@@ -923,6 +996,18 @@ gst_spice_src_set_property (GObject * object, guint prop_id,
       self->cert_subject = g_value_dup_string (value);
       GST_OBJECT_UNLOCK (self);
       break;
+    case PROP_PROXY:
+      GST_OBJECT_LOCK (self);
+      g_free (self->proxy);
+      self->proxy = g_value_dup_string (value);
+      GST_OBJECT_UNLOCK (self);
+      break;
+    case PROP_VV_FILE:
+      GST_OBJECT_LOCK (self);
+      g_free (self->vv_file);
+      self->vv_file = g_value_dup_string (value);
+      GST_OBJECT_UNLOCK (self);
+      break;
     case PROP_CHANNEL_ID:
       GST_OBJECT_LOCK (self);
       self->channel_id = g_value_get_int (value);
@@ -1016,6 +1101,16 @@ gst_spice_src_get_property (GObject * object, guint prop_id, GValue * value,
       g_value_set_string (value, self->cert_subject);
       GST_OBJECT_UNLOCK (self);
       break;
+    case PROP_PROXY:
+      GST_OBJECT_LOCK (self);
+      g_value_set_string (value, self->proxy);
+      GST_OBJECT_UNLOCK (self);
+      break;
+    case PROP_VV_FILE:
+      GST_OBJECT_LOCK (self);
+      g_value_set_string (value, self->vv_file);
+      GST_OBJECT_UNLOCK (self);
+      break;
     case PROP_CHANNEL_ID:
       g_value_set_int (value, self->channel_id);
       break;
@@ -1065,6 +1160,8 @@ gst_spice_src_finalize (GObject * object)
   g_free (self->password_file);
   g_free (self->ca_file);
   g_free (self->cert_subject);
+  g_free (self->proxy);
+  g_free (self->vv_file);
   /* none left: a start's parameters go with its teardown, which holds a
    * reference to the element */
   g_clear_pointer (&self->start_params, gst_spice_src_session_params_unref);
@@ -1160,6 +1257,43 @@ gst_spice_src_class_init (GstSpiceSrcClass * klass)
           "(e.g. \"C=XX,O=Example,CN=host\"); NULL or empty checks the "
           "host name",
           DEFAULT_CERT_SUBJECT, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
+  /**
+   * GstSpiceSrc:proxy:
+   *
+   * HTTP CONNECT proxy that every connection to the server goes through,
+   * `http://HOST:PORT` (spice-gtk's session `proxy`; `https://` and
+   * `http://USER:PASS@HOST:PORT` too; no port: 3128). NULL or "": the
+   * vv-file's `proxy`, else the `SPICE_PROXY` environment variable (read
+   * by spice-gtk), else none. Set, it wins over both.
+   */
+  g_object_class_install_property (gobject_class, PROP_PROXY,
+      g_param_spec_string ("proxy", "Proxy",
+          "HTTP CONNECT proxy to reach the server through, "
+          "http://HOST:PORT (NULL or empty: the vv-file's, else "
+          "SPICE_PROXY, else none)", DEFAULT_PROXY,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
+  /**
+   * GstSpiceSrc:vv-file:
+   *
+   * A virt-viewer connection file (`.vv`, as Proxmox VE, oVirt and
+   * OpenNebula hand out), read when the element starts: from its
+   * `[virt-viewer]` group `type` (must be `spice`), `host`, `port`,
+   * `tls-port`, `password`, `ca`, `host-subject` and `proxy`. Properties
+   * that are set win over the file (#GstSpiceSrc:uri over host and ports,
+   * #GstSpiceSrc:password-file, #GstSpiceSrc:password and the URI's
+   * password over `password`, #GstSpiceSrc:ca-file over `ca`,
+   * #GstSpiceSrc:cert-subject over `host-subject`, #GstSpiceSrc:proxy over
+   * `proxy`). With `delete-this-file=1` the file is deleted once read, as
+   * virt-viewer does. Its password is never logged.
+   */
+  g_object_class_install_property (gobject_class, PROP_VV_FILE,
+      g_param_spec_string ("vv-file", "Connection file",
+          "virt-viewer connection file (.vv) naming the server, its "
+          "ticket, CA and proxy; read at start, deleted after if it says "
+          "delete-this-file=1; set properties win over it", DEFAULT_VV_FILE,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
           GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_CHANNEL_ID,
       g_param_spec_int ("channel-id", "Display channel",

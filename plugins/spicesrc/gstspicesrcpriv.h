@@ -53,9 +53,13 @@ typedef struct
   gchar *host;
   gchar *port;
   gchar *tls_port;
-  gchar *password;
+  gchar *password;              /* zeroed when freed */
   gchar *ca_file;
+  gboolean ca_file_is_temp;     /* the vv-file's ca, deleted when freed */
   gchar *cert_subject;
+  gchar *proxy;                 /* HTTP CONNECT proxy URI (NULL: none set,
+                                 * spice-gtk reads SPICE_PROXY) */
+  gchar *proxy_shown;           /* the same without its credentials */
   gint channel_id;
   guint connect_timeout_ms;
   GstSpiceSrcCompression compression;
@@ -71,6 +75,8 @@ struct _GstSpiceSrc
   gchar *password_file;
   gchar *ca_file;
   gchar *cert_subject;
+  gchar *proxy;
+  gchar *vv_file;
   gint channel_id;
   GstSpiceSrcReconnect reconnect;
   guint reconnect_interval;

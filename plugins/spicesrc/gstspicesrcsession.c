@@ -16,6 +16,10 @@
 #include "config.h"
 #endif
 
+#include <errno.h>
+#include <string.h>
+#include <glib/gstdio.h>
+
 #include "gstspicesrcsession.h"
 #include "gstspicesrccontext.h"
 #include "gstspicesrccursor.h"
@@ -46,9 +50,15 @@ gst_spice_src_session_params_unref (SessionParams * p)
   g_free (p->host);
   g_free (p->port);
   g_free (p->tls_port);
+  if (p->password)
+    memset (p->password, 0, strlen (p->password));
   g_free (p->password);
+  if (p->ca_file_is_temp && g_unlink (p->ca_file) != 0)
+    GST_WARNING ("cannot delete %s: %s", p->ca_file, g_strerror (errno));
   g_free (p->ca_file);
   g_free (p->cert_subject);
+  g_free (p->proxy);
+  g_free (p->proxy_shown);
   g_free (p);
 }
 
@@ -250,8 +260,8 @@ tls_diagnosis_thread (gpointer data)
 
   /* at most connect-timeout or 5 s per step */
   d->reason = gst_spice_src_tls_diagnose (p->host, p->tls_port, p->ca_file,
-      p->cert_subject, p->connect_timeout_ms ?
-      MIN ((p->connect_timeout_ms + 999) / 1000, 5) : 5,
+      p->cert_subject, p->proxy ? p->proxy : g_getenv ("SPICE_PROXY"),
+      p->connect_timeout_ms ? MIN ((p->connect_timeout_ms + 999) / 1000, 5) : 5,
       d->cancel, &d->cert_refused);
   if (g_cancellable_is_cancelled (d->cancel))
     tls_diagnosis_free (d);
@@ -512,8 +522,9 @@ ctx_connect (GstSpiceSrc * self)
   if (gst_spice_src_session_stopped (self) || self->session)
     return;
 
-  GST_INFO_OBJECT (self, "connecting to %s (start %" G_GUINT64_FORMAT ")",
-      p->uri, p->serial);
+  GST_INFO_OBJECT (self, "connecting to %s%s%s (start %" G_GUINT64_FORMAT
+      ")", p->uri, p->proxy ? " through proxy " : "",
+      p->proxy ? p->proxy_shown : "", p->serial);
   session = spice_session_new ();
   g_object_set (session, "host", p->host, NULL);
   if (p->port)
@@ -526,6 +537,10 @@ ctx_connect (GstSpiceSrc * self)
     g_object_set (session, "ca-file", p->ca_file, NULL);
   if (p->cert_subject)
     g_object_set (session, "cert-subject", p->cert_subject, NULL);
+  /* set, it replaces SPICE_PROXY, which spice-gtk read when the session
+   * was made */
+  if (p->proxy)
+    g_object_set (session, "proxy", p->proxy, NULL);
   g_object_set (session, "enable-audio", TRUE, "enable-usbredir", FALSE,
       "enable-smartcard", FALSE,
       "preferred-compression", (gint) p->compression, NULL);

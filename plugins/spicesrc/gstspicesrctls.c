@@ -27,8 +27,8 @@ accept_any (GTlsConnection * conn, GTlsCertificate * cert,
 /* the server's certificate, or NULL with *reason set; @cancel ends every
  * step at once */
 static GTlsCertificate *
-fetch_certificate (const gchar * host, guint16 port, guint timeout_s,
-    GCancellable * cancel, gchar ** reason)
+fetch_certificate (const gchar * host, guint16 port, const gchar * proxy,
+    guint timeout_s, GCancellable * cancel, gchar ** reason)
 {
   GSocketClient *client = g_socket_client_new ();
   GSocketConnectable *id = g_network_address_new (host, port);
@@ -38,6 +38,13 @@ fetch_certificate (const gchar * host, guint16 port, guint timeout_s,
   GError *err = NULL;
 
   g_socket_client_set_timeout (client, MAX (timeout_s, 1));
+  if (proxy && *proxy) {
+    /* through the same CONNECT proxy (GIO's http proxy) */
+    GProxyResolver *resolver = g_simple_proxy_resolver_new (proxy, NULL);
+
+    g_socket_client_set_proxy_resolver (client, resolver);
+    g_object_unref (resolver);
+  }
   conn = g_socket_client_connect (client, id, cancel, &err);
   if (!conn) {
     *reason = g_strdup_printf ("cannot connect to %s port %u: %s", host,
@@ -104,8 +111,8 @@ verify (GTlsDatabase * db, GTlsCertificate * cert, GSocketConnectable * id,
 /* any thread but the context's (it blocks) */
 gchar *
 gst_spice_src_tls_diagnose (const gchar * host, const gchar * port,
-    const gchar * ca_file, const gchar * cert_subject, guint timeout_s,
-    GCancellable * cancel, gboolean * cert_refused)
+    const gchar * ca_file, const gchar * cert_subject, const gchar * proxy,
+    guint timeout_s, GCancellable * cancel, gboolean * cert_refused)
 {
   guint64 port_num = 0;
   GTlsCertificate *cert;
@@ -118,7 +125,7 @@ gst_spice_src_tls_diagnose (const gchar * host, const gchar * port,
   if (!port || !g_ascii_string_to_unsigned (port, 10, 1, 65535, &port_num,
           NULL))
     return g_strdup ("no TLS port");
-  cert = fetch_certificate (host, port_num, timeout_s, cancel, &reason);
+  cert = fetch_certificate (host, port_num, proxy, timeout_s, cancel, &reason);
   if (!cert)
     return reason;
 

@@ -22,7 +22,7 @@ G_BEGIN_DECLS
  * we refuse (a configuration that cannot work as it is), FALSE when no
  * certificate was seen (no TLS on that port, network). */
     gchar * gst_spice_src_tls_diagnose (const gchar * host, const gchar * port,
-    const gchar * ca_file, const gchar * cert_subject, guint timeout_s,
-    GCancellable * cancel, gboolean * cert_refused);
+    const gchar * ca_file, const gchar * cert_subject, const gchar * proxy,
+    guint timeout_s, GCancellable * cancel, gboolean * cert_refused);
 
 G_END_DECLS

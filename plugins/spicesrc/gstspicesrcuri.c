@@ -5,6 +5,8 @@
 #include "config.h"
 #endif
 
+#include <string.h>
+
 #include "gstspicesrcuri.h"
 #include "gstspicesrcpriv.h"
 
@@ -102,4 +104,47 @@ out:
     g_clear_pointer (password, g_free);
   }
   return ok;
+}
+
+/* any thread */
+gboolean
+gst_spice_src_uri_parse_proxy (const gchar * proxy, gchar ** uri,
+    gchar ** shown, GError ** error)
+{
+  GUri *u;
+  const gchar *scheme, *host, *userinfo;
+  gint port;
+  gboolean https;
+
+  *uri = *shown = NULL;
+  /* no scheme: http, as spice-gtk reads it */
+  u = g_uri_parse (strstr (proxy, "://") ? proxy : (*uri =
+          g_strconcat ("http://", proxy, NULL)), G_URI_FLAGS_NONE, NULL);
+  g_clear_pointer (uri, g_free);
+  if (!u) {
+    g_set_error (error, G_URI_ERROR, G_URI_ERROR_FAILED,
+        "proxy is not an http://HOST:PORT URI");
+    return FALSE;
+  }
+  scheme = g_uri_get_scheme (u);
+  host = g_uri_get_host (u);
+  userinfo = g_uri_get_userinfo (u);
+  https = g_ascii_strcasecmp (scheme, "https") == 0;
+  if (!https && g_ascii_strcasecmp (scheme, "http") != 0) {
+    g_set_error (error, G_URI_ERROR, G_URI_ERROR_BAD_SCHEME,
+        "proxy scheme '%s' is not http:// or https://", scheme);
+  } else if (!host || !*host) {
+    g_set_error (error, G_URI_ERROR, G_URI_ERROR_BAD_HOST,
+        "proxy URI has no host");
+  } else {
+    /* spice-gtk's defaults, written out for GIO's proxy (TLS diagnosis) */
+    port = g_uri_get_port (u) > 0 ? g_uri_get_port (u) : https ? 3129 : 3128;
+    *shown = g_strdup_printf ("%s://%s%s%s:%d", https ? "https" : "http",
+        strchr (host, ':') ? "[" : "", host, strchr (host, ':') ? "]" : "",
+        port);
+    *uri = userinfo ? g_strdup_printf ("%s://%s@%s", https ? "https" :
+        "http", userinfo, *shown + (https ? 8 : 7)) : g_strdup (*shown);
+  }
+  g_uri_unref (u);
+  return *uri != NULL;
 }

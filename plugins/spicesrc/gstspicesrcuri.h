@@ -14,4 +14,12 @@ G_BEGIN_DECLS
 gboolean gst_spice_src_uri_parse (const gchar * uri, gchar ** host,
     gchar ** port, gchar ** tls_port, gchar ** password, GError ** error);
 
+/* any thread: an HTTP CONNECT proxy, http://[USER:PASS@]HOST[:PORT] or
+ * https://... (no scheme: http; no port: 3128, https 3129, as spice-gtk
+ * reads it). On success *@uri is it with the port written out, *@shown
+ * the same without USER:PASS (for messages and logs); on failure both
+ * are NULL and @error says why. */
+gboolean gst_spice_src_uri_parse_proxy (const gchar * proxy, gchar ** uri,
+    gchar ** shown, GError ** error);
+
 G_END_DECLS

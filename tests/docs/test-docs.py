@@ -561,6 +561,14 @@ COMMANDS = {
     "remote-viewer --spice-ca-file=ca-cert.pem --spice-host-subject=\"C=XX,O=Example,CN=gw1.example.org\" \"spice://gw1.example.org?tls-port=5911\"":
         elsewhere("tests/tls (tls-sink: spice-gtk with ca-file and "
                   "cert-subject, refused with a wrong CA or subject)"),
+    # operator-guide.md, "Behind a proxy": needs a TLS upstream behind a
+    # CONNECT proxy and a .vv file, which tests/tls provides
+    "gst-spice-run -D UPSTREAM_VV=/run/gst-spice/vm101.vv -D LISTEN_ADDRESS=0.0.0.0 -D PASSWORD_FILE=clients.pw transcode-vp8":
+        elsewhere("tests/tls (tls-proxy: transcode-vp8 with only "
+                  "UPSTREAM_VV, the test guest's TLS port behind tinyproxy: "
+                  "exact picture, the CONNECT in tinyproxy's log, no ticket "
+                  "in the service log, the file deleted, a second start "
+                  "exits 77 naming it)"),
     "systemd-analyze security gst-spice@vm1": elsewhere(
         "tests/install (unit-security: systemd-analyze security "
         "--offline=yes on the unit as built, at most 2.5)"),

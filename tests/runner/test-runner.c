@@ -557,6 +557,7 @@ GST_START_TEST (test_usage_and_check)
 {
   gchar *serve = shipped_path ("serve-test");
   gchar *vp8 = shipped_path ("transcode-vp8");
+  gchar *record = shipped_path ("record");
   gchar *log = NULL;
 
   fail_unless_equals_int (run_sync (&log, "-D", "foo", serve, NULL),
@@ -564,16 +565,21 @@ GST_START_TEST (test_usage_and_check)
   fail_unless (strstr (log, "'foo' is not NAME=VALUE") != NULL, "%s", log);
   g_free (log);
   /* --check without the required variables: checked, and listed */
-  fail_unless_equals_int (run_sync (&log, "--check", vp8, NULL), 0);
-  fail_unless (strstr (log, "OK (to run it, set UPSTREAM)") != NULL, "%s",
+  fail_unless_equals_int (run_sync (&log, "--check", record, NULL), 0);
+  fail_unless (strstr (log, "OK (to run it, set OUTPUT)") != NULL, "%s",
       log);
   g_free (log);
   /* running without them is still an error that names them */
-  fail_unless_equals_int (run_sync (&log, vp8, NULL), EX_DATAERR);
-  fail_unless (strstr (log, "'UPSTREAM' is not set") != NULL, "%s", log);
+  fail_unless_equals_int (run_sync (&log, record, NULL), EX_DATAERR);
+  fail_unless (strstr (log, "'OUTPUT' is not set") != NULL, "%s", log);
+  g_free (log);
+  /* the upstream is UPSTREAM or UPSTREAM_VV: neither is required alone */
+  fail_unless_equals_int (run_sync (&log, "--check", vp8, NULL), 0);
+  fail_if (strstr (log, "to run it") != NULL, "%s", log);
   g_free (log);
   g_free (serve);
   g_free (vp8);
+  g_free (record);
 }
 
 GST_END_TEST;

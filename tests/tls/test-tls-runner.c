@@ -38,6 +38,10 @@ GST_START_TEST (test_tls_variables_in_every_pipeline)
     sink = strstr (text, "spicesink") != NULL;
     fail_unless (!src || (strstr (text, "${UPSTREAM_CA_FILE:-}") &&
             strstr (text, "${UPSTREAM_HOST_SUBJECT:-}")), "%s", shipped[i]);
+    /* and the proxy and connection file (tests/tls/test-tls-proxy.c) */
+    fail_unless (!src || (strstr (text, "proxy=\"${UPSTREAM_PROXY:-}\"") &&
+            strstr (text, "vv-file=\"${UPSTREAM_VV:-}\"")), "%s",
+        shipped[i]);
     fail_unless (!sink || (strstr (text, "${TLS_PORT:--1}") &&
             strstr (text, "${TLS_CERT_FILE:-}") &&
             strstr (text, "${TLS_KEY_FILE:-}")), "%s", shipped[i]);

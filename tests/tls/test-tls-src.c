@@ -9,25 +9,7 @@
  */
 #include <string.h>
 
-#include <gst/app/gstappsink.h>
-
 #include "tls-util.h"
-
-/* how one spicesrc run ended: a frame (its pixels) or an error */
-typedef struct
-{
-  guint8 *px;
-  gint w, h;
-  GError *err;
-} SrcResult;
-
-static void
-src_result_clear (SrcResult * r)
-{
-  g_free (r->px);
-  g_clear_error (&r->err);
-  memset (r, 0, sizeof (*r));
-}
 
 /* spicesrc @uri with ca-file @ca and cert-subject @subject (may be NULL)
  * until its first frame or its first error */
@@ -35,59 +17,7 @@ static void
 run_src (const gchar * uri, const gchar * ca, const gchar * subject,
     SrcResult * r)
 {
-  GstElement *pipe = gst_pipeline_new (NULL);
-  GstElement *src = gst_element_factory_make ("spicesrc", NULL);
-  GstElement *sink = gst_element_factory_make ("appsink", NULL);
-  GstBus *bus = gst_element_get_bus (pipe);
-  gint64 end = g_get_monotonic_time () + 30 * G_USEC_PER_SEC *
-      test_time_factor ();
-
-  memset (r, 0, sizeof (*r));
-  fail_unless (src && sink);
-  /* stopped at the first frame, while some channels may still link:
-   * spice-client-glib 0.42 then sometimes logs a GObject critical from a
-   * channel coroutine that wakes up without its session (no crash; see
-   * test_null_while_connecting in tests/spicesrc). About one run of
-   * test_qemu_tls_only in four failed on it. */
-  gst_check_add_log_filter ("GLib-GObject", G_LOG_LEVEL_CRITICAL,
-      g_regex_new ("^g_object_get: assertion 'G_IS_OBJECT \\(object\\)' "
-          "failed$", 0, 0, NULL), NULL, NULL, NULL);
-  g_object_set (src, "uri", uri, "ca-file", ca, "cert-subject", subject, NULL);
-  g_object_set (sink, "sync", FALSE, "max-buffers", 1, "drop", TRUE, NULL);
-  gst_bin_add_many (GST_BIN (pipe), src, sink, NULL);
-  fail_unless (gst_element_link (src, sink));
-  fail_unless (gst_element_set_state (pipe, GST_STATE_PLAYING) !=
-      GST_STATE_CHANGE_FAILURE);
-  while (!r->px && !r->err && g_get_monotonic_time () < end) {
-    GstSample *s = gst_app_sink_try_pull_sample (GST_APP_SINK (sink),
-        50 * GST_MSECOND);
-    GstMessage *m = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
-
-    if (s) {
-      GstStructure *st = gst_caps_get_structure (gst_sample_get_caps (s), 0);
-      GstBuffer *b = gst_sample_get_buffer (s);
-      gsize size;
-
-      fail_unless (gst_structure_get_int (st, "width", &r->w));
-      fail_unless (gst_structure_get_int (st, "height", &r->h));
-      size = (gsize) r->w * r->h * 4;
-      r->px = g_malloc (size);
-      fail_unless_equals_int (gst_buffer_extract (b, 0, r->px, size), size);
-      gst_sample_unref (s);
-    }
-    if (m) {
-      gchar *dbg = NULL;
-
-      gst_message_parse_error (m, &r->err, &dbg);
-      GST_INFO ("error: %s (%s)", r->err->message, dbg);
-      g_free (dbg);
-      gst_message_unref (m);
-    }
-  }
-  fail_unless (r->px || r->err, "neither a frame nor an error from %s", uri);
-  gst_element_set_state (pipe, GST_STATE_NULL);
-  gst_object_unref (bus);
-  gst_object_unref (pipe);
+  tls_src_run (r, "uri", uri, "ca-file", ca, "cert-subject", subject, NULL);
 }
 
 /* the error is a refused certificate and its message says @why */
@@ -171,18 +101,10 @@ GST_START_TEST (test_guest_tls_exact)
   guint tls_port;
   GuestProcess *gp = tls_guest_start (t, &tls_port);
   gchar *uri = g_strdup_printf ("spice://127.0.0.1?tls-port=%u", tls_port);
-  guint8 *dump = NULL;
-  gint w, h;
   SrcResult r;
 
   run_src (uri, t->ca, TLS_SUBJECT, &r);
-  fail_unless (r.px != NULL, "%s", r.err ? r.err->message : "");
-  fail_unless (guest_process_dump (gp, &dump, &w, &h));
-  fail_unless_equals_int (r.w, w);
-  fail_unless_equals_int (r.h, h);
-  fail_unless_equals_uint64 (test_bgrx_count_diff (r.px, w * 4, dump, w * 4,
-          w, h, NULL, NULL), 0);
-  g_free (dump);
+  tls_src_assert_guest_frame (&r, gp);
   src_result_clear (&r);
   /* the guest's plain port is no way around a wrong CA: the URI names
    * only the TLS port */

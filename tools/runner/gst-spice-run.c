@@ -535,7 +535,7 @@ check_password_file (Config * c, GstElement * e, const gchar * file)
 }
 
 /* What the elements would refuse at start, found before anything stops:
- * unreadable password, CA, certificate and key files, bad URIs, a
+ * unreadable password, CA, certificate, key and connection files, bad URIs, a
  * listening address that is not loopback without a password. Logs one line
  * and returns FALSE. */
 static gboolean
@@ -547,7 +547,9 @@ check_element (Config * c, GstElement * e)
 
   static const gchar *const files[][2] = {
     {"password-file", "password file"}, {"ca-file", "CA file"},
-    {"tls-cert-file", "TLS certificate"}, {"tls-key-file", "TLS key"}
+    {"tls-cert-file", "TLS certificate"}, {"tls-key-file", "TLS key"},
+    /* readable is all: reading it would delete a delete-this-file one */
+    {"vv-file", "connection file"}
   };
   guint i;
 
