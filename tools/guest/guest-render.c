@@ -294,6 +294,68 @@ guest_render_key_box (guint8 * bgrx, gint w, gint h, gint stride,
         GUEST_COLOR_BOX_OFF);
 }
 
+/* ---- heads ------------------------------------------------------------ */
+
+guint32
+guest_render_head_color (guint index)
+{
+  static const guint32 colors[] = { 0xd04040, 0x40b040, 0x4060e0, 0xd0b020,
+    0xb040c0, 0x30b0b0, 0xe08030, 0x808080
+  };
+
+  return colors[index % G_N_ELEMENTS (colors)];
+}
+
+void
+guest_render_head_mark (guint8 * bgrx, gint stride, gint x0, gint head_w,
+    gint h, guint index)
+{
+  GuestRect bar = { x0, h - GUEST_HEAD_MARK_HEIGHT, head_w,
+    GUEST_HEAD_MARK_HEIGHT
+  };
+  guint k;
+
+  if (h < GUEST_HEAD_MARK_HEIGHT || head_w <= 0)
+    return;
+  fill_rect (bgrx, stride, &bar, guest_render_head_color (index));
+  for (k = 0; k <= index; k++) {
+    GuestRect cell = { x0 + GUEST_HEAD_MARK_CELL + (gint) k * 2 *
+          GUEST_HEAD_MARK_CELL, h - 6, GUEST_HEAD_MARK_CELL, 4
+    };
+    if (cell.x + cell.width > x0 + head_w)
+      break;
+    fill_rect (bgrx, stride, &cell, 0xffffff);
+  }
+}
+
+void
+guest_render_heads_frame (guint8 * bgrx, gint head_w, gint h, gint stride,
+    guint heads, guint32 seed, guint key_presses, GuestActivity kind,
+    gint64 frame_no, gboolean stamp)
+{
+  guint i;
+
+  guest_render_frame_full (bgrx, head_w * (gint) heads, h, stride, seed,
+      key_presses, kind, frame_no, stamp);
+  for (i = 0; i < heads && heads > 1; i++)
+    guest_render_head_mark (bgrx, stride, (gint) i * head_w, head_w, h, i);
+}
+
+void
+guest_render_display_frame (guint8 * bgrx, gint w, gint h, gint stride,
+    guint display, guint displays, guint32 seed, guint key_presses,
+    GuestActivity kind, gint64 frame_no, gboolean stamp)
+{
+  if (display == 0)
+    guest_render_frame_full (bgrx, w, h, stride, seed, key_presses, kind,
+        frame_no, stamp);
+  else
+    guest_render_frame_full (bgrx, w, h, stride, seed + display, key_presses,
+        GUEST_ACTIVITY_IDLE, GUEST_FRAME_NONE, FALSE);
+  if (displays > 1)
+    guest_render_head_mark (bgrx, stride, 0, w, h, display);
+}
+
 /* ---- activities ------------------------------------------------------ */
 
 static void

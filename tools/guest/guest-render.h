@@ -160,6 +160,32 @@ void guest_render_frame_full (guint8 * bgrx, gint w, gint h, gint stride,
     guint32 seed, guint key_presses, GuestActivity kind, gint64 frame_no,
     gboolean stamp);
 
+/* Several heads (--heads, --displays): head @index's mark, the bottom
+ * GUEST_HEAD_MARK_HEIGHT rows of its @head_w x @h rectangle at (@x0, 0) of
+ * @bgrx: a bar in the head's colour (guest_render_head_color) with
+ * index + 1 white GUEST_HEAD_MARK_CELL x 4 blocks in it, so a picture and a
+ * person tell which head is where. Nothing else the guest draws reaches
+ * those rows (the key box and the activity area end at least 16 rows above
+ * the bottom). */
+#define GUEST_HEAD_MARK_HEIGHT 8
+#define GUEST_HEAD_MARK_CELL   8
+guint32 guest_render_head_color (guint index);
+void guest_render_head_mark (guint8 * bgrx, gint stride, gint x0, gint head_w,
+    gint h, guint index);
+
+/* What the guest shows with --heads @heads (one surface @heads x @head_w
+ * wide, heads side by side, each with its mark when @heads > 1). */
+void guest_render_heads_frame (guint8 * bgrx, gint head_w, gint h,
+    gint stride, guint heads, guint32 seed, guint key_presses,
+    GuestActivity kind, gint64 frame_no, gboolean stamp);
+
+/* What display @display of --displays @displays shows: display 0 the usual
+ * picture, display i > 0 that of seed + i without activity (the same key
+ * box); each with its mark when @displays > 1. */
+void guest_render_display_frame (guint8 * bgrx, gint w, gint h, gint stride,
+    guint display, guint displays, guint32 seed, guint key_presses,
+    GuestActivity kind, gint64 frame_no, gboolean stamp);
+
 /* The part of the activity area (area-local coordinates) that activity kind
  * redraws on every frame after frame 0: the whole area, or for
  * desktop-video the video window. FALSE if the area is empty. */

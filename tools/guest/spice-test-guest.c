@@ -85,6 +85,7 @@
 
 #define MAX_QUEUED_DRAWS 32     /* like the QXL command ring */
 #define CURSOR_SIZE 32
+#define MAX_HEADS 8             /* --heads and --displays */
 
 typedef enum
 {
@@ -106,6 +107,19 @@ typedef struct
   QXLCursorCmd cmd;
   QXLCursor *shape;
 } GuestCursorCmd;
+
+/* --displays N: QXL device i > 0 (display channel i), with its own primary
+ * surface; device 0 is the Guest's own. qxl comes first: the QXL callbacks
+ * find the device from their QXLInstance. */
+typedef struct
+{
+  QXLInstance qxl;
+  GAsyncQueue *cmd_queue;
+  gint w, h, stride;
+  guint8 *fb;
+  guint8 *primary_mem;
+  gboolean primary_created;
+} GuestDisplay;
 
 typedef struct
 {
@@ -134,6 +148,11 @@ typedef struct
   gboolean agent_enabled;
   gchar *agent_xfer_dir;
   GuestAgent *agent;
+  gint heads;                   /* --heads: monitors on the one surface */
+  gint displays;                /* --displays: QXL devices */
+  gint head_w;                  /* the width of one head */
+  GuestDisplay extra[MAX_HEADS - 1];    /* displays 1..displays-1 */
+  GPtrArray *monitors_configs;  /* QXLMonitorsConfig * read by the worker */
 
   guint32 seed;
   GMainLoop *loop;
@@ -248,7 +267,8 @@ drain_queue (GAsyncQueue * q)
 }
 
 static void
-push_command (GAsyncQueue * q, QXLPHYSICAL data, guint32 type)
+push_command (QXLInstance * qxl, GAsyncQueue * q, QXLPHYSICAL data,
+    guint32 type)
 {
   QXLCommandExt *ext = g_new0 (QXLCommandExt, 1);
 
@@ -257,26 +277,27 @@ push_command (GAsyncQueue * q, QXLPHYSICAL data, guint32 type)
   ext->group_id = 0;
   ext->flags = 0;
   g_async_queue_push (q, ext);
-  spice_qxl_wakeup (&guest.qxl);
+  spice_qxl_wakeup (qxl);
 }
 
-/* A DRAW_COPY of rect r of the framebuffer; the command owns a copy of the
- * pixels, freed in release_resource. */
+/* A DRAW_COPY of rect r of framebuffer fb on QXL device qxl; the command
+ * owns a copy of the pixels, freed in release_resource. Main thread. */
 static void
-push_draw (Guest * g, const GuestRect * r)
+push_draw_on (Guest * g, QXLInstance * qxl, GAsyncQueue * q, gboolean created,
+    const guint8 * fb, gint stride, const GuestRect * r)
 {
   GuestDrawCmd *c;
   QXLDrawable *d;
   QXLImage *img;
 
-  if (!g->primary_created || r->width <= 0 || r->height <= 0)
+  if (!created || r->width <= 0 || r->height <= 0)
     return;
 
   c = g_new0 (GuestDrawCmd, 1);
   c->kind = GUEST_CMD_DRAW;
   c->pixels = g_malloc ((gsize) r->width * r->height * 4);
-  gst_spice_blit_bgrx (c->pixels, (gsize) r->width * 4, 0, 0, g->fb,
-      g->stride, r->x, r->y, r->width, r->height);
+  gst_spice_blit_bgrx (c->pixels, (gsize) r->width * 4, 0, 0, fb, stride,
+      r->x, r->y, r->width, r->height);
 
   img = &c->image;
   img->descriptor.id = ((guint64)++ g->image_unique << 32) |
@@ -315,7 +336,15 @@ push_draw (Guest * g, const GuestRect * r)
   d->u.copy.scale_mode = 0;
   d->u.copy.mask.bitmap = 0;
 
-  push_command (g->cmd_queue, (QXLPHYSICAL) (uintptr_t) d, QXL_CMD_DRAW);
+  push_command (qxl, q, (QXLPHYSICAL) (uintptr_t) d, QXL_CMD_DRAW);
+}
+
+/* A DRAW_COPY of rect r of the guest's framebuffer (device 0). Main thread. */
+static void
+push_draw (Guest * g, const GuestRect * r)
+{
+  push_draw_on (g, &g->qxl, g->cmd_queue, g->primary_created, g->fb,
+      g->stride, r);
 }
 
 /* ---- cursor ------------------------------------------------------------- */
@@ -380,7 +409,7 @@ push_cursor_set (Guest * g)
   c->cmd.u.set.visible = 1;
   c->cmd.u.set.shape = (QXLPHYSICAL) (uintptr_t) c->shape;
   g->cursor_visible = TRUE;
-  push_command (g->cursor_queue, (QXLPHYSICAL) (uintptr_t) & c->cmd,
+  push_command (&g->qxl, g->cursor_queue, (QXLPHYSICAL) (uintptr_t) & c->cmd,
       QXL_CMD_CURSOR);
 }
 
@@ -396,7 +425,7 @@ push_cursor_move (Guest * g, gint x, gint y)
   c = cursor_cmd_new (QXL_CURSOR_MOVE);
   c->cmd.u.position.x = g->cursor_x;
   c->cmd.u.position.y = g->cursor_y;
-  push_command (g->cursor_queue, (QXLPHYSICAL) (uintptr_t) & c->cmd,
+  push_command (&g->qxl, g->cursor_queue, (QXLPHYSICAL) (uintptr_t) & c->cmd,
       QXL_CMD_CURSOR);
 }
 
@@ -405,7 +434,7 @@ push_cursor_hide (Guest * g)
 {
   GuestCursorCmd *c = cursor_cmd_new (QXL_CURSOR_HIDE);
   g->cursor_visible = FALSE;
-  push_command (g->cursor_queue, (QXLPHYSICAL) (uintptr_t) & c->cmd,
+  push_command (&g->qxl, g->cursor_queue, (QXLPHYSICAL) (uintptr_t) & c->cmd,
       QXL_CMD_CURSOR);
 }
 
@@ -456,17 +485,26 @@ pop_command (GAsyncQueue * q, struct QXLCommandExt *cmd)
   return 1;
 }
 
+/* the command queue of device qin: the guest's own, or a --displays one */
+static GAsyncQueue *
+device_queue (QXLInstance * qin)
+{
+  if (qin == &guest.qxl)
+    return guest.cmd_queue;
+  return ((GuestDisplay *) qin)->cmd_queue;
+}
+
 static int
 qxl_get_command (QXLInstance * qin, struct QXLCommandExt *cmd)
 {
-  return pop_command (guest.cmd_queue, cmd);
+  return pop_command (device_queue (qin), cmd);
 }
 
 static int
 qxl_req_cmd_notification (QXLInstance * qin)
 {
   /* TRUE: empty, we will call spice_qxl_wakeup() after the next push */
-  return g_async_queue_length (guest.cmd_queue) <= 0;
+  return g_async_queue_length (device_queue (qin)) <= 0;
 }
 
 static void
@@ -475,15 +513,20 @@ qxl_release_resource (QXLInstance * qin, struct QXLReleaseInfoExt ext)
   free_command ((guint32 *) (uintptr_t) ext.info->id);
 }
 
+/* the cursor lives on device 0; the other devices have none */
 static int
 qxl_get_cursor_command (QXLInstance * qin, struct QXLCommandExt *cmd)
 {
+  if (qin != &guest.qxl)
+    return 0;
   return pop_command (guest.cursor_queue, cmd);
 }
 
 static int
 qxl_req_cursor_notification (QXLInstance * qin)
 {
+  if (qin != &guest.qxl)
+    return 1;
   return g_async_queue_length (guest.cursor_queue) <= 0;
 }
 
@@ -547,37 +590,125 @@ static const QXLInterface qxl_iface = {
 
 /* ---- surface -------------------------------------------------------------- */
 
+/* Creates the primary surface of device qxl from fb; *mem becomes the
+ * surface memory. Main thread. */
 static void
-create_primary (Guest * g)
+create_primary_on (QXLInstance * qxl, guint8 ** mem, const guint8 * fb,
+    gint w, gint h, gint stride)
 {
   QXLDevSurfaceCreate s;
-  gsize size = (gsize) g->stride * g->h;
+  gsize size = (gsize) stride * h;
 
-  g_free (g->primary_mem);
-  g->primary_mem = g_malloc (size);
+  g_free (*mem);
+  *mem = g_malloc (size);
   /* the device starts with what the guest drew: KEEP_DATA keeps it */
-  memcpy (g->primary_mem, g->fb, size);
+  memcpy (*mem, fb, size);
 
   memset (&s, 0, sizeof (s));
-  s.width = g->w;
-  s.height = g->h;
-  s.stride = g->stride;
+  s.width = w;
+  s.height = h;
+  s.stride = stride;
   s.format = SPICE_SURFACE_FMT_32_xRGB;
   s.position = 0;
   s.mouse_mode = TRUE;          /* hardware cursor: client mouse allowed */
   s.flags = QXL_SURF_FLAG_KEEP_DATA;
   s.type = QXL_SURF_TYPE_PRIMARY;
-  s.mem = (uint64_t) (uintptr_t) g->primary_mem;
+  s.mem = (uint64_t) (uintptr_t) * mem;
   s.group_id = 0;
-  spice_qxl_create_primary_surface (&g->qxl, 0, &s);
+  spice_qxl_create_primary_surface (qxl, 0, &s);
+}
+
+/* --heads N: tells spice-server the monitors on the primary surface (heads
+ * side by side, head_w x h each), which it sends its clients as
+ * SPICE_MSG_DISPLAY_MONITORS_CONFIG; the config stays readable until the
+ * end, as a driver's would. Main thread. */
+static void
+send_monitors_config (Guest * g)
+{
+  QXLMonitorsConfig *mc;
+  GString *desc;
+  gint i;
+
+  if (g->heads <= 1)
+    return;
+  mc = g_malloc0 (sizeof (QXLMonitorsConfig) + g->heads * sizeof (QXLHead));
+  mc->count = g->heads;
+  mc->max_allowed = g->heads;
+  desc = g_string_new (NULL);
+  for (i = 0; i < g->heads; i++) {
+    mc->heads[i].id = i;
+    mc->heads[i].surface_id = 0;
+    mc->heads[i].width = g->head_w;
+    mc->heads[i].height = g->h;
+    mc->heads[i].x = i * g->head_w;
+    mc->heads[i].y = 0;
+    g_string_append_printf (desc, " %d@%d,0 %dx%d", i, i * g->head_w,
+        g->head_w, g->h);
+  }
+  g_ptr_array_add (g->monitors_configs, mc);
+  spice_qxl_monitors_config_async (&g->qxl, (QXLPHYSICAL) (uintptr_t) mc, 0, 0);
+  guest_log ("monitors %d max %d:%s", g->heads, g->heads, desc->str);
+  g_string_free (desc, TRUE);
+}
+
+static void
+create_primary (Guest * g)
+{
+  create_primary_on (&g->qxl, &g->primary_mem, g->fb, g->w, g->h, g->stride);
   g->primary_created = TRUE;
+  send_monitors_config (g);
+}
+
+/* display i > 0 of --displays: the picture of seed + i without activity,
+ * the same key box, its head mark */
+static void
+redraw_display (Guest * g, gint i)
+{
+  GuestDisplay *d = &g->extra[i - 1];
+
+  guest_render_display_frame (d->fb, d->w, d->h, d->stride, i, g->displays,
+      g->seed, g->key_presses, GUEST_ACTIVITY_IDLE, GUEST_FRAME_NONE, FALSE);
 }
 
 static void
 redraw_all (Guest * g)
 {
-  guest_render_frame_full (g->fb, g->w, g->h, g->stride, g->seed,
-      g->key_presses, g->activity, g->frame_no, g->frame_stamp);
+  gint i;
+
+  if (g->displays > 1)
+    guest_render_display_frame (g->fb, g->w, g->h, g->stride, 0, g->displays,
+        g->seed, g->key_presses, g->activity, g->frame_no, g->frame_stamp);
+  else
+    guest_render_heads_frame (g->fb, g->head_w, g->h, g->stride, g->heads,
+        g->seed, g->key_presses, g->activity, g->frame_no, g->frame_stamp);
+  for (i = 1; i < g->displays; i++)
+    redraw_display (g, i);
+}
+
+/* (Re)creates the surfaces of displays 1..displays-1 at the guest's head
+ * size, drawn completely. Main thread. */
+static void
+create_displays (Guest * g)
+{
+  gint i;
+
+  for (i = 1; i < g->displays; i++) {
+    GuestDisplay *d = &g->extra[i - 1];
+
+    if (d->primary_created) {
+      drain_queue (d->cmd_queue);
+      spice_qxl_destroy_primary_surface (&d->qxl, 0);
+      d->primary_created = FALSE;
+    }
+    d->w = g->head_w;
+    d->h = g->h;
+    d->stride = d->w * 4;
+    g_free (d->fb);
+    d->fb = g_malloc ((gsize) d->stride * d->h);
+    redraw_display (g, i);
+    create_primary_on (&d->qxl, &d->primary_mem, d->fb, d->w, d->h, d->stride);
+    d->primary_created = TRUE;
+  }
 }
 
 /* ---- activity ----------------------------------------------------------- */
@@ -709,11 +840,22 @@ toggle_box (Guest * g)
 {
   GuestRect r;
 
+  gint i;
+
   g->key_presses++;
   guest_audio_burst (g->audio, g->key_presses);
   guest_render_key_box (g->fb, g->w, g->h, g->stride, g->key_presses & 1);
   if (guest_render_key_box_rect (g->w, g->h, &r))
     push_draw (g, &r);
+  /* --displays: every display shows the key box */
+  for (i = 1; i < g->displays; i++) {
+    GuestDisplay *d = &g->extra[i - 1];
+
+    guest_render_key_box (d->fb, d->w, d->h, d->stride, g->key_presses & 1);
+    if (guest_render_key_box_rect (d->w, d->h, &r))
+      push_draw_on (g, &d->qxl, d->cmd_queue, d->primary_created, d->fb,
+          d->stride, &r);
+  }
   guest_log ("box %u", g->key_presses);
 }
 
@@ -1031,14 +1173,17 @@ do_resize (Guest * g, gint w, gint h)
   spice_qxl_destroy_primary_surface (&g->qxl, 0);
   g->primary_created = FALSE;
 
-  g->w = w;
+  /* --heads: every head w x h, side by side */
+  g->head_w = w;
+  g->w = w * MAX (g->heads, 1);
   g->h = h;
-  g->stride = w * 4;
+  g->stride = g->w * 4;
   g_free (g->fb);
   g->fb = g_malloc ((gsize) g->stride * g->h);
   /* same key state and activity frame, at the new size */
   redraw_all (g);
   create_primary (g);
+  create_displays (g);
   g->cursor_x = MIN (g->cursor_x, w - 1);
   g->cursor_y = MIN (g->cursor_y, h - 1);
   guest_log ("resized %d %d", w, h);
@@ -1050,7 +1195,7 @@ on_agent_resize (gint w, gint h, gpointer user_data)
 {
   Guest *g = user_data;
 
-  if (w != g->w || h != g->h)
+  if (w != g->head_w || h != g->h)
     do_resize (g, w, h);
 }
 
@@ -1363,6 +1508,12 @@ main (int argc, char *argv[])
     {"agent-xfer-dir", 0, 0, G_OPTION_ARG_FILENAME, &g->agent_xfer_dir,
         "With --agent: save the files clients send in DIR (default: file "
           "transfer disabled)", "DIR"},
+    {"heads", 0, 0, G_OPTION_ARG_INT, &g->heads,
+        "N monitors side by side on one surface N x width wide "
+          "(MONITORS_CONFIG; default 1)", "N"},
+    {"displays", 0, 0, G_OPTION_ARG_INT, &g->displays,
+          "N QXL devices, one display channel and surface each (default 1)",
+        "N"},
     {"exit-on-eof", 0, 0, G_OPTION_ARG_NONE, &g->exit_on_eof,
         "Quit when stdin reaches end of file", NULL},
     {"log-frames", 0, 0, G_OPTION_ARG_NONE, &g->log_frames,
@@ -1380,6 +1531,8 @@ main (int argc, char *argv[])
 
   g->port = 5900;
   g->fps = 30;
+  g->heads = 1;
+  g->displays = 1;
   g->width = GUEST_DEFAULT_WIDTH;
   g->height = GUEST_DEFAULT_HEIGHT;
 
@@ -1418,6 +1571,14 @@ main (int argc, char *argv[])
         "--width/--height " "%d..%d", GUEST_MIN_SIZE, GUEST_MAX_SIZE);
     goto fail;
   }
+  if (g->heads < 1 || g->heads > MAX_HEADS || g->displays < 1 ||
+      g->displays > MAX_HEADS || (g->heads > 1 && g->displays > 1) ||
+      g->width * g->heads > GUEST_MAX_SIZE) {
+    g_set_error (&error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+        "--heads or --displays: 1..%d, not both, heads x width <= %d",
+        MAX_HEADS, GUEST_MAX_SIZE);
+    goto fail;
+  }
   if (g->activity_name &&
       !guest_activity_from_string (g->activity_name, &initial)) {
     g_set_error (&error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
@@ -1445,10 +1606,23 @@ main (int argc, char *argv[])
   g->cursor_queue = g_async_queue_new ();
   g->activity = GUEST_ACTIVITY_IDLE;
   g->frame_no = GUEST_FRAME_NONE;
-  g->w = g->width;
+  g->monitors_configs = g_ptr_array_new_with_free_func (g_free);
+  g->head_w = g->width;
+  g->w = g->width * g->heads;
   g->h = g->height;
   g->stride = g->w * 4;
   g->fb = g_malloc ((gsize) g->stride * g->h);
+  {
+    gint i;
+    for (i = 1; i < g->displays; i++) {
+      GuestDisplay *d = &g->extra[i - 1];
+      d->cmd_queue = g_async_queue_new ();
+      d->w = g->width;
+      d->h = g->height;
+      d->stride = d->w * 4;
+      d->fb = g_malloc ((gsize) d->stride * d->h);
+    }
+  }
   g->cursor_x = g->w / 2;
   g->cursor_y = g->h / 2;
   redraw_all (g);
@@ -1466,6 +1640,14 @@ main (int argc, char *argv[])
   g->qxl.base.sif = &qxl_iface.base;
   g->qxl.id = 0;
   spice_server_add_interface (g->server, &g->qxl.base);
+  {
+    gint i;
+    for (i = 1; i < g->displays; i++) {
+      g->extra[i - 1].qxl.base.sif = &qxl_iface.base;
+      g->extra[i - 1].qxl.id = i;
+      spice_server_add_interface (g->server, &g->extra[i - 1].qxl.base);
+    }
+  }
   g->kbd.base.sif = &kbd_iface.base;
   spice_server_add_interface (g->server, &g->kbd.base);
   g->mouse.base.sif = &mouse_iface.base;
@@ -1481,6 +1663,7 @@ main (int argc, char *argv[])
 
   spice_server_vm_start (g->server);
   create_primary (g);
+  create_displays (g);
   push_cursor_set (g);
 
   g_unix_signal_add (SIGTERM, on_signal, g);
@@ -1509,6 +1692,16 @@ main (int argc, char *argv[])
   spice_server_destroy (g->server);
   drain_queue (g->cmd_queue);
   drain_queue (g->cursor_queue);
+  {
+    gint i;
+    for (i = 1; i < g->displays; i++) {
+      drain_queue (g->extra[i - 1].cmd_queue);
+      g_async_queue_unref (g->extra[i - 1].cmd_queue);
+      g_free (g->extra[i - 1].primary_mem);
+      g_free (g->extra[i - 1].fb);
+    }
+  }
+  g_ptr_array_unref (g->monitors_configs);
   g_async_queue_unref (g->cmd_queue);
   g_async_queue_unref (g->cursor_queue);
   g_free (g->primary_mem);
