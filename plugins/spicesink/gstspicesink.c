@@ -578,12 +578,16 @@ gst_spice_sink_draw_event (GstPad * pad, GstObject * parent, GstEvent * event)
     }
     case GST_EVENT_CUSTOM_DOWNSTREAM_STICKY:{
       guint locks;
+      GstSpiceHeads m;
 
       if (gst_event_has_name (event, GST_SPICE_EVENT_CURSOR))
         handle_cursor_event (sink, event);
       else if (gst_spice_event_parse_key_locks (event, &locks))
         sink_server_set_key_locks (sink->server, locks);
-      else
+      else if (gst_event_has_name (event, GST_SPICE_EVENT_MONITORS)) {
+        if (gst_spice_event_parse_monitors (event, &m))
+          sink_server_set_monitors (sink->server, &m);
+      } else
         sink_server_agent_event (sink->server, event);
       gst_event_unref (event);
       return TRUE;

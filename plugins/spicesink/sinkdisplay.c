@@ -1,7 +1,8 @@
 /* spicesink: the display channel
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * Sent: SURFACE_CREATE, the whole picture as one DRAW_COPY (a REFRESH
+ * Sent: SURFACE_CREATE, MONITORS_CONFIG (with the capability, when the
+ * heads are known), the whole picture as one DRAW_COPY (a REFRESH
  * update or a one-region picture; after 2 s whatever the last-known
  * picture has), MARK; then updates as DRAW_COPY / COPY_BITS; streams as
  * STREAM_CREATE (+ STREAM_ACTIVATE_REPORT) / STREAM_DATA / STREAM_DESTROY,
@@ -237,7 +238,28 @@ sink_display_start (SinkSession * s)
   send_fixed (d, SPICE_MSG_DISPLAY_SURFACE_CREATE, a);
   g_byte_array_unref (a);
   s->disp.surface_sent = TRUE;
+  sink_display_send_monitors (s);
   start_picture (s);
+}
+
+void
+sink_display_send_monitors (SinkSession * s)
+{
+  SinkConn *d = s->display;
+  const GstSpiceHeads *m = &s->shared->monitors;
+  GByteArray *a;
+
+  /* heads that do not fit the surface belong to a surface still on its
+   * way: they are sent again with it (sink_display_start()) */
+  if (!sink_conn_is_linked (d) || !s->disp.surface_sent ||
+      !sink_conn_has_channel_cap (d, SPICE_DISPLAY_CAP_MONITORS_CONFIG) ||
+      !gst_spice_heads_fit (m, s->shared->width, s->shared->height))
+    return;
+  a = g_byte_array_new ();
+  gst_spice_wire_write_monitors_config (a, 0, m);
+  send_fixed (d, SPICE_MSG_DISPLAY_MONITORS_CONFIG, a);
+  g_byte_array_unref (a);
+  GST_DEBUG ("%u monitors sent", m->count);
 }
 
 void

@@ -85,6 +85,9 @@ void     sink_display_linked (SinkSession * s);
 void     sink_display_closed (SinkSession * s);
 /* the surface (new or resized) and the best picture there is */
 void     sink_display_start (SinkSession * s);
+/* the heads (SinkShared.monitors) as MONITORS_CONFIG, to a client that has
+ * its surface and the capability */
+void     sink_display_send_monitors (SinkSession * s);
 gboolean sink_display_ready (SinkSession * s);
 gboolean sink_display_supports_codec (SinkSession * s, guint8 codec);
 

@@ -310,6 +310,9 @@ sink_server_new (GstObject * owner, const SinkServerCallbacks * callbacks,
   server->env.channel_served[SPICE_CHANNEL_CURSOR] = TRUE;
   gst_spice_caps_set (&server->env.channel_caps[SPICE_CHANNEL_DISPLAY], 1,
       SPICE_DISPLAY_CAP_STREAM_REPORT);
+  /* the heads (spice-monitors) */
+  gst_spice_caps_set (&server->env.channel_caps[SPICE_CHANNEL_DISPLAY], 1,
+      SPICE_DISPLAY_CAP_MONITORS_CONFIG);
   /* a client may say what it prefers (recorded in its stats) */
   gst_spice_caps_set (&server->env.channel_caps[SPICE_CHANNEL_DISPLAY], 1,
       SPICE_DISPLAY_CAP_PREF_COMPRESSION);
@@ -1692,6 +1695,23 @@ sink_server_set_surface (SinkServer * server, gint width, gint height)
   sink_picture_commit (server->shared.picture, e);
   for (l = server->sessions; l; l = l->next)
     sink_display_start (l->data);
+  g_mutex_unlock (&server->lock);
+}
+
+/* draw pad's streaming thread (spice-monitors); takes the lock: the heads,
+ * announced to every client now and to each one that joins */
+void
+sink_server_set_monitors (SinkServer * server, const GstSpiceHeads * m)
+{
+  GList *l;
+
+  g_mutex_lock (&server->lock);
+  if (memcmp (&server->shared.monitors, m, sizeof (*m)) != 0) {
+    GST_INFO_OBJECT (server->owner, "%u monitors", m->count);
+    server->shared.monitors = *m;
+    for (l = server->sessions; l; l = l->next)
+      sink_display_send_monitors (l->data);
+  }
   g_mutex_unlock (&server->lock);
 }
 

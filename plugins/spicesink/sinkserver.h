@@ -116,6 +116,8 @@ void     sink_server_set_cursor (SinkServer * server,
 /* the upstream's lock LEDs (spice-key-locks): KEY_MODIFIERS to every
  * client when they changed */
 void     sink_server_set_key_locks (SinkServer * server, guint locks);
+void     sink_server_set_monitors (SinkServer * server,
+    const GstSpiceHeads * monitors);
 /* the guest agent's events (spice-agent, spice-clipboard); FALSE if
  * @event is none */
 gboolean sink_server_agent_event (SinkServer * server, GstEvent * event);

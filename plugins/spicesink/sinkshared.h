@@ -41,6 +41,8 @@ typedef struct
   /* the upstream keyboard's lock LEDs (SPICE_KEYBOARD_MODIFIER_FLAGS_*,
    * the spice-key-locks event): INPUTS_INIT's and KEY_MODIFIERS' */
   guint16 key_locks;
+  GstSpiceHeads monitors;    /* the heads (spice-monitors); count 0:
+                                 * none announced */
   SinkAudio audio;
   SinkAgentHub *agent;          /* the clipboard hub (sinkagent.c) */
   /* the listening ports (plain, TLS; -1 none) and whether the clients

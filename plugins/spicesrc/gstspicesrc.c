@@ -415,6 +415,8 @@ gst_spice_src_start (GstBaseSrc * bsrc)
   gst_spice_region_reset (&self->damage);
   self->cursor_pending = FALSE;
   self->key_locks_pending = FALSE;
+  memset (&self->monitors, 0, sizeof (self->monitors));
+  self->monitors_pending = FALSE;
   gst_spice_src_agent_reset_locked (self->agent);
   self->st_frames = self->st_rects = self->st_area = 0;
   self->st_invalidates = self->st_invalidates_helper = self->st_input = 0;
@@ -772,6 +774,16 @@ again:
 
       self->key_locks_pending = FALSE;
       g_mutex_unlock (&self->lock);
+      gst_pad_push_event (GST_BASE_SRC_PAD (self), ev);
+      g_mutex_lock (&self->lock);
+      continue;
+    }
+    if (self->monitors_pending && self->pushed_any) {
+      GstEvent *ev = gst_spice_event_new_monitors (&self->monitors);
+
+      self->monitors_pending = FALSE;
+      g_mutex_unlock (&self->lock);
+      GST_INFO_OBJECT (self, "monitors %" GST_PTR_FORMAT, ev);
       gst_pad_push_event (GST_BASE_SRC_PAD (self), ev);
       g_mutex_lock (&self->lock);
       continue;

@@ -207,6 +207,49 @@ on_invalidate (SpiceChannel * channel, gint x, gint y, gint w, gint h,
   g_mutex_unlock (&self->lock);
 }
 
+/* context thread (notify::monitors, notify::monitors-max, and a new
+ * surface): the heads spice-gtk sees on the captured display channel (a
+ * server's MONITORS_CONFIG, or one head of the whole surface without
+ * one) become the spice-monitors event sent before the next frame */
+static void
+on_monitors (GObject * channel, GParamSpec * pspec, GstSpiceSrc * self)
+{
+  GArray *monitors = NULL;
+  GstSpiceHeads m = { 0, };
+  guint max = 0, i;
+
+  if (gst_spice_src_session_stopped (self))
+    return;
+  g_object_get (channel, "monitors", &monitors, "monitors-max", &max, NULL);
+  for (i = 0; monitors && i < monitors->len &&
+      m.count < GST_SPICE_MAX_HEADS; i++) {
+    SpiceDisplayMonitorConfig *c =
+        &g_array_index (monitors, SpiceDisplayMonitorConfig, i);
+
+    if (c->width == 0 || c->height == 0)
+      continue;
+    m.monitors[m.count].id = c->id;
+    m.monitors[m.count].x = c->x;
+    m.monitors[m.count].y = c->y;
+    m.monitors[m.count].width = c->width;
+    m.monitors[m.count].height = c->height;
+    m.count++;
+  }
+  if (monitors)
+    g_array_unref (monitors);
+  if (m.count == 0)
+    return;
+  m.max = MAX (max, m.count);
+  GST_INFO_OBJECT (self, "%u monitors, max %u", m.count, m.max);
+  g_mutex_lock (&self->lock);
+  if (memcmp (&m, &self->monitors, sizeof (m)) != 0) {
+    self->monitors = m;
+    self->monitors_pending = TRUE;
+    g_cond_broadcast (&self->cond);
+  }
+  g_mutex_unlock (&self->lock);
+}
+
 /* context thread (display-mark): the first picture is complete */
 static void
 on_mark (SpiceChannel * channel, gint mark, GstSpiceSrc * self)
@@ -505,4 +548,8 @@ gst_spice_src_display_connect (GstSpiceSrc * self, SpiceChannel * channel)
   g_signal_connect (channel, "display-invalidate",
       G_CALLBACK (on_invalidate), self);
   g_signal_connect (channel, "display-mark", G_CALLBACK (on_mark), self);
+  g_signal_connect (channel, "notify::monitors", G_CALLBACK (on_monitors),
+      self);
+  g_signal_connect (channel, "notify::monitors-max",
+      G_CALLBACK (on_monitors), self);
 }

@@ -125,6 +125,10 @@ struct _GstSpiceSrc
   gboolean cursor_pending;
   guint key_locks;              /* the server's lock LEDs */
   gboolean key_locks_pending;   /* not pushed yet */
+  /* the heads of the picture (spice-monitors), sent before the next frame
+   * when pending */
+  GstSpiceHeads monitors;
+  gboolean monitors_pending;
   /* stats */
   guint64 st_frames;
   guint64 st_rects;

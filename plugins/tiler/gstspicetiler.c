@@ -527,7 +527,10 @@ handle_event (GstSpiceTiler * self, GstEvent * event)
       return;
     }
     case GST_EVENT_CUSTOM_DOWNSTREAM_STICKY:
-      if (gst_event_has_name (event, GST_SPICE_EVENT_CURSOR)) {
+      /* the cursor and the heads concern the sink's clients only: on
+       * draw, in order with the draws */
+      if (gst_event_has_name (event, GST_SPICE_EVENT_CURSOR) ||
+          gst_event_has_name (event, GST_SPICE_EVENT_MONITORS)) {
         draw_enqueue (self, GST_MINI_OBJECT_CAST (event));
         return;
       }

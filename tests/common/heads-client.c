@@ -5,6 +5,7 @@
 #include "heads-client.h"
 
 #include <spice-client.h>
+#include <string.h>
 
 typedef struct
 {
@@ -239,6 +240,40 @@ heads_client_surface (HeadsClient * c, guint id, gint * w, gint * h,
   *h = d->h;
   *stride = d->stride;
   return d->surface;
+}
+
+static guint64
+count_diff (HeadsClient * c, guint id, gint x, gint y, const guint8 * expected,
+    gint w, gint h)
+{
+  HeadsDisplay *d = &c->displays[id];
+  guint64 n = 0;
+  gint i, j;
+
+  if (!d->surface || x < 0 || y < 0 || x + w > d->w || y + h > d->h)
+    return G_MAXUINT64;
+  for (j = 0; j < h; j++) {
+    const guint8 *a = d->surface + (gsize) (y + j) * d->stride + x * 4;
+    const guint8 *b = expected + (gsize) j * w * 4;
+    for (i = 0; i < w; i++)
+      n += memcmp (a + i * 4, b + i * 4, 3) != 0;
+  }
+  return n;
+}
+
+guint64
+heads_client_wait_picture (HeadsClient * c, guint id, gint x, gint y,
+    const guint8 * expected, gint w, gint h, guint timeout_ms)
+{
+  gint64 end = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
+  guint64 n;
+
+  if (id >= HEADS_CLIENT_MAX_DISPLAYS)
+    return G_MAXUINT64;
+  while ((n = count_diff (c, id, x, y, expected, w, h)) != 0 &&
+      g_get_monotonic_time () < end)
+    heads_client_pump (50);
+  return n;
 }
 
 gboolean

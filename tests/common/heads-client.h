@@ -44,6 +44,13 @@ void heads_client_pump (guint ms);
 const guint8 *heads_client_surface (HeadsClient * c, guint id, gint * w,
     gint * h, gint * stride);
 
+/* Runs the main context until the @w x @h rectangle at (@x, @y) of display
+ * channel @id's surface equals @expected (BGRx, stride @w * 4; RGB
+ * compared) or @timeout_ms passed; returns the pixels that differ at the
+ * end (G_MAXUINT64: no such surface or rectangle). */
+guint64 heads_client_wait_picture (HeadsClient * c, guint id, gint x, gint y,
+    const guint8 * expected, gint w, gint h, guint timeout_ms);
+
 /* Whether the inputs channel is open and the session in client mouse mode. */
 gboolean heads_client_inputs_ready (HeadsClient * c);
 /* Client mouse mode: a position on display channel @display (the display id

@@ -406,6 +406,30 @@ GST_START_TEST (test_events_roundtrip)
   gst_buffer_unref (out.shape);
   gst_event_unref (ev);
 
+  /* the heads: a round trip; no head, a negative position are refused */
+  {
+    GstSpiceHeads m = { 2, 2, {{0, 0, 0, 640, 480}, {7, 640, 0, 320, 240}}
+    }, back;
+
+    ev = gst_spice_event_new_monitors (&m);
+    fail_unless (GST_EVENT_IS_STICKY (ev));
+    fail_unless (gst_spice_event_parse_monitors (ev, &back));
+    fail_unless (memcmp (&m, &back, sizeof (m)) == 0);
+    gst_event_unref (ev);
+    fail_unless (gst_spice_heads_fit (&m, 960, 480));
+    fail_if (gst_spice_heads_fit (&m, 959, 480));
+    fail_unless_equals_int (gst_spice_heads_find (&m, 700, 10), 1);
+    fail_unless_equals_int (gst_spice_heads_find (&m, 700, 300), -1);
+    m.monitors[1].x = -1;
+    ev = gst_spice_event_new_monitors (&m);
+    fail_if (gst_spice_event_parse_monitors (ev, &back));
+    gst_event_unref (ev);
+    m.count = 0;
+    ev = gst_spice_event_new_monitors (&m);
+    fail_if (gst_spice_event_parse_monitors (ev, &back));
+    gst_event_unref (ev);
+  }
+
   /* a shape smaller than width x height x 4 is not passed on */
   c.width = 8;
   ev = gst_spice_event_new_cursor (&c);
@@ -525,6 +549,23 @@ GST_START_TEST (test_wire_writers_bytes)
       "surface_create");
   gst_spice_wire_write_surface_destroy (a, 5);
   assert_bytes (a, "05000000", "surface_destroy");
+  {
+    GstSpiceHeads m = { 2, 4, {{0, 0, 0, 640, 480}, {1, 640, 0, 320, 240}}
+    }, back;
+
+    gst_spice_wire_write_monitors_config (a, 0, &m);
+    fail_unless (gst_spice_wire_parse_monitors_config (a->data, a->len,
+            &back));
+    fail_unless_equals_int (back.count, 2);
+    fail_unless_equals_int (back.max, 4);
+    fail_unless_equals_int (back.monitors[1].x, 640);
+    fail_unless_equals_int (back.monitors[1].height, 240);
+    fail_if (gst_spice_wire_parse_monitors_config (a->data, a->len - 1,
+            &back));
+    assert_bytes (a, "0200 0400 00000000 00000000 80020000 e0010000 00000000"
+        "00000000 00000000 01000000 00000000 40010000 f0000000 80020000"
+        "00000000 00000000", "monitors_config");
+  }
   gst_spice_wire_write_draw_copy_head (a, 0, &dest, SPICE_IMAGE_TYPE_LZ4, 0);
   assert_bytes (a, "00000000 20000000 10000000 60000000 40000000 00"
       "39000000 00000000 00000000 40000000 30000000 0800 01 00"

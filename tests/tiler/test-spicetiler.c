@@ -922,6 +922,33 @@ GST_START_TEST (test_navigation_and_cursor)
     fail_if (gst_spice_event_parse_cursor (e, &out));
     gst_event_unref (e);
   }
+
+  /* the heads (issue 29) go the same way: on draw only */
+  {
+    GstSpiceHeads m = { 2, 2, {{0, 0, 0, 160, 240}, {1, 160, 0, 160, 240}}
+    };
+    guint heads = 0;
+
+    gst_harness_push_event (t.h, gst_spice_event_new_monitors (&m));
+    tiler_drain (&t);
+    while ((e = gst_harness_try_pull_event (t.h))) {
+      GstSpiceHeads out;
+
+      if (gst_spice_event_parse_monitors (e, &out)) {
+        fail_unless_equals_int (out.count, 2);
+        fail_unless_equals_int (out.monitors[1].x, 160);
+        heads++;
+      }
+      gst_event_unref (e);
+    }
+    fail_unless_equals_int (heads, 1);
+    while ((e = gst_harness_try_pull_event (t.hs))) {
+      GstSpiceHeads out;
+
+      fail_if (gst_spice_event_parse_monitors (e, &out));
+      gst_event_unref (e);
+    }
+  }
   tiler_teardown (&t);
   gst_buffer_unref (frame);
 }

@@ -4,6 +4,7 @@
 #include "gstspiceevents.h"
 
 #include <spice/enums.h>
+#include <string.h>
 
 static const GstStructure *
 event_structure (GstEvent * event, GstEventType type, const gchar * name)
@@ -193,4 +194,96 @@ gst_spice_event_parse_cursor (GstEvent * event, GstSpiceCursor * c)
   if (!c->shape)
     c->width = c->height = 0;
   return TRUE;
+}
+
+GstEvent *
+gst_spice_event_new_monitors (const GstSpiceHeads * m)
+{
+  GstStructure *s = gst_structure_new (GST_SPICE_EVENT_MONITORS,
+      "count", G_TYPE_UINT, m->count, "max", G_TYPE_UINT, m->max, NULL);
+  GValue arr = G_VALUE_INIT;
+  guint i;
+
+  gst_value_array_init (&arr, m->count);
+  for (i = 0; i < m->count && i < GST_SPICE_MAX_HEADS; i++) {
+    const GstSpiceHead *h = &m->monitors[i];
+    GValue v = G_VALUE_INIT;
+
+    g_value_init (&v, GST_TYPE_STRUCTURE);
+    g_value_take_boxed (&v, gst_structure_new ("monitor",
+            "id", G_TYPE_UINT, h->id, "x", G_TYPE_INT, h->x,
+            "y", G_TYPE_INT, h->y, "width", G_TYPE_INT, h->width,
+            "height", G_TYPE_INT, h->height, NULL));
+    gst_value_array_append_and_take_value (&arr, &v);
+  }
+  gst_structure_take_value (s, "monitors", &arr);
+  return gst_event_new_custom (GST_EVENT_CUSTOM_DOWNSTREAM_STICKY, s);
+}
+
+gboolean
+gst_spice_event_parse_monitors (GstEvent * event, GstSpiceHeads * m)
+{
+  const GstStructure *s = event_structure (event,
+      GST_EVENT_CUSTOM_DOWNSTREAM_STICKY, GST_SPICE_EVENT_MONITORS);
+  const GValue *arr;
+  guint i, n;
+
+  if (!s)
+    return FALSE;
+  memset (m, 0, sizeof (*m));
+  arr = gst_structure_get_value (s, "monitors");
+  if (!arr || !GST_VALUE_HOLDS_ARRAY (arr))
+    return FALSE;
+  n = gst_value_array_get_size (arr);
+  if (n == 0 || n > GST_SPICE_MAX_HEADS)
+    return FALSE;
+  for (i = 0; i < n; i++) {
+    const GValue *v = gst_value_array_get_value (arr, i);
+    const GstStructure *h;
+    GstSpiceHead *o = &m->monitors[i];
+
+    if (!GST_VALUE_HOLDS_STRUCTURE (v))
+      return FALSE;
+    h = gst_value_get_structure (v);
+    if (!gst_structure_get_uint (h, "id", &o->id) ||
+        !gst_structure_get_int (h, "x", &o->x) ||
+        !gst_structure_get_int (h, "y", &o->y) ||
+        !gst_structure_get_int (h, "width", &o->width) ||
+        !gst_structure_get_int (h, "height", &o->height) ||
+        o->x < 0 || o->y < 0 || o->width <= 0 || o->height <= 0)
+      return FALSE;
+  }
+  m->count = n;
+  if (!gst_structure_get_uint (s, "max", &m->max) || m->max < n)
+    m->max = n;
+  return TRUE;
+}
+
+gboolean
+gst_spice_heads_fit (const GstSpiceHeads * m, gint width, gint height)
+{
+  guint i;
+
+  if (m->count == 0)
+    return FALSE;
+  for (i = 0; i < m->count; i++) {
+    const GstSpiceHead *h = &m->monitors[i];
+    if (h->x < 0 || h->y < 0 || h->width <= 0 || h->height <= 0 ||
+        h->x > width - h->width || h->y > height - h->height)
+      return FALSE;
+  }
+  return TRUE;
+}
+
+gint
+gst_spice_heads_find (const GstSpiceHeads * m, gint x, gint y)
+{
+  guint i;
+
+  for (i = 0; i < m->count; i++) {
+    const GstSpiceHead *h = &m->monitors[i];
+    if (x >= h->x && y >= h->y && x < h->x + h->width && y < h->y + h->height)
+      return (gint) i;
+  }
+  return -1;
 }

@@ -108,4 +108,55 @@ GST_SPICE_API
 gboolean  gst_spice_event_parse_cursor (GstEvent * event,
     GstSpiceCursor * cursor);
 
+/**
+ * GstSpiceHead:
+ * @id: the monitor's id (spice-gtk's SpiceDisplayMonitorConfig.id)
+ * @x, @y: where the head is on the surface (the frames)
+ * @width, @height: its size
+ *
+ * One head of the picture.
+ */
+typedef struct {
+  guint id;
+  gint x, y;
+  gint width, height;
+} GstSpiceHead;
+
+#define GST_SPICE_MAX_HEADS 16
+
+/**
+ * GstSpiceHeads:
+ * @count: heads in @monitors (1..GST_SPICE_MAX_HEADS)
+ * @max: how many the upstream allows (at least @count)
+ * @monitors: the heads, each inside the frame
+ *
+ * The heads of the picture (issue 29), travelling downstream as a sticky
+ * custom event from spicesrc through spicetiler (`draw` pad) to spicesink,
+ * which announces them to its clients (DISPLAY_MONITORS_CONFIG). No event
+ * means one head covering the whole frame.
+ */
+typedef struct {
+  guint count;
+  guint max;
+  GstSpiceHead monitors[GST_SPICE_MAX_HEADS];
+} GstSpiceHeads;
+
+#define GST_SPICE_EVENT_MONITORS "spice-monitors"
+GST_SPICE_API
+GstEvent *gst_spice_event_new_monitors (const GstSpiceHeads * monitors);
+/* FALSE if @event is not a spice-monitors event or holds no valid head
+ * (count 0 or above GST_SPICE_MAX_HEADS, a size <= 0, a negative
+ * position) */
+GST_SPICE_API
+gboolean  gst_spice_event_parse_monitors (GstEvent * event,
+    GstSpiceHeads * monitors);
+/* TRUE if every head of @m lies inside a @width x @height frame */
+GST_SPICE_API
+gboolean  gst_spice_heads_fit (const GstSpiceHeads * m, gint width,
+    gint height);
+/* the head of @m that contains (@x, @y) of the frame, or -1 */
+GST_SPICE_API
+gint      gst_spice_heads_find (const GstSpiceHeads * m, gint x,
+    gint y);
+
 G_END_DECLS

@@ -611,6 +611,32 @@ gst_spice_wire_write_surface_destroy (GByteArray * a, guint32 surface_id)
   gst_spice_put_u32 (a, surface_id);
 }
 
+#define MONITORS_CONFIG_HEAD_SIZE 28
+
+void
+gst_spice_wire_write_monitors_config (GByteArray * a, guint32 surface_id,
+    const GstSpiceHeads * m)
+{
+  GstByteWriter w;
+  guint i, n = MIN (m->count, GST_SPICE_MAX_HEADS);
+
+  wire_open (&w, a, 4 + n * MONITORS_CONFIG_HEAD_SIZE);
+  gst_byte_writer_put_uint16_le (&w, n);
+  gst_byte_writer_put_uint16_le (&w, MAX (m->max, n));
+  for (i = 0; i < n; i++) {
+    const GstSpiceHead *h = &m->monitors[i];
+
+    gst_byte_writer_put_uint32_le (&w, h->id);
+    gst_byte_writer_put_uint32_le (&w, surface_id);
+    gst_byte_writer_put_uint32_le (&w, h->width);
+    gst_byte_writer_put_uint32_le (&w, h->height);
+    gst_byte_writer_put_uint32_le (&w, h->x);
+    gst_byte_writer_put_uint32_le (&w, h->y);
+    gst_byte_writer_put_uint32_le (&w, 0);
+  }
+  wire_close (&w);
+}
+
 /* DisplayBase: surface, box, clip NONE */
 static void
 write_display_base (GstByteWriter * w, guint32 surface_id,
@@ -1070,6 +1096,38 @@ gst_spice_wire_parse_surface_create (const guint8 * data, gsize size,
   *height = gst_byte_reader_get_uint32_le_unchecked (&r);
   *format = gst_byte_reader_get_uint32_le_unchecked (&r);
   *flags = gst_byte_reader_get_uint32_le_unchecked (&r);
+  return TRUE;
+}
+
+gboolean
+gst_spice_wire_parse_monitors_config (const guint8 * data, gsize size,
+    GstSpiceHeads * m)
+{
+  GstByteReader r;
+  guint16 n, max;
+  guint i;
+
+  memset (m, 0, sizeof (*m));
+  if (!data || size < 4 || !wire_reader_init (&r, data, size))
+    return FALSE;
+  n = gst_byte_reader_get_uint16_le_unchecked (&r);
+  max = gst_byte_reader_get_uint16_le_unchecked (&r);
+  if (n == 0 || n > GST_SPICE_MAX_HEADS ||
+      size != 4 + (gsize) n * MONITORS_CONFIG_HEAD_SIZE)
+    return FALSE;
+  for (i = 0; i < n; i++) {
+    GstSpiceHead *h = &m->monitors[i];
+
+    h->id = gst_byte_reader_get_uint32_le_unchecked (&r);
+    gst_byte_reader_skip_unchecked (&r, 4);     /* surface id */
+    h->width = (gint) gst_byte_reader_get_uint32_le_unchecked (&r);
+    h->height = (gint) gst_byte_reader_get_uint32_le_unchecked (&r);
+    h->x = (gint) gst_byte_reader_get_uint32_le_unchecked (&r);
+    h->y = (gint) gst_byte_reader_get_uint32_le_unchecked (&r);
+    gst_byte_reader_skip_unchecked (&r, 4);     /* flags */
+  }
+  m->count = n;
+  m->max = MAX (max, n);
   return TRUE;
 }
 

@@ -14,6 +14,7 @@
 #pragma once
 
 #include "gstspice-prelude.h"
+#include "gstspiceevents.h"
 
 #include <glib.h>
 #include <gst/video/video.h>
@@ -174,6 +175,11 @@ void gst_spice_wire_write_surface_create (GByteArray * a, guint32 surface_id,
 GST_SPICE_API
 void gst_spice_wire_write_surface_destroy (GByteArray * a,
     guint32 surface_id);
+/* DISPLAY_MONITORS_CONFIG: @m's heads on surface @surface_id (count,
+ * max_allowed, then per head id, surface, width, height, x, y, flags 0) */
+GST_SPICE_API
+void gst_spice_wire_write_monitors_config (GByteArray * a,
+    guint32 surface_id, const GstSpiceHeads * m);
 /* fixed part of DRAW_COPY (clip NONE, rop PUT, no mask) and the 18-byte
  * image descriptor; the caller appends the image payload */
 GST_SPICE_API
@@ -313,6 +319,11 @@ GST_SPICE_API
 gboolean gst_spice_wire_parse_surface_create (const guint8 * data, gsize size,
     guint32 * surface_id, guint32 * width, guint32 * height, guint32 * format,
     guint32 * flags);
+/* DISPLAY_MONITORS_CONFIG; FALSE if malformed or more than
+ * GST_SPICE_MAX_HEADS heads */
+GST_SPICE_API
+gboolean gst_spice_wire_parse_monitors_config (const guint8 * data,
+    gsize size, GstSpiceHeads * m);
 
 typedef struct {
   guint32 surface_id;

@@ -1,0 +1,165 @@
+/* tests/heads: several heads through the shipped transcode-vp8 pipeline
+ * (gst-spice-run) from the test guest (issue 29). A spice-client-glib client
+ * through the pipeline sees the heads it sees straight from the guest, each
+ * head's picture exact, and so does a client that joins later.
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include <gst/check/gstcheck.h>
+#include <string.h>
+
+#include "guest-launcher.h"
+#include "guest-render.h"
+#include "heads-client.h"
+#include "runner-process.h"
+
+#define HEAD_W 640
+#define HEAD_H 480
+#define WAIT_MS (60000 * test_time_factor ())
+
+typedef struct
+{
+  GuestProcess *gp;
+  gchar *tmpdir;
+  RunnerProcess *run;
+  guint port;
+} Gateway;
+
+/* the guest with @args (NULL-terminated), what a client sees straight from
+ * it (*@direct), then transcode-vp8 in front of it */
+static void
+gateway_start (Gateway * g, const gchar * const *args, guint displays,
+    gchar ** direct)
+{
+  GError *err = NULL;
+  HeadsClient *c;
+  gchar *path, *uri, *upstream, *listen;
+
+  g->gp = guest_process_start (args, &err);
+  fail_unless (g->gp != NULL, "%s", err ? err->message : "");
+  c = heads_client_connect ("127.0.0.1", guest_process_get_port (g->gp));
+  fail_unless (heads_client_wait_displays (c, displays, 300, WAIT_MS));
+  *direct = heads_client_describe (c);
+  GST_INFO ("straight from the guest: %s", *direct);
+  heads_client_free (c);
+
+  g->tmpdir = test_tmpdir_new ("gst-spice-heads");
+  path = runner_process_shipped_pipeline ("transcode-vp8");
+  uri = guest_process_get_uri (g->gp);
+  upstream = g_strdup_printf ("UPSTREAM=%s", uri);
+  g->port = test_pick_free_port ();
+  listen = g_strdup_printf ("LISTEN_PORT=%u", g->port);
+  g->run = runner_process_start_runner (g->tmpdir, "--stats-interval", "0",
+      "-D", upstream, "-D", listen, path, NULL);
+  fail_unless (runner_process_wait_log (g->run, "playing", 1, WAIT_MS),
+      "transcode-vp8 did not start");
+  g_free (path);
+  g_free (uri);
+  g_free (upstream);
+  g_free (listen);
+}
+
+static void
+gateway_stop (Gateway * g)
+{
+  fail_unless (runner_process_is_running (g->run));
+  runner_process_free (g->run);
+  guest_process_stop (g->gp);
+  test_tmpdir_remove (g->tmpdir);
+}
+
+/* @c shows, on its display 0, @expected (@w x @h) at (@x, 0) */
+static void
+assert_picture (HeadsClient * c, gint x, const guint8 * expected, gint w,
+    gint h, const gchar * what)
+{
+  guint64 diff = heads_client_wait_picture (c, 0, x, 0, expected, w, h,
+      WAIT_MS);
+
+  fail_unless (diff == 0, "%s: %" G_GUINT64_FORMAT " pixels differ", what,
+      diff);
+}
+
+/* --heads 2: one surface, two monitors */
+static void
+check_heads_picture (HeadsClient * c, guint presses, const gchar * what)
+{
+  guint8 *expected = g_malloc ((gsize) 2 * HEAD_W * HEAD_H * 4);
+
+  guest_render_heads_frame (expected, HEAD_W, HEAD_H, 2 * HEAD_W * 4, 2, 1,
+      presses, GUEST_ACTIVITY_IDLE, GUEST_FRAME_NONE, FALSE);
+  assert_picture (c, 0, expected, 2 * HEAD_W, HEAD_H, what);
+  g_free (expected);
+}
+
+GST_START_TEST (test_heads_through_pipeline)
+{
+  const gchar *args[] = { "--heads=2", "--width=640", "--height=480",
+    "--fps=0", NULL
+  };
+  Gateway g = { 0, };
+  HeadsClient *a, *b;
+  gchar *direct, *got, *line;
+
+  gateway_start (&g, args, 1, &direct);
+  fail_unless_equals_string (direct, "display 0 1280x480 monitors 2 max 2: "
+      "0@0,0 640x480 1@640,0 640x480");
+
+  a = heads_client_connect ("127.0.0.1", g.port);
+  got = heads_client_wait_describe (a, direct, WAIT_MS);
+  fail_unless_equals_string (got, direct);
+  g_free (got);
+  check_heads_picture (a, 0, "first client");
+
+  guest_process_command (g.gp, "key");
+  line = guest_process_wait_line (g.gp, "box 1", GUEST_LINE_TIMEOUT_MS);
+  fail_unless (line != NULL);
+  g_free (line);
+  check_heads_picture (a, 1, "first client after a key");
+
+  /* a late joiner, while the first stays */
+  b = heads_client_connect ("127.0.0.1", g.port);
+  got = heads_client_wait_describe (b, direct, WAIT_MS);
+  fail_unless_equals_string (got, direct);
+  g_free (got);
+  check_heads_picture (b, 1, "late joiner");
+  got = heads_client_describe (a);
+  fail_unless_equals_string (got, direct);
+  g_free (got);
+
+  /* the heads change size: both clients follow */
+  guest_process_command (g.gp, "resize 320 240");
+  line = guest_process_wait_line (g.gp, "resized", GUEST_LINE_TIMEOUT_MS);
+  fail_unless (line != NULL);
+  g_free (line);
+  got = heads_client_wait_describe (a, "display 0 640x240 monitors 2 max 2: "
+      "0@0,0 320x240 1@320,0 320x240", WAIT_MS);
+  fail_unless_equals_string (got, "display 0 640x240 monitors 2 max 2: "
+      "0@0,0 320x240 1@320,0 320x240");
+  g_free (got);
+  got = heads_client_wait_describe (b, "display 0 640x240 monitors 2 max 2: "
+      "0@0,0 320x240 1@320,0 320x240", WAIT_MS);
+  fail_unless_equals_string (got, "display 0 640x240 monitors 2 max 2: "
+      "0@0,0 320x240 1@320,0 320x240");
+  g_free (got);
+
+  heads_client_free (b);
+  heads_client_free (a);
+  gateway_stop (&g);
+  g_free (direct);
+}
+
+GST_END_TEST;
+
+static Suite *
+heads_pipeline_suite (void)
+{
+  Suite *s = suite_create ("heads-pipeline");
+  TCase *tc = tcase_create ("general");
+
+  tcase_set_timeout (tc, 300);
+  tcase_add_test (tc, test_heads_through_pipeline);
+  suite_add_tcase (s, tc);
+  return s;
+}
+
+GST_CHECK_MAIN (heads_pipeline);
