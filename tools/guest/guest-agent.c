@@ -36,6 +36,7 @@
  *   agent xfer refused ID REASON     a START answered with an error
  *                                    (status-N: the xfer-answer asked for)
  *   agent xfer-answer N              the command was taken
+ *   agent mouse X Y buttons=B display=D   --agent-mouse: a client-mode position
  *   agent ignored TYPE SIZE          another message
  *   agent error TEXT                 a message refused (and skipped)
  *
@@ -397,6 +398,16 @@ agent_message (GuestAgent * a, guint32 port, const guint8 * msg)
       a->log ("agent client disconnected");
       agent_xfer_drop_all (a);
       break;
+    case VD_AGENT_MOUSE_STATE:
+      /* the agent mouse (--agent-mouse): spice-server's client-mode
+       * position, with the display channel it was on */
+      if (size < sizeof (VDAgentMouseState)) {
+        a->log ("agent error mouse state of %u bytes", size);
+        break;
+      }
+      a->log ("agent mouse %u %u buttons=%u display=%u", read_u32 (data),
+          read_u32 (data + 4), read_u32 (data + 8), (guint) data[12]);
+      break;
     default:
       a->log ("agent ignored %u %u", type, size);
       break;
@@ -523,8 +534,8 @@ static const SpiceCharDeviceInterface agent_iface = {
 
 GuestAgent *
 guest_agent_new (SpiceServer * server, gint min_size, gint max_size,
-    const gchar * xfer_dir, GuestAgentResizeFunc resize, gpointer user_data,
-    GuestAgentLogFunc log)
+    const gchar * xfer_dir, gboolean agent_mouse,
+    GuestAgentResizeFunc resize, gpointer user_data, GuestAgentLogFunc log)
 {
   GuestAgent *a = g_new0 (GuestAgent, 1);
   guint i;
@@ -540,8 +551,9 @@ guest_agent_new (SpiceServer * server, gint min_size, gint max_size,
   a->out = g_byte_array_new ();
   for (i = 0; i < VDP_END_PORT; i++)
     a->ports[i].buf = g_byte_array_new ();
-  /* the tablet keeps the pointer in client mode (see the top) */
-  spice_server_set_agent_mouse (server, 0);
+  /* the tablet keeps the pointer in client mode (see the top), unless
+   * the agent mouse is asked for */
+  spice_server_set_agent_mouse (server, agent_mouse ? 1 : 0);
   a->sin.base.sif = &agent_iface.base;
   a->sin.subtype = "vdagent";
   spice_server_add_interface (server, &a->sin.base);

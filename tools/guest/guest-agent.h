@@ -21,10 +21,12 @@ typedef void (*GuestAgentResizeFunc) (gint width, gint height,
 /* Main thread, after spice_server_init(): attaches the agent, so clients see
  * AGENT_CONNECTED. Sizes asked for are clamped to @min_size..@max_size.
  * Files a client sends are saved in @xfer_dir (an existing directory;
- * NULL: file transfer is disabled). */
+ * NULL: file transfer is disabled). With @agent_mouse, client-mode
+ * positions reach the agent (VD_AGENT_MOUSE_STATE, logged with their
+ * display id) instead of the tablet. */
 GuestAgent *guest_agent_new (SpiceServer * server, gint min_size,
-    gint max_size, const gchar * xfer_dir, GuestAgentResizeFunc resize,
-    gpointer user_data, GuestAgentLogFunc log);
+    gint max_size, const gchar * xfer_dir, gboolean agent_mouse,
+    GuestAgentResizeFunc resize, gpointer user_data, GuestAgentLogFunc log);
 /* Main thread: the next file a client starts is answered @status (a
  * VD_AGENT_FILE_XFER_STATUS_*) instead of CAN_SEND_DATA, as a guest that
  * refuses it would (no space, a locked session...) */

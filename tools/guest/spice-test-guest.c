@@ -147,6 +147,7 @@ typedef struct
   GuestAudio *audio;
   gboolean agent_enabled;
   gchar *agent_xfer_dir;
+  gboolean agent_mouse;
   GuestAgent *agent;
   gint heads;                   /* --heads: monitors on the one surface */
   gint displays;                /* --displays: QXL devices */
@@ -1508,6 +1509,9 @@ main (int argc, char *argv[])
     {"agent-xfer-dir", 0, 0, G_OPTION_ARG_FILENAME, &g->agent_xfer_dir,
         "With --agent: save the files clients send in DIR (default: file "
           "transfer disabled)", "DIR"},
+    {"agent-mouse", 0, 0, G_OPTION_ARG_NONE, &g->agent_mouse,
+        "With --agent: client-mode positions go to the agent, logged with "
+          "their display id", NULL},
     {"heads", 0, 0, G_OPTION_ARG_INT, &g->heads,
         "N monitors side by side on one surface N x width wide "
           "(MONITORS_CONFIG; default 1)", "N"},
@@ -1585,6 +1589,8 @@ main (int argc, char *argv[])
         "unknown --activity %s", g->activity_name);
     goto fail;
   }
+  if (g->agent_mouse)
+    g->agent_enabled = TRUE;
   if (g->allow_mc)
     g_setenv ("SPICE_DEBUG_ALLOW_MC", "1", TRUE);
   if (g->frame_times_path) {
@@ -1659,7 +1665,7 @@ main (int argc, char *argv[])
     goto fail;
   if (g->agent_enabled)
     g->agent = guest_agent_new (g->server, GUEST_MIN_SIZE, GUEST_MAX_SIZE,
-        g->agent_xfer_dir, on_agent_resize, g, guest_log);
+        g->agent_xfer_dir, g->agent_mouse, on_agent_resize, g, guest_log);
 
   spice_server_vm_start (g->server);
   create_primary (g);
