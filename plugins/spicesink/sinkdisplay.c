@@ -247,14 +247,21 @@ sink_display_send_monitors (SinkSession * s)
 {
   SinkConn *d = s->display;
   const GstSpiceHeads *m = &s->shared->monitors;
+  GstSpiceHeads whole = { 1, 1, {{0, 0, 0, s->shared->width,
+          s->shared->height}}
+  };
   GByteArray *a;
 
-  /* heads that do not fit the surface belong to a surface still on its
-   * way: they are sent again with it (sink_display_start()) */
   if (!sink_conn_is_linked (d) || !s->disp.surface_sent ||
-      !sink_conn_has_channel_cap (d, SPICE_DISPLAY_CAP_MONITORS_CONFIG) ||
-      !gst_spice_heads_fit (m, s->shared->width, s->shared->height))
+      !sink_conn_has_channel_cap (d, SPICE_DISPLAY_CAP_MONITORS_CONFIG))
     return;
+  /* a client told of the capability waits for the heads (spice-gtk makes
+   * up none then): without any, one head of the whole surface, as
+   * spice-server does. Heads that do not fit the surface belong to a
+   * surface still on its way: they are sent with it
+   * (sink_display_start()). */
+  if (!gst_spice_heads_fit (m, s->shared->width, s->shared->height))
+    m = &whole;
   a = g_byte_array_new ();
   gst_spice_wire_write_monitors_config (a, 0, m);
   send_fixed (d, SPICE_MSG_DISPLAY_MONITORS_CONFIG, a);

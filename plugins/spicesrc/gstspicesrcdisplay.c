@@ -1,10 +1,16 @@
 /* gst-spice: spicesrc's display channel and the frames it fills
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * The captured display channel's primary surface (spice-gtk's canvas) is
- * copied into the frame being made (self->cur) on the context thread, at
- * safe points (cur_fill_locked()); its invalidates are the frames' damage
- * and its MARK says when the first picture is complete. The streaming
+ * The captured display channels' primary surfaces (spice-gtk's canvases)
+ * are copied into the frame being made (self->cur) on the context thread,
+ * at safe points (cur_fill_locked()); their invalidates are the frames'
+ * damage and a MARK says when the first picture is complete. The display
+ * channel with the captured id and every one with a higher id (qemu with
+ * several QXL devices: one channel per head) are heads side by side in the
+ * frame, in id order, each at its own offset; a channel without a surface
+ * takes no room. The heads go downstream as the spice-monitors event: the
+ * channels' own monitors (MONITORS_CONFIG) with one head, one monitor per
+ * channel with several. The streaming
  * thread's create() (gstspicesrc.c) installs the frame being made (a held
  * frame that downstream let go of, or one from the pool, prefaulted on
  * the first input event) and takes it with the pending damage.
@@ -14,6 +20,7 @@
 #endif
 
 #include <gst/base/gstbasesrc.h>
+#include <string.h>
 
 #include "gstspicesrcdisplay.h"
 #include "gstspicesrccontext.h"
@@ -58,9 +65,9 @@ cur_fill_locked (GstSpiceSrc * self)
   const GstVideoRectangle *r;
   guint8 *dst;
   gint dstride;
-  guint i, n;
+  guint i, j, n;
 
-  if (!self->cur || !self->canvas ||
+  if (!self->cur || self->canvas_w <= 0 ||
       GST_VIDEO_FRAME_WIDTH (&self->cur_frame) != self->canvas_w ||
       GST_VIDEO_FRAME_HEIGHT (&self->cur_frame) != self->canvas_h)
     return;
@@ -69,11 +76,152 @@ cur_fill_locked (GstSpiceSrc * self)
   r = gst_spice_region_rects (&self->stale);
   n = gst_spice_region_n_rects (&self->stale);
   for (i = 0; i < n; i++) {
-    gst_spice_blit_bgrx (dst, dstride, r[i].x, r[i].y, self->canvas,
-        self->canvas_stride, r[i].x, r[i].y, r[i].w, r[i].h);
+    for (j = 0; j < self->n_heads; j++) {
+      const GstSpiceSrcHead *hd = &self->heads[j];
+      GstVideoRectangle col = { hd->x, 0, hd->w, self->canvas_h }, c;
+      gint y, rows;
+
+      if (!hd->canvas || !gst_spice_rect_intersect (&r[i], &col, &c))
+        continue;
+      /* the head's pixels, and black below a head shorter than the frame */
+      rows = CLAMP (hd->h - c.y, 0, c.h);
+      if (rows > 0)
+        gst_spice_blit_bgrx (dst, dstride, c.x, c.y, hd->canvas, hd->stride,
+            c.x - hd->x, c.y, c.w, rows);
+      for (y = c.y + rows; y < c.y + c.h; y++)
+        memset (dst + (gsize) y * dstride + (gsize) c.x * 4, 0, c.w * 4);
+    }
     self->st_copied_area += gst_spice_rect_area (&r[i]);
   }
   gst_spice_region_reset (&self->stale);
+}
+
+/* context: the head of @channel, NULL if it is none */
+static GstSpiceSrcHead *
+head_of (GstSpiceSrc * self, SpiceChannel * channel)
+{
+  guint i;
+
+  for (i = 0; i < self->n_heads; i++)
+    if (self->heads[i].channel == channel)
+      return &self->heads[i];
+  return NULL;
+}
+
+/* context: lays the heads that have a surface side by side (canvas_w x
+ * canvas_h, the frame's size); TRUE if anything moved */
+static gboolean
+heads_layout (GstSpiceSrc * self)
+{
+  gint x = 0, h = 0;
+  gboolean moved = FALSE;
+  guint i;
+
+  for (i = 0; i < self->n_heads; i++) {
+    GstSpiceSrcHead *hd = &self->heads[i];
+
+    if (!hd->canvas)
+      continue;
+    moved |= hd->x != x;
+    hd->x = x;
+    x += hd->w;
+    h = MAX (h, hd->h);
+  }
+  moved |= x != self->canvas_w || h != self->canvas_h;
+  self->canvas_w = x;
+  self->canvas_h = h;
+  return moved;
+}
+
+/* context: the heads as spice-monitors: with one surface, its channel's
+ * monitors (a server's MONITORS_CONFIG, or spice-gtk's one monitor of the
+ * whole surface), with several, one per channel */
+static void
+heads_announce (GstSpiceSrc * self)
+{
+  GstSpiceHeads m = { 0, };
+  GstSpiceSrcHead *one = NULL;
+  guint i, n = 0;
+
+  for (i = 0; i < self->n_heads; i++) {
+    if (self->heads[i].canvas) {
+      one = &self->heads[i];
+      n++;
+    }
+  }
+  if (n == 0)
+    return;
+  if (n == 1) {
+    GArray *monitors = NULL;
+    guint max = 0;
+
+    g_object_get (one->channel, "monitors", &monitors, "monitors-max", &max,
+        NULL);
+    for (i = 0; monitors && i < monitors->len &&
+        m.count < GST_SPICE_MAX_HEADS; i++) {
+      SpiceDisplayMonitorConfig *c =
+          &g_array_index (monitors, SpiceDisplayMonitorConfig, i);
+
+      if (c->width == 0 || c->height == 0)
+        continue;
+      m.monitors[m.count].id = c->id;
+      m.monitors[m.count].x = one->x + c->x;
+      m.monitors[m.count].y = c->y;
+      m.monitors[m.count].width = c->width;
+      m.monitors[m.count].height = c->height;
+      m.count++;
+    }
+    if (monitors)
+      g_array_unref (monitors);
+    m.max = MAX (max, m.count);
+  } else {
+    for (i = 0; i < self->n_heads && m.count < GST_SPICE_MAX_HEADS; i++) {
+      GstSpiceSrcHead *hd = &self->heads[i];
+
+      if (!hd->canvas)
+        continue;
+      m.monitors[m.count].id = m.count;
+      m.monitors[m.count].x = hd->x;
+      m.monitors[m.count].y = 0;
+      m.monitors[m.count].width = hd->w;
+      m.monitors[m.count].height = hd->h;
+      m.count++;
+    }
+    m.max = MAX (self->n_heads, m.count);
+  }
+  if (m.count == 0)
+    return;
+  g_mutex_lock (&self->lock);
+  if (memcmp (&m, &self->monitors, sizeof (m)) != 0) {
+    GST_INFO_OBJECT (self, "%u monitors, max %u", m.count, m.max);
+    self->monitors = m;
+    self->monitors_pending = TRUE;
+    g_cond_broadcast (&self->cond);
+  }
+  g_mutex_unlock (&self->lock);
+}
+
+/* context: the frame changed shape (a head came, went or changed size):
+ * all of it is stale and damaged */
+static void
+frame_reshaped (GstSpiceSrc * self)
+{
+  GstVideoRectangle full = { 0, 0, self->canvas_w, self->canvas_h };
+
+  g_mutex_lock (&self->lock);
+  self->width = self->canvas_w;
+  self->height = self->canvas_h;
+  gst_spice_region_reset (&self->stale);
+  gst_spice_region_reset (&self->damage);
+  if (self->canvas_w > 0) {
+    /* a frame of another size is dropped by create() */
+    gst_spice_region_add (&self->stale, &full);
+    cur_fill_locked (self);
+    gst_spice_region_add (&self->damage, &full);
+    self->damage_us = g_get_monotonic_time ();
+  }
+  g_cond_broadcast (&self->cond);
+  g_mutex_unlock (&self->lock);
 }
 
 /* context thread: the catch-up source (G_PRIORITY_LOW, see
@@ -118,9 +266,9 @@ static void
 on_primary_create (SpiceChannel * channel, gint format, gint width,
     gint height, gint stride, gint shmid, gpointer imgdata, GstSpiceSrc * self)
 {
-  GstVideoRectangle full = { 0, 0, width, height };
+  GstSpiceSrcHead *hd = head_of (self, channel);
 
-  if (gst_spice_src_session_stopped (self))
+  if (gst_spice_src_session_stopped (self) || !hd)
     return;
   GST_INFO_OBJECT (self, "primary surface %dx%d format %d stride %d",
       width, height, format, stride);
@@ -137,39 +285,52 @@ on_primary_create (SpiceChannel * channel, gint format, gint width,
     g_mutex_unlock (&self->lock);
     return;
   }
-  self->canvas = imgdata;
-  self->canvas_stride = stride;
-  self->canvas_w = width;
-  self->canvas_h = height;
+  hd->canvas = imgdata;
+  hd->stride = stride;
+  hd->w = width;
+  hd->h = height;
+  heads_layout (self);
+  frame_reshaped (self);
 
   g_mutex_lock (&self->lock);
-  self->width = width;
-  self->height = height;
-  /* a frame of another size is dropped by create() */
-  gst_spice_region_reset (&self->stale);
-  gst_spice_region_add (&self->stale, &full);
-  cur_fill_locked (self);
-  gst_spice_region_reset (&self->damage);
-  gst_spice_region_add (&self->damage, &full);
-  self->damage_us = g_get_monotonic_time ();
   self->have_surface = TRUE;
   self->surface_us = self->damage_us;
   g_cond_broadcast (&self->cond);
   g_mutex_unlock (&self->lock);
+  heads_announce (self);
 
   gst_pad_mark_reconfigure (GST_BASE_SRC_PAD (self));
+}
+
+/* context thread: a head lost its surface or went; the others close up
+ * (with none left, there is no surface) */
+static void
+heads_reshape (GstSpiceSrc * self)
+{
+  heads_layout (self);
+  if (self->canvas_w > 0) {
+    frame_reshaped (self);
+    heads_announce (self);
+    gst_pad_mark_reconfigure (GST_BASE_SRC_PAD (self));
+    return;
+  }
+  g_mutex_lock (&self->lock);
+  self->have_surface = FALSE;
+  self->marked = FALSE;
+  g_mutex_unlock (&self->lock);
 }
 
 /* context thread (display-primary-destroy) */
 static void
 on_primary_destroy (SpiceChannel * channel, GstSpiceSrc * self)
 {
+  GstSpiceSrcHead *hd = head_of (self, channel);
+
   GST_INFO_OBJECT (self, "primary surface destroyed");
-  self->canvas = NULL;
-  g_mutex_lock (&self->lock);
-  self->have_surface = FALSE;
-  self->marked = FALSE;
-  g_mutex_unlock (&self->lock);
+  if (hd && hd->canvas) {
+    hd->canvas = NULL;
+    heads_reshape (self);
+  }
 }
 
 /* context thread (display-invalidate): a draw, a safe point */
@@ -178,11 +339,13 @@ on_invalidate (SpiceChannel * channel, gint x, gint y, gint w, gint h,
     GstSpiceSrc * self)
 {
   GstVideoRectangle r = { x, y, w, h };
+  GstSpiceSrcHead *hd = head_of (self, channel);
 
-  if (!self->canvas || gst_spice_src_session_stopped (self))
+  if (!hd || !hd->canvas || gst_spice_src_session_stopped (self))
     return;
-  if (!gst_spice_rect_clip (&r, self->canvas_w, self->canvas_h))
+  if (!gst_spice_rect_clip (&r, hd->w, hd->h))
     return;
+  r.x += hd->x;
 
   g_mutex_lock (&self->lock);
   if (self->width != self->canvas_w || self->height != self->canvas_h) {
@@ -207,47 +370,14 @@ on_invalidate (SpiceChannel * channel, gint x, gint y, gint w, gint h,
   g_mutex_unlock (&self->lock);
 }
 
-/* context thread (notify::monitors, notify::monitors-max, and a new
- * surface): the heads spice-gtk sees on the captured display channel (a
- * server's MONITORS_CONFIG, or one head of the whole surface without
- * one) become the spice-monitors event sent before the next frame */
+/* context thread (notify::monitors, notify::monitors-max): the heads
+ * spice-gtk sees on a display channel */
 static void
 on_monitors (GObject * channel, GParamSpec * pspec, GstSpiceSrc * self)
 {
-  GArray *monitors = NULL;
-  GstSpiceHeads m = { 0, };
-  guint max = 0, i;
-
   if (gst_spice_src_session_stopped (self))
     return;
-  g_object_get (channel, "monitors", &monitors, "monitors-max", &max, NULL);
-  for (i = 0; monitors && i < monitors->len &&
-      m.count < GST_SPICE_MAX_HEADS; i++) {
-    SpiceDisplayMonitorConfig *c =
-        &g_array_index (monitors, SpiceDisplayMonitorConfig, i);
-
-    if (c->width == 0 || c->height == 0)
-      continue;
-    m.monitors[m.count].id = c->id;
-    m.monitors[m.count].x = c->x;
-    m.monitors[m.count].y = c->y;
-    m.monitors[m.count].width = c->width;
-    m.monitors[m.count].height = c->height;
-    m.count++;
-  }
-  if (monitors)
-    g_array_unref (monitors);
-  if (m.count == 0)
-    return;
-  m.max = MAX (max, m.count);
-  GST_INFO_OBJECT (self, "%u monitors, max %u", m.count, m.max);
-  g_mutex_lock (&self->lock);
-  if (memcmp (&m, &self->monitors, sizeof (m)) != 0) {
-    self->monitors = m;
-    self->monitors_pending = TRUE;
-    g_cond_broadcast (&self->cond);
-  }
-  g_mutex_unlock (&self->lock);
+  heads_announce (self);
 }
 
 /* context thread (display-mark): the first picture is complete */
@@ -536,8 +666,86 @@ gst_spice_src_display_cur_install (GstSpiceSrc * self, gboolean reuse_only)
   return GST_FLOW_OK;
 }
 
-/* context thread: follow @channel, the session's display channel with the
- * captured id (forgotten with g_signal_handlers_disconnect_by_data()) */
+/* context thread: follow display channel @channel (id @id) if it is the
+ * captured one or has a higher id (a head to the right of those before
+ * it); FALSE if it is not followed */
+gboolean
+gst_spice_src_display_follow (GstSpiceSrc * self, SpiceChannel * channel,
+    gint id)
+{
+  guint i, at;
+
+  if (id < self->params->channel_id || head_of (self, channel) ||
+      self->n_heads >= MAX_SRC_HEADS)
+    return FALSE;
+  for (i = 0; i < self->n_heads; i++)
+    if (self->heads[i].channel_id == id)
+      return FALSE;
+  for (at = 0; at < self->n_heads && self->heads[at].channel_id < id; at++);
+  memmove (&self->heads[at + 1], &self->heads[at],
+      (self->n_heads - at) * sizeof (GstSpiceSrcHead));
+  memset (&self->heads[at], 0, sizeof (GstSpiceSrcHead));
+  self->heads[at].channel = channel;
+  self->heads[at].channel_id = id;
+  self->n_heads++;
+  gst_spice_src_display_connect (self, channel);
+  return TRUE;
+}
+
+/* context thread: stop following display channel @channel (NULL: all of
+ * them); the heads left close up */
+void
+gst_spice_src_display_forget (GstSpiceSrc * self, SpiceChannel * channel)
+{
+  guint i = 0;
+
+  while (i < self->n_heads) {
+    GstSpiceSrcHead *hd = &self->heads[i];
+    gboolean had;
+
+    if (channel && hd->channel != channel) {
+      i++;
+      continue;
+    }
+    g_signal_handlers_disconnect_by_data (hd->channel, self);
+    had = hd->canvas != NULL;
+    memmove (hd, hd + 1, (self->n_heads - i - 1) * sizeof (GstSpiceSrcHead));
+    self->n_heads--;
+    if (had && channel)
+      heads_reshape (self);
+  }
+  if (!channel)
+    self->canvas_w = self->canvas_h = 0;
+}
+
+/* context thread: @channel's head at (@x, @y) of the frame, with the
+ * position inside it, for input: the head whose column holds @x (the
+ * nearest), @y kept inside it; FALSE without a head */
+gboolean
+gst_spice_src_display_head_at (GstSpiceSrc * self, gint x, gint y,
+    gint * channel_id, gint * hx, gint * hy)
+{
+  const GstSpiceSrcHead *best = NULL;
+  guint i;
+
+  for (i = 0; i < self->n_heads; i++) {
+    const GstSpiceSrcHead *hd = &self->heads[i];
+
+    if (!hd->canvas)
+      continue;
+    if (!best || x >= hd->x)
+      best = hd;
+  }
+  if (!best)
+    return FALSE;
+  *channel_id = best->channel_id;
+  *hx = CLAMP (x - best->x, 0, best->w - 1);
+  *hy = CLAMP (y, 0, best->h - 1);
+  return TRUE;
+}
+
+/* context thread: follow @channel's surface, invalidates and MARK
+ * (forgotten with g_signal_handlers_disconnect_by_data()) */
 void
 gst_spice_src_display_connect (GstSpiceSrc * self, SpiceChannel * channel)
 {

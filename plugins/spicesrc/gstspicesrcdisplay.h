@@ -7,10 +7,20 @@
 
 G_BEGIN_DECLS
 
-/* context thread: follow the session's display channel with the captured
- * id (primary surface, invalidates, MARK) */
+/* context thread: follow a display channel (primary surface, invalidates,
+ * MARK, monitors) as a head of the frame: the captured id, and every
+ * higher id to the right of it; FALSE if not followed */
+gboolean gst_spice_src_display_follow (GstSpiceSrc * self,
+    SpiceChannel * channel, gint id);
+/* context thread: stop following @channel (NULL: every display channel) */
+void     gst_spice_src_display_forget (GstSpiceSrc * self,
+    SpiceChannel * channel);
 void     gst_spice_src_display_connect (GstSpiceSrc * self,
     SpiceChannel * channel);
+/* context thread: the display channel under (@x, @y) of the frame and the
+ * position inside its surface; FALSE without a surface */
+gboolean gst_spice_src_display_head_at (GstSpiceSrc * self, gint x, gint y,
+    gint * channel_id, gint * hx, gint * hy);
 
 /* streaming thread (create()), self->lock held */
 gboolean gst_spice_src_display_frame_ready_locked (GstSpiceSrc * self);

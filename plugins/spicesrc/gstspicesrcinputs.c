@@ -41,15 +41,21 @@ button_mask (gint button)
 }
 
 /* context thread: the pointer goes to (@fx, @fy), a position in client
- * mouse mode, the motion since the last one in server mouse mode */
+ * mouse mode (on the display channel whose head holds it, in that
+ * channel's surface: gstspicesrcdisplay.c composes several side by side),
+ * the motion since the last one in server mouse mode */
 static void
 ctx_pointer_to (GstSpiceSrc * self, gdouble fx, gdouble fy)
 {
   gint x = (gint) (fx + 0.5), y = (gint) (fy + 0.5);
 
   if (self->mouse_mode == SPICE_MOUSE_MODE_CLIENT) {
-    spice_inputs_channel_position (self->inputs_ch, MAX (x, 0), MAX (y, 0),
-        self->params->channel_id, self->buttons);
+    gint id = self->params->channel_id, hx = MAX (x, 0), hy = MAX (y, 0);
+
+    gst_spice_src_display_head_at (self, x, y, &id, &hx, &hy);
+    GST_LOG_OBJECT (self, "position %d,%d: display %d at %d,%d", x, y, id,
+        hx, hy);
+    spice_inputs_channel_position (self->inputs_ch, hx, hy, id, self->buttons);
   } else if (self->have_pos && (x != self->last_x || y != self->last_y)) {
     spice_inputs_channel_motion (self->inputs_ch, x - self->last_x,
         y - self->last_y, self->buttons);
@@ -57,6 +63,17 @@ ctx_pointer_to (GstSpiceSrc * self, gdouble fx, gdouble fy)
   self->last_x = x;
   self->last_y = y;
   self->have_pos = TRUE;
+}
+
+/* context thread: the inputs channel opened. spice-gtk drops input on a
+ * channel that is not ready yet, so the pointer's position that came
+ * before (a client's first move) is sent now. */
+void
+gst_spice_src_inputs_opened (GstSpiceSrc * self)
+{
+  if (self->inputs_ch && self->have_pos &&
+      self->mouse_mode == SPICE_MOUSE_MODE_CLIENT)
+    ctx_pointer_to (self, self->last_x, self->last_y);
 }
 
 /* context thread: a key's press (with Shift around it for a shifted
@@ -172,6 +189,15 @@ ctx_input_op (gpointer data)
   if (!self->inputs_ch || gst_spice_src_session_stopped (self)) {
     GST_DEBUG_OBJECT (self, "no inputs channel, dropping %" GST_PTR_FORMAT,
         event);
+    /* but the pointer's position is kept, for when it opens */
+    if (!gst_spice_src_session_stopped (self) &&
+        gst_navigation_event_get_type (event) ==
+        GST_NAVIGATION_EVENT_MOUSE_MOVE &&
+        gst_navigation_event_parse_mouse_move_event (event, &x, &y)) {
+      self->last_x = (gint) (x + 0.5);
+      self->last_y = (gint) (y + 0.5);
+      self->have_pos = TRUE;
+    }
     return G_SOURCE_REMOVE;
   }
   if (gst_spice_event_parse_key_locks (event, &locks)) {

@@ -14,6 +14,9 @@ G_BEGIN_DECLS
  * many events already wait (the event stays the caller's) */
 gboolean gst_spice_src_inputs_handle_navigation (GstSpiceSrc * self,
     GstEvent * event);
+/* context thread: the inputs channel opened (sends the pointer's position
+ * that came before it, in client mouse mode) */
+void     gst_spice_src_inputs_opened (GstSpiceSrc * self);
 
 /* context thread: follow the inputs channel's lock LEDs into
  * self->key_locks (the streaming thread pushes `spice-key-locks`) */

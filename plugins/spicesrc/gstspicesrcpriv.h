@@ -34,6 +34,21 @@ GST_DEBUG_CATEGORY_EXTERN (gst_spice_src_debug);
 /* frames of damage remembered for that; older frames are copied whole */
 #define DAMAGE_HISTORY 8
 
+/* display channels composed side by side into one frame, at most */
+#define MAX_SRC_HEADS 8
+
+/* One display channel of the upstream, a head of the frame (context
+ * only): its canvas (spice-gtk's primary surface; NULL: none yet, and
+ * then it takes no room in the frame) and where it lies in the frame */
+typedef struct
+{
+  SpiceChannel *channel;
+  gint channel_id;
+  const guint8 *canvas;
+  gint stride, w, h;
+  gint x;
+} GstSpiceSrcHead;
+
 /* The connection parameters of one start() (docs/spicesrc.md, "One start,
  * one session"): start() makes them from the properties and nothing
  * changes them afterwards but the one-way @stopped. They travel to the
@@ -175,8 +190,10 @@ struct _GstSpiceSrc
   SpiceDisplayChannel *display_ch;
   SpiceCursorChannel *cursor_ch;
   SpiceInputsChannel *inputs_ch;
-  const guint8 *canvas;
-  gint canvas_stride;
+  /* the display channels with an id from channel-id on, in id order
+   * (gstspicesrcdisplay.c), and the frame they make side by side */
+  GstSpiceSrcHead heads[MAX_SRC_HEADS];
+  guint n_heads;
   gint canvas_w, canvas_h;
   guint reconnect_id;
   guint connect_timeout_id;

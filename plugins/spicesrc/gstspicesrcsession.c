@@ -367,6 +367,8 @@ on_channel_event (SpiceChannel * channel, SpiceChannelEvent event,
       } else if (SPICE_IS_DISPLAY_CHANNEL (channel)) {
         spice_display_channel_change_preferred_compression (channel,
             self->params->compression);
+      } else if (SPICE_IS_INPUTS_CHANNEL (channel)) {
+        gst_spice_src_inputs_opened (self);
       }
       break;
     case SPICE_CHANNEL_NONE:
@@ -406,12 +408,13 @@ on_channel_new (SpiceSession * session, SpiceChannel * channel,
     gst_spice_src_cursor_connect_mouse_mode (self, channel);
     gst_spice_src_agent_set_channel (self->agent, self->main_ch);
   } else if (SPICE_IS_DISPLAY_CHANNEL (channel)) {
-    if (id != self->params->channel_id || self->display_ch)
+    /* the captured id and the heads to its right (gstspicesrcdisplay.c) */
+    if (!gst_spice_src_display_follow (self, channel, id))
       return;
-    self->display_ch = SPICE_DISPLAY_CHANNEL (channel);
+    if (id == self->params->channel_id)
+      self->display_ch = SPICE_DISPLAY_CHANNEL (channel);
     g_signal_connect (channel, "channel-event",
         G_CALLBACK (on_channel_event), self);
-    gst_spice_src_display_connect (self, channel);
     spice_channel_connect (channel);
   } else if (SPICE_IS_INPUTS_CHANNEL (channel)) {
     if (self->inputs_ch)
@@ -454,9 +457,10 @@ on_channel_destroy (SpiceSession * session, SpiceChannel * channel,
 {
   if (channel == (SpiceChannel *) self->main_ch)
     forget_channel (self, (gpointer *) & self->main_ch);
-  else if (channel == (SpiceChannel *) self->display_ch) {
-    forget_channel (self, (gpointer *) & self->display_ch);
-    self->canvas = NULL;
+  else if (SPICE_IS_DISPLAY_CHANNEL (channel)) {
+    if (channel == (SpiceChannel *) self->display_ch)
+      forget_channel (self, (gpointer *) & self->display_ch);
+    gst_spice_src_display_forget (self, channel);
   } else if (channel == (SpiceChannel *) self->inputs_ch)
     forget_channel (self, (gpointer *) & self->inputs_ch);
   else if (channel == (SpiceChannel *) self->cursor_ch)
@@ -479,12 +483,12 @@ ctx_drop_session (GstSpiceSrc * self)
     return;
   forget_channel (self, (gpointer *) & self->main_ch);
   forget_channel (self, (gpointer *) & self->display_ch);
+  gst_spice_src_display_forget (self, NULL);
   forget_channel (self, (gpointer *) & self->inputs_ch);
   forget_channel (self, (gpointer *) & self->cursor_ch);
   gst_spice_src_audio_forget (self->audio, NULL);
   g_signal_handlers_disconnect_by_data (session, self);
   self->session = NULL;
-  self->canvas = NULL;
   self->session_opened = FALSE;
   self->buttons = 0;
   self->have_pos = FALSE;

@@ -150,6 +150,149 @@ GST_START_TEST (test_heads_through_pipeline)
 
 GST_END_TEST;
 
+/* --displays 2: two display channels, composed side by side */
+static void
+check_displays_picture (HeadsClient * c, guint presses, const gchar * what)
+{
+  guint8 *expected = g_malloc ((gsize) HEAD_W * HEAD_H * 4);
+  guint i;
+
+  for (i = 0; i < 2; i++) {
+    gchar *w = g_strdup_printf ("%s, head %u", what, i);
+
+    guest_render_display_frame (expected, HEAD_W, HEAD_H, HEAD_W * 4, i, 2,
+        1, presses, GUEST_ACTIVITY_IDLE, GUEST_FRAME_NONE, FALSE);
+    assert_picture (c, i * HEAD_W, expected, HEAD_W, HEAD_H, w);
+    g_free (w);
+  }
+  g_free (expected);
+}
+
+#define COMPOSED "display 0 1280x480 monitors 2 max 2: " \
+  "0@0,0 640x480 1@640,0 640x480"
+
+GST_START_TEST (test_displays_through_pipeline)
+{
+  const gchar *args[] = { "--displays=2", "--width=640", "--height=480",
+    "--fps=0", NULL
+  };
+  Gateway g = { 0, };
+  HeadsClient *a, *b;
+  gchar *direct, *got, *line;
+
+  gateway_start (&g, args, 2, &direct);
+  fail_unless_equals_string (direct, "display 0 640x480 monitors 1 max 1: "
+      "0@0,0 640x480; display 1 640x480 monitors 1 max 1: 0@0,0 640x480");
+
+  /* the same two heads, as one surface with two monitors */
+  a = heads_client_connect ("127.0.0.1", g.port);
+  got = heads_client_wait_describe (a, COMPOSED, WAIT_MS);
+  fail_unless_equals_string (got, COMPOSED);
+  g_free (got);
+  check_displays_picture (a, 0, "first client");
+
+  /* a key redraws the box on both displays: damage at each head's place */
+  guest_process_command (g.gp, "key");
+  line = guest_process_wait_line (g.gp, "box 1", GUEST_LINE_TIMEOUT_MS);
+  fail_unless (line != NULL);
+  g_free (line);
+  check_displays_picture (a, 1, "first client after a key");
+
+  b = heads_client_connect ("127.0.0.1", g.port);
+  got = heads_client_wait_describe (b, COMPOSED, WAIT_MS);
+  fail_unless_equals_string (got, COMPOSED);
+  g_free (got);
+  check_displays_picture (b, 1, "late joiner");
+
+  heads_client_free (b);
+  heads_client_free (a);
+  gateway_stop (&g);
+  g_free (direct);
+}
+
+GST_END_TEST;
+
+/* waits until the client shows the gateway's surface (a pointer has no
+ * place before: the sink clamps it to a surface) and is in client mouse
+ * mode with its inputs open */
+static void
+wait_inputs (HeadsClient * c)
+{
+  gint64 end = g_get_monotonic_time () + (gint64) WAIT_MS * 1000;
+
+  fail_unless (heads_client_wait_displays (c, 1, 100, WAIT_MS));
+
+  while (!heads_client_inputs_ready (c) && g_get_monotonic_time () < end)
+    heads_client_pump (50);
+  fail_unless (heads_client_inputs_ready (c), "no client mouse mode");
+}
+
+/* a position the client sends on its display 0 (the composed frame) lands
+ * as @want in the guest's log */
+static void
+assert_lands (Gateway * g, HeadsClient * c, gint x, gint y,
+    const gchar * want)
+{
+  guint mark = guest_process_mark (g->gp);
+  gint64 end = g_get_monotonic_time () + (gint64) WAIT_MS * 1000;
+  gchar *line = NULL;
+
+  /* the gateway's upstream inputs channel may still be linking: spicesrc
+   * sends the position once it is open */
+  heads_client_position (c, 0, x, y, 0);
+  while (!(line = guest_process_find_line (g->gp, mark, want, NULL)) &&
+      g_get_monotonic_time () < end)
+    heads_client_pump (20);
+  if (!line) {
+    gchar *log = runner_process_log (g->run);
+    g_printerr ("%s\n", log);
+    g_free (log);
+  }
+  fail_unless (line != NULL, "(%d,%d) never reached the guest as \"%s\"",
+      x, y, want);
+  g_free (line);
+}
+
+GST_START_TEST (test_input_per_head)
+{
+  const gchar *heads_args[] = { "--heads=2", "--width=640", "--height=480",
+    "--fps=0", NULL
+  };
+  const gchar *displays_args[] = { "--displays=2", "--width=640",
+    "--height=480", "--fps=0", "--agent-mouse", NULL
+  };
+  Gateway g = { 0, };
+  HeadsClient *c;
+  gchar *direct;
+
+  /* one surface: the tablet gets surface positions, head 1 from x 640 on */
+  gateway_start (&g, heads_args, 1, &direct);
+  c = heads_client_connect ("127.0.0.1", g.port);
+  wait_inputs (c);
+  assert_lands (&g, c, 100, 50, "mouse position 100 50 ");
+  assert_lands (&g, c, 640 + 100, 60, "mouse position 740 60 ");
+  assert_lands (&g, c, 1279, 479, "mouse position 1279 479 ");
+  heads_client_free (c);
+  gateway_stop (&g);
+  g_free (direct);
+
+  /* one display channel per head: the agent mouse logs the display */
+  memset (&g, 0, sizeof (g));
+  gateway_start (&g, displays_args, 2, &direct);
+  c = heads_client_connect ("127.0.0.1", g.port);
+  wait_inputs (c);
+  assert_lands (&g, c, 100, 50, "agent mouse 100 50 buttons=0 display=0");
+  assert_lands (&g, c, 640 + 100, 60,
+      "agent mouse 100 60 buttons=0 display=1");
+  assert_lands (&g, c, 1279, 479, "agent mouse 639 479 buttons=0 display=1");
+  assert_lands (&g, c, 639, 10, "agent mouse 639 10 buttons=0 display=0");
+  heads_client_free (c);
+  gateway_stop (&g);
+  g_free (direct);
+}
+
+GST_END_TEST;
+
 static Suite *
 heads_pipeline_suite (void)
 {
@@ -158,6 +301,8 @@ heads_pipeline_suite (void)
 
   tcase_set_timeout (tc, 300);
   tcase_add_test (tc, test_heads_through_pipeline);
+  tcase_add_test (tc, test_displays_through_pipeline);
+  tcase_add_test (tc, test_input_per_head);
   suite_add_tcase (s, tc);
   return s;
 }
