@@ -5,6 +5,7 @@
 #include "heads-client.h"
 
 #include <spice-client.h>
+#include <spice/vd_agent.h>
 #include <string.h>
 
 typedef struct
@@ -294,8 +295,30 @@ heads_client_position (HeadsClient * c, guint display, gint x, gint y,
   spice_inputs_channel_position (c->inputs, x, y, display, buttons);
 }
 
-gpointer
-heads_client_main (HeadsClient * c)
+gboolean
+heads_client_agent_ready (HeadsClient * c)
 {
-  return c->main;
+  gboolean agent = FALSE;
+
+  if (!c->main)
+    return FALSE;
+  g_object_get (c->main, "agent-connected", &agent, NULL);
+  return agent && spice_main_channel_agent_test_capability (c->main,
+      VD_AGENT_CAP_MONITORS_CONFIG);
+}
+
+gboolean
+heads_client_send_monitors (HeadsClient * c, guint n, const gint (*rects)[4])
+{
+  guint i;
+
+  for (i = 0; i < n; i++) {
+    gboolean on = rects[i][2] > 0 && rects[i][3] > 0;
+
+    spice_main_channel_update_display_enabled (c->main, i, on, FALSE);
+    if (on)
+      spice_main_channel_update_display (c->main, i, rects[i][0],
+          rects[i][1], rects[i][2], rects[i][3], FALSE);
+  }
+  return spice_main_channel_send_monitor_config (c->main);
 }

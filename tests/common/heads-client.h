@@ -59,7 +59,13 @@ gboolean heads_client_inputs_ready (HeadsClient * c);
 void heads_client_position (HeadsClient * c, guint display, gint x, gint y,
     guint buttons);
 
-/* The session's main channel (SpiceMainChannel *), for monitor configs. */
-gpointer heads_client_main (HeadsClient * c);
+/* Whether the guest agent is there and takes monitors configs. */
+gboolean heads_client_agent_ready (HeadsClient * c);
+/* The client's windows: @n monitors, monitor i at @rects[i] (x, y, width,
+ * height; a width of 0: disabled), sent as one monitors config with
+ * spice-gtk's public API (update_display_enabled, update_display,
+ * send_monitor_config), as remote-viewer does. */
+gboolean heads_client_send_monitors (HeadsClient * c, guint n,
+    const gint (*rects)[4]);
 
 G_END_DECLS

@@ -293,6 +293,103 @@ GST_START_TEST (test_input_per_head)
 
 GST_END_TEST;
 
+/* waits for @gp's line @want after @mark (pumping the clients) */
+static void
+wait_guest_line (GuestProcess * gp, guint mark, const gchar * want)
+{
+  gint64 end = g_get_monotonic_time () + (gint64) WAIT_MS * 1000;
+  gchar *line = NULL;
+
+  while (!(line = guest_process_find_line (gp, mark, want, NULL)) &&
+      g_get_monotonic_time () < end)
+    heads_client_pump (20);
+  fail_unless (line != NULL, "the guest never printed \"%s\"", want);
+  g_free (line);
+}
+
+static void
+expect_heads (HeadsClient * c, const gchar * want, const gchar * who)
+{
+  gchar *got = heads_client_wait_describe (c, want, WAIT_MS);
+
+  fail_unless (g_strcmp0 (got, want) == 0, "%s sees \"%s\", not \"%s\"",
+      who, got, want);
+  g_free (got);
+}
+
+GST_START_TEST (test_layout_from_client)
+{
+  const gchar *args[] = { "--heads=2", "--width=640", "--height=480",
+    "--fps=0", "--agent", NULL
+  };
+  const gint two[2][4] = { {0, 0, 800, 600}, {800, 0, 800, 600} };
+  const gint one[2][4] = { {0, 0, 800, 600}, {0, 0, 0, 0} };
+  const gint other[2][4] = { {0, 0, 704, 512}, {704, 0, 704, 512} };
+  Gateway g = { 0, };
+  HeadsClient *a, *b;
+  gchar *direct;
+  guint8 *expected;
+  guint mark;
+  gint64 end;
+
+  gateway_start (&g, args, 1, &direct);
+  a = heads_client_connect ("127.0.0.1", g.port);
+  b = heads_client_connect ("127.0.0.1", g.port);
+  expect_heads (a, direct, "client a");
+  expect_heads (b, direct, "client b");
+  end = g_get_monotonic_time () + (gint64) WAIT_MS * 1000;
+  while ((!heads_client_agent_ready (a) || !heads_client_agent_ready (b)) &&
+      g_get_monotonic_time () < end)
+    heads_client_pump (50);
+  fail_unless (heads_client_agent_ready (a) && heads_client_agent_ready (b),
+      "the clients never saw the guest's agent");
+
+  /* a's two windows of 800x600: the guest lays out two such heads, and
+   * every client follows */
+  mark = guest_process_mark (g.gp);
+  fail_unless (heads_client_send_monitors (a, 2, two));
+  wait_guest_line (g.gp, mark, "monitors 2 max 2: 0@0,0 800x600 "
+      "1@800,0 800x600");
+  expect_heads (a, "display 0 1600x600 monitors 2 max 2: 0@0,0 800x600 "
+      "1@800,0 800x600", "client a");
+  expect_heads (b, "display 0 1600x600 monitors 2 max 2: 0@0,0 800x600 "
+      "1@800,0 800x600", "client b");
+  expected = g_malloc ((gsize) 1600 * 600 * 4);
+  guest_render_heads_frame (expected, 800, 600, 1600 * 4, 2, 1, 0,
+      GUEST_ACTIVITY_IDLE, GUEST_FRAME_NONE, FALSE);
+  fail_unless (heads_client_wait_picture (b, 0, 0, 0, expected, 1600, 600,
+          WAIT_MS) == 0, "client b's picture is not the guest's");
+  g_free (expected);
+
+  /* b's layout does not win while a, which set one first, is there */
+  mark = guest_process_mark (g.gp);
+  fail_unless (heads_client_send_monitors (b, 2, other));
+  heads_client_pump (1000);
+  /* a disables its second window: one head at every client */
+  fail_unless (heads_client_send_monitors (a, 2, one));
+  wait_guest_line (g.gp, mark, "monitors 1 max 2: 0@0,0 800x600");
+  fail_if (guest_process_find_line (g.gp, mark, "704x512", NULL) != NULL,
+      "b's layout reached the guest while a drives it");
+  expect_heads (a, "display 0 800x600 monitors 1 max 2: 0@0,0 800x600",
+      "client a");
+  expect_heads (b, "display 0 800x600 monitors 1 max 2: 0@0,0 800x600",
+      "client b");
+
+  /* a leaves: b's layout, the next one set, applies */
+  mark = guest_process_mark (g.gp);
+  heads_client_free (a);
+  wait_guest_line (g.gp, mark, "monitors 2 max 2: 0@0,0 704x512 "
+      "1@704,0 704x512");
+  expect_heads (b, "display 0 1408x512 monitors 2 max 2: 0@0,0 704x512 "
+      "1@704,0 704x512", "client b");
+
+  heads_client_free (b);
+  gateway_stop (&g);
+  g_free (direct);
+}
+
+GST_END_TEST;
+
 static Suite *
 heads_pipeline_suite (void)
 {
@@ -303,6 +400,7 @@ heads_pipeline_suite (void)
   tcase_add_test (tc, test_heads_through_pipeline);
   tcase_add_test (tc, test_displays_through_pipeline);
   tcase_add_test (tc, test_input_per_head);
+  tcase_add_test (tc, test_layout_from_client);
   suite_add_tcase (s, tc);
   return s;
 }

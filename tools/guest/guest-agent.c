@@ -156,7 +156,7 @@ static void
 agent_monitors_config (GuestAgent * a, guint32 port, const guint8 * d,
     guint32 size)
 {
-  guint32 n, flags, per, reply[2];
+  guint32 n, flags, per, reply[2], i, enabled = 0;
   const guint8 *m;
   gint w, h;
 
@@ -175,13 +175,21 @@ agent_monitors_config (GuestAgent * a, guint32 port, const guint8 * d,
     return;
   }
   m = d + sizeof (VDAgentMonitorsConfig);
+  for (i = 0; i < n; i++) {
+    const guint8 *mi = m + i * per;
+
+    if (read_u32 (mi + G_STRUCT_OFFSET (VDAgentMonConfig, width)) &&
+        read_u32 (mi + G_STRUCT_OFFSET (VDAgentMonConfig, height)))
+      enabled++;
+  }
   h = (gint) MIN (read_u32 (m + G_STRUCT_OFFSET (VDAgentMonConfig, height)),
       G_MAXINT);
   w = (gint) MIN (read_u32 (m + G_STRUCT_OFFSET (VDAgentMonConfig, width)),
       G_MAXINT);
-  a->log ("agent monitors %u %dx%d+%d+%d flags=0x%x", n, w, h,
+  a->log ("agent monitors %u %dx%d+%d+%d flags=0x%x enabled=%u", n, w, h,
       (gint32) read_u32 (m + G_STRUCT_OFFSET (VDAgentMonConfig, x)),
-      (gint32) read_u32 (m + G_STRUCT_OFFSET (VDAgentMonConfig, y)), flags);
+      (gint32) read_u32 (m + G_STRUCT_OFFSET (VDAgentMonConfig, y)), flags,
+      enabled);
 
   reply[0] = GUINT32_TO_LE (VD_AGENT_MONITORS_CONFIG);
   reply[1] = GUINT32_TO_LE (VD_AGENT_SUCCESS);
@@ -189,7 +197,7 @@ agent_monitors_config (GuestAgent * a, guint32 port, const guint8 * d,
   /* a disabled head (0x0, sparse configs) leaves the surface alone */
   if (w > 0 && h > 0)
     a->resize (CLAMP (w, a->min_size, a->max_size), CLAMP (h, a->min_size,
-            a->max_size), a->user_data);
+            a->max_size), enabled, a->user_data);
 }
 
 /* ---- files from the client ---------------------------------------------- */

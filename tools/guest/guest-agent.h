@@ -14,9 +14,10 @@ G_BEGIN_DECLS
 typedef struct _GuestAgent GuestAgent;
 typedef void (*GuestAgentLogFunc) (const gchar * fmt, ...);
 /* a client's monitors config asked for a @width x @height primary surface
- * (already within the guest's size limits) */
+ * (monitor 0's size, already within the guest's size limits), with
+ * @enabled monitors of a size (not 0x0) in it */
 typedef void (*GuestAgentResizeFunc) (gint width, gint height,
-    gpointer user_data);
+    guint enabled, gpointer user_data);
 
 /* Main thread, after spice_server_init(): attaches the agent, so clients see
  * AGENT_CONNECTED. Sizes asked for are clamped to @min_size..@max_size.

@@ -150,6 +150,7 @@ typedef struct
   gboolean agent_mouse;
   GuestAgent *agent;
   gint heads;                   /* --heads: monitors on the one surface */
+  gint max_heads;               /* --heads as given: the most there are */
   gint displays;                /* --displays: QXL devices */
   gint head_w;                  /* the width of one head */
   GuestDisplay extra[MAX_HEADS - 1];    /* displays 1..displays-1 */
@@ -630,11 +631,11 @@ send_monitors_config (Guest * g)
   GString *desc;
   gint i;
 
-  if (g->heads <= 1)
+  if (g->max_heads <= 1)
     return;
   mc = g_malloc0 (sizeof (QXLMonitorsConfig) + g->heads * sizeof (QXLHead));
   mc->count = g->heads;
-  mc->max_allowed = g->heads;
+  mc->max_allowed = g->max_heads;
   desc = g_string_new (NULL);
   for (i = 0; i < g->heads; i++) {
     mc->heads[i].id = i;
@@ -648,7 +649,7 @@ send_monitors_config (Guest * g)
   }
   g_ptr_array_add (g->monitors_configs, mc);
   spice_qxl_monitors_config_async (&g->qxl, (QXLPHYSICAL) (uintptr_t) mc, 0, 0);
-  guest_log ("monitors %d max %d:%s", g->heads, g->heads, desc->str);
+  guest_log ("monitors %d max %d:%s", g->heads, g->max_heads, desc->str);
   g_string_free (desc, TRUE);
 }
 
@@ -1190,14 +1191,23 @@ do_resize (Guest * g, gint w, gint h)
   guest_log ("resized %d %d", w, h);
 }
 
-/* main thread: a client's monitors config, through the agent */
+/* main thread: a client's monitors config, through the agent: monitor 0's
+ * size; with --heads, as many heads of it as monitors are enabled (up to
+ * --heads N), like a guest whose desktop follows the client's windows */
 static void
-on_agent_resize (gint w, gint h, gpointer user_data)
+on_agent_resize (gint w, gint h, guint enabled, gpointer user_data)
 {
   Guest *g = user_data;
+  gint heads = g->heads;
 
-  if (w != g->head_w || h != g->h)
+  if (g->max_heads > 1) {
+    heads = CLAMP ((gint) enabled, 1, g->max_heads);
+    w = MIN (w, GUEST_MAX_SIZE / heads);
+  }
+  if (w != g->head_w || h != g->h || heads != g->heads) {
+    g->heads = heads;
     do_resize (g, w, h);
+  }
 }
 
 static void
@@ -1613,6 +1623,7 @@ main (int argc, char *argv[])
   g->activity = GUEST_ACTIVITY_IDLE;
   g->frame_no = GUEST_FRAME_NONE;
   g->monitors_configs = g_ptr_array_new_with_free_func (g_free);
+  g->max_heads = g->heads;
   g->head_w = g->width;
   g->w = g->width * g->heads;
   g->h = g->height;
