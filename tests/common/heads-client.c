@@ -228,6 +228,16 @@ heads_client_wait_displays (HeadsClient * c, guint n, guint settle_ms,
   return FALSE;
 }
 
+guint
+heads_client_n_display_channels (HeadsClient * c)
+{
+  guint i, n = 0;
+
+  for (i = 0; i < HEADS_CLIENT_MAX_DISPLAYS; i++)
+    n += c->displays[i].channel != NULL;
+  return n;
+}
+
 const guint8 *
 heads_client_surface (HeadsClient * c, guint id, gint * w, gint * h,
     gint * stride)

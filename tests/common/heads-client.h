@@ -36,6 +36,9 @@ gchar *heads_client_wait_describe (HeadsClient * c, const gchar * expected,
 gboolean heads_client_wait_displays (HeadsClient * c, guint n,
     guint settle_ms, guint timeout_ms);
 
+/* How many display channels the session has (with a surface or not). */
+guint heads_client_n_display_channels (HeadsClient * c);
+
 /* Runs the main context for @ms. */
 void heads_client_pump (guint ms);
 

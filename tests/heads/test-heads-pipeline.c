@@ -5,7 +5,9 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
 #include <gst/check/gstcheck.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "guest-launcher.h"
 #include "guest-render.h"
@@ -24,27 +26,14 @@ typedef struct
   guint port;
 } Gateway;
 
-/* the guest with @args (NULL-terminated), what a client sees straight from
- * it (*@direct), then transcode-vp8 in front of it */
+/* transcode-vp8 in front of @uri */
 static void
-gateway_start (Gateway * g, const gchar * const *args, guint displays,
-    gchar ** direct)
+gateway_start_uri (Gateway * g, const gchar * uri)
 {
-  GError *err = NULL;
-  HeadsClient *c;
-  gchar *path, *uri, *upstream, *listen;
-
-  g->gp = guest_process_start (args, &err);
-  fail_unless (g->gp != NULL, "%s", err ? err->message : "");
-  c = heads_client_connect ("127.0.0.1", guest_process_get_port (g->gp));
-  fail_unless (heads_client_wait_displays (c, displays, 300, WAIT_MS));
-  *direct = heads_client_describe (c);
-  GST_INFO ("straight from the guest: %s", *direct);
-  heads_client_free (c);
+  gchar *path, *upstream, *listen;
 
   g->tmpdir = test_tmpdir_new ("gst-spice-heads");
   path = runner_process_shipped_pipeline ("transcode-vp8");
-  uri = guest_process_get_uri (g->gp);
   upstream = g_strdup_printf ("UPSTREAM=%s", uri);
   g->port = test_pick_free_port ();
   listen = g_strdup_printf ("LISTEN_PORT=%u", g->port);
@@ -53,9 +42,30 @@ gateway_start (Gateway * g, const gchar * const *args, guint displays,
   fail_unless (runner_process_wait_log (g->run, "playing", 1, WAIT_MS),
       "transcode-vp8 did not start");
   g_free (path);
-  g_free (uri);
   g_free (upstream);
   g_free (listen);
+}
+
+/* the guest with @args (NULL-terminated), what a client sees straight from
+ * it (*@direct), then transcode-vp8 in front of it */
+static void
+gateway_start (Gateway * g, const gchar * const *args, guint displays,
+    gchar ** direct)
+{
+  GError *err = NULL;
+  HeadsClient *c;
+  gchar *uri;
+
+  g->gp = guest_process_start (args, &err);
+  fail_unless (g->gp != NULL, "%s", err ? err->message : "");
+  c = heads_client_connect ("127.0.0.1", guest_process_get_port (g->gp));
+  fail_unless (heads_client_wait_displays (c, displays, 300, WAIT_MS));
+  *direct = heads_client_describe (c);
+  GST_INFO ("straight from the guest: %s", *direct);
+  heads_client_free (c);
+  uri = guest_process_get_uri (g->gp);
+  gateway_start_uri (g, uri);
+  g_free (uri);
 }
 
 static void
@@ -63,7 +73,8 @@ gateway_stop (Gateway * g)
 {
   fail_unless (runner_process_is_running (g->run));
   runner_process_free (g->run);
-  guest_process_stop (g->gp);
+  if (g->gp)
+    guest_process_stop (g->gp);
   test_tmpdir_remove (g->tmpdir);
 }
 
@@ -390,6 +401,115 @@ GST_START_TEST (test_layout_from_client)
 
 GST_END_TEST;
 
+/* the client's heads once they stayed the same for 2 s */
+static gchar *
+settled_describe (HeadsClient * c)
+{
+  gint64 end = g_get_monotonic_time () + (gint64) WAIT_MS * 1000;
+  gchar *last = NULL;
+
+  while (g_get_monotonic_time () < end) {
+    gchar *now;
+
+    /* no quiet wait: SeaBIOS's cursor blinks */
+    if (!heads_client_wait_displays (c, 1, 0, WAIT_MS))
+      break;
+    heads_client_pump (2000);
+    now = heads_client_describe (c);
+    if (last && g_str_equal (now, last)) {
+      g_free (last);
+      return now;
+    }
+    g_free (last);
+    last = now;
+  }
+  g_free (last);
+  return NULL;
+}
+
+/* waits until something listens on @port of 127.0.0.1 */
+static gboolean
+wait_listening (guint port)
+{
+  gint64 end = g_get_monotonic_time () + (gint64) WAIT_MS * 1000;
+  GSocketClient *client = g_socket_client_new ();
+  gboolean ok = FALSE;
+
+  while (!ok && g_get_monotonic_time () < end) {
+    GSocketConnection *conn = g_socket_client_connect_to_host (client,
+        "127.0.0.1", port, NULL, NULL);
+
+    ok = conn != NULL;
+    if (conn)
+      g_object_unref (conn);
+    else
+      g_usleep (100 * 1000);
+  }
+  g_object_unref (client);
+  return ok;
+}
+
+/* qemu with two QXL devices and no guest OS: the second device has no
+ * surface, so it is no head, straight or through the pipeline */
+GST_START_TEST (test_qemu_two_qxl)
+{
+  gchar *qemu = g_find_program_in_path ("qemu-system-x86_64");
+  gchar *spice_arg, *uri, *direct, *got;
+  Gateway g = { 0, };
+  GError *err = NULL;
+  HeadsClient *c;
+  GPid pid = 0;
+  guint port;
+
+  if (!qemu) {
+    g_printerr ("SKIP: qemu-system-x86_64 not installed\n");
+    return;
+  }
+  port = test_pick_free_port ();
+  spice_arg = g_strdup_printf ("port=%u,addr=127.0.0.1,disable-ticketing=on",
+      port);
+  {
+    const gchar *argv[] = { qemu, "-display", "none", "-spice", spice_arg,
+      "-m", "64", "-nodefaults", "-vga", "none", "-device", "qxl-vga",
+      "-device", "qxl", "-accel", "tcg", NULL
+    };
+    fail_unless (g_spawn_async (NULL, (gchar **) argv, NULL,
+            G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDOUT_TO_DEV_NULL,
+            test_child_new_group, NULL, &pid, &err), "%s",
+        err ? err->message : "");
+  }
+
+  /* straight from qemu (one client at a time: this one leaves first) */
+  fail_unless (wait_listening (port), "qemu never listened");
+  c = heads_client_connect ("127.0.0.1", port);
+  direct = settled_describe (c);
+  fail_unless (direct != NULL, "qemu's display never settled");
+  GST_INFO ("straight from qemu: %s", direct);
+  fail_unless_equals_int (heads_client_n_display_channels (c), 2);
+  fail_unless (g_str_has_prefix (direct, "display 0 ") &&
+      strstr (direct, "display 1") == NULL, "%s", direct);
+  heads_client_free (c);
+
+  uri = g_strdup_printf ("spice://127.0.0.1:%u", port);
+  gateway_start_uri (&g, uri);
+  c = heads_client_connect ("127.0.0.1", g.port);
+  got = heads_client_wait_describe (c, direct, WAIT_MS);
+  fail_unless_equals_string (got, direct);
+  g_free (got);
+  fail_unless_equals_int (heads_client_n_display_channels (c), 1);
+  heads_client_free (c);
+
+  gateway_stop (&g);
+  kill (-pid, SIGKILL);
+  waitpid (pid, NULL, 0);
+  g_free (direct);
+  g_free (uri);
+  g_free (spice_arg);
+  g_free (qemu);
+}
+
+GST_END_TEST;
+
 static Suite *
 heads_pipeline_suite (void)
 {
@@ -401,6 +521,7 @@ heads_pipeline_suite (void)
   tcase_add_test (tc, test_displays_through_pipeline);
   tcase_add_test (tc, test_input_per_head);
   tcase_add_test (tc, test_layout_from_client);
+  tcase_add_test (tc, test_qemu_two_qxl);
   suite_add_tcase (s, tc);
   return s;
 }
