@@ -90,6 +90,59 @@ assert_picture (HeadsClient * c, gint x, const guint8 * expected, gint w,
       diff);
 }
 
+static void
+expect_heads (HeadsClient * c, const gchar * want, const gchar * who)
+{
+  gchar *got = heads_client_wait_describe (c, want, WAIT_MS);
+
+  fail_unless (g_strcmp0 (got, want) == 0, "%s sees \"%s\", not \"%s\"",
+      who, got, want);
+  g_free (got);
+}
+
+/* a client of the gateway that sees @want */
+static HeadsClient *
+connect_expecting (Gateway * g, const gchar * want, const gchar * who)
+{
+  HeadsClient *c = heads_client_connect ("127.0.0.1", g->port);
+
+  expect_heads (c, want, who);
+  return c;
+}
+
+/* the guest's @n-th key press, drawn */
+static void
+press_key (Gateway * g, guint n)
+{
+  gchar *want = g_strdup_printf ("box %u", n);
+  gchar *line;
+
+  guest_process_command (g->gp, "key");
+  line = guest_process_wait_line (g->gp, want, GUEST_LINE_TIMEOUT_MS);
+  fail_unless (line != NULL, "the guest never printed \"%s\"", want);
+  g_free (line);
+  g_free (want);
+}
+
+typedef void (*CheckPicture) (HeadsClient * c, guint presses,
+    const gchar * what);
+
+/* a first client sees the heads @want and @check's picture, also after a
+ * key press (on every head: damage at each head's place); a late joiner
+ * (*@b) sees the same while the first (*@a) stays */
+static void
+two_clients (Gateway * g, const gchar * want, CheckPicture check,
+    HeadsClient ** a, HeadsClient ** b)
+{
+  *a = connect_expecting (g, want, "first client");
+  check (*a, 0, "first client");
+  press_key (g, 1);
+  check (*a, 1, "first client after a key");
+  *b = connect_expecting (g, want, "late joiner");
+  check (*b, 1, "late joiner");
+  expect_heads (*a, want, "first client");
+}
+
 /* --heads 2: one surface, two monitors */
 static void
 check_heads_picture (HeadsClient * c, guint presses, const gchar * what)
@@ -109,49 +162,23 @@ GST_START_TEST (test_heads_through_pipeline)
   };
   Gateway g = { 0, };
   HeadsClient *a, *b;
-  gchar *direct, *got, *line;
+  gchar *direct, *line;
 
   gateway_start (&g, args, 1, &direct);
   fail_unless_equals_string (direct, "display 0 1280x480 monitors 2 max 2: "
       "0@0,0 640x480 1@640,0 640x480");
 
-  a = heads_client_connect ("127.0.0.1", g.port);
-  got = heads_client_wait_describe (a, direct, WAIT_MS);
-  fail_unless_equals_string (got, direct);
-  g_free (got);
-  check_heads_picture (a, 0, "first client");
-
-  guest_process_command (g.gp, "key");
-  line = guest_process_wait_line (g.gp, "box 1", GUEST_LINE_TIMEOUT_MS);
-  fail_unless (line != NULL);
-  g_free (line);
-  check_heads_picture (a, 1, "first client after a key");
-
-  /* a late joiner, while the first stays */
-  b = heads_client_connect ("127.0.0.1", g.port);
-  got = heads_client_wait_describe (b, direct, WAIT_MS);
-  fail_unless_equals_string (got, direct);
-  g_free (got);
-  check_heads_picture (b, 1, "late joiner");
-  got = heads_client_describe (a);
-  fail_unless_equals_string (got, direct);
-  g_free (got);
+  two_clients (&g, direct, check_heads_picture, &a, &b);
 
   /* the heads change size: both clients follow */
   guest_process_command (g.gp, "resize 320 240");
   line = guest_process_wait_line (g.gp, "resized", GUEST_LINE_TIMEOUT_MS);
   fail_unless (line != NULL);
   g_free (line);
-  got = heads_client_wait_describe (a, "display 0 640x240 monitors 2 max 2: "
-      "0@0,0 320x240 1@320,0 320x240", WAIT_MS);
-  fail_unless_equals_string (got, "display 0 640x240 monitors 2 max 2: "
-      "0@0,0 320x240 1@320,0 320x240");
-  g_free (got);
-  got = heads_client_wait_describe (b, "display 0 640x240 monitors 2 max 2: "
-      "0@0,0 320x240 1@320,0 320x240", WAIT_MS);
-  fail_unless_equals_string (got, "display 0 640x240 monitors 2 max 2: "
-      "0@0,0 320x240 1@320,0 320x240");
-  g_free (got);
+  expect_heads (a, "display 0 640x240 monitors 2 max 2: 0@0,0 320x240 "
+      "1@320,0 320x240", "first client");
+  expect_heads (b, "display 0 640x240 monitors 2 max 2: 0@0,0 320x240 "
+      "1@320,0 320x240", "late joiner");
 
   heads_client_free (b);
   heads_client_free (a);
@@ -189,31 +216,14 @@ GST_START_TEST (test_displays_through_pipeline)
   };
   Gateway g = { 0, };
   HeadsClient *a, *b;
-  gchar *direct, *got, *line;
+  gchar *direct;
 
   gateway_start (&g, args, 2, &direct);
   fail_unless_equals_string (direct, "display 0 640x480 monitors 1 max 1: "
       "0@0,0 640x480; display 1 640x480 monitors 1 max 1: 0@0,0 640x480");
 
   /* the same two heads, as one surface with two monitors */
-  a = heads_client_connect ("127.0.0.1", g.port);
-  got = heads_client_wait_describe (a, COMPOSED, WAIT_MS);
-  fail_unless_equals_string (got, COMPOSED);
-  g_free (got);
-  check_displays_picture (a, 0, "first client");
-
-  /* a key redraws the box on both displays: damage at each head's place */
-  guest_process_command (g.gp, "key");
-  line = guest_process_wait_line (g.gp, "box 1", GUEST_LINE_TIMEOUT_MS);
-  fail_unless (line != NULL);
-  g_free (line);
-  check_displays_picture (a, 1, "first client after a key");
-
-  b = heads_client_connect ("127.0.0.1", g.port);
-  got = heads_client_wait_describe (b, COMPOSED, WAIT_MS);
-  fail_unless_equals_string (got, COMPOSED);
-  g_free (got);
-  check_displays_picture (b, 1, "late joiner");
+  two_clients (&g, COMPOSED, check_displays_picture, &a, &b);
 
   heads_client_free (b);
   heads_client_free (a);
@@ -316,16 +326,6 @@ wait_guest_line (GuestProcess * gp, guint mark, const gchar * want)
     heads_client_pump (20);
   fail_unless (line != NULL, "the guest never printed \"%s\"", want);
   g_free (line);
-}
-
-static void
-expect_heads (HeadsClient * c, const gchar * want, const gchar * who)
-{
-  gchar *got = heads_client_wait_describe (c, want, WAIT_MS);
-
-  fail_unless (g_strcmp0 (got, want) == 0, "%s sees \"%s\", not \"%s\"",
-      who, got, want);
-  g_free (got);
 }
 
 GST_START_TEST (test_layout_from_client)
