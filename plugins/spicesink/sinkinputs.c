@@ -217,6 +217,33 @@ sink_inputs_handle_key_modifiers (SinkSession * s, guint16 type,
   return TRUE;
 }
 
+/* server thread: where monitor @id of the heads the clients were told
+ * (MONITORS_CONFIG) lies on the surface; FALSE for a monitor there is
+ * none of. spice-gtk sends a position in a monitor's window as that
+ * monitor's id (its display id on display channel 0) and the position
+ * inside the monitor. Takes the lock (heads are rare, keys never come
+ * here). */
+static gboolean
+head_offset (SinkSession * s, guint id, gint * x, gint * y)
+{
+  const GstSpiceHeads *m = &s->shared->monitors;
+  gboolean found = FALSE;
+  guint i;
+
+  *x = *y = 0;
+  g_mutex_lock (s->shared->env->lock);
+  for (i = 0; i < m->count && !found; i++) {
+    if (m->monitors[i].id == id) {
+      *x = m->monitors[i].x;
+      *y = m->monitors[i].y;
+      found = TRUE;
+    }
+  }
+  g_mutex_unlock (s->shared->env->lock);
+  /* without heads (or a head 0), display 0 is the whole surface */
+  return found || id == 0;
+}
+
 static gboolean
 sink_inputs_handle_mouse_position (SinkSession * s, guint16 type,
     const guint8 * body, gsize size)
@@ -224,15 +251,16 @@ sink_inputs_handle_mouse_position (SinkSession * s, guint16 type,
   guint32 x, y;
   guint16 b;
   guint8 disp;
+  gint ox, oy;
 
   if (!gst_spice_wire_parse_mouse_position (body, size, &x, &y, &b, &disp))
     return close_inputs (s, "malformed MOUSE_POSITION");
   motion_done (s);
-  if (disp != 0)
+  if (!head_offset (s, disp, &ox, &oy))
     return TRUE;
   s->in.buttons = b;
-  move_pointer (s, (gint) MIN (x, G_MAXINT16 * 2),
-      (gint) MIN (y, G_MAXINT16 * 2));
+  move_pointer (s, (gint) MIN (x, G_MAXINT16 * 2) + ox,
+      (gint) MIN (y, G_MAXINT16 * 2) + oy);
   return TRUE;
 }
 

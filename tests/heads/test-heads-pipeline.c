@@ -248,10 +248,12 @@ wait_inputs (HeadsClient * c)
   fail_unless (heads_client_inputs_ready (c), "no client mouse mode");
 }
 
-/* a position the client sends on its display 0 (the composed frame) lands
- * as @want in the guest's log */
+/* a position the client sends with display id @disp (its monitor: 0 with
+ * surface positions, as a one-window client does, or a monitor's id with
+ * the position inside that monitor, as remote-viewer's window of that
+ * monitor does) lands as @want in the guest's log */
 static void
-assert_lands (Gateway * g, HeadsClient * c, gint x, gint y,
+assert_lands (Gateway * g, HeadsClient * c, guint disp, gint x, gint y,
     const gchar * want)
 {
   guint mark = guest_process_mark (g->gp);
@@ -260,7 +262,7 @@ assert_lands (Gateway * g, HeadsClient * c, gint x, gint y,
 
   /* the gateway's upstream inputs channel may still be linking: spicesrc
    * sends the position once it is open */
-  heads_client_position (c, 0, x, y, 0);
+  heads_client_position (c, disp, x, y, 0);
   while (!(line = guest_process_find_line (g->gp, mark, want, NULL)) &&
       g_get_monotonic_time () < end)
     heads_client_pump (20);
@@ -290,9 +292,13 @@ GST_START_TEST (test_input_per_head)
   gateway_start (&g, heads_args, 1, &direct);
   c = heads_client_connect ("127.0.0.1", g.port);
   wait_inputs (c);
-  assert_lands (&g, c, 100, 50, "mouse position 100 50 ");
-  assert_lands (&g, c, 640 + 100, 60, "mouse position 740 60 ");
-  assert_lands (&g, c, 1279, 479, "mouse position 1279 479 ");
+  assert_lands (&g, c, 0, 100, 50, "mouse position 100 50 ");
+  assert_lands (&g, c, 0, 640 + 100, 60, "mouse position 740 60 ");
+  assert_lands (&g, c, 0, 1279, 479, "mouse position 1279 479 ");
+  /* remote-viewer's window of monitor 1: inside the monitor */
+  assert_lands (&g, c, 1, 20, 30, "mouse position 660 30 ");
+  assert_lands (&g, c, 1, 639, 479, "mouse position 1279 479 ");
+  assert_lands (&g, c, 0, 5, 6, "mouse position 5 6 ");
   heads_client_free (c);
   gateway_stop (&g);
   g_free (direct);
@@ -302,11 +308,14 @@ GST_START_TEST (test_input_per_head)
   gateway_start (&g, displays_args, 2, &direct);
   c = heads_client_connect ("127.0.0.1", g.port);
   wait_inputs (c);
-  assert_lands (&g, c, 100, 50, "agent mouse 100 50 buttons=0 display=0");
-  assert_lands (&g, c, 640 + 100, 60,
+  assert_lands (&g, c, 0, 100, 50,
+      "agent mouse 100 50 buttons=0 display=0");
+  assert_lands (&g, c, 0, 640 + 100, 60,
       "agent mouse 100 60 buttons=0 display=1");
-  assert_lands (&g, c, 1279, 479, "agent mouse 639 479 buttons=0 display=1");
-  assert_lands (&g, c, 639, 10, "agent mouse 639 10 buttons=0 display=0");
+  assert_lands (&g, c, 0, 1279, 479,
+      "agent mouse 639 479 buttons=0 display=1");
+  assert_lands (&g, c, 0, 639, 10, "agent mouse 639 10 buttons=0 display=0");
+  assert_lands (&g, c, 1, 30, 40, "agent mouse 30 40 buttons=0 display=1");
   heads_client_free (c);
   gateway_stop (&g);
   g_free (direct);

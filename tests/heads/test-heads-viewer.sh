@@ -1,0 +1,81 @@
+#!/bin/bash
+# tests/heads: remote-viewer under Xvfb through the shipped transcode-vp8
+# pipeline in front of the test guest's --heads 2 (issue 29): it opens one
+# window per head, and a click in the second window lands on the second head
+# (the guest logs the surface position: 640 to the right of the same click
+# in the first window).
+# Exit 77 (skipped) when a peer is not installed.
+# SPDX-License-Identifier: LGPL-2.1-or-later
+set -u
+BUILD=${1:?build dir}; SRC=${2:?source dir}
+for p in Xvfb remote-viewer xdotool xdpyinfo; do
+  command -v $p >/dev/null || { echo "skip: $p missing"; exit 77; }
+done
+
+DIR=$(mktemp -d /tmp/heads-viewer-XXXXXX)
+PIDS=()
+cleanup() {
+  for ((i=${#PIDS[@]}-1; i>=0; i--)); do kill "${PIDS[i]}" 2>/dev/null; done
+  sleep 0.5
+  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+  rm -f /tmp/.X$CD-lock /tmp/.X11-unix/X$CD
+  [ "${KEEP:-}" ] || rm -rf "$DIR"
+}
+trap cleanup EXIT
+
+free_display() { local d=$1; while [ -e /tmp/.X$d-lock ]; do d=$((d+1)); done; echo $d; }
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+CD=$(free_display 70)
+GPORT=$(free_port); LPORT=$(free_port)
+fail() { echo "FAIL: $*"; echo "--- logs in $DIR"; for f in "$DIR"/*.log; do echo "== $f"; tail -20 "$f"; done; exit 1; }
+# waits up to $2 x 0.1 s for command $1 to succeed
+wait_for() { local i; for i in $(seq "$2"); do eval "$1" && return 0; sleep 0.1; done; return 1; }
+
+# ---- the guest: two heads of 640x480, and its stdin kept open
+mkfifo "$DIR/guest.in"
+"$BUILD/tools/spice-test-guest" --port $GPORT --heads 2 --width 640 \
+  --height 480 --fps 0 <"$DIR/guest.in" >"$DIR/guest.log" 2>&1 &
+PIDS+=($!)
+exec 3>"$DIR/guest.in"
+wait_for 'grep -q listening "$DIR/guest.log"' 100 || fail "the guest did not start"
+
+"$BUILD/tools/runner/gst-spice-run" --stats-interval 0 \
+  -D UPSTREAM=spice://127.0.0.1:$GPORT -D LISTEN_PORT=$LPORT \
+  "$SRC/pipelines/transcode-vp8.pipeline" >"$DIR/pipeline.log" 2>&1 &
+PIDS+=($!)
+wait_for 'grep -q playing "$DIR/pipeline.log"' 600 || fail "transcode-vp8 did not start"
+
+Xvfb :$CD -screen 0 1600x900x24 -nolisten tcp >"$DIR/xvfb.log" 2>&1 &
+PIDS+=($!)
+export DISPLAY=:$CD
+wait_for 'xdpyinfo >/dev/null 2>&1' 100 || fail "Xvfb did not start"
+remote-viewer "spice://127.0.0.1:$LPORT" >"$DIR/viewer.log" 2>&1 &
+PIDS+=($!)
+
+# ---- one window per head
+window() { xdotool search --onlyvisible --name "\\($1\\)\$" 2>/dev/null | head -1; }
+wait_for '[ -n "$(window 1)" ] && [ -n "$(window 2)" ]' 600 ||
+  fail "remote-viewer did not open a window per head: $(xdotool search --onlyvisible --class remote-viewer | wc -l) window(s)"
+W1=$(window 1); W2=$(window 2)
+N=$(xdotool search --onlyvisible --class remote-viewer | wc -l)
+[ "$N" -eq 2 ] || fail "remote-viewer opened $N windows for 2 heads"
+echo "remote-viewer: $(xdotool getwindowname "$W1"), $(xdotool getwindowname "$W2")"
+
+# ---- a click in each window (side by side, so neither hides the other)
+xdotool windowmove "$W1" 0 0 windowmove "$W2" 800 0
+sleep 1
+click() {   # window, then the guest's logged position of the press
+  local before
+  before=$(grep -c "mouse buttons 1" "$DIR/guest.log")
+  xdotool mousemove --window "$1" 100 200 click 1
+  wait_for '[ "$(grep -c "mouse buttons 1" "$DIR/guest.log")" -gt "$before" ]' 200 ||
+    fail "the click in window $1 never reached the guest"
+  grep "mouse position .* buttons=1" "$DIR/guest.log" | tail -1 | awk '{print $3, $4}'
+}
+P1=$(click "$W1"); P2=$(click "$W2")
+echo "click in window 1 at guest $P1, in window 2 at guest $P2"
+read -r X1 Y1 <<<"$P1"; read -r X2 Y2 <<<"$P2"
+[ "$X1" -lt 640 ] || fail "the click in window 1 landed at $P1, not on head 0"
+[ "$X2" -eq $((X1 + 640)) ] && [ "$Y2" -eq "$Y1" ] ||
+  fail "the click in window 2 landed at $P2, not at head 1's ($((X1 + 640)) $Y1)"
+echo "PASS"
