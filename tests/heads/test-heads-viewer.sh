@@ -13,23 +13,11 @@ for p in Xvfb remote-viewer xdotool xdpyinfo; do
 done
 
 DIR=$(mktemp -d /tmp/heads-viewer-XXXXXX)
-PIDS=()
-cleanup() {
-  for ((i=${#PIDS[@]}-1; i>=0; i--)); do kill "${PIDS[i]}" 2>/dev/null; done
-  sleep 0.5
-  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-  rm -f /tmp/.X$CD-lock /tmp/.X11-unix/X$CD
-  [ "${KEEP:-}" ] || rm -rf "$DIR"
-}
-trap cleanup EXIT
-
-free_display() { local d=$1; while [ -e /tmp/.X$d-lock ]; do d=$((d+1)); done; echo $d; }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=../common/desktop-test.sh
+. "$SRC/tests/common/desktop-test.sh"
 CD=$(free_display 70)
 GPORT=$(free_port); LPORT=$(free_port)
-fail() { echo "FAIL: $*"; echo "--- logs in $DIR"; for f in "$DIR"/*.log; do echo "== $f"; tail -20 "$f"; done; exit 1; }
-# waits up to $2 x 0.1 s for command $1 to succeed
-wait_for() { local i; for i in $(seq "$2"); do eval "$1" && return 0; sleep 0.1; done; return 1; }
+XLOCKS+=("$CD")
 
 # ---- the guest: two heads of 640x480, and its stdin kept open
 mkfifo "$DIR/guest.in"
@@ -65,7 +53,8 @@ echo "remote-viewer: $(xdotool getwindowname "$W1"), $(xdotool getwindowname "$W
 xdotool windowmove "$W1" 0 0 windowmove "$W2" 800 0
 sleep 1
 click() {   # window, then the guest's logged position of the press
-  local before
+  local before  # read by wait_for's eval
+  # shellcheck disable=SC2034
   before=$(grep -c "mouse buttons 1" "$DIR/guest.log")
   xdotool mousemove --window "$1" 100 200 click 1
   wait_for '[ "$(grep -c "mouse buttons 1" "$DIR/guest.log")" -gt "$before" ]' 200 ||

@@ -16,21 +16,11 @@ done
 [ -f /etc/X11/spiceqxl.xorg.conf ] || { echo "skip: no spiceqxl"; exit 77; }
 
 DIR=$(mktemp -d /tmp/heads-xspice-XXXXXX)
-PIDS=()
-cleanup() {
-  for ((i=${#PIDS[@]}-1; i>=0; i--)); do kill "${PIDS[i]}" 2>/dev/null; done
-  sleep 0.5
-  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-  rm -f /tmp/.X$GD-lock /tmp/.X11-unix/X$GD
-  [ "${KEEP:-}" ] || rm -rf "$DIR"
-}
-trap cleanup EXIT
-
-free_display() { local d=$1; while [ -e /tmp/.X$d-lock ]; do d=$((d+1)); done; echo $d; }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=../common/desktop-test.sh
+. "$SRC/tests/common/desktop-test.sh"
 GD=$(free_display 60)
 GPORT=$(free_port); LPORT=$(free_port)
-fail() { echo "FAIL: $*"; echo "--- logs in $DIR"; for f in "$DIR"/*.log; do echo "== $f"; tail -20 "$f"; done; exit 1; }
+XLOCKS+=("$GD")
 DESCRIBE=$BUILD/tests/common/heads-describe
 
 # ---- the desktop: two heads of 1024x768 side by side
@@ -45,7 +35,7 @@ sed -e '/Section "Device"/,/EndSection/{/Driver/a\
 }' /etc/X11/spiceqxl.xorg.conf > "$DIR/xorg.conf"
 Xorg -config "$DIR/xorg.conf" -noreset -nolisten tcp -logfile "$DIR/xorg.log" :$GD >"$DIR/xorg.out.log" 2>&1 &
 PIDS+=($!)
-for i in $(seq 100); do DISPLAY=:$GD xdpyinfo >/dev/null 2>&1 && break; sleep 0.1; done
+wait_for "DISPLAY=:$GD xdpyinfo >/dev/null 2>&1" 100
 DISPLAY=:$GD xdpyinfo >/dev/null 2>&1 || fail "Xorg did not start"
 DISPLAY=:$GD xrandr --addmode qxl-1 1024x768 &&
   DISPLAY=:$GD xrandr --output qxl-1 --mode 1024x768 --right-of qxl-0 ||
@@ -63,7 +53,7 @@ echo "straight from Xspice: $DIRECT"
   -D UPSTREAM=spice://127.0.0.1:$GPORT -D LISTEN_PORT=$LPORT \
   "$SRC/pipelines/transcode-vp8.pipeline" >"$DIR/pipeline.log" 2>&1 &
 PIDS+=($!)
-for i in $(seq 300); do grep -q playing "$DIR/pipeline.log" && break; sleep 0.2; done
+wait_for 'grep -q playing "$DIR/pipeline.log"' 600
 grep -q playing "$DIR/pipeline.log" || fail "transcode-vp8 did not start"
 GW=$("$DESCRIBE" -p $LPORT -o "$DIR/gateway.ppm" --settle-ms 1500 2>"$DIR/gateway.log") ||
   fail "no picture through the pipeline"
