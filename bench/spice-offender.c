@@ -295,7 +295,7 @@ send_clipboard (SpiceRawConn * c, GstSpiceClipboardAction action)
   gboolean ok;
 
   /* no VD_AGENT_CAP_CLIPBOARD_SELECTION announced: no selection field */
-  gst_spice_agent_write_clipboard (a, &clip, FALSE, FALSE, 0);
+  test_agent_write_clipboard (a, &clip, FALSE, FALSE, 0);
   ok = send_agent_message (c, a);
   g_byte_array_unref (a);
   return ok;
@@ -396,7 +396,7 @@ main_wait (SpiceRawConn * c, guint16 want, guint8 ** body, gsize * size)
 /* a new session: main linked with @caps, MAIN_INIT read (*@init), and with
  * @attach the channel list (TRUE in @listed[type] for each) */
 static SpiceRawConn *
-main_open (guint32 caps, gboolean attach, GstSpiceMainInit * init,
+main_open (guint32 caps, gboolean attach, TestWireMainInit * init,
     gboolean listed[256])
 {
   SpiceRawConn *c = tcp_connect (0);
@@ -411,7 +411,7 @@ main_open (guint32 caps, gboolean attach, GstSpiceMainInit * init,
   if (!link_channel (c, 0, SPICE_CHANNEL_MAIN, caps))
     goto fail;
   if (!main_wait (c, SPICE_MSG_MAIN_INIT, &body, &size) ||
-      !gst_spice_wire_parse_main_init (body, size, init)) {
+      !test_wire_parse_main_init (body, size, init)) {
     error ("no MAIN_INIT");
     goto fail;
   }
@@ -421,7 +421,7 @@ main_open (guint32 caps, gboolean attach, GstSpiceMainInit * init,
   if (attach) {
     if (!spice_raw_send_msg (c, SPICE_MSGC_MAIN_ATTACH_CHANNELS, NULL, 0) ||
         !main_wait (c, SPICE_MSG_MAIN_CHANNELS_LIST, &body, &size) ||
-        (n = gst_spice_wire_parse_channels_list (body, size, types, ids,
+        (n = test_wire_parse_channels_list (body, size, types, ids,
                 G_N_ELEMENTS (types))) < 0) {
       error ("no CHANNELS_LIST");
       goto fail;
@@ -441,7 +441,7 @@ fail:
 
 /* waits until the server says that the guest's agent is there */
 static gboolean
-wait_agent (SpiceRawConn * c, const GstSpiceMainInit * init)
+wait_agent (SpiceRawConn * c, const TestWireMainInit * init)
 {
   guint8 *body = NULL;
   gsize size;
@@ -529,7 +529,7 @@ send_all (SpiceRawConn * c, const guint8 * data, gsize size, MainReader * r)
 static void
 record_session (void)
 {
-  GstSpiceMainInit init;
+  TestWireMainInit init;
   gboolean listed[256] = { FALSE, };
   SpiceRawConn *main, *rec = NULL;
   MainReader r = { NULL, 0 };
@@ -636,7 +636,7 @@ tcp_alive (SpiceRawConn * c, gint * inq)
 static void
 cursor_session (void)
 {
-  GstSpiceMainInit init;
+  TestWireMainInit init;
   gboolean listed[256] = { FALSE, };
   SpiceRawConn *main, *cur = NULL;
   gint64 next_drip, next_check;
@@ -701,7 +701,7 @@ out:
 static void
 agent_session (void)
 {
-  GstSpiceMainInit init;
+  TestWireMainInit init;
   SpiceRawConn *main;
   gint64 next;
 
@@ -774,7 +774,7 @@ owner_grab (SpiceRawConn * c)
 static void
 owner_session (void)
 {
-  GstSpiceMainInit init;
+  TestWireMainInit init;
   SpiceRawConn *main;
 
   if (!(main = main_open (1u << SPICE_MAIN_CAP_AGENT_CONNECTED_TOKENS, FALSE,
@@ -874,7 +874,7 @@ make_answer (void)
   for (i = 0; i < o.clipboard_bytes; i++)
     text[i] = line[i % (sizeof (line) - 1)];
   clip.data = g_bytes_new_take (text, o.clipboard_bytes);
-  gst_spice_agent_write_clipboard (a, &clip, FALSE, FALSE, 0);
+  test_agent_write_clipboard (a, &clip, FALSE, FALSE, 0);
   g_bytes_unref (clip.data);
   return g_byte_array_free_to_bytes (a);
 }

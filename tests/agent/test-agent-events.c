@@ -6,6 +6,7 @@
 #include <gst/check/gstcheck.h>
 #include <gio/gio.h>
 #include <gst/spice/gstspice.h>
+#include "spice-client-wire.h"
 
 GST_START_TEST (test_agent_info_event)
 {
@@ -132,7 +133,7 @@ GST_START_TEST (test_reader_chunks)
   for (i = 0; i < 5000; i++)
     big[i] = 'a' + i % 26;
   clip.data = g_bytes_new_take (big, 5000);
-  gst_spice_agent_write_clipboard (stream, &clip, TRUE, FALSE, 0);
+  test_agent_write_clipboard (stream, &clip, TRUE, FALSE, 0);
   VD_AGENT_SET_CAPABILITY (caps, VD_AGENT_CAP_CLIPBOARD_SELECTION);
   gst_spice_agent_write_caps (stream, TRUE, caps);
 
@@ -152,7 +153,7 @@ GST_START_TEST (test_reader_chunks)
     fail_unless_equals_int (c.msgs->len, 2);
     m = g_bytes_get_data (c.msgs->pdata[0], &msize);
     fail_unless_equals_int (GST_READ_UINT32_LE (m), VD_AGENT_CLIPBOARD);
-    fail_unless (gst_spice_agent_parse_clipboard (VD_AGENT_CLIPBOARD, m + 4,
+    fail_unless (test_agent_parse_clipboard (VD_AGENT_CLIPBOARD, m + 4,
             msize - 4, TRUE, FALSE, &parsed));
     fail_unless_equals_int (parsed.selection, 1);
     fail_unless (g_bytes_equal (parsed.data, clip.data));
@@ -210,7 +211,7 @@ steal_clipboard (guint32 type, guint64 opaque, const guint8 * body,
 /* A 1 MiB clipboard read and passed on without a copy: the reader's body
  * becomes the clipboard's data (the sink holds one copy however many
  * clients it goes to); what the head writer and the data make is the
- * message gst_spice_agent_write_clipboard() makes; the reader's next
+ * message test_agent_write_clipboard() makes; the reader's next
  * message gets a buffer of its own. */
 GST_START_TEST (test_clipboard_zero_copy)
 {
@@ -226,7 +227,7 @@ GST_START_TEST (test_clipboard_zero_copy)
 
   memset (big, 'x', 1024 * 1024);
   clip.data = g_bytes_new_take (big, 1024 * 1024);
-  gst_spice_agent_write_clipboard (whole, &clip, TRUE, FALSE, 0);
+  test_agent_write_clipboard (whole, &clip, TRUE, FALSE, 0);
   gst_spice_agent_write_clipboard_head (head, &clip, TRUE, FALSE, 0);
   fail_unless_equals_int (head->len + 1024 * 1024, whole->len);
   fail_unless (memcmp (head->data, whole->data, head->len) == 0);
@@ -282,12 +283,12 @@ GST_START_TEST (test_reader_malformed)
   g_ptr_array_unref (c.msgs);
 
   /* grab bodies not made of u32 types; selection out of range */
-  fail_if (gst_spice_agent_parse_clipboard (VD_AGENT_CLIPBOARD_GRAB, grab, 7,
+  fail_if (test_agent_parse_clipboard (VD_AGENT_CLIPBOARD_GRAB, grab, 7,
           TRUE, FALSE, &clip));
   grab[0] = 7;
-  fail_if (gst_spice_agent_parse_clipboard (VD_AGENT_CLIPBOARD_GRAB, grab, 4,
+  fail_if (test_agent_parse_clipboard (VD_AGENT_CLIPBOARD_GRAB, grab, 4,
           TRUE, FALSE, &clip));
-  fail_if (gst_spice_agent_parse_clipboard (VD_AGENT_CLIPBOARD_REQUEST, grab,
+  fail_if (test_agent_parse_clipboard (VD_AGENT_CLIPBOARD_REQUEST, grab,
           2, FALSE, FALSE, &clip));
 }
 
@@ -299,7 +300,7 @@ GST_START_TEST (test_monitors_wire)
   GByteArray *a = g_byte_array_new ();
   guint n = 0;
 
-  gst_spice_agent_write_monitors_config (a, &in, 1);
+  test_agent_write_monitors_config (a, &in, 1);
   fail_unless_equals_int (GST_READ_UINT32_LE (a->data + 4),
       VD_AGENT_MONITORS_CONFIG);
   fail_unless (gst_spice_agent_parse_monitors_config (a->data + 20,

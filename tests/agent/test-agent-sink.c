@@ -530,7 +530,7 @@ raw_agent_tokens (Guest * g, guint32 tokens)
   guint16 type;
   guint8 *body = NULL, start[4];
   gsize size;
-  GstSpiceMainInit init;
+  TestWireMainInit init;
 
   fail_unless (c != NULL);
   fail_unless (spice_raw_link (c, 0, SPICE_CHANNEL_MAIN, 0x0d,
@@ -541,7 +541,7 @@ raw_agent_tokens (Guest * g, guint32 tokens)
       break;
     g_free (body);
   }
-  fail_unless (gst_spice_wire_parse_main_init (body, size, &init));
+  fail_unless (test_wire_parse_main_init (body, size, &init));
   g_free (body);
   fail_unless_equals_int (init.agent_connected, 1);
   fail_unless_equals_int (init.agent_tokens, 10);
@@ -630,7 +630,7 @@ GST_START_TEST (test_hostile)
   c = raw_agent (g);
   a = g_byte_array_new ();
   clip.data = g_bytes_new_static ("hello", 5);
-  gst_spice_agent_write_clipboard (a, &clip, FALSE, FALSE, 0);
+  test_agent_write_clipboard (a, &clip, FALSE, FALSE, 0);
   g_bytes_unref (clip.data);
   raw_send_stream (c, a);
   g_byte_array_unref (a);
@@ -651,7 +651,7 @@ GST_START_TEST (test_hostile)
   clip.n_types = 1;
   clip.types[0] = VD_AGENT_CLIPBOARD_UTF8_TEXT;
   for (i = 0; i < 40; i++)      /* spicesink allows 20 a second */
-    gst_spice_agent_write_clipboard (a, &clip, FALSE, FALSE, 0);
+    test_agent_write_clipboard (a, &clip, FALSE, FALSE, 0);
   raw_send_stream (c, a);
   g_byte_array_unref (a);
   expect_closed (g, c, good, "clipboard grab flood");
@@ -761,7 +761,7 @@ GST_START_TEST (test_withholder_requests_clipboard)
   gst_spice_clipboard_clear (&got);
   c = raw_agent_tokens (g, 0);
   for (i = 0; i < 5; i++)
-    gst_spice_agent_write_clipboard (a, &req, FALSE, FALSE, 0);
+    test_agent_write_clipboard (a, &req, FALSE, FALSE, 0);
   raw_send_stream (c, a);
   g_byte_array_unref (a);
   fail_unless (spin_until (raw_closed_now, c, 20000),

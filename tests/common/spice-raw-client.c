@@ -221,14 +221,14 @@ spice_raw_link_send_mess (SpiceRawConn * c, guint32 connection_id,
   m.common_caps[0] = common_caps;
   m.channel_caps[0] = channel_caps;
   c->common_caps = common_caps;
-  gst_spice_wire_write_link_mess (a, &m);
+  test_wire_write_link_mess (a, &m);
   ok = spice_raw_send (c, a->data, a->len);
   g_byte_array_unref (a);
   return ok;
 }
 
 gboolean
-spice_raw_link_read_reply (SpiceRawConn * c, GstSpiceLinkReply * r,
+spice_raw_link_read_reply (SpiceRawConn * c, TestWireLinkReply * r,
     guint timeout_ms)
 {
   GstSpiceLinkHeader h;
@@ -241,7 +241,7 @@ spice_raw_link_read_reply (SpiceRawConn * c, GstSpiceLinkReply * r,
     return FALSE;
   body = g_malloc (h.size);
   ok = spice_raw_recv_exact (c, body, h.size, timeout_ms) &&
-      gst_spice_wire_parse_link_reply (body, h.size, r);
+      test_wire_parse_link_reply (body, h.size, r);
   g_free (body);
   if (ok)
     c->mini = gst_spice_caps_test (r->common_caps, r->n_common,
@@ -251,7 +251,7 @@ spice_raw_link_read_reply (SpiceRawConn * c, GstSpiceLinkReply * r,
 }
 
 gboolean
-spice_raw_link_send_ticket (SpiceRawConn * c, const GstSpiceLinkReply * r,
+spice_raw_link_send_ticket (SpiceRawConn * c, const TestWireLinkReply * r,
     const gchar * password)
 {
   GByteArray *a = g_byte_array_new ();
@@ -260,7 +260,7 @@ spice_raw_link_send_ticket (SpiceRawConn * c, const GstSpiceLinkReply * r,
 
   if (c->common_caps & (1u << SPICE_COMMON_CAP_PROTOCOL_AUTH_SELECTION))
     gst_spice_put_u32 (a, SPICE_COMMON_CAP_AUTH_SPICE);
-  if (gst_spice_ticket_encrypt (r->pub_key, SPICE_TICKET_PUBKEY_BYTES,
+  if (test_wire_encrypt_ticket (r->pub_key, SPICE_TICKET_PUBKEY_BYTES,
           password ? password : "", ticket, sizeof (ticket))) {
     gst_spice_put_bytes (a, ticket, 128);
     ok = spice_raw_send (c, a->data, a->len);
@@ -285,7 +285,7 @@ spice_raw_link (SpiceRawConn * c, guint32 connection_id, guint8 channel_type,
     guint32 common_caps, guint32 channel_caps, const gchar * password,
     guint32 * reply_error)
 {
-  GstSpiceLinkReply r;
+  TestWireLinkReply r;
 
   if (reply_error)
     *reply_error = 0;
@@ -348,7 +348,7 @@ spice_raw_session_new_main (guint16 port, const gchar * password)
   guint16 type;
   guint8 *body;
   gsize size;
-  GstSpiceMainInit init;
+  TestWireMainInit init;
 
   s->main = spice_raw_connect (port, 10);
   if (!s->main || !spice_raw_link (s->main, 0, SPICE_CHANNEL_MAIN,
@@ -358,7 +358,7 @@ spice_raw_session_new_main (guint16 port, const gchar * password)
   if (!spice_raw_read_msg (s->main, 10000, &type, &body, &size))
     goto fail;
   if (type != SPICE_MSG_MAIN_INIT ||
-      !gst_spice_wire_parse_main_init (body, size, &init)) {
+      !test_wire_parse_main_init (body, size, &init)) {
     g_free (body);
     goto fail;
   }
@@ -451,7 +451,7 @@ handle_display (SpiceRawSession * s, guint16 type, const guint8 * body,
     case SPICE_MSG_DISPLAY_SURFACE_CREATE:{
       guint32 id, w, h, fmt, flags;
 
-      if (!gst_spice_wire_parse_surface_create (body, size, &id, &w, &h, &fmt,
+      if (!test_wire_parse_surface_create (body, size, &id, &w, &h, &fmt,
               &flags) || id != 0 || fmt != 32 || w == 0 || h == 0 ||
           w > 16384 || h > 16384)
         return proto_error (s, "bad SURFACE_CREATE");
@@ -473,12 +473,12 @@ handle_display (SpiceRawSession * s, guint16 type, const guint8 * body,
       s->last_draw_area_at_mark = s->last_draw_area;
       return TRUE;
     case SPICE_MSG_DISPLAY_DRAW_COPY:{
-      GstSpiceDrawCopy dc;
+      TestWireDrawCopy dc;
       GstVideoRectangle dest;
 
       if (!s->canvas)
         return proto_error (s, "draw before SURFACE_CREATE");
-      if (!gst_spice_wire_parse_draw_copy (body, size, &dc) ||
+      if (!test_wire_parse_draw_copy (body, size, &dc) ||
           dc.rop != 8 || dc.box.w != (gint) dc.image_width ||
           dc.box.h != (gint) dc.image_height || dc.box.w <= 0)
         return proto_error (s, "bad DRAW_COPY");
@@ -493,11 +493,11 @@ handle_display (SpiceRawSession * s, guint16 type, const guint8 * body,
       return TRUE;
     }
     case SPICE_MSG_DISPLAY_STREAM_CREATE:{
-      GstSpiceStreamCreate sc;
+      TestWireStreamCreate sc;
 
       if (!s->canvas)
         return proto_error (s, "STREAM_CREATE before SURFACE_CREATE");
-      if (!gst_spice_wire_parse_stream_create (body, size, &sc) ||
+      if (!test_wire_parse_stream_create (body, size, &sc) ||
           sc.surface_id != 0 || !(sc.flags & 1))
         return proto_error (s, "bad STREAM_CREATE");
       if (s->streams_live & (1u << (sc.id % 32)))
@@ -513,7 +513,7 @@ handle_display (SpiceRawSession * s, guint16 type, const guint8 * body,
       const guint8 *f;
       gsize fs;
 
-      if (!gst_spice_wire_parse_stream_data (body, size, &id, &mm, &f, &fs) ||
+      if (!test_wire_parse_stream_data (body, size, &id, &mm, &f, &fs) ||
           mm == 0)
         return proto_error (s, "bad STREAM_DATA");
       if (!(s->streams_live & (1u << (id % 32))))
@@ -540,7 +540,7 @@ handle_display (SpiceRawSession * s, guint16 type, const guint8 * body,
       guint32 id;
       gint64 n;
 
-      if (!gst_spice_wire_parse_stream_clip (body, size, &id, &n))
+      if (!test_wire_parse_stream_clip (body, size, &id, &n))
         return proto_error (s, "bad STREAM_CLIP");
       if (!(s->streams_live & (1u << (id % 32))))
         return proto_error (s, "STREAM_CLIP of an unknown stream");

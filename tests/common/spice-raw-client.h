@@ -7,6 +7,7 @@
 
 #include <gio/gio.h>
 #include <gst/spice/gstspice.h>
+#include "spice-client-wire.h"
 
 G_BEGIN_DECLS
 
@@ -70,10 +71,10 @@ gboolean spice_raw_link (SpiceRawConn * c, guint32 connection_id,
  * reply's key; the 4-byte link result (in c->link_result). */
 gboolean spice_raw_link_send_mess (SpiceRawConn * c, guint32 connection_id,
     guint8 channel_type, guint32 common_caps, guint32 channel_caps);
-gboolean spice_raw_link_read_reply (SpiceRawConn * c, GstSpiceLinkReply * r,
+gboolean spice_raw_link_read_reply (SpiceRawConn * c, TestWireLinkReply * r,
     guint timeout_ms);
 gboolean spice_raw_link_send_ticket (SpiceRawConn * c,
-    const GstSpiceLinkReply * r, const gchar * password);
+    const TestWireLinkReply * r, const gchar * password);
 gboolean spice_raw_link_read_result (SpiceRawConn * c, guint timeout_ms);
 
 gboolean spice_raw_send_msg (SpiceRawConn * c, guint16 type,

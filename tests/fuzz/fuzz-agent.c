@@ -10,6 +10,8 @@
 #include <gst/spice/gstspiceagent.h>
 #include <gst/spice/gstspicefilexfer.h>
 
+#include "spice-client-wire.h"
+
 int LLVMFuzzerTestOneInput (const uint8_t * data, size_t size);
 
 static gboolean
@@ -34,10 +36,10 @@ on_message (guint32 type, guint64 opaque, const guint8 * body, gsize size,
     case VD_AGENT_CLIPBOARD_REQUEST:
     case VD_AGENT_CLIPBOARD:
     case VD_AGENT_CLIPBOARD_RELEASE:
-      if (gst_spice_agent_parse_clipboard (type, body, size, TRUE, FALSE,
+      if (test_agent_parse_clipboard (type, body, size, TRUE, FALSE,
               &clip))
         gst_spice_clipboard_clear (&clip);
-      if (gst_spice_agent_parse_clipboard (type, body, size, FALSE, TRUE,
+      if (test_agent_parse_clipboard (type, body, size, FALSE, TRUE,
               &clip))
         gst_spice_clipboard_clear (&clip);
       break;

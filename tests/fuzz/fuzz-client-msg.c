@@ -22,9 +22,6 @@ dispatch (guint8 channel, guint16 type, const guint8 * body, gsize size)
   guint8 u8;
 
   switch (type) {
-    case SPICE_MSGC_ACK_SYNC:
-      gst_spice_wire_parse_ack_sync (body, size, &u32a);
-      return;
     case SPICE_MSGC_PONG:
       gst_spice_wire_parse_pong (body, size, &u32a, &u64);
       return;
@@ -37,9 +34,7 @@ dispatch (guint8 channel, guint16 type, const guint8 * body, gsize size)
         gst_spice_wire_parse_mouse_mode_request (body, size, &u16);
       break;
     case SPICE_CHANNEL_DISPLAY:
-      if (type == SPICE_MSGC_DISPLAY_INIT)
-        gst_spice_wire_parse_display_init (body, size);
-      else if (type == SPICE_MSGC_DISPLAY_STREAM_REPORT)
+      if (type == SPICE_MSGC_DISPLAY_STREAM_REPORT)
         gst_spice_wire_parse_stream_report (body, size, &report);
       break;
     case SPICE_CHANNEL_INPUTS:

@@ -57,6 +57,7 @@
 #include <gst/video/video.h>
 #include <gst/spice/gstspice.h>
 
+#include "spice-client-wire.h"
 #include "test-picture.h"
 #include "threads-idle.h"
 
@@ -270,7 +271,7 @@ static void
 sock_stage_done (Sock * s)
 {
   GstSpiceLinkHeader h;
-  GstSpiceLinkReply r;
+  TestWireLinkReply r;
   GstSpiceMsgHeader mh;
 
   switch (s->stage) {
@@ -281,7 +282,7 @@ sock_stage_done (Sock * s)
         sock_expect (s, RS_LINK_BODY, h.size);
       break;
     case RS_LINK_BODY:
-      if (!gst_spice_wire_parse_link_reply (s->buf, s->have, &r) || r.error) {
+      if (!test_wire_parse_link_reply (s->buf, s->have, &r) || r.error) {
         sock_expect (s, RS_IGNORE, 0);
         break;
       }
@@ -721,7 +722,7 @@ encrypt_ticket (const guint8 * key, gboolean good,
     have[0] = have[1] = FALSE;
   }
   if (!have[good]) {
-    if (!gst_spice_ticket_encrypt (key, sizeof (last_key),
+    if (!test_wire_encrypt_ticket (key, sizeof (last_key),
             good ? PASSWORD : "wrong", tickets[good],
             GST_SPICE_WIRE_TICKET_SIZE))
       return FALSE;
@@ -792,7 +793,7 @@ sock_link (Sock * s, guint8 chan, guint32 conn_id, guint8 caps_sel,
       break;
   }
   m.channel_caps[1] = two_words ? raw_caps : 0;
-  gst_spice_wire_write_link_mess (a, &m);
+  test_wire_write_link_mess (a, &m);
   sock_append (s, a->data, a->len);
   s->link_sent = TRUE;
   g_byte_array_unref (a);
@@ -921,7 +922,7 @@ natural_body (Sock * s, guint16 type, Input * in, GByteArray * b)
       switch (type) {
         case SPICE_MSGC_INPUTS_KEY_DOWN:
         case SPICE_MSGC_INPUTS_KEY_UP:
-          gst_spice_put_u32 (b, v < 0xc0 ? gst_spice_wire_encode_key_code
+          gst_spice_put_u32 (b, v < 0xc0 ? test_wire_encode_key_code
               ((v & 0x80 ? 0x100 : 0) | (in_u8 (in) & 0x7f),
                   type == SPICE_MSGC_INPUTS_KEY_UP) : in_u32 (in));
           return;
@@ -1107,20 +1108,20 @@ op_agent (Input * in)
     }
     case 1:
       fill_clipboard (&c, in, GST_SPICE_CLIPBOARD_GRAB);
-      gst_spice_agent_write_clipboard (a, &c, s->agent_sel, FALSE, 0);
+      test_agent_write_clipboard (a, &c, s->agent_sel, FALSE, 0);
       break;
     case 2:
       fill_clipboard (&c, in, GST_SPICE_CLIPBOARD_REQUEST);
-      gst_spice_agent_write_clipboard (a, &c, s->agent_sel, FALSE, 0);
+      test_agent_write_clipboard (a, &c, s->agent_sel, FALSE, 0);
       break;
     case 3:
       fill_clipboard (&c, in, GST_SPICE_CLIPBOARD_DATA);
-      gst_spice_agent_write_clipboard (a, &c, s->agent_sel, FALSE, 0);
+      test_agent_write_clipboard (a, &c, s->agent_sel, FALSE, 0);
       gst_spice_clipboard_clear (&c);
       break;
     case 4:
       fill_clipboard (&c, in, GST_SPICE_CLIPBOARD_RELEASE);
-      gst_spice_agent_write_clipboard (a, &c, s->agent_sel, FALSE, 0);
+      test_agent_write_clipboard (a, &c, s->agent_sel, FALSE, 0);
       break;
     case 5:{
       GstSpiceMonitor mons[3];
@@ -1132,7 +1133,7 @@ op_agent (Input * in)
         mons[i].width = in_u16 (in);
         mons[i].height = in_u16 (in);
       }
-      gst_spice_agent_write_monitors_config (a, mons, n);
+      test_agent_write_monitors_config (a, mons, n);
       break;
     }
     case 6:{

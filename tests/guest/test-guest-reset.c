@@ -48,7 +48,7 @@ assert_guest_serves (GuestProcess * gp, const gchar * what)
 static gboolean
 link_send_ticket (SpiceRawConn * c, guint8 type)
 {
-  GstSpiceLinkReply r;
+  TestWireLinkReply r;
 
   return spice_raw_link_send_mess (c, 0, type, SPICE_RAW_COMMON_CAPS, 0) &&
       spice_raw_link_read_reply (c, &r, GUEST_LINE_TIMEOUT_MS) &&

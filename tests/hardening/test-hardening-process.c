@@ -204,11 +204,11 @@ hostile_round (guint16 port, GPtrArray * held, guint round)
   memset (junk, 'X', 16);       /* wrong magic */
   for (i = 0; i < 5; i++)
     send_and_close (port, junk, 16);
-  gst_spice_wire_write_link_header (a, 0x40000000);     /* 1 GiB link */
+  test_wire_write_link_header (a, 0x40000000);     /* 1 GiB link */
   for (i = 0; i < 5; i++)
     send_and_close (port, a->data, a->len);
   g_byte_array_set_size (a, 0);
-  gst_spice_wire_write_link_header (a, GST_SPICE_WIRE_LINK_MESS_SIZE);
+  test_wire_write_link_header (a, GST_SPICE_WIRE_LINK_MESS_SIZE);
   g_byte_array_append (a, junk + 100, 8);
   for (i = 0; i < 5; i++)       /* truncated link message (8 of 18 bytes) */
     send_and_close (port, a->data, a->len);

@@ -83,7 +83,7 @@ reset_once (guint16 port, guint ch, ResetPoint point, guint32 id,
 {
   Outcome o = { FALSE, FALSE, -1 };
   SpiceRawConn *c = spice_raw_connect (port, timeout_ms / 1000);
-  GstSpiceLinkReply r;
+  TestWireLinkReply r;
   guint8 buf[64] = { 0, };
   guint32 size;
   gsize hs;

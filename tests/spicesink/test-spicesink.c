@@ -705,13 +705,13 @@ GST_START_TEST (test_inputs_raw)
           0x0d, 0, NULL, NULL));
   fail_unless_equals_int (in->link_result, 0);
   /* 'a' (0x1e), Right Ctrl (E0 1D) */
-  gst_spice_put_u32 (a, gst_spice_wire_encode_key_code (0x1e, FALSE));
+  gst_spice_put_u32 (a, test_wire_encode_key_code (0x1e, FALSE));
   spice_raw_send_msg (in, SPICE_MSGC_INPUTS_KEY_DOWN, a->data, 4);
   g_byte_array_set_size (a, 0);
-  gst_spice_put_u32 (a, gst_spice_wire_encode_key_code (0x1e, TRUE));
+  gst_spice_put_u32 (a, test_wire_encode_key_code (0x1e, TRUE));
   spice_raw_send_msg (in, SPICE_MSGC_INPUTS_KEY_UP, a->data, 4);
   g_byte_array_set_size (a, 0);
-  gst_spice_put_u32 (a, gst_spice_wire_encode_key_code (0x11d, FALSE));
+  gst_spice_put_u32 (a, test_wire_encode_key_code (0x11d, FALSE));
   spice_raw_send_msg (in, SPICE_MSGC_INPUTS_KEY_DOWN, a->data, 4);
   g_byte_array_set_size (a, 0);
   /* KEY_SCANCODE: Up arrow press+release as raw bytes */
@@ -720,7 +720,7 @@ GST_START_TEST (test_inputs_raw)
     spice_raw_send_msg (in, SPICE_MSGC_INPUTS_KEY_SCANCODE, up, 4);
   }
   for (i = 0; i < 8; i++) {
-    gst_spice_wire_write_mouse_position (a, 100 + i, 50 + i, 0, 0);
+    test_wire_write_mouse_position (a, 100 + i, 50 + i, 0, 0);
     spice_raw_send_msg (in, SPICE_MSGC_INPUTS_MOUSE_POSITION, a->data,
         a->len);
     g_byte_array_set_size (a, 0);
@@ -1694,7 +1694,7 @@ GST_START_TEST (test_hostile_input)
   memset (buf, 'X', 16);
   raw_bytes_expect_error (f->port, buf, 16, SPICE_LINK_ERR_INVALID_MAGIC);
   /* huge link size */
-  gst_spice_wire_write_link_header (a, 0x7fffffff);
+  test_wire_write_link_header (a, 0x7fffffff);
   raw_bytes_expect_error (f->port, a->data, a->len,
       SPICE_LINK_ERR_INVALID_DATA);
   g_byte_array_set_size (a, 0);
@@ -1711,7 +1711,7 @@ GST_START_TEST (test_hostile_input)
     GstSpiceLinkMess m = { 0, };
     m.channel_type = 1;
     m.n_common = 1;
-    gst_spice_wire_write_link_mess (a, &m);
+    test_wire_write_link_mess (a, &m);
     GST_WRITE_UINT32_LE (a->data + 16 + 6, 1000);       /* num_common_caps */
     raw_bytes_expect_error (f->port, a->data, a->len,
         SPICE_LINK_ERR_INVALID_DATA);
@@ -1720,7 +1720,7 @@ GST_START_TEST (test_hostile_input)
   /* truncated link, then gone; and many of them */
   for (i = 0; i < 20; i++) {
     SpiceRawConn *c = spice_raw_connect (f->port, 10);
-    gst_spice_wire_write_link_header (a, 40);
+    test_wire_write_link_header (a, 40);
     spice_raw_send (c, a->data, a->len);
     spice_raw_send (c, (const guint8 *) "partial", 7);
     spice_raw_close (c);
@@ -2408,7 +2408,7 @@ key_latency_median (Fixture * f, SpiceRawConn * in, guint n, guint updates)
       have = f->nav_times->len;
       g_mutex_unlock (&f->lock);
       g_byte_array_set_size (a, 0);
-      gst_spice_put_u32 (a, gst_spice_wire_encode_key_code (0x1e, release));
+      gst_spice_put_u32 (a, test_wire_encode_key_code (0x1e, release));
       t0 = g_get_monotonic_time ();
       fail_unless (spice_raw_send_msg (in, release ?
               SPICE_MSGC_INPUTS_KEY_UP : SPICE_MSGC_INPUTS_KEY_DOWN, a->data,

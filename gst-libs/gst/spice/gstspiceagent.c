@@ -383,8 +383,7 @@ static const guint32 type_of_action[] = {
  * u8 reserved[3] */
 #define SELECTION_SIZE 4
 
-/* @owner: the GBytes @body is in (its data then shares it), or NULL (a
- * copy) */
+/* a DATA's bytes share @owner, the GBytes that (@body, @size) is */
 static gboolean
 parse_clipboard (guint32 type, const guint8 * body, gsize size,
     GBytes * owner, gboolean selection, gboolean serial,
@@ -428,19 +427,11 @@ parse_clipboard (guint32 type, const guint8 * body, gsize size,
       if (!gst_byte_reader_get_uint32_le (&r, &clip->type))
         return FALSE;
       off = gst_byte_reader_get_pos (&r);
-      clip->data = owner ? g_bytes_new_from_bytes (owner, off, size - off) :
-          g_bytes_new (body + off, size - off);
+      clip->data = g_bytes_new_from_bytes (owner, off, size - off);
       return TRUE;
     default:                   /* RELEASE */
       return gst_byte_reader_get_remaining (&r) == 0;
   }
-}
-
-gboolean
-gst_spice_agent_parse_clipboard (guint32 type, const guint8 * body,
-    gsize size, gboolean selection, gboolean serial, GstSpiceClipboard * clip)
-{
-  return parse_clipboard (type, body, size, NULL, selection, serial, clip);
 }
 
 gboolean
@@ -451,21 +442,6 @@ gst_spice_agent_parse_clipboard_bytes (guint32 type, GBytes * body,
   const guint8 *data = g_bytes_get_data (body, &size);
 
   return parse_clipboard (type, data, size, body, selection, serial, clip);
-}
-
-void
-gst_spice_agent_write_clipboard (GByteArray * a,
-    const GstSpiceClipboard * clip, gboolean selection, gboolean serial,
-    guint32 serial_value)
-{
-  gst_spice_agent_write_clipboard_head (a, clip, selection, serial,
-      serial_value);
-  if (clip->action == GST_SPICE_CLIPBOARD_DATA && clip->data) {
-    gsize n;
-    const guint8 *d = g_bytes_get_data (clip->data, &n);
-
-    g_byte_array_append (a, d, n);
-  }
 }
 
 void
@@ -583,23 +559,4 @@ gst_spice_agent_parse_monitors_config (const guint8 * body, gsize size,
   }
   *n = i;
   return TRUE;
-}
-
-void
-gst_spice_agent_write_monitors_config (GByteArray * a,
-    const GstSpiceMonitor * mons, guint n)
-{
-  guint i;
-
-  write_message_head (a, VD_AGENT_MONITORS_CONFIG,
-      MONS_HEAD_SIZE + n * MON_CONFIG_SIZE);
-  gst_spice_put_u32 (a, n);
-  gst_spice_put_u32 (a, VD_AGENT_CONFIG_MONITORS_FLAG_USE_POS);
-  for (i = 0; i < n; i++) {
-    gst_spice_put_u32 (a, mons[i].height);
-    gst_spice_put_u32 (a, mons[i].width);
-    gst_spice_put_u32 (a, 32);  /* depth */
-    gst_spice_put_u32 (a, (guint32) mons[i].x);
-    gst_spice_put_u32 (a, (guint32) mons[i].y);
-  }
 }

@@ -150,23 +150,15 @@ void      gst_spice_agent_write_message (GByteArray * a, guint32 type,
 /* VD_AGENT_CLIPBOARD_GRAB / _REQUEST / VD_AGENT_CLIPBOARD / _RELEASE
  * bodies; @selection: both sides announced VD_AGENT_CAP_CLIPBOARD_SELECTION
  * (the 4-byte selection prefix), @serial: VD_AGENT_CAP_CLIPBOARD_GRAB_SERIAL
- * (a u32 serial after it in a grab, ignored when read). @clip->data (a
- * copy) is to be gst_spice_clipboard_clear()ed. */
-GST_SPICE_API
-gboolean  gst_spice_agent_parse_clipboard (guint32 type, const guint8 * body,
-    gsize size, gboolean selection, gboolean serial,
-    GstSpiceClipboard * clip);
-/* the same from a whole body in a GBytes: @clip->data shares it */
+ * (a u32 serial after it in a grab, ignored when read). From a whole body
+ * in a GBytes: @clip->data shares it and is to be
+ * gst_spice_clipboard_clear()ed. */
 GST_SPICE_API
 gboolean  gst_spice_agent_parse_clipboard_bytes (guint32 type, GBytes * body,
     gboolean selection, gboolean serial, GstSpiceClipboard * clip);
-/* appends the whole message for @clip (VDAgentMessage header included) */
-GST_SPICE_API
-void      gst_spice_agent_write_clipboard (GByteArray * a,
-    const GstSpiceClipboard * clip, gboolean selection, gboolean serial,
-    guint32 serial_value);
-/* the same without @clip->data's bytes, which follow it in the stream:
- * a writer that sends the data without copying it */
+/* appends the message for @clip (VDAgentMessage header included) but
+ * @clip->data's bytes, which follow it in the stream: a writer that sends
+ * the data without copying it */
 GST_SPICE_API
 void      gst_spice_agent_write_clipboard_head (GByteArray * a,
     const GstSpiceClipboard * clip, gboolean selection, gboolean serial,
@@ -184,8 +176,5 @@ void      gst_spice_agent_write_caps (GByteArray * a, gboolean request,
 GST_SPICE_API
 gboolean  gst_spice_agent_parse_monitors_config (const guint8 * body,
     gsize size, GstSpiceMonitor * mons, guint * n);
-GST_SPICE_API
-void      gst_spice_agent_write_monitors_config (GByteArray * a,
-    const GstSpiceMonitor * mons, guint n);
 
 G_END_DECLS

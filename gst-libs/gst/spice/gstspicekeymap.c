@@ -166,9 +166,3 @@ gst_spice_keymap_modifier_mask (guint scancode)
       return 0;
   }
 }
-
-gboolean
-gst_spice_keymap_is_modifier (guint scancode)
-{
-  return gst_spice_keymap_modifier_mask (scancode) != 0;
-}

@@ -20,8 +20,6 @@ guint        gst_spice_keymap_scancode_from_name (const gchar * key,
     gboolean * shifted);
 GST_SPICE_API
 const gchar *gst_spice_keymap_name_from_scancode (guint scancode);
-GST_SPICE_API
-gboolean     gst_spice_keymap_is_modifier (guint scancode);
 /* the GstNavigation modifier that a held key sets (Shift, Control, Alt =
  * MOD1, AltGr = MOD5, Super = SUPER|MOD4), 0 for any other key */
 GST_SPICE_API

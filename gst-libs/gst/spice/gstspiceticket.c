@@ -111,31 +111,3 @@ gst_spice_ticket_key_check (GstSpiceTicketKey * key, const guint8 * ticket,
   g_free (got);
   return ok;
 }
-
-gboolean
-gst_spice_ticket_encrypt (const guint8 * pub_der, gsize pub_size,
-    const gchar * password, guint8 * out, gsize out_size)
-{
-  const unsigned char *p = pub_der;
-  EVP_PKEY *pkey;
-  EVP_PKEY_CTX *ctx;
-  size_t len = out_size;
-  gboolean ok = FALSE;
-
-  if (!password)
-    password = "";
-  if (strlen (password) > SPICE_MAX_PASSWORD_LENGTH)
-    return FALSE;
-  pkey = d2i_PUBKEY (NULL, &p, (long) pub_size);
-  if (!pkey)
-    return FALSE;
-  ctx = EVP_PKEY_CTX_new (pkey, NULL);
-  if (ctx && EVP_PKEY_encrypt_init (ctx) > 0 &&
-      EVP_PKEY_CTX_set_rsa_padding (ctx, RSA_PKCS1_OAEP_PADDING) > 0 &&
-      EVP_PKEY_encrypt (ctx, out, &len, (const guint8 *) password,
-          strlen (password) + 1) > 0)
-    ok = len == GST_SPICE_WIRE_TICKET_SIZE;
-  EVP_PKEY_CTX_free (ctx);
-  EVP_PKEY_free (pkey);
-  return ok;
-}

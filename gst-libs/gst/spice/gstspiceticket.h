@@ -31,10 +31,4 @@ GST_SPICE_API
 gboolean gst_spice_ticket_key_check (GstSpiceTicketKey * key,
     const guint8 * ticket, gsize size, const gchar * password);
 
-/* Client side: encrypts @password plus its NUL with the DER public key.
- * @out must hold 128 bytes. */
-GST_SPICE_API
-gboolean gst_spice_ticket_encrypt (const guint8 * pub_der, gsize pub_size,
-    const gchar * password, guint8 * out, gsize out_size);
-
 G_END_DECLS

@@ -118,26 +118,6 @@ wire_reader_init (GstByteReader * r, const guint8 * data, gsize size)
   return ok;
 }
 
-/* Reads a SPICE Rect; FALSE if it is short, inverted or out of int range. */
-static gboolean
-read_rect (GstByteReader * r, GstVideoRectangle * out)
-{
-  gint32 top, left, bottom, right;
-
-  if (!gst_byte_reader_get_int32_le (r, &top) ||
-      !gst_byte_reader_get_int32_le (r, &left) ||
-      !gst_byte_reader_get_int32_le (r, &bottom) ||
-      !gst_byte_reader_get_int32_le (r, &right))
-    return FALSE;
-  if (bottom < top || right < left)
-    return FALSE;
-  out->x = left;
-  out->y = top;
-  out->w = (gint) ((gint64) right - left);
-  out->h = (gint) ((gint64) bottom - top);
-  return TRUE;
-}
-
 /* Reads @n u32 words into @out. */
 static gboolean
 read_words (GstByteReader * r, guint32 * out, guint n)
@@ -194,16 +174,6 @@ write_link_header (GstByteWriter * w, guint32 size)
   gst_byte_writer_put_uint32_le (w, size);
 }
 
-void
-gst_spice_wire_write_link_header (GByteArray * a, guint32 size)
-{
-  GstByteWriter w;
-
-  wire_open (&w, a, sizeof (SpiceLinkHeader));
-  write_link_header (&w, size);
-  wire_close (&w);
-}
-
 /* caps arrays shared by link message and reply: @r reads the structure
  * that caps_offset is relative to */
 static gboolean
@@ -244,30 +214,6 @@ gst_spice_wire_parse_link_mess (const guint8 * data, gsize size,
 }
 
 void
-gst_spice_wire_write_link_mess (GByteArray * a, const GstSpiceLinkMess * m)
-{
-  GstByteWriter w;
-  guint n_common = MIN (m->n_common, GST_SPICE_WIRE_MAX_CAPS_WORDS);
-  guint n_channel = MIN (m->n_channel, GST_SPICE_WIRE_MAX_CAPS_WORDS);
-  gsize size = sizeof (SpiceLinkMess) + 4 * (n_common + n_channel);
-  guint i;
-
-  wire_open (&w, a, sizeof (SpiceLinkHeader) + size);
-  write_link_header (&w, size);
-  gst_byte_writer_put_uint32_le (&w, m->connection_id);
-  gst_byte_writer_put_uint8 (&w, m->channel_type);
-  gst_byte_writer_put_uint8 (&w, m->channel_id);
-  gst_byte_writer_put_uint32_le (&w, n_common);
-  gst_byte_writer_put_uint32_le (&w, n_channel);
-  gst_byte_writer_put_uint32_le (&w, sizeof (SpiceLinkMess));
-  for (i = 0; i < n_common; i++)
-    gst_byte_writer_put_uint32_le (&w, m->common_caps[i]);
-  for (i = 0; i < n_channel; i++)
-    gst_byte_writer_put_uint32_le (&w, m->channel_caps[i]);
-  wire_close (&w);
-}
-
-void
 gst_spice_wire_write_link_reply (GByteArray * a, guint32 error,
     const guint8 * pub_key, const guint32 * common, guint n_common,
     const guint32 * channel, guint n_channel)
@@ -291,34 +237,6 @@ gst_spice_wire_write_link_reply (GByteArray * a, guint32 error,
   for (i = 0; i < n_channel; i++)
     gst_byte_writer_put_uint32_le (&w, channel[i]);
   wire_close (&w);
-}
-
-gboolean
-gst_spice_wire_parse_link_reply (const guint8 * data, gsize size,
-    GstSpiceLinkReply * out)
-{
-  GstByteReader r;
-  guint32 n_common, n_channel, caps_offset;
-
-  memset (out, 0, sizeof (*out));
-  if (!wire_reader_init (&r, data, size) ||
-      gst_byte_reader_get_remaining (&r) < sizeof (SpiceLinkReply))
-    return FALSE;
-  out->error = gst_byte_reader_get_uint32_le_unchecked (&r);
-  memcpy (out->pub_key, gst_byte_reader_get_data_unchecked (&r,
-          SPICE_TICKET_PUBKEY_BYTES), SPICE_TICKET_PUBKEY_BYTES);
-  n_common = gst_byte_reader_get_uint32_le_unchecked (&r);
-  n_channel = gst_byte_reader_get_uint32_le_unchecked (&r);
-  caps_offset = gst_byte_reader_get_uint32_le_unchecked (&r);
-  if (out->error != SPICE_LINK_ERR_OK)
-    return TRUE;                /* error replies carry nothing else */
-  if (caps_offset < sizeof (SpiceLinkReply) ||
-      !read_caps (&r, caps_offset, n_common, n_channel, out->common_caps,
-          out->channel_caps))
-    return FALSE;
-  out->n_common = n_common;
-  out->n_channel = n_channel;
-  return TRUE;
 }
 
 /* ------------------------------------------------------------- headers */
@@ -582,12 +500,6 @@ gst_spice_wire_write_switch_host (GByteArray * a, guint16 port,
   if (subject_size)
     gst_byte_writer_put_data (&w, (const guint8 *) cert_subject, subject_size);
   wire_close (&w);
-}
-
-void
-gst_spice_wire_write_mm_time (GByteArray * a, guint32 mm_time)
-{
-  gst_spice_put_u32 (a, mm_time);
 }
 
 void
@@ -874,27 +786,10 @@ parse_u16_body (const guint8 * data, gsize size, guint16 * v)
 }
 
 gboolean
-gst_spice_wire_parse_ack_sync (const guint8 * data, gsize size,
-    guint32 * generation)
-{
-  return parse_u32_body (data, size, generation);
-}
-
-gboolean
 gst_spice_wire_parse_mouse_mode_request (const guint8 * data, gsize size,
     guint16 * mode)
 {
   return parse_u16_body (data, size, mode);
-}
-
-gboolean
-gst_spice_wire_parse_display_init (const guint8 * data, gsize size)
-{
-  GstByteReader r;
-
-  /* u8 cache id, i64 cache size, u8 glz dictionary id, i32 window size:
-   * we keep no caches, so only the size matters */
-  return exact_reader_init (&r, data, size, 1 + 8 + 1 + 4);
 }
 
 gboolean
@@ -1031,235 +926,4 @@ gst_spice_wire_decode_key_code (guint32 code, GstSpiceKeyEvent * out, guint max)
 
   GST_WRITE_UINT32_LE (b, code);
   return gst_spice_wire_decode_key_bytes (b, 4, out, max);
-}
-
-guint32
-gst_spice_wire_encode_key_code (guint scancode, gboolean release)
-{
-  guint8 code = (scancode & 0x7f) | (release ? 0x80 : 0);
-
-  if (scancode & 0x100)
-    return 0xe0 | ((guint32) code << 8);
-  return code;
-}
-
-/* ------------------------------- server -> client parsers (client side) */
-
-gboolean
-gst_spice_wire_parse_main_init (const guint8 * data, gsize size,
-    GstSpiceMainInit * out)
-{
-  GstByteReader r;
-
-  if (!exact_reader_init (&r, data, size, MAIN_INIT_SIZE))
-    return FALSE;
-  out->session_id = gst_byte_reader_get_uint32_le_unchecked (&r);
-  out->display_channels_hint = gst_byte_reader_get_uint32_le_unchecked (&r);
-  out->supported_mouse_modes = gst_byte_reader_get_uint32_le_unchecked (&r);
-  out->current_mouse_mode = gst_byte_reader_get_uint32_le_unchecked (&r);
-  out->agent_connected = gst_byte_reader_get_uint32_le_unchecked (&r);
-  out->agent_tokens = gst_byte_reader_get_uint32_le_unchecked (&r);
-  out->multi_media_time = gst_byte_reader_get_uint32_le_unchecked (&r);
-  out->ram_hint = gst_byte_reader_get_uint32_le_unchecked (&r);
-  return TRUE;
-}
-
-gint
-gst_spice_wire_parse_channels_list (const guint8 * data, gsize size,
-    guint8 * types, guint8 * ids, guint max)
-{
-  GstByteReader r;
-  guint32 n, i;
-
-  if (!wire_reader_init (&r, data, size) ||
-      !gst_byte_reader_get_uint32_le (&r, &n) || n > max ||
-      gst_byte_reader_get_remaining (&r) != 2 * (gsize) n)
-    return -1;
-  for (i = 0; i < n; i++) {
-    types[i] = gst_byte_reader_get_uint8_unchecked (&r);
-    ids[i] = gst_byte_reader_get_uint8_unchecked (&r);
-  }
-  return (gint) n;
-}
-
-gboolean
-gst_spice_wire_parse_surface_create (const guint8 * data, gsize size,
-    guint32 * surface_id, guint32 * width, guint32 * height, guint32 * format,
-    guint32 * flags)
-{
-  GstByteReader r;
-
-  if (!exact_reader_init (&r, data, size, SURFACE_CREATE_SIZE))
-    return FALSE;
-  *surface_id = gst_byte_reader_get_uint32_le_unchecked (&r);
-  *width = gst_byte_reader_get_uint32_le_unchecked (&r);
-  *height = gst_byte_reader_get_uint32_le_unchecked (&r);
-  *format = gst_byte_reader_get_uint32_le_unchecked (&r);
-  *flags = gst_byte_reader_get_uint32_le_unchecked (&r);
-  return TRUE;
-}
-
-gboolean
-gst_spice_wire_parse_monitors_config (const guint8 * data, gsize size,
-    GstSpiceHeads * m)
-{
-  GstByteReader r;
-  guint16 n, max;
-  guint i;
-
-  memset (m, 0, sizeof (*m));
-  if (!data || size < 4 || !wire_reader_init (&r, data, size))
-    return FALSE;
-  n = gst_byte_reader_get_uint16_le_unchecked (&r);
-  max = gst_byte_reader_get_uint16_le_unchecked (&r);
-  if (n == 0 || n > GST_SPICE_MAX_HEADS ||
-      size != 4 + (gsize) n * MONITORS_CONFIG_HEAD_SIZE)
-    return FALSE;
-  for (i = 0; i < n; i++) {
-    GstSpiceHead *h = &m->monitors[i];
-
-    h->id = gst_byte_reader_get_uint32_le_unchecked (&r);
-    gst_byte_reader_skip_unchecked (&r, 4);     /* surface id */
-    h->width = (gint) gst_byte_reader_get_uint32_le_unchecked (&r);
-    h->height = (gint) gst_byte_reader_get_uint32_le_unchecked (&r);
-    h->x = (gint) gst_byte_reader_get_uint32_le_unchecked (&r);
-    h->y = (gint) gst_byte_reader_get_uint32_le_unchecked (&r);
-    gst_byte_reader_skip_unchecked (&r, 4);     /* flags */
-  }
-  m->count = n;
-  m->max = MAX (max, n);
-  return TRUE;
-}
-
-/* a SpiceClip: NONE, or RECTS (u32 n, n Rects) skipped */
-static gboolean
-skip_clip (GstByteReader * r)
-{
-  guint8 type;
-  guint32 n;
-
-  if (!gst_byte_reader_get_uint8 (r, &type))
-    return FALSE;
-  if (type == SPICE_CLIP_TYPE_NONE)
-    return TRUE;
-  if (type != SPICE_CLIP_TYPE_RECTS || !gst_byte_reader_get_uint32_le (r, &n)
-      || n > gst_byte_reader_get_remaining (r) / RECT_SIZE)
-    return FALSE;
-  return gst_byte_reader_skip (r, n * RECT_SIZE);
-}
-
-gboolean
-gst_spice_wire_parse_draw_copy (const guint8 * data, gsize size,
-    GstSpiceDrawCopy * out)
-{
-  GstByteReader r;
-  guint32 src_bitmap, mask_bitmap;
-  guint8 scale_mode, mask_flags;
-
-  memset (out, 0, sizeof (*out));
-  if (!wire_reader_init (&r, data, size) || !gst_byte_reader_get_uint32_le (&r, &out->surface_id) || !read_rect (&r, &out->box) || !skip_clip (&r) || !gst_byte_reader_get_uint32_le (&r, &src_bitmap) || !read_rect (&r, &out->src_area) || !gst_byte_reader_get_uint16_le (&r, &out->rop) || !gst_byte_reader_get_uint8 (&r, &scale_mode) || !gst_byte_reader_get_uint8 (&r, &mask_flags) || !gst_byte_reader_skip (&r, 8) || /* mask position */
-      !gst_byte_reader_get_uint32_le (&r, &mask_bitmap))
-    return FALSE;
-  if (mask_bitmap != 0 || src_bitmap == 0 ||
-      !gst_byte_reader_set_pos (&r, src_bitmap) ||
-      gst_byte_reader_get_remaining (&r) < IMAGE_DESCRIPTOR_SIZE)
-    return FALSE;
-  gst_byte_reader_skip_unchecked (&r, 8);       /* image id */
-  out->image_type = gst_byte_reader_get_uint8_unchecked (&r);
-  out->image_flags = gst_byte_reader_get_uint8_unchecked (&r);
-  out->image_width = gst_byte_reader_get_uint32_le_unchecked (&r);
-  out->image_height = gst_byte_reader_get_uint32_le_unchecked (&r);
-  out->payload_size = gst_byte_reader_get_remaining (&r);
-  out->payload = gst_byte_reader_get_data_unchecked (&r, out->payload_size);
-  return TRUE;
-}
-
-gboolean
-gst_spice_wire_parse_stream_create (const guint8 * data, gsize size,
-    GstSpiceStreamCreate * out)
-{
-  GstByteReader r;
-  guint8 clip;
-
-  memset (out, 0, sizeof (*out));
-  if (!exact_reader_init (&r, data, size, STREAM_CREATE_SIZE))
-    return FALSE;
-  out->surface_id = gst_byte_reader_get_uint32_le_unchecked (&r);
-  out->id = gst_byte_reader_get_uint32_le_unchecked (&r);
-  out->flags = gst_byte_reader_get_uint8_unchecked (&r);
-  out->codec = gst_byte_reader_get_uint8_unchecked (&r);
-  gst_byte_reader_skip_unchecked (&r, 8);       /* stamp */
-  out->width = gst_byte_reader_get_uint32_le_unchecked (&r);
-  out->height = gst_byte_reader_get_uint32_le_unchecked (&r);
-  gst_byte_reader_skip_unchecked (&r, 8);       /* source size */
-  if (!read_rect (&r, &out->dest))
-    return FALSE;
-  clip = gst_byte_reader_get_uint8_unchecked (&r);
-  /* we only ever send clip NONE */
-  return clip == SPICE_CLIP_TYPE_NONE && out->id < GST_SPICE_WIRE_MAX_STREAMS;
-}
-
-gboolean
-gst_spice_wire_parse_stream_data (const guint8 * data, gsize size,
-    guint32 * id, guint32 * mm_time, const guint8 ** frame, gsize * frame_size)
-{
-  GstByteReader r;
-  guint32 n;
-
-  if (!data || !wire_reader_init (&r, data, size) ||
-      gst_byte_reader_get_remaining (&r) < STREAM_DATA_HEAD_SIZE)
-    return FALSE;
-  *id = gst_byte_reader_get_uint32_le_unchecked (&r);
-  *mm_time = gst_byte_reader_get_uint32_le_unchecked (&r);
-  n = gst_byte_reader_get_uint32_le_unchecked (&r);
-  if (n != gst_byte_reader_get_remaining (&r))
-    return FALSE;
-  *frame = gst_byte_reader_get_data_unchecked (&r, n);
-  *frame_size = n;
-  return TRUE;
-}
-
-gboolean
-gst_spice_wire_parse_stream_clip (const guint8 * data, gsize size,
-    guint32 * id, gint64 * n_rects)
-{
-  GstByteReader r;
-  guint8 type;
-  guint32 n = 0;
-
-  if (!data || !wire_reader_init (&r, data, size) ||
-      !gst_byte_reader_get_uint32_le (&r, id) ||
-      !gst_byte_reader_get_uint8 (&r, &type))
-    return FALSE;
-  if (type == SPICE_CLIP_TYPE_RECTS &&
-      (!gst_byte_reader_get_uint32_le (&r, &n) ||
-          n > gst_byte_reader_get_remaining (&r) / RECT_SIZE ||
-          !gst_byte_reader_skip (&r, n * RECT_SIZE)))
-    return FALSE;
-  if (type != SPICE_CLIP_TYPE_NONE && type != SPICE_CLIP_TYPE_RECTS)
-    return FALSE;
-  *n_rects = type == SPICE_CLIP_TYPE_NONE ? -1 : (gint64) n;
-  return gst_byte_reader_get_remaining (&r) == 0;
-}
-
-/* ------------------------------------------- client -> server writers */
-
-void
-gst_spice_wire_write_mouse_position (GByteArray * a, guint32 x, guint32 y,
-    guint16 buttons, guint8 display_id)
-{
-  GstByteWriter w;
-
-  wire_open (&w, a, 4 + 4 + 2 + 1);
-  gst_byte_writer_put_uint32_le (&w, x);
-  gst_byte_writer_put_uint32_le (&w, y);
-  gst_byte_writer_put_uint16_le (&w, buttons);
-  gst_byte_writer_put_uint8 (&w, display_id);
-  wire_close (&w);
-}
-
-void
-gst_spice_wire_write_u32_body (GByteArray * a, guint32 v)
-{
-  gst_spice_put_u32 (a, v);
 }

@@ -1,6 +1,6 @@
 /* gst-spice: SPICE wire format — link stage, message headers, marshalling
- * of what a server sends and strict parsing of what a client sends (and, for
- * tests and fuzzing, the reverse direction).
+ * of what a server sends and strict parsing of what a client sends (the
+ * client's side, for tests and fuzzing, is tests/common/spice-client-wire.h).
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * Every parser takes (data, size), checks every length and offset, and
@@ -76,8 +76,6 @@ typedef struct {
 GST_SPICE_API
 gboolean gst_spice_wire_parse_link_header (const guint8 * data, gsize size,
     guint32 min_size, GstSpiceLinkHeader * out, guint32 * error);
-GST_SPICE_API
-void     gst_spice_wire_write_link_header (GByteArray * a, guint32 size);
 
 typedef struct {
   guint32 connection_id;
@@ -93,29 +91,12 @@ typedef struct {
 GST_SPICE_API
 gboolean gst_spice_wire_parse_link_mess (const guint8 * data, gsize size,
     GstSpiceLinkMess * out);
-/* client side: link header + message + caps */
-GST_SPICE_API
-void     gst_spice_wire_write_link_mess (GByteArray * a,
-    const GstSpiceLinkMess * m);
-
-typedef struct {
-  guint32 error;
-  guint8 pub_key[SPICE_TICKET_PUBKEY_BYTES];
-  guint n_common;
-  guint n_channel;
-  guint32 common_caps[GST_SPICE_WIRE_MAX_CAPS_WORDS];
-  guint32 channel_caps[GST_SPICE_WIRE_MAX_CAPS_WORDS];
-} GstSpiceLinkReply;
 
 /* server side: link header + reply + caps. @pub_key may be NULL (zeros). */
 GST_SPICE_API
 void     gst_spice_wire_write_link_reply (GByteArray * a, guint32 error,
     const guint8 * pub_key, const guint32 * common, guint n_common,
     const guint32 * channel, guint n_channel);
-/* client side: @data/@size = the reply (header.size bytes) */
-GST_SPICE_API
-gboolean gst_spice_wire_parse_link_reply (const guint8 * data, gsize size,
-    GstSpiceLinkReply * out);
 
 /* ---- data-stage headers ---- */
 typedef struct {
@@ -167,8 +148,6 @@ void gst_spice_wire_write_mouse_mode (GByteArray * a, guint16 supported,
 GST_SPICE_API
 void gst_spice_wire_write_switch_host (GByteArray * a, guint16 port,
     guint16 sport, const gchar * host, const gchar * cert_subject);
-GST_SPICE_API
-void gst_spice_wire_write_mm_time (GByteArray * a, guint32 mm_time);
 GST_SPICE_API
 void gst_spice_wire_write_surface_create (GByteArray * a, guint32 surface_id,
     guint32 width, guint32 height, guint32 format, guint32 flags);
@@ -233,13 +212,8 @@ GST_SPICE_API
 gboolean gst_spice_wire_parse_pong (const guint8 * data, gsize size,
     guint32 * id, guint64 * timestamp);
 GST_SPICE_API
-gboolean gst_spice_wire_parse_ack_sync (const guint8 * data, gsize size,
-    guint32 * generation);
-GST_SPICE_API
 gboolean gst_spice_wire_parse_mouse_mode_request (const guint8 * data,
     gsize size, guint16 * mode);
-GST_SPICE_API
-gboolean gst_spice_wire_parse_display_init (const guint8 * data, gsize size);
 
 typedef struct {
   guint32 stream_id;
@@ -293,78 +267,5 @@ gint gst_spice_wire_decode_key_bytes (const guint8 * bytes, gsize n,
 GST_SPICE_API
 gint gst_spice_wire_decode_key_code (guint32 code, GstSpiceKeyEvent * out,
     guint max);
-/* client side: the u32 for KEY_DOWN (release FALSE) or KEY_UP */
-GST_SPICE_API
-guint32 gst_spice_wire_encode_key_code (guint scancode, gboolean release);
-
-/* ---- server -> client parsers (client side: tests and fuzzing) ---- */
-typedef struct {
-  guint32 session_id;
-  guint32 display_channels_hint;
-  guint32 supported_mouse_modes;
-  guint32 current_mouse_mode;
-  guint32 agent_connected;
-  guint32 agent_tokens;
-  guint32 multi_media_time;
-  guint32 ram_hint;
-} GstSpiceMainInit;
-GST_SPICE_API
-gboolean gst_spice_wire_parse_main_init (const guint8 * data, gsize size,
-    GstSpiceMainInit * out);
-/* returns the number of channels (<= max) or -1 */
-GST_SPICE_API
-gint     gst_spice_wire_parse_channels_list (const guint8 * data, gsize size,
-    guint8 * types, guint8 * ids, guint max);
-GST_SPICE_API
-gboolean gst_spice_wire_parse_surface_create (const guint8 * data, gsize size,
-    guint32 * surface_id, guint32 * width, guint32 * height, guint32 * format,
-    guint32 * flags);
-/* DISPLAY_MONITORS_CONFIG; FALSE if malformed or more than
- * GST_SPICE_MAX_HEADS heads */
-GST_SPICE_API
-gboolean gst_spice_wire_parse_monitors_config (const guint8 * data,
-    gsize size, GstSpiceHeads * m);
-
-typedef struct {
-  guint32 surface_id;
-  GstVideoRectangle box;
-  GstVideoRectangle src_area;
-  guint16 rop;
-  guint8 image_type;
-  guint8 image_flags;
-  guint32 image_width;
-  guint32 image_height;
-  const guint8 *payload;        /* after the image descriptor */
-  gsize payload_size;           /* to the end of the body */
-} GstSpiceDrawCopy;
-GST_SPICE_API
-gboolean gst_spice_wire_parse_draw_copy (const guint8 * data, gsize size,
-    GstSpiceDrawCopy * out);
-
-typedef struct {
-  guint32 surface_id;
-  guint32 id;
-  guint8 flags;
-  guint8 codec;
-  guint32 width, height;
-  GstVideoRectangle dest;
-} GstSpiceStreamCreate;
-GST_SPICE_API
-gboolean gst_spice_wire_parse_stream_create (const guint8 * data, gsize size,
-    GstSpiceStreamCreate * out);
-GST_SPICE_API
-gboolean gst_spice_wire_parse_stream_data (const guint8 * data, gsize size,
-    guint32 * id, guint32 * mm_time, const guint8 ** frame, gsize * frame_size);
-/* STREAM_CLIP; @n_rects: -1 for clip NONE, else the number of rectangles */
-GST_SPICE_API
-gboolean gst_spice_wire_parse_stream_clip (const guint8 * data, gsize size,
-    guint32 * id, gint64 * n_rects);
-
-/* client -> server writers (tests) */
-GST_SPICE_API
-void gst_spice_wire_write_mouse_position (GByteArray * a, guint32 x,
-    guint32 y, guint16 buttons, guint8 display_id);
-GST_SPICE_API
-void gst_spice_wire_write_u32_body (GByteArray * a, guint32 v);
 
 G_END_DECLS
