@@ -612,7 +612,7 @@ gst_spice_src_decide_allocation (GstBaseSrc * bsrc, GstQuery * query)
   GstVideoInfo info;
   GstBufferPool *pool = NULL;
   guint size, min, max;
-  gboolean update;
+  gboolean update, ours = FALSE;
   GstStructure *config;
 
   gst_query_parse_allocation (query, &caps, NULL);
@@ -624,9 +624,12 @@ gst_spice_src_decide_allocation (GstBaseSrc * bsrc, GstQuery * query)
     size = MAX (size, info.size);
     update = TRUE;
   } else {
+    /* our own pool: as many frames as circulate (N_FRAMES_IN_FLIGHT) */
     size = info.size;
-    min = max = 0;
+    min = 0;
+    max = N_FRAMES_IN_FLIGHT;
     update = FALSE;
+    ours = TRUE;
   }
   if (!pool)
     pool = gst_video_buffer_pool_new ();
@@ -644,20 +647,23 @@ gst_spice_src_decide_allocation (GstBaseSrc * bsrc, GstQuery * query)
       gst_object_unref (pool);
       pool = gst_video_buffer_pool_new ();
       config = gst_buffer_pool_get_config (pool);
-      gst_buffer_pool_config_set_params (config, caps, info.size, 0, 0);
+      gst_buffer_pool_config_set_params (config, caps, info.size, 0,
+          N_FRAMES_IN_FLIGHT);
       if (!gst_buffer_pool_set_config (pool, config)) {
         gst_object_unref (pool);
         return FALSE;
       }
       size = info.size;
-      min = max = 0;
+      min = 0;
+      max = N_FRAMES_IN_FLIGHT;
+      ours = TRUE;
     }
   }
-  /* held frames and the frame being made come from the old pool, and a
-   * pool with a maximum could run dry while we hold some */
+  /* held frames and the frame being made come from the old pool, and
+   * downstream's pool with a maximum could run dry while we hold some */
   gst_spice_src_display_cur_drop (self);
   gst_spice_src_display_held_frames_reset (self);
-  self->hold_frames = max == 0;
+  self->hold_frames = max == 0 || ours;
   g_atomic_int_set (&self->prefault, self->hold_frames);
   if (update)
     gst_query_set_nth_allocation_pool (query, 0, pool, size, min, max);

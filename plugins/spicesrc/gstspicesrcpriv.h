@@ -31,6 +31,12 @@ GST_DEBUG_CATEGORY_EXTERN (gst_spice_src_debug);
  * of one, the next frame goes into it and only the damage since it is
  * copied (three: the one being made, the tiler's current and pending) */
 #define N_HELD_FRAMES 3
+/* frames in circulation, the most spicesrc's own pool makes: the held
+ * ones and one more, which the tiler may still be working on after a
+ * newer frame took its slot (a pool without a maximum kept every frame
+ * the prefault made beside those already out: six 1280x800 frames, 24 MiB,
+ * where four do the same work) */
+#define N_FRAMES_IN_FLIGHT (N_HELD_FRAMES + 1)
 /* frames of damage remembered for that; older frames are copied whole */
 #define DAMAGE_HISTORY 8
 
