@@ -151,7 +151,12 @@ def breakdown(pid):
             add("libvpx" if "libvpx" in name else "other files", priv)
         elif name or perms.startswith("---"):
             add("other", priv)    # [vvar]..., reservations and guard pages
-        elif any(start <= sp < end for sp in sps):
+        elif (any(start <= sp < end for sp in sps) or
+              (i > 0 and maps[i - 1][1] == start and
+               maps[i - 1][2].startswith("---") and
+               maps[i - 1][1] - maps[i - 1][0] <= 64 << 10)):
+            # a thread's stack: holds its stack pointer, or is above a
+            # guard page (a thread that was running as we looked)
             add("thread stacks", priv)
         elif (start % ARENA_SIZE == 0 and i + 1 < len(maps) and
               maps[i + 1][0] == end and maps[i + 1][2].startswith("---") and
