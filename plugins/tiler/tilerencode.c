@@ -35,23 +35,30 @@ tiler_encode_lossless (TilerEncoder * enc, GstSpiceDrawsWriter * w,
     GstSpiceImageType * type)
 {
   gsize row = (gsize) dest->w * 4, raw = row * dest->h, bound, size;
+  const guint8 *src = px;
   guint8 *p;
   gint n;
 
   if (raw > TILER_BITMAP_MAX_BYTES && raw < G_MAXINT / 2) {
-    if (enc->scratch_size < raw) {
-      g_free (enc->scratch);
-      enc->scratch = g_malloc (raw);
-      enc->scratch_size = raw;
+    /* LZ4 takes contiguous rows: rows of the whole width (a refresh of
+     * the shadow) are that already, others are packed into the scratch,
+     * which is kept; a whole-surface one would be a fifth frame held */
+    if ((gsize) stride != row) {
+      if (enc->scratch_size < raw) {
+        g_free (enc->scratch);
+        enc->scratch = g_malloc (raw);
+        enc->scratch_size = raw;
+      }
+      gst_spice_blit_bgrx (enc->scratch, row, 0, 0, px, stride, 0, 0, dest->w,
+          dest->h);
+      src = enc->scratch;
     }
-    gst_spice_blit_bgrx (enc->scratch, row, 0, 0, px, stride, 0, 0, dest->w,
-        dest->h);
     bound = LZ4_compressBound ((int) raw);
     p = gst_spice_draws_writer_begin (w, dest, GST_SPICE_IMAGE_LZ4, 0,
         GST_SPICE_LZ4_HEADER_SIZE + GST_SPICE_LZ4_BLOCK_HEADER_SIZE + bound);
     if (!p)
       return 0;
-    n = LZ4_compress_default ((const char *) enc->scratch,
+    n = LZ4_compress_default ((const char *) src,
         (char *) p + GST_SPICE_LZ4_HEADER_SIZE +
         GST_SPICE_LZ4_BLOCK_HEADER_SIZE, (int) raw, (int) bound);
     size = GST_SPICE_LZ4_HEADER_SIZE + GST_SPICE_LZ4_BLOCK_HEADER_SIZE + n;
