@@ -45,9 +45,6 @@
 #include <glib-unix.h>
 #include <glib/gstdio.h>
 #include <errno.h>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 #include <string.h>
 #include <sysexits.h>
 #include <unistd.h>
@@ -1306,30 +1303,6 @@ run_check (Runner * r)
   return code;
 }
 
-/* Main thread, before any other: glibc's malloc set up for a process
- * whose big blocks are video frames (docs/operator-guide.md "Memory").
- * By default glibc raises its mmap threshold to the largest block freed so
- * far and its trim threshold to twice that: after the first frame-sized
- * block is freed, every arena keeps up to 8 MiB of free memory at its top
- * and a frame-sized reservation, once freed, stays in the arena. Fixed
- * thresholds keep blocks of 2 MiB and more out of the arenas (mapped,
- * given back when freed; the pools keep their frames anyway) and give back
- * an arena's free top beyond 1 MiB: 4-5 MiB less unique memory per busy
- * session (bench/session-cost.py). The arenas themselves are not bounded:
- * M_ARENA_MAX=2 measured no difference at the pipeline's 12-13 threads.
- * An operator's own MALLOC_* or GLIBC_TUNABLES wins. */
-static void
-malloc_setup (void)
-{
-#ifdef __GLIBC__
-  if (g_getenv ("GLIBC_TUNABLES") || g_getenv ("MALLOC_MMAP_THRESHOLD_") ||
-      g_getenv ("MALLOC_TRIM_THRESHOLD_"))
-    return;
-  mallopt (M_MMAP_THRESHOLD, 2 * 1024 * 1024);
-  mallopt (M_TRIM_THRESHOLD, 1024 * 1024);
-#endif
-}
-
 int
 main (int argc, char **argv)
 {
@@ -1375,7 +1348,6 @@ main (int argc, char **argv)
   GError *err = NULL;
   gint code = 0;
 
-  malloc_setup ();
   r.max_restarts = 5;
   r.healthy_after = 60;
   r.backoff_max = 30;
