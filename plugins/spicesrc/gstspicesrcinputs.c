@@ -66,14 +66,17 @@ ctx_pointer_to (GstSpiceSrc * self, gdouble fx, gdouble fy)
 }
 
 /* context thread: the inputs channel opened. spice-gtk drops input on a
- * channel that is not ready yet, so the pointer's position that came
- * before (a client's first move) is sent now. */
+ * channel that is not ready yet, so the pointer's position kept before
+ * (a client's first move) is sent now, once; one that already went is
+ * not sent again. */
 void
 gst_spice_src_inputs_opened (GstSpiceSrc * self)
 {
-  if (self->inputs_ch && self->have_pos &&
+  self->inputs_open = TRUE;
+  if (self->inputs_ch && self->pos_pending &&
       self->mouse_mode == SPICE_MOUSE_MODE_CLIENT)
     ctx_pointer_to (self, self->last_x, self->last_y);
+  self->pos_pending = FALSE;
 }
 
 /* context thread: a key's press (with Shift around it for a shifted
@@ -186,9 +189,10 @@ ctx_input_op (gpointer data)
   gint button;
   guint locks;
 
-  if (!self->inputs_ch || gst_spice_src_session_stopped (self)) {
-    GST_DEBUG_OBJECT (self, "no inputs channel, dropping %" GST_PTR_FORMAT,
-        event);
+  if (!self->inputs_ch || !self->inputs_open ||
+      gst_spice_src_session_stopped (self)) {
+    GST_DEBUG_OBJECT (self, "no inputs channel ready, dropping %"
+        GST_PTR_FORMAT, event);
     /* but the pointer's position is kept, for when it opens */
     if (!gst_spice_src_session_stopped (self) &&
         gst_navigation_event_get_type (event) ==
@@ -197,6 +201,7 @@ ctx_input_op (gpointer data)
       self->last_x = (gint) (x + 0.5);
       self->last_y = (gint) (y + 0.5);
       self->have_pos = TRUE;
+      self->pos_pending = TRUE;
     }
     return G_SOURCE_REMOVE;
   }

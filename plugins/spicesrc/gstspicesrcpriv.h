@@ -213,6 +213,8 @@ struct _GstSpiceSrc
   gint mouse_mode;
   guint buttons;
   gboolean have_pos;
+  gboolean inputs_open;         /* spice-gtk's inputs channel is ready */
+  gboolean pos_pending;         /* a position kept while it was not */
   gint last_x, last_y;
   guint64 cursor_serial;
   GstSpiceSrcAudio *audio;      /* the audio pad and record channel */

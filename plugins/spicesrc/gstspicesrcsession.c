@@ -420,6 +420,7 @@ on_channel_new (SpiceSession * session, SpiceChannel * channel,
     if (self->inputs_ch)
       return;
     self->inputs_ch = SPICE_INPUTS_CHANNEL (channel);
+    self->inputs_open = FALSE;
     g_signal_connect (channel, "channel-event",
         G_CALLBACK (on_channel_event), self);
     gst_spice_src_inputs_connect (self, channel);
@@ -492,6 +493,8 @@ ctx_drop_session (GstSpiceSrc * self)
   self->session_opened = FALSE;
   self->buttons = 0;
   self->have_pos = FALSE;
+  self->inputs_open = FALSE;
+  self->pos_pending = FALSE;
   /* asynchronous in spice-gtk: channels close on later iterations */
   spice_session_disconnect (session);
   g_object_unref (session);
