@@ -66,9 +66,10 @@ ctx_pointer_to (GstSpiceSrc * self, gdouble fx, gdouble fy)
 }
 
 /* context thread: the inputs channel opened. spice-gtk drops input on a
- * channel that is not ready yet, so the pointer's position kept before
- * (a client's first move) is sent now, once; one that already went is
- * not sent again. */
+ * channel that is not ready yet (and we hear of it being ready later than
+ * it is), so a position given before this (a client's first move, kept
+ * without a channel or handed to one that may have dropped it) is sent
+ * again now, once: the guest can see that absolute position twice. */
 void
 gst_spice_src_inputs_opened (GstSpiceSrc * self)
 {
@@ -189,10 +190,9 @@ ctx_input_op (gpointer data)
   gint button;
   guint locks;
 
-  if (!self->inputs_ch || !self->inputs_open ||
-      gst_spice_src_session_stopped (self)) {
-    GST_DEBUG_OBJECT (self, "no inputs channel ready, dropping %"
-        GST_PTR_FORMAT, event);
+  if (!self->inputs_ch || gst_spice_src_session_stopped (self)) {
+    GST_DEBUG_OBJECT (self, "no inputs channel, dropping %" GST_PTR_FORMAT,
+        event);
     /* but the pointer's position is kept, for when it opens */
     if (!gst_spice_src_session_stopped (self) &&
         gst_navigation_event_get_type (event) ==
@@ -220,6 +220,8 @@ ctx_input_op (gpointer data)
     case GST_NAVIGATION_EVENT_MOUSE_MOVE:
       if (gst_navigation_event_parse_mouse_move_event (event, &x, &y))
         ctx_pointer_to (self, x, y);
+      if (!self->inputs_open)
+        self->pos_pending = TRUE;
       break;
     case GST_NAVIGATION_EVENT_MOUSE_BUTTON_PRESS:
       if (!gst_navigation_event_parse_mouse_button_event (event, &button, &x,
