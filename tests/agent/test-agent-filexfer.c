@@ -255,9 +255,13 @@ GST_START_TEST (test_file_arrives)
   g_print ("RESULT the sink spooled the 5 MiB: %s)\n", line);
   g_free (line);
   g_free (run_log);
-  /* spooled on disk, never in memory */
+  /* spooled on disk, never in memory (a release build's figure: under
+   * ASan every freed 64 KiB message waits in its quarantine, and the
+   * runner's peak grows by about three times the file) */
+#ifndef __SANITIZE_ADDRESS__
   fail_unless (hwm1 < hwm0 + 5 * 1024 / 2, "peak RSS grew by %"
       G_GUINT64_FORMAT " KiB over a 5 MiB transfer", hwm1 - hwm0);
+#endif
   g_free (log);
   g_free (got);
   g_free (want);
