@@ -1112,17 +1112,23 @@ GST_START_TEST (test_stream_still_exact_on_paced_link)
       GST_TIME_ARGS (gst_clock_id_get_time (id) - still));
   gst_clock_id_unref (id);
   fail_unless (gst_harness_crank_single_clock_wait (t.h));
+  /* the clock never passes the bound: a tiler that needs a later deadline
+   * (the stream's end, 1 s after the last change) never gets exact. One
+   * can be pending for a moment, while the key press's paced update waits
+   * for the draw pad (under load): it is not given, and the wait ends
+   * when the draw goes. */
   for (w = 0; tiler_diff_pixels (&t, frame, NULL) > 0; w++) {
-    fail_unless (w < 300, "never exact: %" G_GUINT64_FORMAT " px differ",
-        tiler_diff_pixels (&t, frame, NULL));
-    if (gst_test_clock_peek_next_pending_id (clock, &id)) {
-      GstClockTime at = gst_clock_id_get_time (id);
+    GstClockTime at = GST_CLOCK_TIME_NONE;
 
+    if (gst_test_clock_peek_next_pending_id (clock, &id)) {
+      at = gst_clock_id_get_time (id);
       gst_clock_id_unref (id);
-      fail_unless (at <= bound, "waits for a deadline %" GST_TIME_FORMAT
-          " after the last change", GST_TIME_ARGS (at - still));
-      fail_unless (gst_harness_crank_single_clock_wait (t.h));
     }
+    fail_unless (w < 300, "never exact: %" G_GUINT64_FORMAT " px differ, "
+        "waiting for a deadline %" GST_TIME_FORMAT " after the last change",
+        tiler_diff_pixels (&t, frame, NULL), GST_TIME_ARGS (at - still));
+    if (GST_CLOCK_TIME_IS_VALID (at) && at <= bound)
+      fail_unless (gst_harness_crank_single_clock_wait (t.h));
     g_usleep (10 * 1000);
     tiler_apply (&t);
     collect_stream (&t, &log);
