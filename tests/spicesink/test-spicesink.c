@@ -1555,6 +1555,10 @@ GST_START_TEST (test_stream_branches)
       (1u << SPICE_DISPLAY_CAP_CODEC_MJPEG);
   SpiceRawSession *a, *b, *c;
   guint64 a_datas;
+  /* the counts once each has its VP8 stream: at the start the first MJPEG
+   * frame can beat the first VP8 one, and a client gets MJPEG for a
+   * moment (docs/spicesink.md) */
+  guint a_creates, a_destroys, b_creates, b_destroys;
 
   attach_meta (vts, 80, 60, 160, 120, 1);
   attach_meta (vts1, 80, 60, 160, 120, 1);
@@ -1568,22 +1572,29 @@ GST_START_TEST (test_stream_branches)
   fail_unless (b != NULL);
   fail_unless (spice_raw_session_pump (b, 20000, stream_of_codec,
           GUINT_TO_POINTER (SPICE_VIDEO_CODEC_TYPE_VP8)));
+  fail_unless (spice_raw_session_pump (a, 200, NULL, NULL));
+  a_creates = a->stream_creates;
+  a_destroys = a->stream_destroys;
+  b_creates = b->stream_creates;
+  b_destroys = b->stream_destroys;
+  fail_unless_equals_int (a_creates, a_destroys + 1);
+  fail_unless_equals_int (b_creates, b_destroys + 1);
 
   /* b prefers MJPEG: its VP8 stream goes, an MJPEG one comes */
   prefer_codecs (b, mjpeg, 2);
   fail_unless (spice_raw_session_pump (b, 20000, stream_of_codec,
           GUINT_TO_POINTER (SPICE_VIDEO_CODEC_TYPE_MJPEG)));
-  fail_unless_equals_int (b->stream_destroys, 1);
-  fail_unless_equals_int (b->stream_creates, 2);
+  fail_unless_equals_int (b->stream_destroys, b_destroys + 1);
+  fail_unless_equals_int (b->stream_creates, b_creates + 1);
   a_datas = a->stream_datas;
   fail_unless (spice_raw_session_pump (a, 1000, NULL, NULL));
   fail_unless (spice_raw_session_pump (b, 500, NULL, NULL));
   /* one stream each, never both; a kept its own */
-  fail_unless_equals_int (a->stream_creates, 1);
-  fail_unless_equals_int (a->stream_destroys, 0);
+  fail_unless_equals_int (a->stream_creates, a_creates);
+  fail_unless_equals_int (a->stream_destroys, a_destroys);
   fail_unless_equals_int (a->last_codec, SPICE_VIDEO_CODEC_TYPE_VP8);
   fail_unless (a->stream_datas > a_datas);
-  fail_unless_equals_int (b->stream_creates, 2);
+  fail_unless_equals_int (b->stream_creates, b_creates + 1);
 
   /* a client without VP8 takes MJPEG; nothing is disabled */
   c = spice_raw_session_new (f->port, NULL, no_vp8);
@@ -1596,8 +1607,8 @@ GST_START_TEST (test_stream_branches)
   prefer_codecs (b, vp8_first, 2);
   fail_unless (spice_raw_session_pump (b, 20000, stream_of_codec,
           GUINT_TO_POINTER (SPICE_VIDEO_CODEC_TYPE_VP8)));
-  fail_unless_equals_int (b->stream_destroys, 2);
-  fail_unless_equals_int (b->stream_creates, 3);
+  fail_unless_equals_int (b->stream_destroys, b_destroys + 2);
+  fail_unless_equals_int (b->stream_creates, b_creates + 2);
   fail_unless (b->error == NULL, "%s", b->error);
   fail_unless (!a->protocol_error && !b->protocol_error && !c->protocol_error);
   spice_raw_session_free (c);
