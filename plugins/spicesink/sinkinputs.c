@@ -221,8 +221,8 @@ sink_inputs_handle_key_modifiers (SinkSession * s, guint16 type,
  * (MONITORS_CONFIG) lies on the surface; FALSE for a monitor there is
  * none of. spice-gtk sends a position in a monitor's window as that
  * monitor's id (its display id on display channel 0) and the position
- * inside the monitor. Takes the lock (heads are rare, keys never come
- * here). */
+ * inside the monitor. Takes heads_lock, never the server lock (held
+ * while draws are queued and files spooled): a pointer does not wait. */
 static gboolean
 head_offset (SinkSession * s, guint id, gint * x, gint * y)
 {
@@ -231,7 +231,8 @@ head_offset (SinkSession * s, guint id, gint * x, gint * y)
   guint i;
 
   *x = *y = 0;
-  g_mutex_lock (s->shared->env->lock);
+  /* a mutex is the one thing a session changes in what it shares */
+  g_mutex_lock ((GMutex *) & s->shared->heads_lock);
   for (i = 0; i < m->count && !found; i++) {
     if (m->monitors[i].id == id) {
       *x = m->monitors[i].x;
@@ -239,7 +240,7 @@ head_offset (SinkSession * s, guint id, gint * x, gint * y)
       found = TRUE;
     }
   }
-  g_mutex_unlock (s->shared->env->lock);
+  g_mutex_unlock ((GMutex *) & s->shared->heads_lock);
   /* without heads (or a head 0), display 0 is the whole surface */
   return found || id == 0;
 }

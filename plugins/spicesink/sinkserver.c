@@ -299,6 +299,7 @@ sink_server_new (GstObject * owner, const SinkServerCallbacks * callbacks,
   server->cb = callbacks;
   server->cb_data = user_data;
   g_mutex_init (&server->lock);
+  g_mutex_init (&server->shared.heads_lock);
   g_cond_init (&server->room);
   server->env.lock = &server->lock;
   server->env.room = &server->room;
@@ -313,7 +314,8 @@ sink_server_new (GstObject * owner, const SinkServerCallbacks * callbacks,
   /* the heads (spice-monitors) */
   gst_spice_caps_set (&server->env.channel_caps[SPICE_CHANNEL_DISPLAY], 1,
       SPICE_DISPLAY_CAP_MONITORS_CONFIG);
-  /* a client may say what it prefers (recorded in its stats) */
+  /* a client may say what it prefers: its codec picks its stream branch,
+   * its image compression is recorded (sinkdisplay.c) */
   gst_spice_caps_set (&server->env.channel_caps[SPICE_CHANNEL_DISPLAY], 1,
       SPICE_DISPLAY_CAP_PREF_COMPRESSION);
   gst_spice_caps_set (&server->env.channel_caps[SPICE_CHANNEL_DISPLAY], 1,
@@ -371,6 +373,7 @@ sink_server_free (SinkServer * server)
   g_ptr_array_unref (server->streams);
   sink_rate_free (server->rate);
   g_mutex_clear (&server->lock);
+  g_mutex_clear (&server->shared.heads_lock);
   g_cond_clear (&server->room);
   g_free (server);
 }
@@ -1708,7 +1711,9 @@ sink_server_set_monitors (SinkServer * server, const GstSpiceHeads * m)
   g_mutex_lock (&server->lock);
   if (memcmp (&server->shared.monitors, m, sizeof (*m)) != 0) {
     GST_INFO_OBJECT (server->owner, "%u monitors", m->count);
+    g_mutex_lock (&server->shared.heads_lock);
     server->shared.monitors = *m;
+    g_mutex_unlock (&server->shared.heads_lock);
     for (l = server->sessions; l; l = l->next)
       sink_display_send_monitors (l->data);
   }

@@ -42,7 +42,11 @@ typedef struct
    * the spice-key-locks event): INPUTS_INIT's and KEY_MODIFIERS' */
   guint16 key_locks;
   GstSpiceHeads monitors;    /* the heads (spice-monitors); count 0:
-                                 * none announced */
+                                 * none announced. Written with the lock
+                                 * and heads_lock held; the inputs path
+                                 * reads it with heads_lock alone */
+  GMutex heads_lock;            /* held for a copy only: a pointer never
+                                 * waits for the server lock */
   SinkAudio audio;
   SinkAgentHub *agent;          /* the clipboard hub (sinkagent.c) */
   /* the listening ports (plain, TLS; -1 none) and whether the clients
