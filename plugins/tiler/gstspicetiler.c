@@ -129,6 +129,7 @@ struct _GstSpiceTiler
   GstClockID clock_id;
   GQueue draw_out;              /* to the draw thread: events, updates */
   gboolean draw_busy;           /* an update is queued or being pushed */
+  gboolean draw_pushing;        /* the draw thread pushes what it took */
   gint yield_request;           /* atomic: a frame with little damage waits
                                  * (TilerEngineInput.yield) */
   GstFlowReturn last_flow;
@@ -676,6 +677,8 @@ gst_spice_tiler_draw_loop (gpointer data)
       g_cond_wait (&self->cond, &self->lock);
       continue;
     }
+    /* (a drain waits for it: draw_out is empty while it is pushed) */
+    self->draw_pushing = TRUE;
     g_mutex_unlock (&self->lock);
     if (GST_IS_BUFFER (obj)) {
       gsize size = gst_buffer_get_size (GST_BUFFER_CAST (obj));
@@ -691,6 +694,7 @@ gst_spice_tiler_draw_loop (gpointer data)
       gst_pad_push_event (self->drawpad, GST_EVENT_CAST (obj));
       g_mutex_lock (&self->lock);
     }
+    self->draw_pushing = FALSE;
     wake_worker (self);
     g_cond_broadcast (&self->cond);
   }
@@ -891,7 +895,8 @@ gst_spice_tiler_sink_query (GstPad * pad, GstObject * parent, GstQuery * query)
       g_mutex_lock (&self->lock);
       while (!self->flushing && (!g_queue_is_empty (&self->items) ||
               self->busy || self->worker_pending || self->refresh_pending ||
-              self->draw_busy || !g_queue_is_empty (&self->draw_out)))
+              self->draw_busy || self->draw_pushing ||
+              !g_queue_is_empty (&self->draw_out)))
         g_cond_wait (&self->cond, &self->lock);
       g_mutex_unlock (&self->lock);
       return TRUE;
