@@ -107,6 +107,8 @@ GST_DEBUG_CATEGORY_STATIC (gst_spice_sink_debug);
 #define DEFAULT_IPV6_SOURCE_PREFIX 64
 #define DEFAULT_MAX_CLIPBOARD (16 * 1024 * 1024)
 #define DEFAULT_MAX_FILE_TRANSFER (G_GUINT64_CONSTANT (1) << 30)
+#define DEFAULT_MAX_CPU_PRESSURE 0
+#define DEFAULT_CPU_PRESSURE_FILE "/proc/pressure/cpu"
 
 enum
 {
@@ -138,6 +140,8 @@ enum
   PROP_IPV6_SOURCE_PREFIX,
   PROP_MAX_CLIPBOARD,
   PROP_MAX_FILE_TRANSFER,
+  PROP_MAX_CPU_PRESSURE,
+  PROP_CPU_PRESSURE_FILE,
   PROP_BOUND_PORT,
   PROP_BOUND_TLS_PORT,
   PROP_STATS,
@@ -1110,6 +1114,13 @@ gst_spice_sink_set_property (GObject * object, guint prop_id,
     case PROP_MAX_FILE_TRANSFER:
       sink->props.max_file_transfer = g_value_get_uint64 (value);
       break;
+    case PROP_MAX_CPU_PRESSURE:
+      sink->props.max_cpu_pressure = g_value_get_uint (value);
+      break;
+    case PROP_CPU_PRESSURE_FILE:
+      g_free (sink->props.cpu_pressure_file);
+      sink->props.cpu_pressure_file = g_value_dup_string (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -1212,6 +1223,12 @@ gst_spice_sink_get_property (GObject * object, guint prop_id, GValue * value,
     case PROP_MAX_FILE_TRANSFER:
       g_value_set_uint64 (value, sink->props.max_file_transfer);
       break;
+    case PROP_MAX_CPU_PRESSURE:
+      g_value_set_uint (value, sink->props.max_cpu_pressure);
+      break;
+    case PROP_CPU_PRESSURE_FILE:
+      g_value_set_string (value, sink->props.cpu_pressure_file);
+      break;
     case PROP_BOUND_PORT:
       g_value_set_int (value, sink->bound_port);
       break;
@@ -1264,6 +1281,8 @@ gst_spice_sink_init (GstSpiceSink * sink)
   sink->props.ipv6_source_prefix = DEFAULT_IPV6_SOURCE_PREFIX;
   sink->props.max_clipboard = DEFAULT_MAX_CLIPBOARD;
   sink->props.max_file_transfer = DEFAULT_MAX_FILE_TRANSFER;
+  sink->props.max_cpu_pressure = DEFAULT_MAX_CPU_PRESSURE;
+  sink->props.cpu_pressure_file = g_strdup (DEFAULT_CPU_PRESSURE_FILE);
   sink->bound_port = sink->bound_tls_port = -1;
   sink->streams = g_ptr_array_new ();
   sink->upstream = sink_upstream_new (GST_ELEMENT (sink));
@@ -1475,6 +1494,36 @@ gst_spice_sink_class_init (GstSpiceSinkClass * klass)
           "one is refused before any data moves. Each client sends one "
           "file at a time, spooled in $TMPDIR until the guest has it "
           "(0 = file transfer off)", 0, G_MAXINT64, DEFAULT_MAX_FILE_TRANSFER,
+          rw | GST_PARAM_MUTABLE_PLAYING));
+  /**
+   * GstSpiceSink:max-cpu-pressure:
+   *
+   * A saturated host refuses new sessions instead of letting every
+   * session it serves lose its latency: while the CPU pressure read from
+   * #GstSpiceSink:cpu-pressure-file (Linux PSI, the "some avg10" share of
+   * time in which a task waited for a CPU) is at or above this percentage,
+   * a new client's main channel is refused (link result ERROR, the
+   * `spice-health` message `refused` with reason `cpu-pressure`). Sessions
+   * already served and their other channels are not affected.
+   * docs/operator-guide.md "Capacity" says how to choose it.
+   */
+  g_object_class_install_property (gobject_class, PROP_MAX_CPU_PRESSURE,
+      g_param_spec_uint ("max-cpu-pressure", "Max CPU pressure",
+          "Refuse new sessions while the CPU pressure (PSI some avg10, "
+          "percent, of cpu-pressure-file) is at or above this (0 = off)",
+          0, 100, DEFAULT_MAX_CPU_PRESSURE, rw | GST_PARAM_MUTABLE_PLAYING));
+  /**
+   * GstSpiceSink:cpu-pressure-file:
+   *
+   * The PSI file #GstSpiceSink:max-cpu-pressure reads: the host's
+   * (/proc/pressure/cpu), or a cgroup v2 group's cpu.pressure for the
+   * share of the host a service or a pod is given. A file that cannot be
+   * read admits every session, with one warning.
+   */
+  g_object_class_install_property (gobject_class, PROP_CPU_PRESSURE_FILE,
+      g_param_spec_string ("cpu-pressure-file", "CPU pressure file",
+          "The PSI file max-cpu-pressure reads (a cgroup v2 cpu.pressure "
+          "for a service's share)", DEFAULT_CPU_PRESSURE_FILE,
           rw | GST_PARAM_MUTABLE_PLAYING));
   g_object_class_install_property (gobject_class, PROP_BOUND_PORT,
       g_param_spec_int ("bound-port", "Bound port",

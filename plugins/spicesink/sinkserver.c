@@ -17,6 +17,7 @@
 #include "sinkserver.h"
 #include "sinksession.h"
 #include "sinkrate.h"
+#include "sinkpressure.h"
 #include "sinkdebug.h"
 
 static SINK_DEBUG_CATEGORY (sink_server_debug, "spicesinkserver",
@@ -110,11 +111,14 @@ struct _SinkServer
   SinkSession *record_session;  /* whose record goes upstream */
   guint64 audio_packets_in;
 
+  /* admission */
+  gboolean pressure_unreadable; /* warned once: the PSI file failed */
+
   /* totals */
   guint64 updates_in, regions_in, stream_frames_in, clients_total,
       clients_refused;
   guint64 connections_total, refused_rate, refused_pending,
-      refused_source_links, refused_source_sessions,
+      refused_source_links, refused_source_sessions, refused_cpu_pressure,
       closed_handshake_timeout, closed_idle, closed_stalled, auth_failures;
 };
 
@@ -346,6 +350,7 @@ sink_server_settings_clear (SinkServerSettings * s)
   g_clear_pointer (&s->redirect_host, g_free);
   g_clear_pointer (&s->key_file, g_free);
   g_clear_pointer (&s->password, g_free);
+  g_clear_pointer (&s->cpu_pressure_file, g_free);
 }
 
 void
@@ -358,6 +363,7 @@ sink_server_settings_copy (SinkServerSettings * dst,
   dst->redirect_host = g_strdup (src->redirect_host);
   dst->key_file = g_strdup (src->key_file);
   dst->password = g_strdup (src->password);
+  dst->cpu_pressure_file = g_strdup (src->cpu_pressure_file);
 }
 
 /* the element's finalize */
@@ -593,6 +599,44 @@ password_required (SinkServer * server)
       !server->set.disable_ticketing;
 }
 
+/* Server thread, lock held: whether a new session is refused because
+ * the CPU it would run on is saturated (max-cpu-pressure); reports it.
+ * A PSI file that cannot be read admits, with one warning. */
+static gboolean
+cpu_saturated (SinkServer * server, SinkConn * conn, SinkEvent * ev)
+{
+  GError *err = NULL;
+  gdouble avg10;
+  gchar *detail;
+
+  if (!server->set.max_cpu_pressure || !server->set.cpu_pressure_file)
+    return FALSE;
+  if (!sink_pressure_read (server->set.cpu_pressure_file, &avg10, &err)) {
+    if (!server->pressure_unreadable)
+      GST_WARNING_OBJECT (server->owner, "max-cpu-pressure=%u has no "
+          "effect: %s", server->set.max_cpu_pressure, err->message);
+    server->pressure_unreadable = TRUE;
+    g_error_free (err);
+    return FALSE;
+  }
+  server->pressure_unreadable = FALSE;
+  if (avg10 < server->set.max_cpu_pressure)
+    return FALSE;
+  server->refused_cpu_pressure++;
+  detail = g_strdup_printf ("CPU pressure %.0f%% (%s) reached "
+      "max-cpu-pressure", avg10, server->set.cpu_pressure_file);
+  GST_WARNING_OBJECT (server->owner, "%s: new session refused: %s",
+      sink_conn_peer (conn), detail);
+  ev->health = TRUE;
+  ev->reason = "cpu-pressure";
+  ev->limit = server->set.max_cpu_pressure;
+  ev->detail = detail;
+  conn_report (conn, ev, server);
+  ev->detail = NULL;
+  g_free (detail);
+  return TRUE;
+}
+
 /* server thread, lock held: which session a linking channel joins */
 static guint32
 link_session (SinkConn * conn, const GstSpiceLinkMess * m,
@@ -632,6 +676,10 @@ link_session (SinkConn * conn, const GstSpiceLinkMess * m,
       ev.reason = "max-clients";
       ev.limit = server->set.max_clients;
       conn_report (conn, &ev, server);
+      return SPICE_LINK_ERR_ERROR;
+    }
+    if (cpu_saturated (server, conn, &ev)) {
+      *reason = "max-cpu-pressure reached";
       return SPICE_LINK_ERR_ERROR;
     }
     if (per_source && n >= per_source) {
@@ -2187,6 +2235,7 @@ sink_server_stats (SinkServer * server)
       "refused-source-links", G_TYPE_UINT64, server->refused_source_links,
       "refused-source-sessions", G_TYPE_UINT64,
       server->refused_source_sessions,
+      "refused-cpu-pressure", G_TYPE_UINT64, server->refused_cpu_pressure,
       "closed-handshake-timeout", G_TYPE_UINT64,
       server->closed_handshake_timeout,
       "closed-idle", G_TYPE_UINT64, server->closed_idle,

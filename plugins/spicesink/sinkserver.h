@@ -75,6 +75,9 @@ typedef struct
                                  * source */
   guint max_clipboard;          /* bytes of one clipboard (agent) */
   guint64 max_file_transfer;    /* bytes of one file to the guest, 0 off */
+  guint max_cpu_pressure;       /* percent of PSI "some avg10" from which
+                                 * new sessions are refused, 0 off */
+  gchar *cpu_pressure_file;     /* the PSI file read (sinkpressure.h) */
 } SinkServerSettings;
 
 /* One validated region of an update (the payload shares the buffer) */
