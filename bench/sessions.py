@@ -86,6 +86,19 @@ def status_field(pid, children, key):
     return rig.peak_rss_kib(pid, children, key) or 0
 
 
+def psi_cpu_total_us():
+    """The host's CPU pressure stall total (PSI "some", microseconds), None
+    without PSI."""
+    try:
+        with open("/proc/pressure/cpu") as f:
+            for line in f:
+                if line.startswith("some "):
+                    return int(line.split("total=")[1])
+    except (OSError, IndexError, ValueError):
+        pass
+    return None
+
+
 def machine_busy_ticks():
     with open("/proc/stat") as f:
         cpu = [int(x) for x in f.readline().split()[1:]]
@@ -244,6 +257,9 @@ def run_cell(args, pipeline, activity, n, celldir, procs):
             return res
         t0 = time.monotonic() + 1.0
         res["connect_all_s"] = round(t0 - 1.0 - t_launch, 2)
+        while time.monotonic() < t0:
+            time.sleep(0.05)
+        psi0, psi_t0 = psi_cpu_total_us(), time.monotonic()
         while time.monotonic() < t0 + args.measure_s and sampler.first_key is None:
             time.sleep(0.1)
         t1 = min(time.monotonic(), sampler.first_key or time.monotonic())
@@ -260,6 +276,13 @@ def run_cell(args, pipeline, activity, n, celldir, procs):
                 c.wait(max(1.0, t_launch + budget - time.monotonic()))
             except subprocess.TimeoutExpired:
                 procs.stop(c)
+        psi1 = psi_cpu_total_us()
+        if psi0 is not None and psi1 is not None:
+            # the share of the cell's time (cost window and presses) in which
+            # a task waited for a CPU: what spicesink's max-cpu-pressure reads
+            # as PSI some avg10
+            res["cpu_pressure_pct"] = rnd(100.0 * (psi1 - psi0) / 1e6 /
+                                          max(0.001, time.monotonic() - psi_t0), 1)
         sampler.stop_ev.set()
         sampler.join()
         if wall < 1.0:
@@ -479,19 +502,20 @@ def fmt(x, f="%.3f"):
 
 def sessions_table(results, groups):
     lines = ["| pipeline | desktop | N | cores per session (pipeline) | guest cores per session | "
-             "client cores per session | machine busy / others (cores) | peak RSS max / mean MiB | "
-             "keypress p50 / p95 ms | client frames/s mean / min | status |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "client cores per session | machine busy / others (cores) | CPU pressure % | "
+             "peak RSS max / mean MiB | keypress p50 / p95 ms | client frames/s mean / min | status |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for (pipeline, activity), g in groups.items():
         for c in g["cells"]:
             k = c.get("keypress") or {}
             fps = c.get("client_fps") or {}
             rss = c.get("pipeline_peak_rss_mib") or {}
             mark = " **(rises)**" if g["rises_at"] == c["n"] else ""
-            lines.append("| %s | %s | %d | %s | %s | %s | %s / %s | %s / %s | %s / %s%s | %s | %s |" % (
+            lines.append("| %s | %s | %d | %s | %s | %s | %s / %s | %s | %s / %s | %s / %s%s | %s | %s |" % (
                 pipeline, activity, c["n"], fmt(c.get("pipeline_cores_per_session")),
                 fmt(c.get("guest_cores_per_session")), fmt(c.get("client_cores_per_session")),
                 fmt(c.get("machine_busy_cores"), "%.2f"), fmt(c.get("others_cores"), "%.2f"),
+                fmt(c.get("cpu_pressure_pct"), "%.0f"),
                 fmt(rss.get("max"), "%.0f"), fmt(rss.get("mean"), "%.0f"),
                 fmt(k.get("p50_ms"), "%.1f"), fmt(k.get("p95_ms"), "%.1f"), mark,
                 "%s / %s" % (fmt(fps.get("mean"), "%.1f"), fmt(fps.get("min"), "%.1f"))
@@ -542,7 +566,11 @@ def capacity(results, groups):
                      "rss_mib": rss, "per_core": 1 / max(cores, 0.001),
                      "per_gib": 1024 / rss, "max_n_held": g["max_n_held"],
                      "rises_at": g["rises_at"], "threads": max(c.get("pipeline_threads") or 0
-                                                               for c in g["cells"])})
+                                                               for c in g["cells"]),
+                     "psi_held": next((c.get("cpu_pressure_pct") for c in g["cells"]
+                                       if c["n"] == g["max_n_held"]), None),
+                     "psi_rises": next((c.get("cpu_pressure_pct") for c in g["cells"]
+                                        if c["n"] == g["rises_at"]), None)})
     return rows
 
 
@@ -566,14 +594,16 @@ def limits(rows):
 def capacity_table(results, rows):
     m = results["machine"]
     lines = ["| pipeline | desktop | cores per session (N=1) | peak RSS MiB | sessions per core "
-             "| sessions per GiB | latency held up to N (this host, %d cores) |" % m["nproc"],
-             "|---|---|---|---|---|---|---|"]
+             "| sessions per GiB | latency held up to N (this host, %d cores) "
+             "| CPU pressure %% there / where it rose |" % m["nproc"],
+             "|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append("| %s | %s | %.3f | %.0f | %s | %.1f | %s%s |" % (
+        lines.append("| %s | %s | %.3f | %.0f | %s | %.1f | %s%s | %s / %s |" % (
             r["pipeline"], r["activity"], r["cores"], r["rss_mib"],
             "%.0f" % r["per_core"] if r["per_core"] >= 10 else "%.1f" % r["per_core"],
             r["per_gib"], r["max_n_held"] if r["max_n_held"] else "–",
-            " (rises at %d)" % r["rises_at"] if r["rises_at"] else " (did not rise)"))
+            " (rises at %d)" % r["rises_at"] if r["rises_at"] else " (did not rise)",
+            fmt(r.get("psi_held"), "%.0f"), fmt(r.get("psi_rises"), "%.0f")))
     return "\n".join(lines)
 
 
@@ -694,8 +724,13 @@ def report(results, docs, guide, plot_path, json_path=None):
                "host, beside whatever else ran: see the load above); *per GiB* is 1024 MiB / the largest peak RSS of a session up to the "
                "last N whose latency held. Plan with the smaller of the two for your mix of "
                "busy and idle desktops, and keep headroom: a busy session's cost is its "
-               "encoding, which grows with the moving area. The last column is where "
-               "keypress latency rose (%s) on this host, guests and clients included." % rise_rule(results))
+               "encoding, which grows with the moving area. The column before last is where "
+               "keypress latency rose (%s) on this host, guests and clients included; the "
+               "last, the host's CPU pressure (PSI some: the share of the cell's time in "
+               "which a task waited for a CPU) at the last N that held and where latency "
+               "rose: a `MAX_CPU_PRESSURE` between the two refuses new sessions before they "
+               "cost the others their latency ([When the host is saturated]"
+               "(#when-the-host-is-saturated))." % rise_rule(results))
     busy = [r for r in rows if r["activity"] != "idle"]
     if lim and busy:
         cap.append("")
