@@ -2,8 +2,11 @@
 """gst-spice: many sessions on one host (docs/benchmarks.md "Sessions per host").
 
   sessions.py run    [--pipelines transcode-mjpeg,transcode-vp8] [--counts 1,2,4,8,16]
-                     [--activities busy,idle] [--out DIR] [--update-docs] ...
+                     [--activities busy,idle] [--out DIR] [--update-docs]
+                     [--beside OLD_BUILD=LABEL] ...
                                        run every cell, write DIR/sessions.json
+                                       (with --beside, each cell of an older
+                                       tree too, right before this tree's)
   sessions.py report JSON [--docs docs/benchmarks/history] [--guide docs/operator-guide.md]
                      [--plot docs/benchmarks/sessions-DAY.png]
                                        the N table (history/DAY-sessions.md), the
@@ -193,7 +196,7 @@ def wait_all(pred, items, timeout, procs_alive=()):
 def pipeline_env(args):
     env = dict(os.environ)
     env["GST_PLUGIN_PATH"] = os.path.join(args.build, "plugins")
-    env["GST_SPICE_PIPELINES_DIR"] = os.path.join(SOURCE, "pipelines")
+    env["GST_SPICE_PIPELINES_DIR"] = args.pipelines_dir
     env["GST_REGISTRY"] = os.path.join(args.out, "registry.bin")
     env.setdefault("GST_DEBUG", "*:1")
     return env
@@ -396,10 +399,24 @@ def machine_info():
     return info
 
 
-def git_commit():
-    r = subprocess.run(["git", "-C", SOURCE, "rev-parse", "--short", "HEAD"],
+def git_commit(source=SOURCE):
+    r = subprocess.run(["git", "-C", source, "rev-parse", "--short", "HEAD"],
                        capture_output=True, text=True)
     return r.stdout.strip() or None
+
+
+def beside_args(args):
+    """The arguments of the tree measured beside this one (--beside
+    DIR=LABEL): its build's runner and plugins, its source's pipelines;
+    the same guests and clients (this tree's)."""
+    build, label = args.beside.split("=", 1)
+    b = argparse.Namespace(**vars(args))
+    b.build, b.label = os.path.abspath(build), label
+    with open(os.path.join(b.build, "meson-info", "meson-info.json")) as f:
+        b.source = json.load(f)["directories"]["source"]
+    b.pipelines_dir = os.path.join(b.source, "pipelines")
+    b.runner = rig.tools(b.build)["runner"]
+    return b
 
 
 def cmd_run(args):
@@ -410,6 +427,7 @@ def cmd_run(args):
             log("missing %s: build it (ninja -C %s)" % (b, args.build))
             return 2
     os.makedirs(args.out, exist_ok=True)
+    trees = [args] + ([beside_args(args)] if args.beside else [])
     out = {"machine": machine_info(), "commit": git_commit(),
            "command": " ".join(shlex.quote(a) for a in sys.argv),
            "settings": {"samples": args.samples, "measure_s": args.measure_s,
@@ -432,15 +450,29 @@ def cmd_run(args):
         if r.returncode != 0:
             log("%s does not pass --check: %s" % (pipeline, r.stdout + r.stderr))
             return 2
+    for targs in trees[1:]:
+        for pipeline in args.pipelines:
+            r = subprocess.run([targs.runner, "--check", pipeline, "-D",
+                                "UPSTREAM=spice://127.0.0.1:1"],
+                               env=pipeline_env(targs), capture_output=True, text=True)
+            if r.returncode != 0:
+                log("%s (%s) does not pass --check: %s" % (pipeline, targs.build,
+                                                            r.stdout + r.stderr))
+                return 2
     try:
         for pipeline in args.pipelines:
             for activity in args.activities:
-                for n in args.counts:
-                    log("%s %s N=%d" % (pipeline, activity, n))
+                for n, targs in ((n, t) for n in args.counts for t in trees[::-1]):
+                    name = pipeline if targs is args else "%s@%s" % (pipeline, targs.label)
+                    log("%s %s N=%d" % (name, activity, n))
                     t = time.monotonic()
-                    res = run_cell(args, pipeline, activity, n,
-                                   os.path.join(args.out, "%s-%s-%d" % (pipeline, activity, n)),
+                    res = run_cell(targs, pipeline, activity, n,
+                                   os.path.join(args.out, "%s-%s-%d" % (name, activity, n)),
                                    procs)
+                    res["pipeline"] = name
+                    if targs is not args:
+                        res["tree"] = {"label": targs.label, "build": targs.build,
+                                       "commit": git_commit(targs.source)}
                     res["wall_s"] = round(time.monotonic() - t, 1)
                     out["cells"].append(res)
                     save()
@@ -558,6 +590,8 @@ def capacity(results, groups):
         b = g["base"]
         if not b:
             continue
+        if "@" in pipeline:
+            continue            # a tree measured beside (--beside): not this one's
         held = [c for c in g["cells"] if c["status"] == "ok" and g["max_n_held"]
                 and c["n"] <= g["max_n_held"]]
         cores = b["pipeline_cores_per_session"]
@@ -773,6 +807,10 @@ def main():
     p.add_argument("--rise-min-ms", type=float, default=20.0,
                    help="... and p95 > the N=1 p95 + this (a few ms are no rise)")
     p.add_argument("--build", default=os.path.join(SOURCE, "build"))
+    p.add_argument("--beside", default=None, metavar="DIR=LABEL",
+                   help="another tree's build measured beside this one, cell by cell "
+                   "(its runner, plugins and pipelines; the same guests and clients); its "
+                   "cells are PIPELINE@LABEL, left out of the capacity table")
     p.add_argument("--out", default=None)
     p.add_argument("--update-docs", action="store_true",
                    help="then write docs/benchmarks/sessions.json, the plot, the run's "
@@ -790,6 +828,8 @@ def main():
         args.counts = [int(x) for x in rig.csv(args.counts)]
         args.activities = rig.csv(args.activities)
         args.build = os.path.abspath(args.build)
+        args.pipelines_dir = os.path.join(SOURCE, "pipelines")
+        args.label = None
         vars(args).update(rig.tools(args.build))
         if args.out is None:
             args.out = "/tmp/gst-spice-sessions-" + time.strftime("%Y%m%d-%H%M%S")
