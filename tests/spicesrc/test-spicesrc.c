@@ -1347,13 +1347,15 @@ GST_END_TEST;
 /* ------------------------------------------------------------------------ */
 /* one start, one session: a late teardown and the next start's parameters */
 
-/* "spicesrc ! appsink" with the newest frame kept */
+/* "spicesrc ! appsink caps=video/x-raw" (whole frames) with the newest
+ * frame kept */
 static GstElement *
 appsink_pipeline_for (const gchar * uri, const gchar * extra,
     GstElement ** src, GstElement ** sink)
 {
   gchar *desc = g_strdup_printf ("spicesrc name=src uri=\"%s\" %s ! "
-      "appsink name=sink sync=false max-buffers=1 drop=true", uri,
+      "appsink name=sink caps=video/x-raw sync=false max-buffers=1 "
+      "drop=true", uri,
       extra ? extra : "");
   GstElement *p = gst_parse_launch (desc, NULL);
 
