@@ -650,6 +650,34 @@ GST_START_TEST (test_damage_only_exact)
 
 GST_END_TEST;
 
+/* Plain caps with two display channels: whole frames, the two heads side
+ * by side, equal to the render model before and after a key press. */
+GST_START_TEST (test_displays_whole_frames)
+{
+  GuestProcess *gp = start_guest ("--displays=2", "--width=640",
+      "--height=480", "--fps=0", NULL);
+  gchar *uri = guest_process_get_uri (gp);
+  GstHarness *h = harness_for (uri, NULL);
+  guint8 *expected;
+  guint64 diff;
+  guint presses;
+
+  for (presses = 0; presses < 2; presses++) {
+    if (presses > 0)
+      guest_process_command (gp, "key 0x39");
+    expected = displays_expected (640, 480, presses);
+    fail_unless (pull_until_equal (h, 2 * 640, 480, expected, 10000, &diff,
+            NULL), "after %u presses no whole frame equals the two displays "
+        "(the last differs in %" G_GUINT64_FORMAT " pixels)", presses, diff);
+    g_free (expected);
+  }
+  gst_harness_teardown (h);
+  g_free (uri);
+  guest_process_stop (gp);
+}
+
+GST_END_TEST;
+
 static GstEvent *
 key_event (gboolean press, const gchar * key, gint scancode)
 {
@@ -2054,6 +2082,7 @@ spicesrc_suite (void)
   tcase_add_test (tc, test_busy_damage);
   tcase_add_test (tc, test_reused_frames_exact);
   tcase_add_loop_test (tc, test_damage_only_exact, 0, 2);
+  tcase_add_test (tc, test_displays_whole_frames);
   tcase_add_test (tc, test_password_keeps_file);
   tcase_add_test (tc, test_connect_timeout_names);
   tcase_add_test (tc, test_first_frames_prefaulted);
