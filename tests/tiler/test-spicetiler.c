@@ -309,24 +309,31 @@ typedef struct
   GMutex lock;
   GCond cond;
   gboolean blocked;
+  guint count;
+} BlockState;
+
+static GstPadProbeReturn
+block_cb (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  BlockState *b = data;
+
+  g_mutex_lock (&b->lock);
+  b->blocked = TRUE;
+  b->count++;
+  g_cond_broadcast (&b->cond);
+  g_mutex_unlock (&b->lock);
+  return GST_PAD_PROBE_OK;
+}
+
+/* the pending run: @b's lock and condition guard the counts too */
+typedef struct
+{
+  BlockState b;
   Tiler *t;
   GstBuffer *frame;
   GstVideoRectangle rect;
   gint n, pushed, failed;
 } PendingRun;
-
-/* the stream pad's blocking probe: the worker is held in its GAP push */
-static GstPadProbeReturn
-worker_blocked (GstPad * pad, GstPadProbeInfo * info, gpointer data)
-{
-  PendingRun *r = data;
-
-  g_mutex_lock (&r->lock);
-  r->blocked = TRUE;
-  g_cond_broadcast (&r->cond);
-  g_mutex_unlock (&r->lock);
-  return GST_PAD_PROBE_OK;
-}
 
 /* a thread: pushes @n damage-only buffers, band i % 4 of the picture
  * (@rect's size), counting those that chain() returned from */
@@ -344,11 +351,11 @@ push_pending (gpointer data)
     band.y = (i % 4) * band.h;
     b = tiler_input_buffer (r->t, r->frame, 10 + i, &band, 1);
     ret = gst_harness_push (r->t->h, b);
-    g_mutex_lock (&r->lock);
+    g_mutex_lock (&r->b.lock);
     r->failed += ret != GST_FLOW_OK;
     r->pushed++;
-    g_cond_broadcast (&r->cond);
-    g_mutex_unlock (&r->lock);
+    g_cond_broadcast (&r->b.cond);
+    g_mutex_unlock (&r->b.lock);
   }
   return NULL;
 }
@@ -373,8 +380,8 @@ GST_START_TEST (test_damage_only_pending_bound)
   tiler_setup_input (&t, W, H, "streaming=off", TRUE);
   tiler_push_sync (&t, frame, 0, NULL, 0);
   tiler_apply (&t);
-  g_mutex_init (&r.lock);
-  g_cond_init (&r.cond);
+  g_mutex_init (&r.b.lock);
+  g_cond_init (&r.b.cond);
   r.t = &t;
   r.frame = frame;
   /* a quarter of the picture each: four fit in one picture's bytes */
@@ -385,17 +392,17 @@ GST_START_TEST (test_damage_only_pending_bound)
 
   spad = gst_element_get_static_pad (t.h->element, "stream");
   probe = gst_pad_add_probe (spad, GST_PAD_PROBE_TYPE_BLOCK |
-      GST_PAD_PROBE_TYPE_DATA_DOWNSTREAM, worker_blocked, &r, NULL);
+      GST_PAD_PROBE_TYPE_DATA_DOWNSTREAM, block_cb, &r.b, NULL);
   /* one buffer, which the worker takes and is held with */
   gst_buffer_map (frame, &map, GST_MAP_WRITE);
   fill_color (map.data, W * 4, &r.rect, 0xff0000ff);
   gst_buffer_unmap (frame, &map);
   tiler_push (&t, frame, 1, &r.rect, 1);
-  g_mutex_lock (&r.lock);
+  g_mutex_lock (&r.b.lock);
   end = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
-  while (!r.blocked && g_cond_wait_until (&r.cond, &r.lock, end));
-  fail_unless (r.blocked, "the worker was not held");
-  g_mutex_unlock (&r.lock);
+  while (!r.b.blocked && g_cond_wait_until (&r.b.cond, &r.b.lock, end));
+  fail_unless (r.b.blocked, "the worker was not held");
+  g_mutex_unlock (&r.b.lock);
 
   /* the picture changes band by band, each pushed as its damage (text:
    * lossless draws, exact at once) */
@@ -407,15 +414,15 @@ GST_START_TEST (test_damage_only_pending_bound)
   }
   gst_buffer_unmap (frame, &map);
   thread = g_thread_new ("pusher", push_pending, &r);
-  g_mutex_lock (&r.lock);
+  g_mutex_lock (&r.b.lock);
   end = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
-  while (r.pushed < 4 && g_cond_wait_until (&r.cond, &r.lock, end));
+  while (r.pushed < 4 && g_cond_wait_until (&r.b.cond, &r.b.lock, end));
   /* four buffers (one picture's bytes) wait; the fifth is held in chain()
    * (one more picture's quarter at most) */
   end = g_get_monotonic_time () + 500 * 1000;
-  while (r.pushed <= 4 && g_cond_wait_until (&r.cond, &r.lock, end));
+  while (r.pushed <= 4 && g_cond_wait_until (&r.b.cond, &r.b.lock, end));
   fail_unless_equals_int (r.pushed, 4);
-  g_mutex_unlock (&r.lock);
+  g_mutex_unlock (&r.b.lock);
   fail_unless_equals_int (tiler_stat (&t, "frames-in"), 2 + 5);
   fail_unless_equals_int (tiler_stat (&t, "frames-coalesced"), 4);
 
@@ -427,8 +434,8 @@ GST_START_TEST (test_damage_only_pending_bound)
   tiler_apply (&t);
   fail_unless_equals_int (tiler_diff_pixels (&t, frame, NULL), 0);
   gst_object_unref (spad);
-  g_mutex_clear (&r.lock);
-  g_cond_clear (&r.cond);
+  g_mutex_clear (&r.b.lock);
+  g_cond_clear (&r.b.cond);
   tiler_teardown (&t);
   gst_buffer_unref (frame);
 }
@@ -474,8 +481,7 @@ scroll_text_window (const gchar * props, guint64 * copies)
   }
   fail_unless_equals_int (tiler_stat (&t, "lossy-area-pending"), 0);
   *copies = tiler_stat (&t, "regions-copy");
-  fail_unless_equals_int (draws_decoder_stats (t.dec)->regions_copy,
-      *copies);
+  fail_unless_equals_int (draws_decoder_stats (t.dec)->regions_copy, *copies);
   bytes = tiler_stat (&t, "bytes-lz4") + tiler_stat (&t, "bytes-bitmap") +
       tiler_stat (&t, "bytes-jpeg");
   tiler_teardown (&t);
@@ -491,8 +497,7 @@ GST_START_TEST (test_scroll_sent_as_copy)
   bytes = scroll_text_window (NULL, &copies);
   bytes_off = scroll_text_window ("scroll-detection=false", &copies_off);
   GST_INFO ("scrolling: %" G_GUINT64_FORMAT " bytes in %" G_GUINT64_FORMAT
-      " copies, %" G_GUINT64_FORMAT " bytes without", bytes, copies,
-      bytes_off);
+      " copies, %" G_GUINT64_FORMAT " bytes without", bytes, copies, bytes_off);
   fail_unless_equals_int (copies_off, 0);
   /* every step but the jump by a page (-40 keeps 150 rows: a copy too) */
   fail_unless (copies >= 29, "only %" G_GUINT64_FORMAT " copies", copies);
@@ -537,27 +542,6 @@ GST_START_TEST (test_scroll_lossy_area_not_copied)
 }
 
 GST_END_TEST;
-
-typedef struct
-{
-  GMutex lock;
-  GCond cond;
-  gboolean blocked;
-  guint count;
-} BlockState;
-
-static GstPadProbeReturn
-block_cb (GstPad * pad, GstPadProbeInfo * info, gpointer data)
-{
-  BlockState *b = data;
-
-  g_mutex_lock (&b->lock);
-  b->blocked = TRUE;
-  b->count++;
-  g_cond_broadcast (&b->cond);
-  g_mutex_unlock (&b->lock);
-  return GST_PAD_PROBE_OK;
-}
 
 /* waits (without a drain, which would wait for the blocked push) until
  * the worker has taken @n frames */
@@ -958,8 +942,7 @@ GST_START_TEST (test_stream_rate_and_control)
     collect_stream (&t, &log);
   }
   /* 2 s at 5 fps, the stream started after 5 frames */
-  fail_unless (log.buffers >= 7 && log.buffers <= 11, "%u frames",
-      log.buffers);
+  fail_unless (log.buffers >= 7 && log.buffers <= 11, "%u frames", log.buffers);
   fail_unless (tiler_stat (&t, "stream-frames-dropped") > 30);
 
   /* a smaller picture asked for: a new stream (new id, a keyframe) of half
@@ -1194,7 +1177,8 @@ GST_START_TEST (test_navigation_and_cursor)
 
   /* the heads (issue 29) go the same way: on draw only */
   {
-    GstSpiceHeads m = { 2, 2, {{0, 0, 0, 160, 240}, {1, 160, 0, 160, 240}}
+    GstSpiceHeads m = { 2, 2, {{0, 0, 0, 160, 240}, {1, 160, 0, 160, 240}
+        }
     };
     guint heads = 0;
 
@@ -1292,8 +1276,7 @@ GST_START_TEST (test_stream_dropped_last_frame_converges)
     fail_unless (cranks++ < 5, "not exact after %d clock deadlines",
         cranks - 1);
     fail_unless (gst_test_clock_timed_wait_for_multiple_pending_ids (clock,
-            1, 5000, NULL), "no clock deadline pending (after %d)",
-        cranks - 1);
+            1, 5000, NULL), "no clock deadline pending (after %d)", cranks - 1);
     fail_unless (gst_harness_crank_single_clock_wait (t.h));
     for (w = 0; w < 100 && tiler_apply (&t) == 0; w++)
       g_usleep (10 * 1000);
@@ -1303,8 +1286,7 @@ GST_START_TEST (test_stream_dropped_last_frame_converges)
    * the picture stays exact */
   for (tries = 0; tiler_stat_bool (&t, "stream-active"); tries++) {
     fail_unless (tries < 100, "the stream did not end");
-    if (gst_test_clock_timed_wait_for_multiple_pending_ids (clock, 1, 50,
-            NULL))
+    if (gst_test_clock_timed_wait_for_multiple_pending_ids (clock, 1, 50, NULL))
       fail_unless (gst_harness_crank_single_clock_wait (t.h));
     tiler_drain (&t);
     tiler_apply (&t);
@@ -1328,7 +1310,8 @@ GST_END_TEST;
  * does not wait for stream-timeout. */
 GST_START_TEST (test_stream_still_exact_on_paced_link)
 {
-  GstVideoRectangle dmg[2] = { {0, 0, 320, 192}, {8, 208, 48, 24} };
+  GstVideoRectangle dmg[2] = { {0, 0, 320, 192}, {8, 208, 48, 24}
+  };
   GstBuffer *frame = desktop_frame (320, 240);
   StreamLog log = { 0, };
   GstTestClock *clock;
