@@ -1474,7 +1474,8 @@ gst_spice_src_class_init (GstSpiceSrcClass * klass)
    * events waiting for the context now), `copied-area` (pixels
    * copied from spice-gtk's canvas into frames: a buffer that downstream
    * has released is reused and gets only the damage since the frame it
-   * held), `frames-reused` (frames made that way), `frames-prefaulted`
+   * held; with damage-only caps, the pixels packed into the buffers),
+   * `frames-reused` (frames made that way), `frames-prefaulted`
    * (frames whose pages were written ahead, after the first input event
    * of a new pool), `catch-ups` (frames
    * whose missing pixels the catch-up source copied, because damage was
