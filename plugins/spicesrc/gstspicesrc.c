@@ -20,6 +20,18 @@
  * blocks, new draws land in the frame being made (copied from
  * spice-gtk's canvas) and their damage merges into the next frame.
  *
+ * ## Damage-only buffers
+ *
+ * The source pad offers `video/x-raw(memory:SpiceDamage)` first and plain
+ * `video/x-raw` second. With the feature (spicetiler takes it, as does a
+ * sink that takes anything) a buffer holds only the damaged rectangles'
+ * pixels, packed one after the other in the meta's order
+ * (#GST_CAPS_FEATURE_MEMORY_SPICE_DAMAGE, gst_spice_damage_apply()), and
+ * spicesrc keeps no frames at all; the whole surface comes first, after a
+ * resize or a reconnection, and when an upstream force-key-unit event asks
+ * for it. Elements that need whole frames (videoconvert, an appsink with
+ * `caps=video/x-raw`) get the plain caps and whole frames.
+ *
  * GstNavigation events that reach spicesrc become SPICE input: keys
  * (`key` is an X11 keysym name; an optional `scancode` field, an XT set 1
  * code with 0x100 added for E0-prefixed keys, is used as is when present),
@@ -122,11 +134,15 @@ enum
   PROP_STATS,
 };
 
+#define SRC_CAPS_FIELDS "format = (string) BGRx, " \
+    "width = (int) [ 1, 32767 ], height = (int) [ 1, 32767 ], " \
+    "framerate = (fraction) 0/1"
+/* damage-only first (only the damage travels, gstspicedamage.h), whole
+ * frames for everyone else */
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
     GST_PAD_SRC, GST_PAD_ALWAYS,
-    GST_STATIC_CAPS ("video/x-raw, format = (string) BGRx, "
-        "width = (int) [ 1, 32767 ], height = (int) [ 1, 32767 ], "
-        "framerate = (fraction) 0/1"));
+    GST_STATIC_CAPS ("video/x-raw(" GST_CAPS_FEATURE_MEMORY_SPICE_DAMAGE "), "
+        SRC_CAPS_FIELDS "; video/x-raw, " SRC_CAPS_FIELDS));
 
 static void gst_spice_src_uri_handler_init (gpointer g_iface,
     gpointer iface_data);
@@ -548,6 +564,15 @@ gst_spice_src_get_caps (GstBaseSrc * bsrc, GstCaps * filter)
     if (fn > 0 && fd > 0)
       gst_caps_set_simple (caps, "max-framerate", GST_TYPE_FRACTION, fn, fd,
           NULL);
+    /* damage-only first, as in the template */
+    {
+      GstCaps *damage = gst_caps_copy (caps);
+
+      gst_caps_set_features (damage, 0,
+          gst_caps_features_new (GST_CAPS_FEATURE_MEMORY_SPICE_DAMAGE, NULL));
+      gst_caps_append (damage, caps);
+      caps = damage;
+    }
   } else {
     caps = gst_pad_get_pad_template_caps (GST_BASE_SRC_PAD (bsrc));
   }
@@ -596,10 +621,24 @@ gst_spice_src_set_caps (GstBaseSrc * bsrc, GstCaps * caps)
 {
   GstSpiceSrc *self = GST_SPICE_SRC (bsrc);
 
+  gboolean damage_only = gst_spice_caps_is_damage_only (caps);
+
   GST_DEBUG_OBJECT (self, "caps %" GST_PTR_FORMAT, caps);
   if (!gst_video_info_from_caps (&self->out_info, caps))
     return FALSE;
   self->out_valid = TRUE;
+  if (damage_only || damage_only != self->damage_only) {
+    GstVideoRectangle full = { 0, 0, GST_VIDEO_INFO_WIDTH (&self->out_info),
+      GST_VIDEO_INFO_HEIGHT (&self->out_info)
+    };
+
+    /* what downstream had is unknown: the next buffer is the whole
+     * surface */
+    g_mutex_lock (&self->lock);
+    gst_spice_region_add (&self->damage, &full);
+    g_mutex_unlock (&self->lock);
+  }
+  self->damage_only = damage_only;
   return TRUE;
 }
 
@@ -618,6 +657,16 @@ gst_spice_src_decide_allocation (GstBaseSrc * bsrc, GstQuery * query)
   gst_query_parse_allocation (query, &caps, NULL);
   if (!caps || !gst_video_info_from_caps (&info, caps))
     return FALSE;
+  if (gst_spice_caps_is_damage_only (caps)) {
+    /* no frames: each buffer is allocated to the damage's size */
+    gst_spice_src_display_cur_drop (self);
+    gst_spice_src_display_held_frames_reset (self);
+    self->hold_frames = FALSE;
+    g_atomic_int_set (&self->prefault, FALSE);
+    while (gst_query_get_n_allocation_pools (query) > 0)
+      gst_query_remove_nth_allocation_pool (query, 0);
+    return TRUE;
+  }
 
   if (gst_query_get_n_allocation_pools (query) > 0) {
     gst_query_parse_nth_allocation_pool (query, 0, &pool, &size, &min, &max);
@@ -695,6 +744,21 @@ gst_spice_src_event (GstBaseSrc * bsrc, GstEvent * event)
   if (GST_EVENT_TYPE (event) == GST_EVENT_NAVIGATION ||
       gst_spice_event_parse_key_locks (event, NULL))
     return gst_spice_src_inputs_handle_navigation (self, event);
+  if (gst_video_event_is_force_key_unit (event)) {
+    /* a key unit of damage: the next buffer is the whole surface (a
+     * consumer of damage-only buffers that missed one asks for it) */
+    g_mutex_lock (&self->lock);
+    if (self->have_surface) {
+      GstVideoRectangle full = { 0, 0, self->width, self->height };
+
+      GST_INFO_OBJECT (self, "whole surface asked for");
+      gst_spice_region_add (&self->damage, &full);
+      self->damage_us = g_get_monotonic_time ();
+      g_cond_broadcast (&self->cond);
+    }
+    g_mutex_unlock (&self->lock);
+    return TRUE;
+  }
   if (gst_spice_src_agent_upstream_event (self->agent, event))
     return TRUE;
   return GST_BASE_SRC_CLASS (parent_class)->event (bsrc, event);
@@ -746,7 +810,7 @@ gst_spice_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
    * go straight into it; but a frame that downstream still holds may come
    * back while we wait: that one is worth waiting for (it lacks only the
    * damage since), a new one from the pool lacks every pixel */
-  if (self->out_valid && !self->cur) {
+  if (self->out_valid && !self->damage_only && !self->cur) {
     ret = gst_spice_src_display_cur_install (self, TRUE);
     if (ret != GST_FLOW_OK)
       return ret;
@@ -865,6 +929,25 @@ again:
     }
     goto again;
   }
+  if (self->damage_only) {
+    GstSpiceDamageMeta *meta;
+
+    /* damage-only: the damage's pixels, packed at the context's next safe
+     * point */
+    buf = gst_spice_src_display_packed_take_locked (self, &arrival_us);
+    if (!buf) {
+      g_cond_wait_until (&self->cond, &self->lock,
+          g_get_monotonic_time () + IDLE_WAIT_US);
+      goto again;
+    }
+    meta = gst_buffer_get_spice_damage_meta (buf);
+    meta->seq = self->seq++;
+    self->st_frames++;
+    self->st_rects += meta->n_rects;
+    self->st_area += gst_buffer_get_size (buf) / 4;
+    g_mutex_unlock (&self->lock);
+    goto timestamp;
+  }
   if (self->cur &&
       (GST_VIDEO_FRAME_WIDTH (&self->cur_frame) != self->width ||
           GST_VIDEO_FRAME_HEIGHT (&self->cur_frame) != self->height)) {
@@ -909,6 +992,7 @@ again:
       gst_spice_region_rects (&damage), gst_spice_region_n_rects (&damage));
   gst_spice_region_clear (&damage);
 
+timestamp:
   pts = arrival_running_time (self, arrival_us);
   if (GST_CLOCK_TIME_IS_VALID (pts) && GST_CLOCK_TIME_IS_VALID (self->last_pts)
       && pts <= self->last_pts)
@@ -1390,7 +1474,8 @@ gst_spice_src_class_init (GstSpiceSrcClass * klass)
    * events waiting for the context now), `copied-area` (pixels
    * copied from spice-gtk's canvas into frames: a buffer that downstream
    * has released is reused and gets only the damage since the frame it
-   * held), `frames-reused` (frames made that way), `frames-prefaulted`
+   * held; with damage-only caps, the pixels packed into the buffers),
+   * `frames-reused` (frames made that way), `frames-prefaulted`
    * (frames whose pages were written ahead, after the first input event
    * of a new pool), `catch-ups` (frames
    * whose missing pixels the catch-up source copied, because damage was

@@ -4,7 +4,10 @@
  * The captured display channels' primary surfaces (spice-gtk's canvases)
  * are copied into the frame being made (self->cur) on the context thread,
  * at safe points (cur_fill_locked()); their invalidates are the frames'
- * damage and a MARK says when the first picture is complete. The display
+ * damage and a MARK says when the first picture is complete. With
+ * damage-only caps (memory:SpiceDamage) there is no frame: at a safe
+ * point after create() asked, the damage's pixels are packed into a
+ * buffer of their size (pack_locked()). The display
  * channel with the captured id and every one with a higher id (qemu with
  * several QXL devices: one channel per head) are heads side by side in the
  * frame, in id order, each at its own offset; a channel without a surface
@@ -29,12 +32,14 @@
 /* bound on the damage rectangles kept per frame */
 #define MAX_DAMAGE_RECTS 64
 
-/* streaming thread, self->lock held: whether a frame is due (damage on a
- * surface that has its MARK, or had MARK_TIMEOUT_US to get it) */
+/* streaming thread, self->lock held: whether a frame is due (damage, or
+ * packed damage, on a surface that has its MARK, or had MARK_TIMEOUT_US
+ * to get it) */
 gboolean
 gst_spice_src_display_frame_ready_locked (GstSpiceSrc * self)
 {
-  if (!self->have_surface || gst_spice_region_is_empty (&self->damage))
+  if (!self->have_surface || (gst_spice_region_is_empty (&self->damage) &&
+          !self->packed))
     return FALSE;
   if (self->marked)
     return TRUE;
@@ -48,6 +53,34 @@ region_bound (GstSpiceRegion * r)
 {
   if (gst_spice_region_n_rects (r) > MAX_DAMAGE_RECTS)
     gst_spice_region_limit (r, MAX_DAMAGE_RECTS / 2);
+}
+
+/* context thread, at a safe point (a GstSpiceDamageFillFunc): the
+ * pixels of @r, a rectangle of the frame, from the heads' canvases (black
+ * below a head shorter than the frame) into @dst, @r's corner */
+static void
+heads_fill (gpointer data, const GstVideoRectangle * r, guint8 * dst,
+    gsize dstride)
+{
+  GstSpiceSrc *self = data;
+  guint j;
+
+  for (j = 0; j < self->n_heads; j++) {
+    const GstSpiceSrcHead *hd = &self->heads[j];
+    GstVideoRectangle col = { hd->x, 0, hd->w, self->canvas_h }, c;
+    guint8 *d;
+    gint y, rows;
+
+    if (!hd->canvas || !gst_spice_rect_intersect (r, &col, &c))
+      continue;
+    d = dst + (gsize) (c.y - r->y) * dstride + (gsize) (c.x - r->x) * 4;
+    rows = CLAMP (hd->h - c.y, 0, c.h);
+    if (rows > 0)
+      gst_spice_blit_bgrx (d, dstride, 0, 0, hd->canvas, hd->stride,
+          c.x - hd->x, c.y, c.w, rows);
+    for (y = rows; y < c.h; y++)
+      memset (d + (gsize) y * dstride, 0, c.w * 4);
+  }
 }
 
 /* context thread, self->lock held, at a safe point: copy the stale part of
@@ -65,7 +98,7 @@ cur_fill_locked (GstSpiceSrc * self)
   const GstVideoRectangle *r;
   guint8 *dst;
   gint dstride;
-  guint i, j, n;
+  guint i, n;
 
   if (!self->cur || self->canvas_w <= 0 ||
       GST_VIDEO_FRAME_WIDTH (&self->cur_frame) != self->canvas_w ||
@@ -76,24 +109,56 @@ cur_fill_locked (GstSpiceSrc * self)
   r = gst_spice_region_rects (&self->stale);
   n = gst_spice_region_n_rects (&self->stale);
   for (i = 0; i < n; i++) {
-    for (j = 0; j < self->n_heads; j++) {
-      const GstSpiceSrcHead *hd = &self->heads[j];
-      GstVideoRectangle col = { hd->x, 0, hd->w, self->canvas_h }, c;
-      gint y, rows;
-
-      if (!hd->canvas || !gst_spice_rect_intersect (&r[i], &col, &c))
-        continue;
-      /* the head's pixels, and black below a head shorter than the frame */
-      rows = CLAMP (hd->h - c.y, 0, c.h);
-      if (rows > 0)
-        gst_spice_blit_bgrx (dst, dstride, c.x, c.y, hd->canvas, hd->stride,
-            c.x - hd->x, c.y, c.w, rows);
-      for (y = c.y + rows; y < c.y + c.h; y++)
-        memset (dst + (gsize) y * dstride + (gsize) c.x * 4, 0, c.w * 4);
-    }
+    heads_fill (self, &r[i], dst + (gsize) r[i].y * dstride +
+        (gsize) r[i].x * 4, dstride);
     self->st_copied_area += gst_spice_rect_area (&r[i]);
   }
   gst_spice_region_reset (&self->stale);
+}
+
+/* context thread, self->lock held, at a safe point (cur_fill_locked()):
+ * the damage-only buffer create() asked for, the pending damage's pixels
+ * packed (gst_spice_damage_pack_with()); the damage goes with it */
+static void
+pack_locked (GstSpiceSrc * self)
+{
+  const GstVideoRectangle *r;
+  guint n;
+
+  if (!self->pack_wanted || self->packed || self->canvas_w <= 0 ||
+      self->width != self->canvas_w || self->height != self->canvas_h)
+    return;
+  gst_spice_region_clip (&self->damage, self->width, self->height);
+  if (gst_spice_region_is_empty (&self->damage))
+    return;
+  r = gst_spice_region_rects (&self->damage);
+  n = gst_spice_region_n_rects (&self->damage);
+  self->packed = gst_spice_damage_pack_with (r, n, 0, heads_fill, self);
+  self->packed_w = self->width;
+  self->packed_h = self->height;
+  self->packed_us = self->damage_us;
+  self->st_copied_area += gst_spice_region_area (&self->damage);
+  gst_spice_region_reset (&self->damage);
+  self->pack_wanted = FALSE;
+  g_cond_broadcast (&self->cond);
+}
+
+/* streaming thread, self->lock held: the packed damage-only buffer, NULL
+ * if none is ready (then the context packs at its next safe point) */
+GstBuffer *
+gst_spice_src_display_packed_take_locked (GstSpiceSrc * self,
+    gint64 * arrival_us)
+{
+  if (self->packed && (self->packed_w != self->width ||
+          self->packed_h != self->height))
+    gst_clear_buffer (&self->packed);
+  if (!self->packed) {
+    self->pack_wanted = TRUE;
+    gst_spice_src_display_catchup_schedule_locked (self);
+    return NULL;
+  }
+  *arrival_us = self->packed_us;
+  return g_steal_pointer (&self->packed);
 }
 
 /* context: the head of @channel, NULL if it is none */
@@ -213,6 +278,7 @@ frame_reshaped (GstSpiceSrc * self)
   self->height = self->canvas_h;
   gst_spice_region_reset (&self->stale);
   gst_spice_region_reset (&self->damage);
+  gst_clear_buffer (&self->packed);
   if (self->canvas_w > 0) {
     /* a frame of another size is dropped by create() */
     gst_spice_region_add (&self->stale, &full);
@@ -234,16 +300,20 @@ ctx_catchup (gpointer data)
   g_mutex_lock (&self->lock);
   if (self->catchup == g_main_current_source ())
     g_clear_pointer (&self->catchup, g_source_unref);
-  if (self->cur && !gst_spice_region_is_empty (&self->stale))
+  if ((self->cur && !gst_spice_region_is_empty (&self->stale)) ||
+      (self->pack_wanted && !self->packed &&
+          !gst_spice_region_is_empty (&self->damage)))
     self->st_catchups++;
   cur_fill_locked (self);
+  pack_locked (self);
   g_cond_broadcast (&self->cond);
   g_mutex_unlock (&self->lock);
   return G_SOURCE_REMOVE;
 }
 
 /* streaming thread, self->lock held: have the context thread fill the
- * stale part of the frame being made at its next safe point */
+ * stale part of the frame being made (or pack the damage) at its next
+ * safe point */
 void
 gst_spice_src_display_catchup_schedule_locked (GstSpiceSrc * self)
 {
@@ -363,6 +433,7 @@ on_invalidate (SpiceChannel * channel, gint x, gint y, gint w, gint h,
   gst_spice_region_add (&self->damage, &r);
   region_bound (&self->damage);
   self->damage_us = g_get_monotonic_time ();
+  pack_locked (self);
   self->st_invalidates++;
   if (gst_spice_src_context_is_driver_thread ())
     self->st_invalidates_helper++;
@@ -480,7 +551,8 @@ gst_spice_src_display_cur_take_locked (GstSpiceSrc * self,
   return buf;
 }
 
-/* streaming thread: drop the frame being made (new pool, new size, stop) */
+/* streaming thread: drop the frame being made and the packed damage (new
+ * pool, new caps, new size, stop) */
 void
 gst_spice_src_display_cur_drop (GstSpiceSrc * self)
 {
@@ -491,6 +563,8 @@ gst_spice_src_display_cur_drop (GstSpiceSrc * self)
   g_mutex_lock (&self->lock);
   buf = gst_spice_src_display_cur_take_locked (self, &frame);
   src = g_steal_pointer (&self->catchup);
+  gst_clear_buffer (&self->packed);
+  self->pack_wanted = FALSE;
   g_mutex_unlock (&self->lock);
   if (src) {
     g_source_destroy (src);

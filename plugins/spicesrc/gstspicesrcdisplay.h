@@ -27,6 +27,8 @@ gboolean gst_spice_src_display_frame_ready_locked (GstSpiceSrc * self);
 void     gst_spice_src_display_catchup_schedule_locked (GstSpiceSrc * self);
 GstBuffer *gst_spice_src_display_cur_take_locked (GstSpiceSrc * self,
     GstVideoFrame * frame);
+GstBuffer *gst_spice_src_display_packed_take_locked (GstSpiceSrc * self,
+    gint64 * arrival_us);
 
 /* streaming thread (create()), self->lock not held */
 GstFlowReturn gst_spice_src_display_cur_install (GstSpiceSrc * self,

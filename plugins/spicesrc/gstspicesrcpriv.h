@@ -137,6 +137,14 @@ struct _GstSpiceSrc
   GstVideoFrame cur_frame;
   GstSpiceRegion stale;
   GSource *catchup;             /* attached, not yet dispatched */
+  /* damage-only output (memory:SpiceDamage): create() asks for the
+   * damage's pixels (@pack_wanted), the context packs them at its next
+   * safe point into @packed (the damage moves with them), @packed_w x
+   * @packed_h the surface then, @packed_us the damage's arrival */
+  gboolean pack_wanted;
+  GstBuffer *packed;
+  gint packed_w, packed_h;
+  gint64 packed_us;
   gboolean have_surface;
   gboolean marked;
   gint64 surface_us;
@@ -172,6 +180,7 @@ struct _GstSpiceSrc
   /* streaming thread */
   GstVideoInfo out_info;
   gboolean out_valid;
+  gboolean damage_only;         /* negotiated memory:SpiceDamage */
   guint64 seq;
   GstClockTime last_pts;
   gint64 last_push_us;

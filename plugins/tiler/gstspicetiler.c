@@ -29,8 +29,20 @@
  * up or down) goes out as one COPY_BITS region plus the rows that came
  * into view (#GstSpiceTiler:scroll-detection).
  *
+ * The sink pad takes `video/x-raw(memory:SpiceDamage)` first (buffers
+ * that hold only their damage's pixels, #GST_CAPS_FEATURE_MEMORY_SPICE_DAMAGE,
+ * what spicesrc sends) and whole frames second. Either way the input is
+ * applied onto the tiler's own picture (only the damaged rectangles of a
+ * whole frame are copied), which is what the diff and the stream read; a
+ * malformed damage-only buffer is an error, and one that does not follow
+ * the last (a gap in the damage meta's seq, after a flush) sends an
+ * upstream force-key-unit event, which spicesrc answers with the whole
+ * surface.
+ *
  * Frames are never queued: a worker thread takes the latest frame (a newer
- * one replaces a pending one, their damage united) and hands updates to a
+ * whole frame replaces a pending one, their damage united; damage-only
+ * buffers join the pending one, in order, until they hold one picture's
+ * bytes, and then chain() waits for the worker) and hands updates to a
  * draw thread. While a draw push is blocked downstream the worker keeps
  * diffing and streaming but makes no new update: the damage accumulates
  * into the next one. Updates are limited to #GstSpiceTiler:update-budget
@@ -70,10 +82,15 @@ GST_DEBUG_CATEGORY (gst_spice_tiler_debug);
 /* the largest divisor of a stream's picture size spice-rate may ask for */
 #define GST_SPICE_TILER_MAX_STREAM_SCALE 4
 
-/* one entry of the worker's mailbox: a frame (coalescing) or an event */
+/* one entry of the worker's mailbox: a frame (coalescing) or an event.
+ * A frame is one whole frame (a newer one replaces it) or damage-only
+ * buffers in order (a newer one is appended: each holds only its own
+ * damage), @bytes of them */
 typedef struct
 {
-  GstBuffer *buf;
+  GPtrArray *bufs;
+  gboolean damage_only;
+  gsize bytes;
   GstEvent *event;
   GstSpiceRegion damage;
   gboolean full;
@@ -132,6 +149,14 @@ struct _GstSpiceTiler
   gboolean draw_pushing;        /* the draw thread pushes what it took */
   gint yield_request;           /* atomic: a frame with little damage waits
                                  * (TilerEngineInput.yield) */
+  /* the sink pad's input as its streaming thread sees it (set on CAPS
+   * before the event is queued): damage-only or whole frames, the
+   * surface, and the next damage-only seq expected */
+  gboolean in_damage_only;
+  gint in_width, in_height;
+  gsize in_frame_size;
+  gboolean in_have_seq;
+  guint64 in_next_seq;
   GstFlowReturn last_flow;
   TilerStats stats;
   TilerEngineStats engine_stats;        /* as of the engine's last update */
@@ -191,9 +216,12 @@ GST_ELEMENT_REGISTER_DEFINE_WITH_CODE (spicetiler, "spicetiler",
     GST_DEBUG_CATEGORY_INIT (gst_spice_tiler_debug, "spicetiler", 0,
         "SPICE draws and stream region from raw video"));
 
+/* damage-only input first: only the damage travels (gstspicedamage.h) */
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
     GST_PAD_SINK, GST_PAD_ALWAYS,
-    GST_STATIC_CAPS (GST_VIDEO_CAPS_MAKE ("{ BGRx, BGRA }")));
+    GST_STATIC_CAPS (GST_VIDEO_CAPS_MAKE_WITH_FEATURES
+        (GST_CAPS_FEATURE_MEMORY_SPICE_DAMAGE, "{ BGRx, BGRA }") "; "
+        GST_VIDEO_CAPS_MAKE ("{ BGRx, BGRA }")));
 
 static GstStaticPadTemplate draw_template = GST_STATIC_PAD_TEMPLATE ("draw",
     GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS (GST_SPICE_DRAWS_CAPS));
@@ -234,6 +262,8 @@ item_get (GstSpiceTiler * self)
 
   if (!it) {
     it = g_new0 (TilerItem, 1);
+    it->bufs = g_ptr_array_new_with_free_func ((GDestroyNotify)
+        gst_buffer_unref);
     gst_spice_region_init (&it->damage);
   }
   return it;
@@ -242,7 +272,9 @@ item_get (GstSpiceTiler * self)
 static void
 item_release (GstSpiceTiler * self, TilerItem * it)
 {
-  gst_clear_buffer (&it->buf);
+  g_ptr_array_set_size (it->bufs, 0);
+  it->bytes = 0;
+  it->damage_only = FALSE;
   gst_clear_event (&it->event);
   gst_spice_region_reset (&it->damage);
   it->full = it->has_seq = FALSE;
@@ -254,7 +286,7 @@ item_free (gpointer data)
 {
   TilerItem *it = data;
 
-  gst_clear_buffer (&it->buf);
+  g_ptr_array_unref (it->bufs);
   gst_clear_event (&it->event);
   gst_spice_region_clear (&it->damage);
   g_free (it);
@@ -424,10 +456,15 @@ static void
 handle_frame (GstSpiceTiler * self, TilerItem * it)
 {
   TilerEngineInput in = { 0, };
+  GstBuffer *last = g_ptr_array_index (it->bufs, it->bufs->len - 1);
 
-  in.buffer = it->buf;
+  if (it->damage_only) {
+    in.packed = (GstBuffer * const *) it->bufs->pdata;
+    in.n_packed = it->bufs->len;
+  } else
+    in.buffer = last;
   in.running_time = gst_segment_to_running_time (&self->segment,
-      GST_FORMAT_TIME, GST_BUFFER_PTS (it->buf));
+      GST_FORMAT_TIME, GST_BUFFER_PTS (last));
   in.damage = &it->damage;
   in.full = it->full;
   in.has_seq = it->has_seq;
@@ -587,11 +624,13 @@ gst_spice_tiler_loop (gpointer data)
   while (!self->flushing) {
     it = g_queue_pop_head (&self->items);
     if (it) {
-      /* a frame that was waiting is taken now */
+      /* a frame that was waiting is taken now (a chain() waiting for
+       * room learns it) */
       g_atomic_int_set (&self->yield_request, 0);
       self->busy = TRUE;
+      g_cond_broadcast (&self->cond);
       g_mutex_unlock (&self->lock);
-      if (it->buf)
+      if (it->bufs->len > 0)
         handle_frame (self, it);
       else {
         handle_event (self, it->event);
@@ -706,6 +745,58 @@ gst_spice_tiler_draw_loop (gpointer data)
 /* ------------------------------------------------------------------ */
 /* pads */
 
+/* streaming thread: a damage-only buffer that does not follow the last
+ * one and is not the whole surface leaves the picture wrong in places:
+ * ask upstream for the whole surface (a key unit of damage-only video) */
+static void
+request_whole_surface (GstSpiceTiler * self, guint64 seq)
+{
+  GST_INFO_OBJECT (self, "damage-only buffer %" G_GUINT64_FORMAT " does not "
+      "follow the last one: asking for the whole surface", seq);
+  gst_pad_push_event (self->sinkpad,
+      gst_video_event_new_upstream_force_key_unit (GST_CLOCK_TIME_NONE,
+          TRUE, 0));
+}
+
+/* streaming thread: checks a damage-only buffer against the caps: a
+ * malformed one is an element error (GST_FLOW_ERROR); one that is not the
+ * whole surface and does not follow the last one asks for the whole
+ * surface */
+static GstFlowReturn
+check_damage_only (GstSpiceTiler * self, GstBuffer * buf)
+{
+  GstSpiceDamageMeta *meta;
+  GError *err = NULL;
+  gboolean follows;
+  gint w, h;
+
+  g_mutex_lock (&self->lock);
+  w = self->in_width;
+  h = self->in_height;
+  g_mutex_unlock (&self->lock);
+  meta = gst_spice_damage_validate (buf, w, h, &err);
+  if (!meta) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("Malformed damage-only buffer"), ("%s", err->message));
+    g_clear_error (&err);
+    return GST_FLOW_ERROR;
+  }
+  g_mutex_lock (&self->lock);
+  follows = gst_spice_damage_covers (meta, w, h) || (self->in_have_seq &&
+      meta->seq == self->in_next_seq);
+  self->in_have_seq = TRUE;
+  self->in_next_seq = meta->seq + 1;
+  g_mutex_unlock (&self->lock);
+  if (!follows)
+    request_whole_surface (self, meta->seq);
+  return GST_FLOW_OK;
+}
+
+/* Streaming thread. Frames never queue: a whole frame replaces the
+ * pending one; damage-only buffers are appended to the pending item (each
+ * holds only its own damage), and once they hold more bytes than one
+ * picture this waits until the worker has taken them (upstream merges
+ * its damage meanwhile). */
 static GstFlowReturn
 gst_spice_tiler_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
 {
@@ -713,7 +804,16 @@ gst_spice_tiler_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
   GstSpiceDamageMeta *meta = gst_buffer_get_spice_damage_meta (buf);
   TilerItem *tail;
   GstFlowReturn ret;
+  gboolean damage_only;
   guint i;
+
+  g_mutex_lock (&self->lock);
+  damage_only = self->in_damage_only;
+  g_mutex_unlock (&self->lock);
+  if (damage_only && (ret = check_damage_only (self, buf)) != GST_FLOW_OK) {
+    gst_buffer_unref (buf);
+    return ret;
+  }
 
   g_mutex_lock (&self->lock);
   if (self->flushing) {
@@ -723,22 +823,25 @@ gst_spice_tiler_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
   }
   self->stats.frames_in++;
   tail = g_queue_peek_tail (&self->items);
-  if (tail && tail->buf) {
-    /* never queue frames: the pending one is replaced, damage accumulates */
-    gst_buffer_unref (tail->buf);
-    tail->buf = buf;
+  if (tail && tail->bufs->len > 0 && tail->damage_only == damage_only) {
+    /* never queue frames: a whole frame replaces the pending one, damage
+     * accumulates */
+    if (!damage_only)
+      g_ptr_array_set_size (tail->bufs, 0);
     self->stats.frames_coalesced++;
     if (!meta || !tail->has_seq || meta->seq != tail->last_seq + 1)
       tail->full = TRUE;
   } else {
     tail = item_get (self);
-    tail->buf = buf;
+    tail->damage_only = damage_only;
     tail->full = meta == NULL;
     tail->has_seq = meta != NULL;
     if (meta)
       tail->first_seq = meta->seq;
     g_queue_push_tail (&self->items, tail);
   }
+  g_ptr_array_add (tail->bufs, buf);
+  tail->bytes += gst_buffer_get_size (buf);
   if (meta) {
     tail->last_seq = meta->seq;
     if (meta->n_rects > MAX_DAMAGE_RECTS)
@@ -755,7 +858,14 @@ gst_spice_tiler_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
   g_atomic_int_set (&self->yield_request, !tail->full &&
       gst_spice_region_area (&tail->damage) <= TILER_YIELD_MAX_PIXELS);
   wake_worker (self);
-  ret = self->last_flow;
+  /* bounded: at most one picture's bytes wait beyond the one in hand */
+  if (damage_only && tail->bytes > self->in_frame_size) {
+    GST_LOG_OBJECT (self, "%" G_GSIZE_FORMAT " bytes pending: waiting for "
+        "the worker", tail->bytes);
+    while (!self->flushing && g_queue_find (&self->items, tail))
+      g_cond_wait (&self->cond, &self->lock);
+  }
+  ret = self->flushing ? GST_FLOW_FLUSHING : self->last_flow;
   g_mutex_unlock (&self->lock);
   return ret;
 }
@@ -833,6 +943,9 @@ gst_spice_tiler_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
       self->last_flow = GST_FLOW_OK;
       self->worker_pending = FALSE;
       self->draw_ready_us = 0;
+      /* what was pending is gone: a damage-only input starts again from a
+       * whole surface */
+      self->in_have_seq = FALSE;
       gst_flow_combiner_reset (self->combiner);
       tile_size = self->params.tile_size;
       g_mutex_unlock (&self->lock);
@@ -843,6 +956,23 @@ gst_spice_tiler_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
       g_rec_mutex_unlock (&self->worker_lock);
       start_worker (self);
       return TRUE;
+    case GST_EVENT_CAPS:{
+      GstCaps *caps;
+      GstVideoInfo info;
+
+      /* chain() knows what its buffers are before the worker does */
+      gst_event_parse_caps (event, &caps);
+      if (gst_video_info_from_caps (&info, caps)) {
+        g_mutex_lock (&self->lock);
+        self->in_damage_only = gst_spice_caps_is_damage_only (caps);
+        self->in_width = GST_VIDEO_INFO_WIDTH (&info);
+        self->in_height = GST_VIDEO_INFO_HEIGHT (&info);
+        self->in_frame_size = GST_VIDEO_INFO_SIZE (&info);
+        self->in_have_seq = FALSE;
+        g_mutex_unlock (&self->lock);
+      }
+      return enqueue_event (self, event);
+    }
     default:
       if (GST_EVENT_IS_SERIALIZED (event))
         return enqueue_event (self, event);
@@ -1026,6 +1156,7 @@ gst_spice_tiler_change_state (GstElement * element, GstStateChange transition)
       self->last_flow = GST_FLOW_OK;
       self->worker_pending = self->refresh_pending = FALSE;
       self->draw_ready_us = 0;
+      self->in_have_seq = FALSE;
       self->draw_qos_earliest = self->stream_qos_earliest = GST_CLOCK_TIME_NONE;
       gst_flow_combiner_reset (self->combiner);
       g_mutex_unlock (&self->lock);

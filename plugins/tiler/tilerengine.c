@@ -63,9 +63,12 @@ struct _TilerEngine
   GstSpiceRegion damage;        /* this update's */
   GstSpiceRegion regions;
   GArray *runs;
-  /* the current frame */
-  GstBuffer *cur;
+  /* the picture: the input as of the last frame, the engine's own (every
+   * input is applied onto it, whole frames only where damaged), mapped
+   * for its lifetime; a frame is current once one was applied */
+  GstBuffer *picture;
   GstVideoFrame frame;
+  gboolean have_frame;
   GstClockTime cur_now, cur_pts, cur_duration;
   GstClockTime last_frame_rt;   /* running time of the last new frame */
   gboolean have_seq;
@@ -96,6 +99,7 @@ struct _TilerEngine
 
 static void setup_geometry (TilerEngine * e, guint tile_size);
 static void release_frame (TilerEngine * e);
+static void picture_free (TilerEngine * e);
 
 static void
 mark_lossy (TilerEngine * e, const GstVideoRectangle * r, GstClockTime t)
@@ -849,21 +853,76 @@ decide_stream (TilerEngine * e, TilerUpdateKind kind, gboolean s_changed)
 /* ------------------------------------------------------------------ */
 /* the phases of an update */
 
-/* TILER_UPDATE_FRAME: @in's frame becomes the current one */
+/* TILER_UPDATE_FRAME: a whole frame: what @full or the damage says
+ * changed is copied onto the picture */
+static gboolean
+apply_whole_frame (TilerEngine * e, GstBuffer * buf, gboolean full)
+{
+  GstVideoFrame in;
+  const GstVideoRectangle *r;
+  guint8 *dst = GST_VIDEO_FRAME_PLANE_DATA (&e->frame, 0);
+  gint dstride = GST_VIDEO_FRAME_PLANE_STRIDE (&e->frame, 0);
+  gint w = GST_VIDEO_INFO_WIDTH (&e->info), h =
+      GST_VIDEO_INFO_HEIGHT (&e->info);
+  GstVideoRectangle all = { 0, 0, w, h };
+  guint i, n;
+
+  if (!gst_video_frame_map (&in, &e->info, buf, GST_MAP_READ))
+    return FALSE;
+  r = full ? &all : gst_spice_region_rects (&e->damage);
+  n = full ? 1 : gst_spice_region_n_rects (&e->damage);
+  for (i = 0; i < n; i++) {
+    GstVideoRectangle c = r[i];
+
+    if (gst_spice_rect_clip (&c, w, h))
+      gst_spice_blit_bgrx (dst, dstride, c.x, c.y,
+          GST_VIDEO_FRAME_PLANE_DATA (&in, 0),
+          GST_VIDEO_FRAME_PLANE_STRIDE (&in, 0), c.x, c.y, c.w, c.h);
+  }
+  gst_video_frame_unmap (&in);
+  return TRUE;
+}
+
+/* TILER_UPDATE_FRAME: @in's frame (a whole one, or damage-only buffers)
+ * goes onto the picture, which becomes the current frame */
 static GstFlowReturn
 take_frame (TilerEngine * e, const TilerEngineInput * in, gboolean * full)
 {
   GstClockTime rt = in->running_time;
   guint tile = in->params->tile_size;
+  GstBuffer *last = in->buffer ? in->buffer :
+      in->n_packed ? in->packed[in->n_packed - 1] : NULL;
+  gint w = GST_VIDEO_INFO_WIDTH (&e->info), h =
+      GST_VIDEO_INFO_HEIGHT (&e->info);
+  guint i;
 
   if (!e->have_info)
     return GST_FLOW_NOT_NEGOTIATED;
+  if (!last)
+    return GST_FLOW_ERROR;
   if ((gint) MAX (TILER_CELL, tile - tile % TILER_CELL) != e->tile_applied)
     setup_geometry (e, tile);
-  release_frame (e);
-  if (!gst_video_frame_map (&e->frame, &e->info, in->buffer, GST_MAP_READ))
-    return GST_FLOW_ERROR;
-  e->cur = gst_buffer_ref (in->buffer);
+
+  *full = in->full || !in->has_seq || !e->have_seq ||
+      in->first_seq != e->seq + 1;
+  gst_spice_region_copy (&e->damage, in->damage);
+  if (in->buffer) {
+    if (!apply_whole_frame (e, in->buffer, *full || !e->have_frame))
+      return GST_FLOW_ERROR;
+  } else {
+    for (i = 0; i < in->n_packed; i++) {
+      GError *err = NULL;
+
+      if (!gst_spice_damage_apply (in->packed[i],
+              GST_VIDEO_FRAME_PLANE_DATA (&e->frame, 0),
+              GST_VIDEO_FRAME_PLANE_STRIDE (&e->frame, 0), w, h, &err)) {
+        GST_WARNING ("%s", err->message);
+        g_clear_error (&err);
+        return GST_FLOW_ERROR;
+      }
+    }
+  }
+  e->have_frame = TRUE;
   if (!GST_CLOCK_TIME_IS_VALID (rt))
     rt = GST_CLOCK_TIME_IS_VALID (e->cur_now) ?
         e->cur_now + FALLBACK_FRAME_DURATION : 0;
@@ -871,14 +930,11 @@ take_frame (TilerEngine * e, const TilerEngineInput * in, gboolean * full)
     rt = e->cur_now;
   e->cur_now = rt;
   e->last_frame_rt = rt;
-  e->cur_pts = GST_BUFFER_PTS (in->buffer);
-  e->cur_duration = GST_BUFFER_DURATION (in->buffer);
+  e->cur_pts = GST_BUFFER_PTS (last);
+  e->cur_duration = GST_BUFFER_DURATION (last);
 
-  *full = in->full || !in->has_seq || !e->have_seq ||
-      in->first_seq != e->seq + 1;
   e->have_seq = in->has_seq;
   e->seq = in->last_seq;
-  gst_spice_region_copy (&e->damage, in->damage);
   if (!*full) {
     gst_spice_region_add_region (&e->damage, &e->carry);
     if (e->stream.active && e->stream_dirty)
@@ -1119,7 +1175,7 @@ tiler_engine_update (TilerEngine * e, TilerUpdateKind kind,
   if (kind == TILER_UPDATE_FRAME) {
     if ((ret = take_frame (e, in, &full)) != GST_FLOW_OK)
       return ret;
-  } else if (!e->cur)
+  } else if (!e->have_frame)
     return GST_FLOW_OK;
   else if (kind == TILER_UPDATE_REFINE) {
     gst_spice_region_reset (&e->damage);
@@ -1203,14 +1259,35 @@ tiler_engine_stream_frame_lost (TilerEngine * e)
 /* ------------------------------------------------------------------ */
 /* the surface */
 
+/* no current frame (the picture stays) */
 static void
 release_frame (TilerEngine * e)
 {
-  if (e->cur) {
+  e->have_frame = FALSE;
+}
+
+static void
+picture_free (TilerEngine * e)
+{
+  release_frame (e);
+  if (e->picture) {
     gst_video_frame_unmap (&e->frame);
-    gst_buffer_unref (e->cur);
-    e->cur = NULL;
+    gst_buffer_unref (e->picture);
+    e->picture = NULL;
   }
+}
+
+/* the picture of the surface's size, black until a frame comes (its
+ * pages are written by the first one) */
+static void
+picture_alloc (TilerEngine * e)
+{
+  gsize size = GST_VIDEO_INFO_SIZE (&e->info);
+
+  picture_free (e);
+  e->picture = gst_buffer_new_wrapped (g_malloc0 (size), size);
+  if (!gst_video_frame_map (&e->frame, &e->info, e->picture, GST_MAP_READWRITE))
+    g_error ("cannot map the tiler's own picture");
 }
 
 /* every cell: client content unknown, send it lossless */
@@ -1257,7 +1334,7 @@ tiler_engine_set_format (TilerEngine * e, const GstVideoInfo * info,
   if (!resized)
     return FALSE;
   GST_DEBUG ("new surface %dx%d", info->width, info->height);
-  release_frame (e);
+  picture_alloc (e);
   setup_geometry (e, tile_size);
   return TRUE;
 }
@@ -1274,7 +1351,7 @@ tiler_engine_flush (TilerEngine * e, guint tile_size)
 void
 tiler_engine_reset (TilerEngine * e)
 {
-  release_frame (e);
+  picture_free (e);
   g_free (e->shadow);
   e->shadow = NULL;
   tiler_diff_clear (&e->diff);
@@ -1334,7 +1411,7 @@ tiler_engine_free (TilerEngine * e)
 gboolean
 tiler_engine_has_frame (TilerEngine * e)
 {
-  return e->cur != NULL;
+  return e->have_frame;
 }
 
 const TilerEngineStats *

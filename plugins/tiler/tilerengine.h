@@ -67,9 +67,14 @@ typedef struct
   GstClockTime draw_qos_earliest, stream_qos_earliest;
   gint rate_fps_n, rate_fps_d;  /* stream frame rate limit, 0 = none */
   guint rate_scale;             /* stream picture divisor (spice-rate) */
-  /* TILER_UPDATE_FRAME only */
-  GstBuffer *buffer;            /* the frame, mapped with the format given
-                                 * to tiler_engine_set_format() */
+  /* TILER_UPDATE_FRAME only: the input, applied onto the engine's
+   * picture. Either a whole frame (@buffer, mapped with the format given
+   * to tiler_engine_set_format(): its @damage, or all of it when @full or
+   * after a gap in the sequence, is copied), or damage-only buffers
+   * (@packed: memory:SpiceDamage, gstspicedamage.h), applied in order */
+  GstBuffer *buffer;
+  GstBuffer *const *packed;
+  guint n_packed;
   GstClockTime running_time;    /* of the frame, NONE if unknown */
   const GstSpiceRegion *damage;
   gboolean full;                /* the whole frame is damaged */
@@ -99,8 +104,8 @@ typedef struct
   guint n_updates, n_before_stream;
   /* a TILER_UPDATE_FRAME update: push a stream frame (else a GAP) */
   gboolean stream_frame;
-  const GstVideoFrame *frame;   /* the current frame, valid until the next
-                                 * call into the engine */
+  const GstVideoFrame *frame;   /* the engine's picture, valid until the
+                                 * next call into the engine */
   GstVideoRectangle stream_rect;
   guint stream_id, stream_scale;
   gboolean stream_keyframe;
@@ -141,11 +146,13 @@ void     tiler_engine_reset (TilerEngine * e);
 gboolean tiler_engine_set_format (TilerEngine * e, const GstVideoInfo * info,
     guint tile_size);
 /* after a flush: downstream may have lost anything, so the client's content
- * is unknown; the frame and the damage sequence are dropped */
+ * is unknown; the damage sequence is dropped and there is no frame until
+ * the next one (the picture is kept: a whole frame, or the damage-only
+ * whole surface the element asks for, makes it exact again) */
 void     tiler_engine_flush (TilerEngine * e, guint tile_size);
 /* Makes one update. Returns GST_FLOW_NOT_NEGOTIATED for a frame before any
- * format, GST_FLOW_ERROR when the frame cannot be mapped (nothing done),
- * else GST_FLOW_OK. @result is filled in every case; the caller owns its
+ * format, GST_FLOW_ERROR when the frame cannot be mapped or a damage-only
+ * buffer is malformed (nothing done), else GST_FLOW_OK. @result is filled in every case; the caller owns its
  * updates (tiler_engine_result_clear() drops them). Without a current frame
  * only TILER_UPDATE_FRAME does anything. */
 GstFlowReturn tiler_engine_update (TilerEngine * e, TilerUpdateKind kind,

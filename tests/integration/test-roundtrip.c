@@ -52,7 +52,8 @@ chain_start (Chain * c, const gchar * activity, const gchar * tiler_props,
       GST_STATE_CHANGE_FAILURE);
 
   desc = g_strdup_printf ("spicesrc uri=spice://127.0.0.1:%u reconnect=always"
-      " ! appsink name=out sync=false max-buffers=1 drop=true", c->port);
+      " ! appsink name=out caps=video/x-raw sync=false max-buffers=1 "
+      "drop=true", c->port);
   c->client = gst_parse_launch (desc, &err);
   fail_unless (c->client != NULL, "%s", err ? err->message : "");
   g_free (desc);

@@ -875,6 +875,185 @@ GST_START_TEST (test_blit_bgrx)
 
 GST_END_TEST;
 
+/* ---- damage-only buffers (memory:SpiceDamage) ---- */
+
+/* a 6x4 picture, stride 6 * 4 + 8: pixel (x, y) is bytes
+ * { x, y, 0x10 + x + 6 * y, 0xff } */
+#define DMG_W 6
+#define DMG_H 4
+#define DMG_STRIDE (DMG_W * 4 + 8)
+
+static guint8 *
+damage_picture (void)
+{
+  guint8 *p = g_malloc0 (DMG_STRIDE * DMG_H);
+  gint x, y;
+
+  for (y = 0; y < DMG_H; y++)
+    for (x = 0; x < DMG_W; x++) {
+      guint8 *px = p + y * DMG_STRIDE + x * 4;
+
+      px[0] = x;
+      px[1] = y;
+      px[2] = 0x10 + x + DMG_W * y;
+      px[3] = 0xff;
+    }
+  return p;
+}
+
+/* a damage-only buffer of @size bytes (0xee) listing @rects, unchecked */
+static GstBuffer *
+damage_buffer_raw (const GstVideoRectangle * rects, guint n, gsize size)
+{
+  GstBuffer *b = gst_buffer_new_allocate (NULL, size, NULL);
+
+  gst_buffer_memset (b, 0, 0xee, size);
+  gst_buffer_add_spice_damage_meta (b, 9, rects, n);
+  return b;
+}
+
+GST_START_TEST (test_damage_pack_apply_bytes)
+{
+  const GstVideoRectangle rects[] = { {1, 1, 2, 2}, {4, 0, 2, 1},
+  {0, 3, 1, 1}
+  };
+  /* the pixels row by row, the rectangles one after the other */
+  const guint8 want[] = {
+    1, 1, 0x17, 0xff, 2, 1, 0x18, 0xff,
+    1, 2, 0x1d, 0xff, 2, 2, 0x1e, 0xff,
+    4, 0, 0x14, 0xff, 5, 0, 0x15, 0xff,
+    0, 3, 0x22, 0xff,
+  };
+  guint8 *src = damage_picture (), *dst, *expect;
+  GstSpiceDamageMeta *meta;
+  GError *err = NULL;
+  GstBuffer *b;
+  GstMapInfo map;
+  guint i;
+  gint y;
+
+  fail_unless_equals_uint64 (gst_spice_damage_packed_size (rects, 3),
+      sizeof (want));
+  b = gst_spice_damage_pack (src, DMG_STRIDE, rects, 3, 42);
+  fail_unless_equals_int (gst_buffer_get_size (b), sizeof (want));
+  fail_unless (gst_buffer_map (b, &map, GST_MAP_READ));
+  fail_unless (memcmp (map.data, want, sizeof (want)) == 0);
+  gst_buffer_unmap (b, &map);
+  meta = gst_spice_damage_validate (b, DMG_W, DMG_H, &err);
+  fail_unless (meta != NULL, "%s", err ? err->message : "");
+  fail_unless_equals_uint64 (meta->seq, 42);
+  fail_unless_equals_int (meta->n_rects, 3);
+  for (i = 0; i < 3; i++)
+    fail_unless (memcmp (&meta->rects[i], &rects[i], sizeof (rects[i])) == 0);
+  fail_if (gst_spice_damage_covers (meta, DMG_W, DMG_H));
+
+  /* applied onto a picture of 0x55: those pixels and not a byte more */
+  dst = g_malloc (DMG_STRIDE * DMG_H);
+  memset (dst, 0x55, DMG_STRIDE * DMG_H);
+  expect = g_memdup2 (dst, DMG_STRIDE * DMG_H);
+  for (i = 0; i < 3; i++)
+    for (y = rects[i].y; y < rects[i].y + rects[i].h; y++)
+      memcpy (expect + y * DMG_STRIDE + rects[i].x * 4,
+          src + y * DMG_STRIDE + rects[i].x * 4, rects[i].w * 4);
+  fail_unless (gst_spice_damage_apply (b, dst, DMG_STRIDE, DMG_W, DMG_H,
+          &err), "%s", err ? err->message : "");
+  fail_unless (memcmp (dst, expect, DMG_STRIDE * DMG_H) == 0);
+  gst_buffer_unref (b);
+
+  /* the whole surface: one rectangle covering it, every byte */
+  {
+    GstVideoRectangle all = { 0, 0, DMG_W, DMG_H };
+
+    b = gst_spice_damage_pack (src, DMG_STRIDE, &all, 1, 43);
+    fail_unless_equals_int (gst_buffer_get_size (b), DMG_W * DMG_H * 4);
+    meta = gst_spice_damage_validate (b, DMG_W, DMG_H, NULL);
+    fail_unless (gst_spice_damage_covers (meta, DMG_W, DMG_H));
+    memset (dst, 0, DMG_STRIDE * DMG_H);
+    fail_unless (gst_spice_damage_apply (b, dst, DMG_STRIDE, DMG_W, DMG_H,
+            NULL));
+    for (y = 0; y < DMG_H; y++)
+      fail_unless (memcmp (dst + y * DMG_STRIDE, src + y * DMG_STRIDE,
+              DMG_W * 4) == 0);
+    gst_buffer_unref (b);
+  }
+  /* nothing damaged: an empty buffer, which applies as nothing */
+  b = gst_spice_damage_pack (src, DMG_STRIDE, NULL, 0, 44);
+  fail_unless_equals_int (gst_buffer_get_size (b), 0);
+  fail_unless (gst_spice_damage_apply (b, dst, DMG_STRIDE, DMG_W, DMG_H,
+          NULL));
+  gst_buffer_unref (b);
+  g_free (src);
+  g_free (dst);
+  g_free (expect);
+}
+
+GST_END_TEST;
+
+/* malformed buffers are errors that change nothing, never overruns */
+GST_START_TEST (test_damage_rejects_malformed)
+{
+  const struct
+  {
+    GstVideoRectangle r[2];
+    guint n;
+    gsize size;
+  } bad[] = {
+    {{{0, 0, 2, 2}}, 1, 2 * 2 * 4 - 1},   /* one byte short */
+    {{{0, 0, 2, 2}}, 1, 2 * 2 * 4 + 4},   /* a pixel too many */
+    {{{5, 0, 2, 1}}, 1, 2 * 4},   /* past the right edge */
+    {{{0, 3, 1, 2}}, 1, 2 * 4},   /* past the bottom */
+    {{{-1, 0, 1, 1}}, 1, 4},      /* negative origin */
+    {{{0, 0, 0, 1}}, 1, 0},       /* empty */
+    {{{0, 0, 1, -1}}, 1, 0},      /* negative size */
+    {{{0, 0, 1, 1}, {G_MAXINT, 0, 2, 1}}, 2, 12},       /* overflowing */
+  };
+  GstVideoRectangle many[GST_SPICE_DAMAGE_MAX_RECTS + 1];
+  guint8 *dst = g_malloc (DMG_STRIDE * DMG_H), *before;
+  GstBuffer *b;
+  GError *err = NULL;
+  GstCaps *caps;
+  guint i;
+
+  memset (dst, 0x55, DMG_STRIDE * DMG_H);
+  before = g_memdup2 (dst, DMG_STRIDE * DMG_H);
+  for (i = 0; i < G_N_ELEMENTS (bad); i++) {
+    b = damage_buffer_raw (bad[i].r, bad[i].n, bad[i].size);
+    fail_if (gst_spice_damage_validate (b, DMG_W, DMG_H, NULL), "case %u", i);
+    fail_if (gst_spice_damage_apply (b, dst, DMG_STRIDE, DMG_W, DMG_H, &err),
+        "case %u", i);
+    fail_unless (g_error_matches (err, GST_STREAM_ERROR,
+            GST_STREAM_ERROR_FORMAT), "case %u", i);
+    g_clear_error (&err);
+    gst_buffer_unref (b);
+  }
+  /* too many rectangles, each fine */
+  for (i = 0; i < G_N_ELEMENTS (many); i++) {
+    GstVideoRectangle one = { 0, 0, 1, 1 };
+
+    many[i] = one;
+  }
+  b = damage_buffer_raw (many, G_N_ELEMENTS (many), 4 * G_N_ELEMENTS (many));
+  fail_if (gst_spice_damage_apply (b, dst, DMG_STRIDE, DMG_W, DMG_H, NULL));
+  gst_buffer_unref (b);
+  /* no meta */
+  b = gst_buffer_new_allocate (NULL, 4, NULL);
+  fail_if (gst_spice_damage_apply (b, dst, DMG_STRIDE, DMG_W, DMG_H, NULL));
+  gst_buffer_unref (b);
+  fail_unless (memcmp (dst, before, DMG_STRIDE * DMG_H) == 0);
+
+  caps = gst_caps_from_string ("video/x-raw(" GST_CAPS_FEATURE_MEMORY_SPICE_DAMAGE
+      "), format=BGRx, width=6, height=4");
+  fail_unless (gst_spice_caps_is_damage_only (caps));
+  gst_caps_unref (caps);
+  caps = gst_caps_from_string ("video/x-raw, format=BGRx, width=6, height=4");
+  fail_if (gst_spice_caps_is_damage_only (caps));
+  gst_caps_unref (caps);
+  g_free (dst);
+  g_free (before);
+}
+
+GST_END_TEST;
+
 /* ---- image decoder ---- */
 
 #define IMG_W 37
@@ -1104,6 +1283,8 @@ gstspice_suite (void)
   tcase_add_test (tc, test_wire_parsers_strict);
   tcase_add_test (tc, test_audio_wire_bytes);
   tcase_add_test (tc, test_blit_bgrx);
+  tcase_add_test (tc, test_damage_pack_apply_bytes);
+  tcase_add_test (tc, test_damage_rejects_malformed);
   tcase_add_test (tc, test_image_decoder);
   return s;
 }

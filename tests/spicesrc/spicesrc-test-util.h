@@ -10,7 +10,7 @@
 #include <gst/check/gstharness.h>
 #include <gst/video/video.h>
 
-#include <gst/spice/gstspicedamagemeta.h>
+#include <gst/spice/gstspicedamage.h>
 #include "element-stats.h"
 #include "guest-launcher.h"
 #include "guest-render.h"
@@ -41,13 +41,16 @@ start_guest (const gchar * arg1, ...)
   return gp;
 }
 
-/* a harness around a playing spicesrc; extra: "prop=value prop=value" */
+/* a harness around a playing spicesrc whose sink takes @caps
+ * ("video/x-raw": whole frames; "video/x-raw(memory:SpiceDamage)":
+ * damage-only buffers); extra: "prop=value prop=value" */
 static inline GstHarness *
-harness_for (const gchar * uri, const gchar * extra)
+harness_for_caps (const gchar * uri, const gchar * extra, const gchar * caps)
 {
   GstHarness *h = gst_harness_new ("spicesrc");
 
   fail_unless (h != NULL);
+  gst_harness_set_sink_caps_str (h, caps);
   g_object_set (h->element, "uri", uri, NULL);
   if (extra) {
     gchar **kv = g_strsplit (extra, " ", -1), **p;
@@ -63,6 +66,13 @@ harness_for (const gchar * uri, const gchar * extra)
   }
   gst_harness_play (h);
   return h;
+}
+
+/* a harness around a playing spicesrc that makes whole frames */
+static inline GstHarness *
+harness_for (const gchar * uri, const gchar * extra)
+{
+  return harness_for_caps (uri, extra, "video/x-raw");
 }
 
 static inline GstBuffer *

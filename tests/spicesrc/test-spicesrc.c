@@ -470,6 +470,244 @@ GST_START_TEST (test_reused_frames_exact)
 
 GST_END_TEST;
 
+/* ------------------------------------------------------------------------ */
+/* damage-only output (memory:SpiceDamage) */
+
+#define DAMAGE_CAPS "video/x-raw(" GST_CAPS_FEATURE_MEMORY_SPICE_DAMAGE ")"
+
+/* the consumer's side: a picture the buffers are applied onto, in order */
+typedef struct
+{
+  GstHarness *h;
+  guint8 *pic;
+  gint w, ht;
+  guint64 seq, buffers, bytes, whole, frame_sized;
+} DamageSink;
+
+/* pulls one damage-only buffer (within @timeout_ms) and applies it onto
+ * the picture: consecutive seqs, exactly its damage's pixels, the whole
+ * surface first; FALSE if none came */
+static gboolean
+damage_pull_apply (DamageSink * d, guint timeout_ms)
+{
+  GstBuffer *buf = pull_within (d->h, timeout_ms);
+  GstSpiceDamageMeta *meta;
+  GError *err = NULL;
+  GstCaps *caps;
+  gsize size;
+  gint w, ht;
+
+  if (!buf)
+    return FALSE;
+  caps = gst_pad_get_current_caps (d->h->sinkpad);
+  fail_unless (gst_spice_caps_is_damage_only (caps), "caps %" GST_PTR_FORMAT,
+      caps);
+  gst_caps_unref (caps);
+  current_size (d->h, &w, &ht);
+  meta = gst_buffer_get_spice_damage_meta (buf);
+  fail_unless (meta != NULL, "no damage meta");
+  /* (the harness keeps buffers, not events, in order: a buffer pulled
+   * here may be older than the current caps, and then lies inside them) */
+  if (w != d->w || ht != d->ht) {
+    g_free (d->pic);
+    d->pic = g_malloc0 ((gsize) w * ht * 4);
+    d->w = w;
+    d->ht = ht;
+  }
+  if (d->buffers > 0)
+    fail_unless_equals_uint64 (meta->seq, d->seq + 1);
+  d->seq = meta->seq;
+  size = gst_buffer_get_size (buf);
+  fail_unless_equals_uint64 (size,
+      gst_spice_damage_packed_size (meta->rects, meta->n_rects));
+  if (gst_spice_damage_covers (meta, w, ht))
+    d->whole++;
+  /* the first is a whole surface (maybe of a size the caps left already) */
+  fail_unless (d->buffers > 0 || (meta->n_rects == 1 &&
+          meta->rects[0].x == 0 && meta->rects[0].y == 0),
+      "the first buffer is not a whole surface");
+  /* a part of the surface in a frame's bytes (overlapping rectangles) */
+  if (size >= (gsize) w * ht * 4 && !gst_spice_damage_covers (meta, w, ht))
+    d->frame_sized++;
+  fail_unless (gst_spice_damage_apply (buf, d->pic, (gsize) w * 4, w, ht,
+          &err), "%s", err ? err->message : "");
+  d->buffers++;
+  d->bytes += size;
+  gst_buffer_unref (buf);
+  return TRUE;
+}
+
+/* applies buffers until the picture equals @expected (@w x @ht) within
+ * 10 s; the last difference */
+static guint64
+damage_until_equal (DamageSink * d, const guint8 * expected, gint w, gint ht)
+{
+  gint64 end = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
+  guint64 diff = G_MAXUINT64;
+
+  while (g_get_monotonic_time () < end) {
+    if (d->pic && d->w == w && d->ht == ht) {
+      diff = test_bgrx_count_diff (d->pic, w * 4, expected, w * 4, w, ht,
+          NULL, NULL);
+      if (diff == 0)
+        break;
+    }
+    damage_pull_apply (d, 500);
+  }
+  return diff;
+}
+
+/* [1]: --displays=2, the model's picture of each display side by side */
+static guint8 *
+displays_expected (gint hw, gint hh, guint presses)
+{
+  guint8 *pic = g_malloc0 ((gsize) 2 * hw * hh * 4);
+  guint i;
+
+  for (i = 0; i < 2; i++)
+    guest_render_display_frame (pic + (gsize) i * hw * 4, hw, hh, 2 * hw * 4,
+        i, 2, TEST_SEED, presses, GUEST_ACTIVITY_IDLE, GUEST_FRAME_NONE,
+        FALSE);
+  return pic;
+}
+
+/* With damage-only caps every buffer holds only its damage's pixels (its
+ * size is their area * 4; the whole surface only first, after the
+ * resize and when asked for) and, applied
+ * in order onto a picture, they give the guest's own picture after every
+ * draw: [0] one display, a busy area, key presses; [1] two display
+ * channels side by side. An upstream force-key-unit event gets the whole
+ * surface. No frames are held or prefaulted. */
+GST_START_TEST (test_damage_only_exact)
+{
+  GuestProcess *gp = __i__ == 0 ? start_guest ("--activity=busy", NULL) :
+      start_guest ("--displays=2", "--width=640", "--height=480", "--fps=0",
+      NULL);
+  gchar *uri = guest_process_get_uri (gp);
+  DamageSink d = { harness_for_caps (uri, NULL, DAMAGE_CAPS), };
+  guint8 *expected = NULL;
+  gint64 end;
+  gint step, w, ht;
+  guint64 diff, whole;
+  gchar *line;
+
+  fail_unless (damage_pull_apply (&d, PULL_TIMEOUT_MS), "no buffer");
+  w = d.w;
+  ht = d.ht;
+  if (__i__ == 0) {
+    guint64 busy0 = d.buffers;
+
+    end = g_get_monotonic_time () + 3 * G_USEC_PER_SEC;
+    while (g_get_monotonic_time () < end)
+      damage_pull_apply (&d, 1000);
+    fail_unless (d.buffers - busy0 >= 10, "only %" G_GUINT64_FORMAT
+        " buffers in 3 s of busy", d.buffers - busy0);
+    guest_process_command (gp, "freeze");
+    line = guest_process_wait_line (gp, "frozen ", GUEST_LINE_TIMEOUT_MS);
+    fail_unless (line != NULL);
+    g_free (line);
+  } else {
+    /* the second display may come after the first buffer */
+    w = 2 * 640;
+    ht = 480;
+  }
+
+  for (step = 0; step < 5; step++) {
+    gint dw = w, dh = ht;
+
+    if (step > 0)
+      guest_process_command (gp, step % 2 ? "key 0x39" : __i__ == 0 ?
+          "step" : "key 0x39");
+    if (__i__ == 0)
+      fail_unless (guest_process_dump (gp, &expected, &dw, &dh));
+    else
+      expected = displays_expected (640, 480, step);
+    fail_unless (dw == w && dh == ht);
+    diff = damage_until_equal (&d, expected, w, ht);
+    fail_unless (diff == 0, "after step %d the applied buffers differ from "
+        "the guest's picture in %" G_GUINT64_FORMAT " pixels", step, diff);
+    g_free (expected);
+  }
+  g_printerr ("damage-only [%d]: %" G_GUINT64_FORMAT " buffers, %"
+      G_GUINT64_FORMAT " bytes (a frame is %d)\n", __i__, d.buffers, d.bytes,
+      w * ht * 4);
+  fail_unless (d.frame_sized == 0, "%" G_GUINT64_FORMAT " buffers of a "
+      "frame's size", d.frame_sized);
+  /* the whole surface once ([1]: maybe once more, when the second display
+   * came after the first buffer); every other buffer only its damage */
+  fail_unless (d.whole >= 1 && d.whole <= (__i__ == 0 ? 1 : 2),
+      "%" G_GUINT64_FORMAT " whole surfaces", d.whole);
+
+  /* a key unit of damage: the whole surface, once */
+  whole = d.whole;
+  fail_unless (gst_harness_push_upstream_event (d.h,
+          gst_video_event_new_upstream_force_key_unit (GST_CLOCK_TIME_NONE,
+              TRUE, 0)));
+  end = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
+  while (d.whole == whole && g_get_monotonic_time () < end)
+    damage_pull_apply (&d, 500);
+  fail_unless_equals_uint64 (d.whole, whole + 1);
+
+  /* a resize: the whole surface at the new size, then its damage */
+  if (__i__ == 0) {
+    gint dw, dh;
+
+    whole = d.whole;
+    guest_process_command (gp, "resize 1024 640");
+    line = guest_process_wait_line (gp, "resized", GUEST_LINE_TIMEOUT_MS);
+    fail_unless (line != NULL);
+    g_free (line);
+    guest_process_command (gp, "key 0x39");
+    fail_unless (guest_process_dump (gp, &expected, &dw, &dh));
+    fail_unless (dw == 1024 && dh == 640);
+    diff = damage_until_equal (&d, expected, dw, dh);
+    fail_unless (diff == 0, "after the resize the applied buffers differ "
+        "from the guest's picture in %" G_GUINT64_FORMAT " pixels", diff);
+    fail_unless (d.whole > whole, "no whole surface after the resize");
+    g_free (expected);
+  }
+
+  /* no frames: nothing held, prefaulted or reused */
+  fail_unless_equals_uint64 (stat_u64 (d.h->element, "frames-reused"), 0);
+  fail_unless_equals_uint64 (stat_u64 (d.h->element, "frames-prefaulted"),
+      0);
+
+  g_free (d.pic);
+  gst_harness_teardown (d.h);
+  g_free (uri);
+  guest_process_stop (gp);
+}
+
+GST_END_TEST;
+
+/* Plain caps with two display channels: whole frames, the two heads side
+ * by side, equal to the render model before and after a key press. */
+GST_START_TEST (test_displays_whole_frames)
+{
+  GuestProcess *gp = start_guest ("--displays=2", "--width=640",
+      "--height=480", "--fps=0", NULL);
+  gchar *uri = guest_process_get_uri (gp);
+  GstHarness *h = harness_for (uri, NULL);
+  guint8 *expected;
+  guint64 diff;
+  guint presses;
+
+  for (presses = 0; presses < 2; presses++) {
+    if (presses > 0)
+      guest_process_command (gp, "key 0x39");
+    expected = displays_expected (640, 480, presses);
+    fail_unless (pull_until_equal (h, 2 * 640, 480, expected, 10000, &diff,
+            NULL), "after %u presses no whole frame equals the two displays "
+        "(the last differs in %" G_GUINT64_FORMAT " pixels)", presses, diff);
+    g_free (expected);
+  }
+  gst_harness_teardown (h);
+  g_free (uri);
+  guest_process_stop (gp);
+}
+
+GST_END_TEST;
+
 static GstEvent *
 key_event (gboolean press, const gchar * key, gint scancode)
 {
@@ -1167,13 +1405,15 @@ GST_END_TEST;
 /* ------------------------------------------------------------------------ */
 /* one start, one session: a late teardown and the next start's parameters */
 
-/* "spicesrc ! appsink" with the newest frame kept */
+/* "spicesrc ! appsink caps=video/x-raw" (whole frames) with the newest
+ * frame kept */
 static GstElement *
 appsink_pipeline_for (const gchar * uri, const gchar * extra,
     GstElement ** src, GstElement ** sink)
 {
   gchar *desc = g_strdup_printf ("spicesrc name=src uri=\"%s\" %s ! "
-      "appsink name=sink sync=false max-buffers=1 drop=true", uri,
+      "appsink name=sink caps=video/x-raw sync=false max-buffers=1 "
+      "drop=true", uri,
       extra ? extra : "");
   GstElement *p = gst_parse_launch (desc, NULL);
 
@@ -1528,13 +1768,15 @@ GST_END_TEST;
 
 /* Downstream blocks (appsink full, nobody pulls): draws merge instead of
  * queueing, consecutive pulled frames carry consecutive seqs whose damage
- * covers their difference, and NULL returns promptly while blocked. */
+ * covers their difference, and NULL returns promptly while blocked. The
+ * appsink takes plain video/x-raw: every buffer is a whole frame. */
 GST_START_TEST (test_coalesce_and_null_while_blocked)
 {
   GuestProcess *gp = start_guest ("--activity=busy", NULL);
   gchar *uri = guest_process_get_uri (gp);
   gchar *desc = g_strdup_printf ("spicesrc name=src uri=\"%s\" ! "
-      "appsink name=sink sync=false max-buffers=1 drop=false", uri);
+      "appsink name=sink caps=video/x-raw sync=false max-buffers=1 "
+      "drop=false", uri);
   GstElement *p = gst_parse_launch (desc, NULL);
   GstElement *sink = gst_bin_get_by_name (GST_BIN (p), "sink");
   GstElement *src = gst_bin_get_by_name (GST_BIN (p), "src");
@@ -1559,6 +1801,8 @@ GST_START_TEST (test_coalesce_and_null_while_blocked)
             gst_sample_get_caps (sample)));
     w = info.width;
     ht = info.height;
+    fail_if (gst_spice_caps_is_damage_only (gst_sample_get_caps (sample)));
+    fail_unless_equals_int (gst_buffer_get_size (buf), (gsize) w * ht * 4);
     meta = gst_buffer_get_spice_damage_meta (buf);
     fail_unless (meta != NULL);
     if (i > 0) {
@@ -1867,6 +2111,8 @@ spicesrc_suite (void)
   tcase_add_test (tc, test_first_frame_exact);
   tcase_add_test (tc, test_busy_damage);
   tcase_add_test (tc, test_reused_frames_exact);
+  tcase_add_loop_test (tc, test_damage_only_exact, 0, 2);
+  tcase_add_test (tc, test_displays_whole_frames);
   tcase_add_test (tc, test_password_keeps_file);
   tcase_add_test (tc, test_connect_timeout_names);
   tcase_add_test (tc, test_first_frames_prefaulted);

@@ -166,6 +166,282 @@ GST_START_TEST (test_exact_random_damage_and_drops)
 
 GST_END_TEST;
 
+/* ---- damage-only input (memory:SpiceDamage) ---- */
+
+/* random changes (no drops) fed as whole frames or as damage-only
+ * buffers, each drained, then the picture still until it is refined;
+ * every update, in order, into @log; the client's picture is exact at
+ * the end */
+static void
+random_run (gboolean damage_only, GPtrArray * log)
+{
+  guint32 seed = 0xD4A6E;
+  GstBuffer *frame = frame_new (320, 240), *b;
+  GstVideoRectangle rects[4], all = { 0, 0, 320, 240 };
+  Tiler t;
+  gint i;
+
+  gst_buffer_memset (frame, 0, 0x40, 320 * 240 * 4);
+  tiler_setup_input (&t, 320, 240, "max-rects=4", damage_only);
+  /* the same input both ways: a damage meta of the whole surface first */
+  tiler_push_sync (&t, frame, 0, &all, 1);
+  for (i = 1; i < 80; i++) {
+    guint n = random_changes (frame, 320, 240, &seed, rects);
+
+    tiler_push_sync (&t, frame, i, rects, n);
+  }
+  for (; i < 80 + 45; i++)
+    tiler_push_sync (&t, frame, i, rects, 0);
+  while ((b = gst_harness_try_pull (t.h))) {
+    fail_unless (draws_decoder_apply (t.dec, b, NULL));
+    g_ptr_array_add (log, b);
+  }
+  fail_unless_equals_int (tiler_diff_pixels (&t, frame, NULL), 0);
+  fail_unless_equals_int (tiler_stat (&t, "lossy-area-pending"), 0);
+  fail_unless_equals_int (tiler_stat (&t, "frames-in"), 80 + 45);
+  tiler_teardown (&t);
+  gst_buffer_unref (frame);
+}
+
+/* The same frames as whole frames and as damage-only buffers: the same
+ * draws, byte for byte, and an exact client picture after each. */
+GST_START_TEST (test_damage_only_same_draws)
+{
+  GPtrArray *whole = g_ptr_array_new_with_free_func ((GDestroyNotify)
+      gst_buffer_unref);
+  GPtrArray *damage = g_ptr_array_new_with_free_func ((GDestroyNotify)
+      gst_buffer_unref);
+  guint i;
+
+  random_run (FALSE, whole);
+  random_run (TRUE, damage);
+  fail_unless (whole->len > 40, "only %u updates", whole->len);
+  fail_unless_equals_int (damage->len, whole->len);
+  for (i = 0; i < whole->len; i++) {
+    GstMapInfo a, b;
+
+    gst_buffer_map (g_ptr_array_index (whole, i), &a, GST_MAP_READ);
+    gst_buffer_map (g_ptr_array_index (damage, i), &b, GST_MAP_READ);
+    fail_unless (a.size == b.size && memcmp (a.data, b.data, a.size) == 0,
+        "update %u differs (%" G_GSIZE_FORMAT " and %" G_GSIZE_FORMAT
+        " bytes)", i, a.size, b.size);
+    gst_buffer_unmap (g_ptr_array_index (whole, i), &a);
+    gst_buffer_unmap (g_ptr_array_index (damage, i), &b);
+  }
+  g_ptr_array_unref (whole);
+  g_ptr_array_unref (damage);
+}
+
+GST_END_TEST;
+
+/* A malformed damage-only buffer (its size, a rectangle outside the
+ * surface, no meta) is an element error and changes nothing; a buffer
+ * that does not follow the last one (a gap in seq) asks upstream for the
+ * whole surface with a force-key-unit event. */
+GST_START_TEST (test_damage_only_malformed)
+{
+  GstBuffer *frame = frame_new (64, 48), *b;
+  GstVideoRectangle in = { 8, 8, 16, 16 }, out = { 60, 8, 8, 8 };
+  GstBus *bus = gst_bus_new ();
+  GstEvent *ev;
+  GstMessage *msg;
+  Tiler t;
+  guint k;
+
+  gst_buffer_memset (frame, 0, 0x80, 64 * 48 * 4);
+  tiler_setup_input (&t, 64, 48, NULL, TRUE);
+  gst_element_set_bus (t.h->element, bus);
+  tiler_push_sync (&t, frame, 0, NULL, 0);
+  tiler_apply (&t);
+  fail_unless_equals_int (tiler_diff_pixels (&t, frame, NULL), 0);
+
+  for (k = 0; k < 3; k++) {
+    if (k == 0) {
+      /* a pixel short */
+      b = gst_buffer_new_allocate (NULL, 16 * 16 * 4 - 4, NULL);
+      gst_buffer_add_spice_damage_meta (b, ++t.seq, &in, 1);
+    } else if (k == 1) {
+      /* past the right edge, the size it would have */
+      b = gst_buffer_new_allocate (NULL, 8 * 8 * 4, NULL);
+      gst_buffer_add_spice_damage_meta (b, ++t.seq, &out, 1);
+    } else {
+      b = gst_buffer_new_allocate (NULL, 16 * 16 * 4, NULL);
+      t.seq++;
+    }
+    gst_buffer_memset (b, 0, 0xff, gst_buffer_get_size (b));
+    GST_BUFFER_PTS (b) = (k + 1) * FRAME_DURATION;
+    fail_unless_equals_int (gst_harness_push (t.h, b), GST_FLOW_ERROR);
+    msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
+    fail_unless (msg != NULL, "no error for case %u", k);
+    gst_message_unref (msg);
+  }
+  tiler_drain (&t);
+  tiler_apply (&t);
+  fail_unless_equals_int (tiler_diff_pixels (&t, frame, NULL), 0);
+
+  /* the next good buffer follows none that was taken: a gap */
+  while ((ev = gst_harness_try_pull_upstream_event (t.h)))
+    gst_event_unref (ev);
+  tiler_push_sync (&t, frame, 5, &in, 1);
+  ev = gst_harness_try_pull_upstream_event (t.h);
+  while (ev && !gst_video_event_is_force_key_unit (ev)) {
+    gst_event_unref (ev);
+    ev = gst_harness_try_pull_upstream_event (t.h);
+  }
+  fail_unless (ev != NULL, "no force-key-unit upstream after a gap");
+  gst_event_unref (ev);
+  /* the buffer after it follows: nothing more is asked */
+  tiler_push_sync (&t, frame, 6, &in, 1);
+  while ((ev = gst_harness_try_pull_upstream_event (t.h))) {
+    fail_if (gst_video_event_is_force_key_unit (ev));
+    gst_event_unref (ev);
+  }
+  gst_element_set_bus (t.h->element, NULL);
+  gst_object_unref (bus);
+  tiler_teardown (&t);
+  gst_buffer_unref (frame);
+}
+
+GST_END_TEST;
+
+typedef struct
+{
+  GMutex lock;
+  GCond cond;
+  gboolean blocked;
+  guint count;
+} BlockState;
+
+static GstPadProbeReturn
+block_cb (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  BlockState *b = data;
+
+  g_mutex_lock (&b->lock);
+  b->blocked = TRUE;
+  b->count++;
+  g_cond_broadcast (&b->cond);
+  g_mutex_unlock (&b->lock);
+  return GST_PAD_PROBE_OK;
+}
+
+/* the pending run: @b's lock and condition guard the counts too */
+typedef struct
+{
+  BlockState b;
+  Tiler *t;
+  GstBuffer *frame;
+  GstVideoRectangle rect;
+  gint n, pushed, failed;
+} PendingRun;
+
+/* a thread: pushes @n damage-only buffers, band i % 4 of the picture
+ * (@rect's size), counting those that chain() returned from */
+static gpointer
+push_pending (gpointer data)
+{
+  PendingRun *r = data;
+  gint i;
+
+  for (i = 0; i < r->n; i++) {
+    GstVideoRectangle band = r->rect;
+    GstBuffer *b;
+    GstFlowReturn ret;
+
+    band.y = (i % 4) * band.h;
+    b = tiler_input_buffer (r->t, r->frame, 10 + i, &band, 1);
+    ret = gst_harness_push (r->t->h, b);
+    g_mutex_lock (&r->b.lock);
+    r->failed += ret != GST_FLOW_OK;
+    r->pushed++;
+    g_cond_broadcast (&r->b.cond);
+    g_mutex_unlock (&r->b.lock);
+  }
+  return NULL;
+}
+
+/* While the worker is held downstream, damage-only buffers wait in order
+ * in the pending item, never more bytes than one picture: chain() then
+ * waits (upstream merges its damage meanwhile). Let go, every buffer is
+ * applied in order: the client's picture is exact. */
+GST_START_TEST (test_damage_only_pending_bound)
+{
+  const gint W = 320, H = 240;
+  GstBuffer *frame = frame_new (W, H);
+  PendingRun r = { 0, };
+  GstMapInfo map;
+  GThread *thread;
+  gulong probe;
+  GstPad *spad;
+  gint64 end;
+  Tiler t;
+
+  gst_buffer_memset (frame, 0, 0x20, (gsize) W * H * 4);
+  tiler_setup_input (&t, W, H, "streaming=off", TRUE);
+  tiler_push_sync (&t, frame, 0, NULL, 0);
+  tiler_apply (&t);
+  g_mutex_init (&r.b.lock);
+  g_cond_init (&r.b.cond);
+  r.t = &t;
+  r.frame = frame;
+  /* a quarter of the picture each: four fit in one picture's bytes */
+  r.rect.x = 0;
+  r.rect.w = W;
+  r.rect.h = H / 4;
+  r.n = 12;
+
+  spad = gst_element_get_static_pad (t.h->element, "stream");
+  probe = gst_pad_add_probe (spad, GST_PAD_PROBE_TYPE_BLOCK |
+      GST_PAD_PROBE_TYPE_DATA_DOWNSTREAM, block_cb, &r.b, NULL);
+  /* one buffer, which the worker takes and is held with */
+  gst_buffer_map (frame, &map, GST_MAP_WRITE);
+  fill_color (map.data, W * 4, &r.rect, 0xff0000ff);
+  gst_buffer_unmap (frame, &map);
+  tiler_push (&t, frame, 1, &r.rect, 1);
+  g_mutex_lock (&r.b.lock);
+  end = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
+  while (!r.b.blocked && g_cond_wait_until (&r.b.cond, &r.b.lock, end));
+  fail_unless (r.b.blocked, "the worker was not held");
+  g_mutex_unlock (&r.b.lock);
+
+  /* the picture changes band by band, each pushed as its damage (text:
+   * lossless draws, exact at once) */
+  gst_buffer_map (frame, &map, GST_MAP_WRITE);
+  {
+    GstVideoRectangle all = { 0, 0, W, H };
+
+    fill_text (map.data, W * 4, &all, 0x7e57);
+  }
+  gst_buffer_unmap (frame, &map);
+  thread = g_thread_new ("pusher", push_pending, &r);
+  g_mutex_lock (&r.b.lock);
+  end = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
+  while (r.pushed < 4 && g_cond_wait_until (&r.b.cond, &r.b.lock, end));
+  /* four buffers (one picture's bytes) wait; the fifth is held in chain()
+   * (one more picture's quarter at most) */
+  end = g_get_monotonic_time () + 500 * 1000;
+  while (r.pushed <= 4 && g_cond_wait_until (&r.b.cond, &r.b.lock, end));
+  fail_unless_equals_int (r.pushed, 4);
+  g_mutex_unlock (&r.b.lock);
+  fail_unless_equals_int (tiler_stat (&t, "frames-in"), 2 + 5);
+  fail_unless_equals_int (tiler_stat (&t, "frames-coalesced"), 4);
+
+  gst_pad_remove_probe (spad, probe);
+  g_thread_join (thread);
+  fail_unless_equals_int (r.pushed, r.n);
+  fail_unless_equals_int (r.failed, 0);
+  tiler_drain (&t);
+  tiler_apply (&t);
+  fail_unless_equals_int (tiler_diff_pixels (&t, frame, NULL), 0);
+  gst_object_unref (spad);
+  g_mutex_clear (&r.b.lock);
+  g_cond_clear (&r.b.cond);
+  tiler_teardown (&t);
+  gst_buffer_unref (frame);
+}
+
+GST_END_TEST;
+
 /* ---- scrolling ---- */
 
 /* Scrolls a text window (not on the cell grid) over a static page, up,
@@ -205,8 +481,7 @@ scroll_text_window (const gchar * props, guint64 * copies)
   }
   fail_unless_equals_int (tiler_stat (&t, "lossy-area-pending"), 0);
   *copies = tiler_stat (&t, "regions-copy");
-  fail_unless_equals_int (draws_decoder_stats (t.dec)->regions_copy,
-      *copies);
+  fail_unless_equals_int (draws_decoder_stats (t.dec)->regions_copy, *copies);
   bytes = tiler_stat (&t, "bytes-lz4") + tiler_stat (&t, "bytes-bitmap") +
       tiler_stat (&t, "bytes-jpeg");
   tiler_teardown (&t);
@@ -222,8 +497,7 @@ GST_START_TEST (test_scroll_sent_as_copy)
   bytes = scroll_text_window (NULL, &copies);
   bytes_off = scroll_text_window ("scroll-detection=false", &copies_off);
   GST_INFO ("scrolling: %" G_GUINT64_FORMAT " bytes in %" G_GUINT64_FORMAT
-      " copies, %" G_GUINT64_FORMAT " bytes without", bytes, copies,
-      bytes_off);
+      " copies, %" G_GUINT64_FORMAT " bytes without", bytes, copies, bytes_off);
   fail_unless_equals_int (copies_off, 0);
   /* every step but the jump by a page (-40 keeps 150 rows: a copy too) */
   fail_unless (copies >= 29, "only %" G_GUINT64_FORMAT " copies", copies);
@@ -268,27 +542,6 @@ GST_START_TEST (test_scroll_lossy_area_not_copied)
 }
 
 GST_END_TEST;
-
-typedef struct
-{
-  GMutex lock;
-  GCond cond;
-  gboolean blocked;
-  guint count;
-} BlockState;
-
-static GstPadProbeReturn
-block_cb (GstPad * pad, GstPadProbeInfo * info, gpointer data)
-{
-  BlockState *b = data;
-
-  g_mutex_lock (&b->lock);
-  b->blocked = TRUE;
-  b->count++;
-  g_cond_broadcast (&b->cond);
-  g_mutex_unlock (&b->lock);
-  return GST_PAD_PROBE_OK;
-}
 
 /* waits (without a drain, which would wait for the blocked push) until
  * the worker has taken @n frames */
@@ -689,8 +942,7 @@ GST_START_TEST (test_stream_rate_and_control)
     collect_stream (&t, &log);
   }
   /* 2 s at 5 fps, the stream started after 5 frames */
-  fail_unless (log.buffers >= 7 && log.buffers <= 11, "%u frames",
-      log.buffers);
+  fail_unless (log.buffers >= 7 && log.buffers <= 11, "%u frames", log.buffers);
   fail_unless (tiler_stat (&t, "stream-frames-dropped") > 30);
 
   /* a smaller picture asked for: a new stream (new id, a keyframe) of half
@@ -925,7 +1177,8 @@ GST_START_TEST (test_navigation_and_cursor)
 
   /* the heads (issue 29) go the same way: on draw only */
   {
-    GstSpiceHeads m = { 2, 2, {{0, 0, 0, 160, 240}, {1, 160, 0, 160, 240}}
+    GstSpiceHeads m = { 2, 2, {{0, 0, 0, 160, 240}, {1, 160, 0, 160, 240}
+        }
     };
     guint heads = 0;
 
@@ -1023,8 +1276,7 @@ GST_START_TEST (test_stream_dropped_last_frame_converges)
     fail_unless (cranks++ < 5, "not exact after %d clock deadlines",
         cranks - 1);
     fail_unless (gst_test_clock_timed_wait_for_multiple_pending_ids (clock,
-            1, 5000, NULL), "no clock deadline pending (after %d)",
-        cranks - 1);
+            1, 5000, NULL), "no clock deadline pending (after %d)", cranks - 1);
     fail_unless (gst_harness_crank_single_clock_wait (t.h));
     for (w = 0; w < 100 && tiler_apply (&t) == 0; w++)
       g_usleep (10 * 1000);
@@ -1034,8 +1286,7 @@ GST_START_TEST (test_stream_dropped_last_frame_converges)
    * the picture stays exact */
   for (tries = 0; tiler_stat_bool (&t, "stream-active"); tries++) {
     fail_unless (tries < 100, "the stream did not end");
-    if (gst_test_clock_timed_wait_for_multiple_pending_ids (clock, 1, 50,
-            NULL))
+    if (gst_test_clock_timed_wait_for_multiple_pending_ids (clock, 1, 50, NULL))
       fail_unless (gst_harness_crank_single_clock_wait (t.h));
     tiler_drain (&t);
     tiler_apply (&t);
@@ -1059,7 +1310,8 @@ GST_END_TEST;
  * does not wait for stream-timeout. */
 GST_START_TEST (test_stream_still_exact_on_paced_link)
 {
-  GstVideoRectangle dmg[2] = { {0, 0, 320, 192}, {8, 208, 48, 24} };
+  GstVideoRectangle dmg[2] = { {0, 0, 320, 192}, {8, 208, 48, 24}
+  };
   GstBuffer *frame = desktop_frame (320, 240);
   StreamLog log = { 0, };
   GstTestClock *clock;
@@ -1555,6 +1807,9 @@ spicetiler_suite (void)
   tcase_set_timeout (tc, 300);
   tcase_add_test (tc, test_exact_videotestsrc_patterns);
   tcase_add_test (tc, test_exact_random_damage_and_drops);
+  tcase_add_test (tc, test_damage_only_same_draws);
+  tcase_add_test (tc, test_damage_only_malformed);
+  tcase_add_test (tc, test_damage_only_pending_bound);
   tcase_add_test (tc, test_exact_blocked_output);
   tcase_add_test (tc, test_scroll_sent_as_copy);
   tcase_add_test (tc, test_scroll_lossy_area_not_copied);

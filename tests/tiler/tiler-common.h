@@ -147,10 +147,14 @@ typedef struct
   gint w, h_;
   guint64 seq;
   guint updates;
+  gboolean damage_only;         /* pushes memory:SpiceDamage buffers */
 } Tiler;
 
+/* a tiler fed whole frames, or with @damage_only the same frames as
+ * damage-only buffers (memory:SpiceDamage, gstspicedamage.h) */
 static inline void
-tiler_setup (Tiler * t, gint w, gint h, const gchar * props)
+tiler_setup_input (Tiler * t, gint w, gint h, const gchar * props,
+    gboolean damage_only)
 {
   gchar *caps;
 
@@ -170,13 +174,21 @@ tiler_setup (Tiler * t, gint w, gint h, const gchar * props)
     }
     g_strfreev (kv);
   }
-  caps = g_strdup_printf ("video/x-raw,format=BGRx,width=%d,height=%d,"
-      "framerate=30/1", w, h);
+  caps = g_strdup_printf ("video/x-raw%s,format=BGRx,width=%d,height=%d,"
+      "framerate=30/1", damage_only ? "(" GST_CAPS_FEATURE_MEMORY_SPICE_DAMAGE
+      ")" : "", w, h);
   gst_harness_set_src_caps_str (t->h, caps);
   g_free (caps);
   t->dec = draws_decoder_new (w, h);
   t->w = w;
   t->h_ = h;
+  t->damage_only = damage_only;
+}
+
+static inline void
+tiler_setup (Tiler * t, gint w, gint h, const gchar * props)
+{
+  tiler_setup_input (t, w, h, props, FALSE);
 }
 
 static inline void
@@ -197,18 +209,41 @@ tiler_drain (Tiler * t)
   gst_query_unref (q);
 }
 
-/* pushes a frame at index @i (pts = i / 30 s) with damage (NULL = no meta) */
+/* the buffer that carries @frame with @damage at index @i (pts = i / 30
+ * s): a copy of the frame (NULL damage: without a meta), or damage-only,
+ * @damage's pixels packed (NULL: the whole surface) */
+static inline GstBuffer *
+tiler_input_buffer (Tiler * t, GstBuffer * frame, gint i,
+    const GstVideoRectangle * damage, guint n_damage)
+{
+  GstBuffer *b;
+
+  if (t->damage_only) {
+    GstVideoRectangle all = { 0, 0, t->w, t->h_ };
+    GstMapInfo map;
+
+    gst_buffer_map (frame, &map, GST_MAP_READ);
+    b = gst_spice_damage_pack (map.data, (gsize) t->w * 4,
+        damage ? damage : &all, damage ? n_damage : 1, ++t->seq);
+    gst_buffer_unmap (frame, &map);
+  } else {
+    b = gst_buffer_copy (frame);
+    if (damage)
+      gst_buffer_add_spice_damage_meta (b, ++t->seq, damage, n_damage);
+  }
+  GST_BUFFER_PTS (b) = i * FRAME_DURATION;
+  GST_BUFFER_DURATION (b) = FRAME_DURATION;
+  return b;
+}
+
+/* pushes a frame at index @i (pts = i / 30 s) with damage (NULL = no meta,
+ * or the whole surface) */
 static inline void
 tiler_push (Tiler * t, GstBuffer * frame, gint i,
     const GstVideoRectangle * damage, guint n_damage)
 {
-  GstBuffer *b = gst_buffer_copy (frame);
-
-  GST_BUFFER_PTS (b) = i * FRAME_DURATION;
-  GST_BUFFER_DURATION (b) = FRAME_DURATION;
-  if (damage)
-    gst_buffer_add_spice_damage_meta (b, ++t->seq, damage, n_damage);
-  fail_unless_equals_int (gst_harness_push (t->h, b), GST_FLOW_OK);
+  fail_unless_equals_int (gst_harness_push (t->h, tiler_input_buffer (t,
+              frame, i, damage, n_damage)), GST_FLOW_OK);
 }
 
 static inline void

@@ -229,6 +229,8 @@ tls_src_run (SrcResult * r, const gchar * first_prop, ...)
   va_start (args, first_prop);
   g_object_set_valist (G_OBJECT (src), first_prop, args);
   va_end (args);
+  /* whole frames (not the damage-only caps spicesrc offers first) */
+  gst_util_set_object_arg (G_OBJECT (sink), "caps", "video/x-raw");
   g_object_set (sink, "sync", FALSE, "max-buffers", 1, "drop", TRUE, NULL);
   gst_bin_add_many (GST_BIN (pipe), src, sink, NULL);
   fail_unless (gst_element_link (src, sink));

@@ -8,6 +8,7 @@
 #include "gstspicerect.h"
 #include "gstspiceblit.h"
 #include "gstspicedamagemeta.h"
+#include "gstspicedamage.h"
 #include "gstspicestreammeta.h"
 #include "gstspicedraws.h"
 #include "gstspiceimage.h"
