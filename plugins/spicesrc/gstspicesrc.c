@@ -23,8 +23,10 @@
  * ## Damage-only buffers
  *
  * The source pad offers `video/x-raw(memory:SpiceDamage)` first and plain
- * `video/x-raw` second. With the feature (spicetiler takes it, as does a
- * sink that takes anything) a buffer holds only the damaged rectangles'
+ * `video/x-raw` second, the first only to a peer whose caps name the
+ * feature (spicetiler; not a sink that takes anything, such as fakesink or
+ * an appsink without caps, which gets whole frames). With the feature a
+ * buffer holds only the damaged rectangles'
  * pixels, packed one after the other in the meta's order
  * (#GST_CAPS_FEATURE_MEMORY_SPICE_DAMAGE, gst_spice_damage_apply()), and
  * spicesrc keeps no frames at all; the whole surface comes first, after a
@@ -542,11 +544,13 @@ gst_spice_src_get_caps (GstBaseSrc * bsrc, GstCaps * filter)
 {
   GstSpiceSrc *self = GST_SPICE_SRC (bsrc);
   GstCaps *caps;
+  gboolean damage;
   gint w, h;
 
   g_mutex_lock (&self->lock);
   w = self->have_surface ? self->width : 0;
   h = self->have_surface ? self->height : 0;
+  damage = self->peer_names_damage;
   g_mutex_unlock (&self->lock);
 
   if (w > 0 && h > 0) {
@@ -564,14 +568,14 @@ gst_spice_src_get_caps (GstBaseSrc * bsrc, GstCaps * filter)
     if (fn > 0 && fd > 0)
       gst_caps_set_simple (caps, "max-framerate", GST_TYPE_FRACTION, fn, fd,
           NULL);
-    /* damage-only first, as in the template */
-    {
-      GstCaps *damage = gst_caps_copy (caps);
+    /* damage-only first, as in the template, to a peer that names it */
+    if (damage) {
+      GstCaps *dcaps = gst_caps_copy (caps);
 
-      gst_caps_set_features (damage, 0,
+      gst_caps_set_features (dcaps, 0,
           gst_caps_features_new (GST_CAPS_FEATURE_MEMORY_SPICE_DAMAGE, NULL));
-      gst_caps_append (damage, caps);
-      caps = damage;
+      gst_caps_append (dcaps, caps);
+      caps = dcaps;
     }
   } else {
     caps = gst_pad_get_pad_template_caps (GST_BASE_SRC_PAD (bsrc));
@@ -590,6 +594,9 @@ static gboolean
 gst_spice_src_negotiate (GstBaseSrc * bsrc)
 {
   GstSpiceSrc *self = GST_SPICE_SRC (bsrc);
+  GstCaps *peer;
+  gboolean names = FALSE;
+  guint i;
 
   /* don't send caps that would change as soon as the server tells us its
    * size: wait for the surface (unlock() and errors end the wait; then
@@ -599,6 +606,24 @@ gst_spice_src_negotiate (GstBaseSrc * bsrc)
   while (!self->have_surface && !self->flushing && !self->fatal)
     g_cond_wait (&self->cond, &self->lock);
   g_mutex_unlock (&self->lock);
+  /* damage-only buffers only to a peer that names their feature (the
+   * tiler): not to one that takes anything (fakesink, an appsink without
+   * caps, videoconvert's passthrough in front of either), which expects
+   * whole frames */
+  peer = gst_pad_peer_query_caps (GST_BASE_SRC_PAD (bsrc), NULL);
+  for (i = 0; peer && !gst_caps_is_any (peer) &&
+      i < gst_caps_get_size (peer) && !names; i++) {
+    GstCapsFeatures *f = gst_caps_get_features (peer, i);
+
+    names = f && !gst_caps_features_is_any (f) &&
+        gst_caps_features_contains (f, GST_CAPS_FEATURE_MEMORY_SPICE_DAMAGE);
+  }
+  gst_clear_caps (&peer);
+  g_mutex_lock (&self->lock);
+  self->peer_names_damage = names;
+  g_mutex_unlock (&self->lock);
+  GST_DEBUG_OBJECT (self, "peer %s damage-only caps",
+      names ? "names" : "does not name");
   return GST_BASE_SRC_CLASS (parent_class)->negotiate (bsrc);
 }
 

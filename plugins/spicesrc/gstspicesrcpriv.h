@@ -181,6 +181,9 @@ struct _GstSpiceSrc
   GstVideoInfo out_info;
   gboolean out_valid;
   gboolean damage_only;         /* negotiated memory:SpiceDamage */
+  gboolean peer_names_damage;   /* the peer's caps name memory:SpiceDamage
+                                 * (not ANY): offered only then (negotiate
+                                 * sets it, get_caps reads it; self->lock) */
   guint64 seq;
   GstClockTime last_pts;
   gint64 last_push_us;

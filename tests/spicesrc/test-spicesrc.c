@@ -708,6 +708,77 @@ GST_START_TEST (test_displays_whole_frames)
 
 GST_END_TEST;
 
+/* A peer that takes anything (an appsink without caps, fakesink, either
+ * behind videoconvert) expects whole frames: spicesrc offers damage-only
+ * caps only to a peer that names memory:SpiceDamage. [0] appsink, [1]
+ * videoconvert ! appsink, [2] identity ! appsink; then a fakesink's pad
+ * caps. */
+GST_START_TEST (test_any_sink_gets_whole_frames)
+{
+  static const gchar *const mid[] = { "", "videoconvert !", "identity !" };
+  GuestProcess *gp = start_guest ("--width=320", "--height=240", NULL);
+  gchar *uri = guest_process_get_uri (gp);
+  gchar *desc = g_strdup_printf ("spicesrc name=src uri=\"%s\" ! %s "
+      "appsink name=sink sync=false", uri, mid[__i__]);
+  GstElement *p = gst_parse_launch (desc, NULL), *sink, *src;
+  GstSample *sample;
+  GstCaps *caps;
+  GstPad *pad;
+
+  fail_unless (p != NULL);
+  sink = gst_bin_get_by_name (GST_BIN (p), "sink");
+  src = gst_bin_get_by_name (GST_BIN (p), "src");
+  fail_unless_equals_int (gst_element_set_state (p, GST_STATE_PLAYING),
+      GST_STATE_CHANGE_ASYNC);
+  sample = gst_app_sink_try_pull_sample (GST_APP_SINK (sink),
+      30 * GST_SECOND);
+  fail_unless (sample != NULL, "no frame");
+  caps = gst_sample_get_caps (sample);
+  fail_if (gst_spice_caps_is_damage_only (caps), "damage-only caps to a "
+      "peer that takes anything");
+  /* a whole 320x240 frame, though the first damage is all of it anyway */
+  fail_unless_equals_uint64 (gst_buffer_get_size (gst_sample_get_buffer
+          (sample)), 320 * 240 * 4);
+  gst_sample_unref (sample);
+  pad = gst_element_get_static_pad (src, "src");
+  caps = gst_pad_get_current_caps (pad);
+  fail_if (gst_spice_caps_is_damage_only (caps), "damage-only caps to a "
+      "peer that takes anything");
+  gst_caps_unref (caps);
+  gst_object_unref (pad);
+  gst_element_set_state (p, GST_STATE_NULL);
+  gst_object_unref (sink);
+  gst_object_unref (src);
+  gst_object_unref (p);
+  g_free (desc);
+
+  /* fakesink */
+  desc = g_strdup_printf ("spicesrc name=src uri=\"%s\" ! fakesink "
+      "name=sink sync=false", uri);
+  p = gst_parse_launch (desc, NULL);
+  fail_unless (p != NULL);
+  src = gst_bin_get_by_name (GST_BIN (p), "src");
+  pad = gst_element_get_static_pad (src, "src");
+  fail_unless_equals_int (gst_element_set_state (p, GST_STATE_PLAYING),
+      GST_STATE_CHANGE_ASYNC);
+  fail_unless_equals_int (gst_element_get_state (p, NULL, NULL,
+          30 * GST_SECOND), GST_STATE_CHANGE_SUCCESS);
+  caps = gst_pad_get_current_caps (pad);
+  fail_unless (caps != NULL);
+  fail_if (gst_spice_caps_is_damage_only (caps), "damage-only caps to a "
+      "peer that takes anything");
+  gst_caps_unref (caps);
+  gst_object_unref (pad);
+  gst_element_set_state (p, GST_STATE_NULL);
+  gst_object_unref (src);
+  gst_object_unref (p);
+  g_free (desc);
+  g_free (uri);
+  guest_process_stop (gp);
+}
+
+GST_END_TEST;
+
 static GstEvent *
 key_event (gboolean press, const gchar * key, gint scancode)
 {
@@ -2113,6 +2184,7 @@ spicesrc_suite (void)
   tcase_add_test (tc, test_reused_frames_exact);
   tcase_add_loop_test (tc, test_damage_only_exact, 0, 2);
   tcase_add_test (tc, test_displays_whole_frames);
+  tcase_add_loop_test (tc, test_any_sink_gets_whole_frames, 0, 3);
   tcase_add_test (tc, test_password_keeps_file);
   tcase_add_test (tc, test_connect_timeout_names);
   tcase_add_test (tc, test_first_frames_prefaulted);
