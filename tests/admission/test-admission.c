@@ -35,7 +35,7 @@
 #define TICKET "adm-Secret-7"
 #define PICTURE_BOUND_US (2 * G_USEC_PER_SEC)
 
-static gchar *tmpdir;
+TEST_TMPDIR_FIXTURE (tmpdir, "gst-spice-admission");
 
 /* ---- the flooder (its own thread) ---- */
 
@@ -652,19 +652,6 @@ GST_START_TEST (test_documented_filter_is_shipped)
 
 GST_END_TEST;
 
-static void
-setup (void)
-{
-  tmpdir = test_tmpdir_new ("gst-spice-admission");
-}
-
-static void
-teardown (void)
-{
-  test_tmpdir_remove (tmpdir);
-  tmpdir = NULL;
-}
-
 static Suite *
 admission_suite (void)
 {
@@ -672,7 +659,7 @@ admission_suite (void)
   TCase *tc = tcase_create ("general");
 
   tcase_set_timeout (tc, 120);
-  tcase_add_checked_fixture (tc, setup, teardown);
+  tcase_add_checked_fixture (tc, tmpdir_setup, tmpdir_teardown);
   tcase_add_test (tc, test_documented_filter_is_shipped);
   tcase_add_test (tc, test_ipv6_prefix_is_one_source);
   tcase_add_test (tc, test_one_source_cannot_lock_out_the_rest);

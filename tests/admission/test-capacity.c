@@ -5,11 +5,13 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * The pressure is a cgroup v2 group's cpu.pressure (CPU_PRESSURE_FILE),
- * the file an operator names for a service's share of the host: three
- * busy loops at SCHED_IDLE in a group of their own keep one of them
- * waiting for a CPU whatever else the machine runs (2 cores), so the
- * group's "some" pressure goes to 100 % and back to 0 when they stop;
- * SCHED_IDLE gives the CPU to any other task first. Needs root and a
+ * the file an operator names for a service's share of the host: two busy
+ * loops per CPU and one more, at SCHED_IDLE, in a group of their own keep
+ * one of them waiting on every CPU whatever else the machine runs (the
+ * kernel counts "some" per CPU and weighs the CPUs: with one loop on a CPU
+ * of its own that CPU adds nothing), so the group's "some" pressure goes
+ * to 100 % and back to 0 when they stop; SCHED_IDLE gives the CPU to any
+ * other task first. Needs root and a
  * cgroup2 mount with PSI (SKIP otherwise).
  */
 #include <gst/check/gstcheck.h>
@@ -24,10 +26,10 @@
 #include "runner-process.h"
 #include "spice-raw-client.h"
 
-#define N_HOGS 3
+#define MAX_HOGS 65
 #define LIMIT 40
 
-static gchar *tmpdir;
+TEST_TMPDIR_FIXTURE (tmpdir, "gst-spice-capacity");
 
 /* the first cgroup2 mount point, NULL if none */
 static gchar *
@@ -114,7 +116,8 @@ GST_START_TEST (test_saturated_host_refuses_new_sessions)
   const gchar *hog_argv[] = { "chrt", "-i", "0", "sh", "-c",
     "while :; do :; done", NULL
   };
-  GSubprocess *hogs[N_HOGS] = { NULL, };
+  GSubprocess *hogs[MAX_HOGS] = { NULL, };
+  guint n_hogs = MIN (2 * g_get_num_processors () + 1, MAX_HOGS);
   SpiceRawSession *kept;
   GuestProcess *guest;
   RunnerProcess *run;
@@ -161,7 +164,7 @@ GST_START_TEST (test_saturated_host_refuses_new_sessions)
   fail_unless (kept != NULL, "refused without pressure");
 
   /* saturated */
-  for (i = 0; i < N_HOGS; i++) {
+  for (i = 0; i < n_hogs; i++) {
     GError *err = NULL;
     FILE *f;
 
@@ -190,7 +193,7 @@ GST_START_TEST (test_saturated_host_refuses_new_sessions)
       kept->draws - draws);
 
   /* the pressure falls: new sessions again */
-  for (i = 0; i < N_HOGS; i++) {
+  for (i = 0; i < n_hogs; i++) {
     g_subprocess_force_exit (hogs[i]);
     g_subprocess_wait (hogs[i], NULL, NULL);
     g_clear_object (&hogs[i]);
@@ -212,7 +215,7 @@ GST_START_TEST (test_saturated_host_refuses_new_sessions)
   g_free (port_var);
   g_free (gport_s);
 out:
-  for (i = 0; i < N_HOGS; i++)
+  for (i = 0; i < n_hogs; i++)
     if (hogs[i]) {
       g_subprocess_force_exit (hogs[i]);
       g_object_unref (hogs[i]);
@@ -225,19 +228,6 @@ out:
 
 GST_END_TEST;
 
-static void
-setup (void)
-{
-  tmpdir = test_tmpdir_new ("gst-spice-capacity");
-}
-
-static void
-teardown (void)
-{
-  test_tmpdir_remove (tmpdir);
-  tmpdir = NULL;
-}
-
 static Suite *
 capacity_suite (void)
 {
@@ -245,7 +235,7 @@ capacity_suite (void)
   TCase *tc = tcase_create ("general");
 
   tcase_set_timeout (tc, 300);
-  tcase_add_checked_fixture (tc, setup, teardown);
+  tcase_add_checked_fixture (tc, tmpdir_setup, tmpdir_teardown);
   tcase_add_test (tc, test_saturated_host_refuses_new_sessions);
   suite_add_tcase (s, tc);
   return s;

@@ -23,7 +23,7 @@
 /* prompt shutdown: SIGTERM to exit */
 #define SHUTDOWN_BOUND_MS 10000
 
-static gchar *tmpdir;
+TEST_TMPDIR_FIXTURE (tmpdir, "gst-spice-hardening");
 
 static gboolean
 soak (void)
@@ -37,19 +37,6 @@ under_asan (void)
   const gchar *b = g_getenv ("ASAN_OPTIONS");
 
   return b && *b;
-}
-
-static void
-setup (void)
-{
-  tmpdir = test_tmpdir_new ("gst-spice-hardening");
-}
-
-static void
-teardown (void)
-{
-  test_tmpdir_remove (tmpdir);
-  tmpdir = NULL;
 }
 
 /* a guest on @port (--port), optionally with a password or in a network
@@ -714,7 +701,7 @@ hardening_process_suite (void)
   TCase *tc = tcase_create ("process");
 
   tcase_set_timeout (tc, 600);
-  tcase_add_checked_fixture (tc, setup, teardown);
+  tcase_add_checked_fixture (tc, tmpdir_setup, tmpdir_teardown);
   suite_add_tcase (s, tc);
   tcase_add_test (tc, test_process_hostile_memory);
   tcase_add_test (tc, test_upstream_killed_and_restarted);

@@ -50,20 +50,7 @@ static const struct
   {SPICE_CHANNEL_RECORD, "record", SPICE_MSGC_RECORD_DATA},
 };
 
-static gchar *tmpdir;
-
-static void
-setup (void)
-{
-  tmpdir = test_tmpdir_new ("gst-spice-reset");
-}
-
-static void
-teardown (void)
-{
-  test_tmpdir_remove (tmpdir);
-  tmpdir = NULL;
-}
+TEST_TMPDIR_FIXTURE (tmpdir, "gst-spice-reset");
 
 /* What one reset connection saw before it reset. */
 typedef struct
@@ -394,7 +381,7 @@ hardening_reset_suite (void)
   TCase *tc = tcase_create ("reset");
 
   tcase_set_timeout (tc, 600);
-  tcase_add_checked_fixture (tc, setup, teardown);
+  tcase_add_checked_fixture (tc, tmpdir_setup, tmpdir_teardown);
   suite_add_tcase (s, tc);
   tcase_add_test (tc, test_reset_matrix);
   return s;

@@ -18,26 +18,13 @@
 #include "runner-process.h"
 #include "spice-raw-client.h"
 
-static gchar *tmpdir;
+TEST_TMPDIR_FIXTURE (tmpdir, "gst-spice-pipelines");
 
 static const gchar *shipped[] = { "demo", "transcode-vp8", "transcode-mjpeg",
   "transcode-lossless", "viewer", "record", "serve-desktop", "serve-test"
 };
 
 #define pipeline_path runner_process_shipped_pipeline
-
-static void
-setup (void)
-{
-  tmpdir = test_tmpdir_new ("gst-spice-pipelines");
-}
-
-static void
-teardown (void)
-{
-  test_tmpdir_remove (tmpdir);
-  tmpdir = NULL;
-}
 
 /* Takes screenshots until one equals @expected (w x h, stride w * 4) or
  * @timeout_s passes; returns the number of differing pixels of the last. */
@@ -1127,7 +1114,7 @@ pipelines_suite (void)
   TCase *tc = tcase_create ("general");
 
   suite_add_tcase (s, tc);
-  tcase_add_checked_fixture (tc, setup, teardown);
+  tcase_add_checked_fixture (tc, tmpdir_setup, tmpdir_teardown);
   tcase_set_timeout (tc, 300);
   tcase_add_test (tc, test_shipped_pipelines_check);
   tcase_add_test (tc, test_inspect_examples);

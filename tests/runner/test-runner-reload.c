@@ -19,24 +19,11 @@
 #include "ppm.h"
 #include "runner-process.h"
 
-static gchar *tmpdir;
+TEST_TMPDIR_FIXTURE (tmpdir, "gst-spice-reload");
 
 /* with a comma to escape; no subjectAltName: 127.0.0.1 is not its name */
 #define RELOAD_SUBJECT_ARG "/C=XX/O=gst-spice, reload/CN=reload.test"
 #define RELOAD_SUBJECT "C=XX,O=gst-spice\\, reload,CN=reload.test"
-
-static void
-setup (void)
-{
-  tmpdir = test_tmpdir_new ("gst-spice-reload");
-}
-
-static void
-teardown (void)
-{
-  test_tmpdir_remove (tmpdir);
-  tmpdir = NULL;
-}
 
 /* A CA (ca.pem) and a server certificate it signed (cert.pem, key.pem)
  * in tmpdir */
@@ -433,7 +420,7 @@ runner_reload_suite (void)
   TCase *tc = tcase_create ("reload");
 
   tcase_set_timeout (tc, 300);
-  tcase_add_checked_fixture (tc, setup, teardown);
+  tcase_add_checked_fixture (tc, tmpdir_setup, tmpdir_teardown);
   /* plain, TLS */
   tcase_add_loop_test (tc, test_reload_keeps_spicegtk_session, 0, 2);
   tcase_add_test (tc, test_reload_keeps_remote_viewer);

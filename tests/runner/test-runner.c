@@ -20,7 +20,7 @@
 #define EXIT_REFUSED EX_NOPERM
 #define EXIT_PROPERTY EX_CONFIG
 
-static gchar *tmpdir;
+TEST_TMPDIR_FIXTURE (tmpdir, "gst-spice-run");
 
 static gchar *
 write_file (const gchar * name, const gchar * text)
@@ -61,19 +61,6 @@ assert_logged (const gchar * log, const gchar * fmt, ...)
   fail_unless (strstr (log, expect) != NULL, "expected '%s' in: %s", expect,
       log);
   g_free (expect);
-}
-
-static void
-setup (void)
-{
-  tmpdir = test_tmpdir_new ("gst-spice-run");
-}
-
-static void
-teardown (void)
-{
-  test_tmpdir_remove (tmpdir);
-  tmpdir = NULL;
 }
 
 /* ---- pipeline files (in process) ---- */
@@ -1230,7 +1217,7 @@ runner_suite (void)
   TCase *tc = tcase_create ("general");
 
   suite_add_tcase (s, tc);
-  tcase_add_checked_fixture (tc, setup, teardown);
+  tcase_add_checked_fixture (tc, tmpdir_setup, tmpdir_teardown);
   tcase_set_timeout (tc, 120);
   tcase_add_test (tc, test_comments_and_variables);
   tcase_add_test (tc, test_find_property);
