@@ -44,7 +44,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -56,14 +55,6 @@ import time
 
 SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HZ = os.sysconf("SC_CLK_TCK")
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def ticks(pid):
@@ -252,7 +243,7 @@ def run_one(args, build, pipeline, activity, tmp, perf_secs=0, extra_env=None):
     guest_bin = os.path.join(build, "tools", "spice-test-guest")
     runner = os.path.join(build, "tools", "runner", "gst-spice-run")
     keypress = os.path.join(build, "tools", "keypress", "spice-keypress")
-    gport, cport = free_port(), free_port()
+    gport, cport = rig.free_ports(2)   # one call: never the same port twice
     env = dict(os.environ)
     env["GST_PLUGIN_PATH"] = os.path.join(build, "plugins")
     env["GST_REGISTRY"] = os.path.join(tmp, "registry-%d.bin" % abs(hash(build)))

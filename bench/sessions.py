@@ -206,8 +206,10 @@ def run_cell(args, pipeline, activity, n, celldir, procs):
     os.makedirs(celldir, exist_ok=True)
     res = {"pipeline": pipeline, "activity": activity, "n": n,
            "loadavg_at_start": [round(x, 2) for x in os.getloadavg()]}
-    gports = rig.free_ports(n)
-    pports = rig.free_ports(n)
+    # one call: two calls can hand out a port twice (each releases its
+    # own), and a pipeline then fails to bind where a guest listens
+    ports = rig.free_ports(2 * n)
+    gports, pports = ports[:n], ports[n:]
     env = pipeline_env(args)
     moving = activity != "idle"
     guests, pipes, glogs = [], [], []

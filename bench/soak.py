@@ -496,8 +496,8 @@ class Soak:
     def run(self):
         a = self.args
         self.setup_link()
-        self.guest_port = rig.free_port() if not self.ns_srv else 5930
-        self.port = rig.free_port() if not self.ns_srv else 5931
+        # one call: two could hand out the same port twice
+        self.guest_port, self.port = rig.free_ports(2) if not self.ns_srv else (5930, 5931)
         fifo = os.path.join(self.out, "guest.ctl")
         if os.path.exists(fifo):
             os.unlink(fifo)
