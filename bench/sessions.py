@@ -554,7 +554,8 @@ def sessions_table(results, groups):
                 fmt(k.get("p50_ms"), "%.1f"), fmt(k.get("p95_ms"), "%.1f"), mark,
                 "%s / %s" % (fmt(fps.get("mean"), "%.1f"), fmt(fps.get("min"), "%.1f"))
                 if fps else "–",
-                c["status"] if c["status"] == "ok" else "%s: %s" % (c["status"], c.get("reason"))))
+                (c["status"] if c["status"] == "ok" else "%s: %s" % (c["status"], c.get("reason")))
+                + (" (*rerun*)" if c.get("rerun") else "")))
     return "\n".join(lines)
 
 
@@ -709,6 +710,8 @@ def report(results, docs, guide, plot_path, json_path=None):
     lim = limits(rows)
     md = []
     md.append("- Command: `%s`" % results["command"])
+    for cmd in results.get("reruns") or []:
+        md.append("- Cells measured again (marked *rerun*, the run's own cell failed): `%s`" % cmd)
     md.append("- Machine: %d cores, %s, %d MiB, kernel %s; niceness %d; load average %s at the "
               "start, %s at the end; %s, commit %s; wall time %.0f min." % (
                   m["nproc"], m["cpu"], m["mem_mib"], m["kernel"], m["niceness"],
