@@ -31,6 +31,7 @@ import json
 import math
 import os
 import platform
+import random
 import re
 import shlex
 import signal
@@ -429,7 +430,10 @@ def run_cell(args, link, modes, profile, activity, mode, celldir, procs):
     ns_srv, ns_cli, srv_ip = st["NS_SRV"], st["NS_CLI"], st["SRV_IP"]
     res = {"profile": profile, "activity": activity, "mode": mode, "cc": args.cc,
            "samples_requested": args.samples}
-    subst = {"runner": args.runner, "source": SOURCE, "build": args.build,
+    tree_build = cfg.get("beside_build", args.build)
+    tree_source = cfg.get("beside_source", SOURCE)
+    subst = {"runner": tools(tree_build)["runner"] if "beside_build" in cfg else args.runner,
+             "source": tree_source, "build": tree_build,
              "guest_port": GUEST_PORT_LOOP, "client_port": CLIENT_PORT,
              "server_ip": srv_ip, "password": PASSWORD, "mode": mode}
     pipeline = cfg.get("pipeline")
@@ -478,8 +482,8 @@ def run_cell(args, link, modes, profile, activity, mode, celldir, procs):
         if server_cmd:
             cmd = server_cmd.format(**subst)
             res["server_cmd"] = cmd
-            env["GST_PLUGIN_PATH"] = os.path.join(args.build, "plugins")
-            env["GST_SPICE_PIPELINES_DIR"] = os.path.join(SOURCE, "pipelines")
+            env["GST_PLUGIN_PATH"] = os.path.join(tree_build, "plugins")
+            env["GST_SPICE_PIPELINES_DIR"] = os.path.join(tree_source, "pipelines")
             plog = open(os.path.join(celldir, "pipeline.log"), "w")
             pipe = procs.start(ns_exec(ns_srv, shlex.split(cmd)), stdin=subprocess.DEVNULL,
                                stdout=plog, stderr=subprocess.STDOUT, env=env)
@@ -669,6 +673,25 @@ def load_modes(path):
     return {s: dict(cp[s]) for s in cp.sections()}
 
 
+def add_beside_modes(modes, names, beside):
+    """--beside BUILD=LABEL: after each mode of @names that runs a pipeline,
+    the same mode as MODE@LABEL on that build (its runner and plugins) with
+    its source tree's pipelines (from its meson-info); the guest and the
+    client stay this tree's. Adds them to @modes; returns the new order."""
+    build, label = beside.split("=", 1)
+    build = os.path.abspath(build)
+    with open(os.path.join(build, "meson-info", "meson-info.json")) as f:
+        source = json.load(f)["directories"]["source"]
+    order = []
+    for m in names:
+        order.append(m)
+        if modes[m].get("server_cmd"):
+            other = "%s@%s" % (m, label)
+            modes[other] = dict(modes[m], beside_build=build, beside_source=source)
+            order.append(other)
+    return order
+
+
 def cmd_run(args):
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, _on_signal)
@@ -680,6 +703,8 @@ def cmd_run(args):
         if m not in modes:
             log("unknown mode %s (modes file %s)" % (m, args.modes_file))
             return 2
+    if args.beside:
+        args.modes = add_beside_modes(modes, args.modes, args.beside)
     for b in (args.guest, args.keypress):
         if not os.access(b, os.X_OK):
             log("missing %s: build it (ninja -C %s)" % (b, args.build))
@@ -813,6 +838,70 @@ def table(results):
             k.get("timeouts", "–"), fmt(k.get("mbit_s"), 2), fmt(sq, 0), fmt(c.get("guest_cores"), 2),
             fmt(c.get("pipeline_cores"), 2), rss, exact_s))
     return "\n".join(lines)
+
+
+BESIDE_TOLERANCE_MS = (3.0, 5.0)     # p50, p95: as the VP8 target against relay-all
+
+
+def diff_interval(old, new, q, rounds=2000):
+    """90 % bootstrap interval of percentile @q of @new minus that of @old
+    (key press samples in ms; both resampled, a fixed seed): the noise of a
+    before/after difference measured in one run."""
+    rng = random.Random(1)
+    d = sorted(pct(rng.choices(new, k=len(new)), q) - pct(rng.choices(old, k=len(old)), q)
+               for _ in range(rounds))
+    return d[int(0.05 * rounds)], d[int(0.95 * rounds)]
+
+
+def beside_table(results):
+    """Each MODE@LABEL cell (run --beside) against this tree's MODE in the same
+    link and activity: p50 and p95 before and after with the 90 % bootstrap
+    interval of the difference; "worse" where the whole interval lies above
+    0 and the difference is beyond BESIDE_TOLERANCE_MS (the spread of one
+    tree's cell between runs: a p95 of 15 presses moved 3.2 ms in three
+    repeats of 2026-12-02). Empty when there are none."""
+    by, _ = measured_cells(results)
+    rows = []
+    for (prof, act, mode), old in by.items():
+        if "@" not in mode:
+            continue
+        base, label = mode.split("@", 1)
+        new = by.get((prof, act, base))
+        if not new:
+            continue
+        ko, kn = old["keypress"], new["keypress"]
+        so, sn = ko.get("samples_ms") or [], kn.get("samples_ms") or []
+        verdict, spans = "same", []
+        for q, key, tol in ((0.5, "p50_ms", BESIDE_TOLERANCE_MS[0]),
+                            (0.95, "p95_ms", BESIDE_TOLERANCE_MS[1])):
+            lo, hi = diff_interval(so, sn, q) if so and sn else (None, None)
+            spans.append("%+.1f … %+.1f" % (lo, hi) if lo is not None else "–")
+            if lo is not None and lo > 0 and kn[key] - ko[key] > tol:
+                verdict = "**worse**"
+            elif hi is not None and hi < 0 and verdict == "same":
+                verdict = "better"
+        ex = [k.get("time_to_exact_ms") for k in (ko, kn)]
+        rows.append("| %s | %s | %s | %s / %s → %s / %s | %s | %s | %s → %s | %s → %s | %s → %s | %s |" % (
+            prof, act, base, fmt(ko.get("p50_ms"), 1), fmt(ko.get("p95_ms"), 1),
+            fmt(kn.get("p50_ms"), 1), fmt(kn.get("p95_ms"), 1), spans[0], spans[1],
+            fmt(ko.get("mbit_s"), 2), fmt(kn.get("mbit_s"), 2),
+            fmt(old.get("pipeline_cores"), 2), fmt(new.get("pipeline_cores"), 2),
+            "%.2f" % (ex[0] / 1000) if ex[0] is not None else "–",
+            "%.2f" % (ex[1] / 1000) if ex[1] is not None else "–", verdict))
+    if not rows:
+        return ""
+    labels = sorted({m.split("@", 1)[1] for (_, _, m) in by if "@" in m})
+    head = ["This tree against %s (`--beside`), cell by cell in the same run: key press "
+            "p50 / p95 ms before → after; the 90 %% bootstrap interval of each difference "
+            "(after − before, ms) is the cell's noise, and a cell is *worse* only where the "
+            "whole interval lies above 0 and the difference is more than %.0f ms (p50) or "
+            "%.0f ms (p95), the spread of one tree's cell between runs." % (
+                ", ".join(labels), BESIDE_TOLERANCE_MS[0], BESIDE_TOLERANCE_MS[1]), "",
+            "| link | activity | mode | p50 / p95 before → after | Δ p50 (90 %) | Δ p95 (90 %) | "
+            "Mbit/s | pipeline cores | exact s | verdict |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
+    worse = sum(1 for r in rows if r.endswith("**worse** |"))
+    return "\n".join(head + rows + ["", "Worse beyond the noise: %d of %d cells." % (worse, len(rows))])
 
 
 # Targets of the latency-rig issue (checked, never tuned to): a transcode
@@ -1118,6 +1207,12 @@ def cmd_report(args):
     md.append("")
     md.append(video_targets_table(results))
     md.append("")
+    beside = beside_table(results)
+    if beside:
+        md.append("**Before and after:**")
+        md.append("")
+        md.append(beside)
+        md.append("")
     md.append("**All cells:**")
     md.append("")
     md.append(table(results))
@@ -1215,7 +1310,10 @@ def cmd_sound(args):
 
 
 def cmd_estimate(args):
-    n = len(args.profiles) * len(args.activities) * len(args.modes)
+    modes = args.modes
+    if args.beside:
+        modes = add_beside_modes(load_modes(args.modes_file), modes, args.beside)
+    n = len(args.profiles) * len(args.activities) * len(modes)
     per = 4 + args.warmup + (args.samples + args.warmup_presses) * ((args.gap_min + args.gap_max) / 2 + 0.15) + 1
     if args.quality > 0:
         per += args.quality + 4     # the phase, then scoring its frames
@@ -1260,6 +1358,9 @@ def main():
         p.add_argument("--prefix", default="gsrig")
         p.add_argument("--build", default=os.path.join(SOURCE, "build"))
         p.add_argument("--modes-file", default=os.path.join(HERE, "modes.ini"))
+        p.add_argument("--beside", default=None, metavar="BUILD=LABEL",
+                       help="each transcode mode also on another tree's build (its runner, "
+                       "plugins and pipelines) as MODE@LABEL, right after this tree's cell")
         p.add_argument("--out", default=None)
         p.add_argument("--keep-reference", action="store_true")
         p.add_argument("--verify-attempts", type=int, default=3)

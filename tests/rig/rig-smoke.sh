@@ -8,6 +8,9 @@
 # may be 50 % off: this is a functional check that must not fail because the
 # machine is busy or slow — CI once measured 37 Mbit/s on all three
 # verification attempts; the measured rate is printed.)
+# --beside: transcode-lossless also runs as transcode-lossless@same (the same
+# build measured as another tree), and the report pairs the two cells in
+# its before/after table.
 # Namespaces, veths and processes are removed on every exit path.
 # Exit 77 (skip) only when not root or network namespaces are unavailable.
 set -u
@@ -33,7 +36,8 @@ trap 'cleanup' EXIT
 trap 'exit 1' TERM INT HUP
 
 python3 "$SRC/bench/rig/rig.py" run --build "$BUILD" --prefix "$PFX" --out "$OUT" \
-  --profiles 20/50 --activities idle,busy --modes relay-off \
+  --profiles 20/50 --activities idle,busy --modes relay-off,transcode-lossless \
+  --beside "$BUILD=same" \
   --samples 6 --warmup-presses 1 --warmup 0.5 --gap-min 0.3 --gap-max 0.6 \
   --timeout 5 --exact-timeout 10 --cc cubic --max-late-us 5000 --rate-tolerance 50 &
 RIG_PID=$!
@@ -48,7 +52,13 @@ errs = []
 if not link.get("ok"):
     errs.append("link did not verify: %s" % link.get("reason"))
 rtt = link.get("ping_min_ms") or 20.0
-cells = {c["activity"]: c for c in r["cells"]}
+cells = {c["activity"]: c for c in r["cells"] if c["mode"] == "relay-off"}
+modes = sorted({c["mode"] for c in r["cells"]})
+if modes != ["relay-off", "transcode-lossless", "transcode-lossless@same"]:
+    errs.append("modes %s: --beside did not add transcode-lossless@same" % modes)
+for c in r["cells"]:
+    if c["mode"] != "relay-off" and c.get("status") != "ok":
+        errs.append("%s %s: %s %s" % (c["activity"], c["mode"], c.get("status"), c.get("reason")))
 for a in ("idle", "busy"):
     c = cells.get(a)
     if not c or c.get("status") != "ok":
@@ -76,3 +86,11 @@ for e in errs:
     print("FAIL:", e)
 sys.exit(1 if errs else 0)
 PY
+[ $? = 0 ] || exit 1
+REPORT=$(python3 "$SRC/bench/rig/rig.py" report "$OUT" 2>&1)
+for a in idle busy; do
+  echo "$REPORT" | sed -n '/Before and after/,/Worse beyond the noise/p' |
+    grep -q "^| 20/50 | $a | transcode-lossless | " ||
+    { echo "FAIL: the report's before/after table has no $a transcode-lossless row"; exit 1; }
+done
+echo "$REPORT" | grep "Worse beyond the noise"
