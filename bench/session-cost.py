@@ -219,7 +219,18 @@ def perf_top(data, n):
             key = (m.group(2), sym)
             syms[key] = syms.get(key, 0.0) + float(m.group(1))
     top = sorted(((v, k[0], k[1]) for k, v in syms.items()), reverse=True)
-    return {"libs": libs[:n], "syms": top[:n]}
+    # by thread (its name: queue:src is the stream branch's encoder,
+    # spicetiler-work the tiler's worker, the process's own name spice-gtk's
+    # main context), each with its top libraries
+    threads = {}
+    for line in perf_report(data, "comm,dso").splitlines():
+        m = re.match(r"\s*([\d.]+)%\s+(\S+)\s+(\S+)", line)
+        if m:
+            t = threads.setdefault(m.group(2), [0.0, []])
+            t[0] += float(m.group(1))
+            t[1].append((float(m.group(1)), m.group(3)))
+    by_thread = sorted(((v[0], k, v[1][:4]) for k, v in threads.items()), reverse=True)
+    return {"libs": libs[:n], "syms": top[:n], "threads": by_thread[:n]}
 
 
 STATS_INTERVAL = 5
@@ -351,6 +362,10 @@ def print_perf(results):
             print("  by symbol:")
             for pct, dso, sym in r["perf"]["syms"]:
                 print("  %5.1f%%  %-28s %s" % (pct, dso, sym))
+            print("  by thread (cores: the share of the run's cores, %.3f):" % r["cores"])
+            for pct, comm, libs in r["perf"].get("threads", []):
+                print("  %5.1f%%  %.3f  %-16s %s" % (pct, pct / 100 * r["cores"], comm, ", ".join(
+                    "%s %.1f%%" % (dso, p) for p, dso in libs)))
 
 
 OWNERS = ["heap", "arenas", "thread stacks", "anon >= 4 MiB", "anon 1-4 MiB",
