@@ -17,7 +17,6 @@ DIR=$(mktemp -d /tmp/heads-viewer-XXXXXX)
 . "$SRC/tests/common/desktop-test.sh"
 CD=$(free_display 70)
 GPORT=$(free_port); LPORT=$(free_port)
-XLOCKS+=("$CD")
 
 # ---- the guest: two heads of 640x480, and its stdin kept open
 mkfifo "$DIR/guest.in"
@@ -33,20 +32,15 @@ wait_for 'grep -q listening "$DIR/guest.log"' 100 || fail "the guest did not sta
 PIDS+=($!)
 wait_for 'grep -q playing "$DIR/pipeline.log"' 600 || fail "transcode-vp8 did not start"
 
-Xvfb :$CD -screen 0 1600x900x24 -nolisten tcp >"$DIR/xvfb.log" 2>&1 &
-PIDS+=($!)
+start_xvfb "$CD" 1600x900
 export DISPLAY=:$CD
-wait_for 'xdpyinfo >/dev/null 2>&1' 100 || fail "Xvfb did not start"
 remote-viewer "spice://127.0.0.1:$LPORT" >"$DIR/viewer.log" 2>&1 &
-PIDS+=($!)
+RV=$!
+PIDS+=("$RV")
 
 # ---- one window per head
-window() { xdotool search --onlyvisible --name "\\($1\\)\$" 2>/dev/null | head -1; }
-wait_for '[ -n "$(window 1)" ] && [ -n "$(window 2)" ]' 600 ||
-  fail "remote-viewer did not open a window per head: $(xdotool search --onlyvisible --class remote-viewer | wc -l) window(s)"
-W1=$(window 1); W2=$(window 2)
-N=$(xdotool search --onlyvisible --class remote-viewer | wc -l)
-[ "$N" -eq 2 ] || fail "remote-viewer opened $N windows for 2 heads"
+viewer_windows $RV 2
+W1=${VIEWER_WINDOWS[1]}; W2=${VIEWER_WINDOWS[2]}
 echo "remote-viewer: $(xdotool getwindowname "$W1"), $(xdotool getwindowname "$W2")"
 
 # ---- a click in each window (side by side, so neither hides the other)
