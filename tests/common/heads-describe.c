@@ -42,6 +42,15 @@ parse_monitors (const gchar * spec, gint (*rects)[4])
 
 /* until the client has @n monitors (" monitors N max") and nothing
  * changed for @settle_ms */
+/* pumps the client until @ready says so or @end (monotonic us) passes */
+static gboolean
+pump_until (HeadsClient * c, gboolean (*ready) (HeadsClient *), gint64 end)
+{
+  while (!ready (c) && g_get_monotonic_time () < end)
+    heads_client_pump (50);
+  return ready (c);
+}
+
 static gboolean
 wait_monitors (HeadsClient * c, guint n, guint settle_ms, gint64 end)
 {
@@ -130,9 +139,7 @@ main (int argc, char **argv)
 
     if (sscanf (position, "%d,%d", &x, &y) != 2)
       return 2;
-    while (!heads_client_inputs_ready (c) && g_get_monotonic_time () < end)
-      heads_client_pump (50);
-    if (!heads_client_inputs_ready (c)) {
+    if (!pump_until (c, heads_client_inputs_ready, end)) {
       g_printerr ("heads-describe: no client mouse mode\n");
       ret = 1;
     } else {
@@ -146,9 +153,7 @@ main (int argc, char **argv)
 
     if (n == 0)
       return 2;
-    while (!heads_client_agent_ready (c) && g_get_monotonic_time () < end)
-      heads_client_pump (50);
-    if (!heads_client_agent_ready (c)) {
+    if (!pump_until (c, heads_client_agent_ready, end)) {
       g_printerr ("heads-describe: no guest agent with monitors config\n");
       ret = 1;
     } else if (!heads_client_send_monitors (c, n, (const gint (*)[4]) rects)) {
