@@ -200,7 +200,8 @@ heads_layout (GstSpiceSrc * self)
 
 /* context: the heads as spice-monitors: with one surface, its channel's
  * monitors (a server's MONITORS_CONFIG, or spice-gtk's one monitor of the
- * whole surface), with several, one per channel */
+ * whole surface), with several, one per channel; the most there may be
+ * (max) counts every display channel, with a surface or not */
 static void
 heads_announce (GstSpiceSrc * self)
 {
@@ -238,7 +239,10 @@ heads_announce (GstSpiceSrc * self)
     }
     if (monitors)
       g_array_unref (monitors);
-    m.max = MAX (max, m.count);
+    /* with several display channels, one of them without a surface (a
+     * head turned off, or not yet on) is still a head that may come: a
+     * client can ask for it again */
+    m.max = MAX (MAX (max, m.count), self->n_heads);
   } else {
     for (i = 0; i < self->n_heads && m.count < GST_SPICE_MAX_HEADS; i++) {
       GstSpiceSrcHead *hd = &self->heads[i];

@@ -53,6 +53,8 @@
  *   frozen NAME N                    `freeze`: the area keeps frame N
  *   frame NAME N                     frame N drawn (`step`, or --log-frames)
  *   resized W H                      new primary surface drawn
+ *   displays N of M                  --displays M --agent: a client's layout
+ *                                    left N displays with a surface
  *   agent ...                        --agent: see guest-agent.c
  *   dumped PATH                      framebuffer written
  *   cursor NAME ...                  cursor command issued (set/move/hide)
@@ -152,6 +154,8 @@ typedef struct
   gint heads;                   /* --heads: monitors on the one surface */
   gint max_heads;               /* --heads as given: the most there are */
   gint displays;                /* --displays: QXL devices */
+  gint displays_on;             /* of them, those with a surface: all, or
+                                 * as many as a client's layout enables */
   gint head_w;                  /* the width of one head */
   GuestDisplay extra[MAX_HEADS - 1];    /* displays 1..displays-1 */
   GPtrArray *monitors_configs;  /* QXLMonitorsConfig * read by the worker */
@@ -687,8 +691,10 @@ redraw_all (Guest * g)
     redraw_display (g, i);
 }
 
-/* (Re)creates the surfaces of displays 1..displays-1 at the guest's head
- * size, drawn completely. Main thread. */
+/* (Re)creates the surfaces of displays 1..displays_on-1 at the guest's
+ * head size, drawn completely; displays from displays_on on have none (a
+ * head the client's layout disabled, as a guest OS turns that output off).
+ * Main thread. */
 static void
 create_displays (Guest * g)
 {
@@ -702,6 +708,8 @@ create_displays (Guest * g)
       spice_qxl_destroy_primary_surface (&d->qxl, 0);
       d->primary_created = FALSE;
     }
+    if (i >= g->displays_on)
+      continue;
     d->w = g->head_w;
     d->h = g->h;
     d->stride = d->w * 4;
@@ -1193,20 +1201,26 @@ do_resize (Guest * g, gint w, gint h)
 
 /* main thread: a client's monitors config, through the agent: monitor 0's
  * size; with --heads, as many heads of it as monitors are enabled (up to
- * --heads N), like a guest whose desktop follows the client's windows */
+ * --heads N), like a guest whose desktop follows the client's windows; with
+ * --displays, as many displays keep a surface (the others lose theirs) */
 static void
 on_agent_resize (gint w, gint h, guint enabled, gpointer user_data)
 {
   Guest *g = user_data;
-  gint heads = g->heads;
+  gint heads = g->heads, on = g->displays_on;
 
   if (g->max_heads > 1) {
     heads = CLAMP ((gint) enabled, 1, g->max_heads);
     w = MIN (w, GUEST_MAX_SIZE / heads);
   }
-  if (w != g->head_w || h != g->h || heads != g->heads) {
+  if (g->displays > 1)
+    on = CLAMP ((gint) enabled, 1, g->displays);
+  if (w != g->head_w || h != g->h || heads != g->heads || on != g->displays_on) {
     g->heads = heads;
+    g->displays_on = on;
     do_resize (g, w, h);
+    if (g->displays > 1)
+      guest_log ("displays %d of %d", on, g->displays);
   }
 }
 
@@ -1547,6 +1561,7 @@ main (int argc, char *argv[])
   g->fps = 30;
   g->heads = 1;
   g->displays = 1;
+  g->displays_on = 0;           /* set from --displays below */
   g->width = GUEST_DEFAULT_WIDTH;
   g->height = GUEST_DEFAULT_HEIGHT;
 
@@ -1593,6 +1608,7 @@ main (int argc, char *argv[])
         MAX_HEADS, GUEST_MAX_SIZE);
     goto fail;
   }
+  g->displays_on = g->displays;
   if (g->activity_name &&
       !guest_activity_from_string (g->activity_name, &initial)) {
     g_set_error (&error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
