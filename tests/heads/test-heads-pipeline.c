@@ -338,6 +338,19 @@ wait_guest_line (GuestProcess * gp, guint mark, const gchar * want)
   g_free (line);
 }
 
+/* waits until both clients see the guest's agent */
+static void
+wait_agents (HeadsClient * a, HeadsClient * b)
+{
+  gint64 end = g_get_monotonic_time () + (gint64) WAIT_MS * 1000;
+
+  while ((!heads_client_agent_ready (a) || !heads_client_agent_ready (b)) &&
+      g_get_monotonic_time () < end)
+    heads_client_pump (50);
+  fail_unless (heads_client_agent_ready (a) && heads_client_agent_ready (b),
+      "the clients never saw the guest's agent");
+}
+
 GST_START_TEST (test_layout_from_client)
 {
   const gchar *args[] = { "--heads=2", "--width=640", "--height=480",
@@ -351,19 +364,13 @@ GST_START_TEST (test_layout_from_client)
   gchar *direct;
   guint8 *expected;
   guint mark;
-  gint64 end;
 
   gateway_start (&g, args, 1, &direct);
   a = heads_client_connect ("127.0.0.1", g.port);
   b = heads_client_connect ("127.0.0.1", g.port);
   expect_heads (a, direct, "client a");
   expect_heads (b, direct, "client b");
-  end = g_get_monotonic_time () + (gint64) WAIT_MS * 1000;
-  while ((!heads_client_agent_ready (a) || !heads_client_agent_ready (b)) &&
-      g_get_monotonic_time () < end)
-    heads_client_pump (50);
-  fail_unless (heads_client_agent_ready (a) && heads_client_agent_ready (b),
-      "the clients never saw the guest's agent");
+  wait_agents (a, b);
 
   /* a's two windows of 800x600: the guest lays out two such heads, and
    * every client follows */
@@ -426,17 +433,11 @@ GST_START_TEST (test_displays_layout_from_client)
   gchar *direct;
   guint8 *expected;
   guint mark;
-  gint64 end;
 
   gateway_start (&g, args, 2, &direct);
   a = connect_expecting (&g, COMPOSED, "client a");
   b = connect_expecting (&g, COMPOSED, "client b");
-  end = g_get_monotonic_time () + (gint64) WAIT_MS * 1000;
-  while ((!heads_client_agent_ready (a) || !heads_client_agent_ready (b)) &&
-      g_get_monotonic_time () < end)
-    heads_client_pump (50);
-  fail_unless (heads_client_agent_ready (a) && heads_client_agent_ready (b),
-      "the clients never saw the guest's agent");
+  wait_agents (a, b);
 
   /* a disables its second window: the guest's display 1 has no surface,
    * and every client has one head, display 0's picture */
