@@ -47,8 +47,11 @@ typedef struct
   gint passes;                  /* atomic: rounds done */
   gint opened;                  /* atomic: connects that succeeded */
   gint closed;                  /* atomic: closed by the server */
-  gint open_after_first;        /* still open one second after the first
-                                 * round */
+  gint open_after_first;        /* the fewest still open one second after
+                                 * a round (at load the server may take
+                                 * longer than a second to accept and
+                                 * refuse 500 connects: each round is
+                                 * another look) */
   GThread *thread;
 } Flood;
 
@@ -79,12 +82,13 @@ flood_thread (gpointer data)
         g_atomic_int_inc (&f->closed);
         spice_raw_tcp_close (&f->socks[i]);
       }
-      if (pass == 1 && i == 0) {
-        guint j, open = 0;
+      if (pass >= 1 && i == 0) {
+        gint j, open = 0;
 
-        for (j = 0; j < G_N_ELEMENTS (f->socks); j++)
+        for (j = 0; j < (gint) G_N_ELEMENTS (f->socks); j++)
           open += f->socks[j] != NULL && !peer_closed (f->socks[j]);
-        f->open_after_first = open;
+        if (pass == 1 || open < f->open_after_first)
+          f->open_after_first = open;
       }
       /* an attacker reconnects what was closed */
       if (!f->socks[i] && (f->socks[i] = spice_raw_tcp_connect_from (FLOOD_ADDR, f->port, 3)))
@@ -296,7 +300,7 @@ GST_START_TEST (test_one_source_cannot_lock_out_the_rest)
     g_usleep (50000);
   fail_unless (g_atomic_int_get (&flood.passes) >= 2);
   g_print ("flood from " FLOOD_ADDR ": %d connects, %d closed by the server, "
-      "%d of %d still open one second after the first round\n",
+      "%d of %d still open one second after a round (the fewest so far)\n",
       g_atomic_int_get (&flood.opened), g_atomic_int_get (&flood.closed),
       flood.open_after_first, N_IDLE + N_SLOW);
   fail_unless (g_atomic_int_get (&flood.opened) >= N_IDLE + N_SLOW);
