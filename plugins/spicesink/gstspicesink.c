@@ -142,6 +142,7 @@ enum
   PROP_MAX_FILE_TRANSFER,
   PROP_MAX_CPU_PRESSURE,
   PROP_CPU_PRESSURE_FILE,
+  PROP_ALLOWED_ORIGINS,
   PROP_BOUND_PORT,
   PROP_BOUND_TLS_PORT,
   PROP_STATS,
@@ -1121,6 +1122,10 @@ gst_spice_sink_set_property (GObject * object, guint prop_id,
       g_free (sink->props.cpu_pressure_file);
       sink->props.cpu_pressure_file = g_value_dup_string (value);
       break;
+    case PROP_ALLOWED_ORIGINS:
+      g_free (sink->props.allowed_origins);
+      sink->props.allowed_origins = g_value_dup_string (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -1228,6 +1233,9 @@ gst_spice_sink_get_property (GObject * object, guint prop_id, GValue * value,
       break;
     case PROP_CPU_PRESSURE_FILE:
       g_value_set_string (value, sink->props.cpu_pressure_file);
+      break;
+    case PROP_ALLOWED_ORIGINS:
+      g_value_set_string (value, sink->props.allowed_origins);
       break;
     case PROP_BOUND_PORT:
       g_value_set_int (value, sink->bound_port);
@@ -1524,6 +1532,22 @@ gst_spice_sink_class_init (GstSpiceSinkClass * klass)
       g_param_spec_string ("cpu-pressure-file", "CPU pressure file",
           "The PSI file max-cpu-pressure reads (a cgroup v2 cpu.pressure "
           "for a service's share)", DEFAULT_CPU_PRESSURE_FILE,
+          rw | GST_PARAM_MUTABLE_PLAYING));
+  /**
+   * GstSpiceSink:allowed-origins:
+   *
+   * The web pages whose scripts may connect over WebSocket (spice-html5,
+   * a web console): a comma-separated list of origins as browsers send
+   * them ("https://console.example.org"). An upgrade request from any
+   * other origin, or without one, is refused (HTTP 403, the
+   * `spice-security` message `refused` with reason `ws-origin`). NULL
+   * or empty (the default): no origin is checked, as for SPICE clients,
+   * which send none; the ticket still guards the session.
+   */
+  g_object_class_install_property (gobject_class, PROP_ALLOWED_ORIGINS,
+      g_param_spec_string ("allowed-origins", "Allowed origins",
+          "Comma-separated origins (scheme://host[:port]) whose pages may "
+          "connect over WebSocket (NULL = no origin checked)", NULL,
           rw | GST_PARAM_MUTABLE_PLAYING));
   g_object_class_install_property (gobject_class, PROP_BOUND_PORT,
       g_param_spec_int ("bound-port", "Bound port",

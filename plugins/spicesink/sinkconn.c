@@ -22,6 +22,7 @@
 #include <linux/tcp.h>
 
 #include "sinkconn.h"
+#include "sinkws.h"
 
 #include "sinkdebug.h"
 
@@ -37,10 +38,13 @@ static SINK_DEBUG_CATEGORY (sink_pacing_debug, "spicesinkpacing",
 #define READ_BYTES_BUDGET (256 * 1024)
 #define STALL_TIMEOUT_US (SINK_CONN_STALL_TIMEOUT_MS * G_TIME_SPAN_MILLISECOND)
 #define MAX_IOV 32
+/* raw bytes read at a time from a WebSocket client */
+#define WS_READ_CHUNK (16 * 1024)
 
 typedef enum
 {
   CONN_TLS_HANDSHAKE,
+  CONN_WS_UPGRADE,              /* an HTTP request where a link began */
   CONN_LINK_HEADER,
   CONN_LINK_MESS,
   CONN_AUTH_MECH,
@@ -50,9 +54,13 @@ typedef enum
 } SinkConnState;
 
 /* One queued server -> client message: a small head (data header + fixed
- * fields) and an optional shared body (image, frame). */
+ * fields) and an optional shared body (image, frame); on a WebSocket the
+ * frame header before them (ws). */
 typedef struct
 {
+  guint8 ws[SINK_WS_FRAME_HEAD_MAX];
+  guint8 ws_len;
+  gboolean ws_raw;              /* already WebSocket frames (pong, close) */
   guint8 head[SINK_MSG_HEAD_MAX];
   guint16 head_len;
   gint16 mm_off;                /* offset of a u32 mm time to stamp when the
@@ -97,6 +105,14 @@ struct _SinkConn
   GstSpiceMsgHeader hdr;
   GstSpiceLinkMess link;
   gboolean mini;
+
+  /* WebSocket (sinkws.h): on once the upgrade was answered */
+  gboolean ws;
+  SinkWsDecoder *ws_dec;        /* server thread */
+  SinkWsDeflater *ws_def;       /* lock held; NULL: no permessage-deflate */
+  GByteArray *ws_in;            /* unframed client bytes not read yet */
+  guint ws_in_pos;
+  guint8 *ws_raw;               /* WS_READ_CHUNK */
 
   /* writing (lock held) */
   GQueue outq;                  /* SinkMsg* */
@@ -150,7 +166,7 @@ msg_free (SinkMsg * m)
 static inline gsize
 msg_size (const SinkMsg * m)
 {
-  return m->head_len + (m->body ? g_bytes_get_size (m->body) : 0);
+  return m->ws_len + m->head_len + (m->body ? g_bytes_get_size (m->body) : 0);
 }
 
 static void
@@ -222,6 +238,11 @@ sink_conn_free (SinkConn * conn)
   g_clear_object (&conn->io);
   g_clear_object (&conn->socket);
   g_free (conn->rbuf);
+  sink_ws_decoder_free (conn->ws_dec);
+  sink_ws_deflater_free (conn->ws_def);
+  if (conn->ws_in)
+    g_byte_array_unref (conn->ws_in);
+  g_free (conn->ws_raw);
   g_free (conn->peer);
   g_free (conn->peer_host);
   g_free (conn->source);
@@ -505,6 +526,37 @@ sink_conn_hold (SinkConn * conn, gsize bytes, gsize max, const gchar * reason,
   return check_limit (conn);
 }
 
+/* Lock held: @m as one binary WebSocket message. With permessage-deflate
+ * it is compressed now, its mm time stamped now (a compressed message
+ * cannot be stamped at its first write); the queue holds, and pacing
+ * counts, the bytes that go on the wire. */
+static void
+ws_frame (SinkConn * conn, SinkMsg * m)
+{
+  gsize blen = m->body ? g_bytes_get_size (m->body) : 0;
+
+  if (conn->ws_def) {
+    const guint8 *piece[2] = { m->head,
+      m->body ? g_bytes_get_data (m->body, NULL) : NULL
+    };
+    gsize len[2] = { m->head_len, blen };
+    GByteArray *z = g_byte_array_sized_new ((guint) (m->head_len + blen / 2));
+
+    if (m->mm_off >= 0)
+      GST_WRITE_UINT32_LE (m->head + m->mm_off,
+          sink_conn_env_mm_time (conn->env) + conn->env->stream_latency);
+    sink_ws_deflater_message (conn->ws_def, piece, len, blen ? 2 : 1, z);
+    if (m->body)
+      g_bytes_unref (m->body);
+    m->body = g_byte_array_free_to_bytes (z);
+    m->head_len = 0;
+    m->mm_off = -1;
+    blen = g_bytes_get_size (m->body);
+  }
+  m->ws_len = (guint8) sink_ws_frame_head (m->ws, SINK_WS_OP_BINARY,
+      conn->ws_def != NULL, m->head_len + blen);
+}
+
 /* lock held */
 static void
 send_msg (SinkConn * conn, SinkMsg * m)
@@ -513,6 +565,8 @@ send_msg (SinkConn * conn, SinkMsg * m)
     msg_free (m);
     return;
   }
+  if (conn->ws && !m->ws_raw)
+    ws_frame (conn, m);
   if (g_queue_is_empty (&conn->outq)) {
     conn->last_write_us = conn->last_progress_us = g_get_monotonic_time ();
     conn->progress_bytes = 0;
@@ -539,6 +593,8 @@ msg_new (SinkConn * conn, guint16 type, const guint8 * fixed, gsize flen,
   if (flen)
     memcpy (m->head + hsize, fixed, flen);
   m->head_len = (guint16) (hsize + flen);
+  m->ws_len = 0;
+  m->ws_raw = FALSE;
   m->mm_off = -1;
   m->body = body ? g_bytes_ref (body) : NULL;
   m->done = 0;
@@ -574,6 +630,19 @@ send_raw (SinkConn * conn, GByteArray * data)
 
   m->mm_off = -1;
   m->body = g_byte_array_free_to_bytes (g_byte_array_ref (data));
+  send_msg (conn, m);
+}
+
+/* lock held: WebSocket frames made by sinkws.c (pong, close), or the
+ * HTTP answer before the upgrade */
+static void
+send_ws_raw (SinkConn * conn, const guint8 * data, gsize len)
+{
+  SinkMsg *m = g_new0 (SinkMsg, 1);
+
+  m->mm_off = -1;
+  m->ws_raw = TRUE;
+  m->body = g_bytes_new (data, len);
   send_msg (conn, m);
 }
 
@@ -871,13 +940,21 @@ write_queue (SinkConn * conn, gboolean server_thread)
     GError *err = NULL;
     GPollableReturn ret;
 
-    for (l = conn->outq.head; l && n + 2 <= MAX_IOV; l = l->next) {
+    for (l = conn->outq.head; l && n + 3 <= MAX_IOV; l = l->next) {
       SinkMsg *m = l->data;
       gsize done = m->done;
 
       if (done == 0 && m->mm_off >= 0)
         GST_WRITE_UINT32_LE (m->head + m->mm_off,
             sink_conn_env_mm_time (env) + env->stream_latency);
+      if (done < m->ws_len) {
+        vec[n].buffer = m->ws + done;
+        vec[n].size = m->ws_len - done;
+        n++;
+        done = 0;
+      } else {
+        done -= m->ws_len;
+      }
       if (done < m->head_len) {
         vec[n].buffer = m->head + done;
         vec[n].size = m->head_len - done;
@@ -1167,6 +1244,163 @@ check_header (SinkConn * conn)
   return FALSE;
 }
 
+/* Server thread, lock held: an upgrade refused with HTTP @status; the
+ * event's reason is @token */
+static void
+ws_refuse (SinkConn * conn, guint status, const gchar * event,
+    const gchar * token, guint limit, const gchar * why)
+{
+  SinkEvent ev = SINK_EVENT_INIT (FALSE, event, token);
+  gchar *answer = sink_ws_refusal (status, why);
+
+  GST_WARNING ("WebSocket upgrade from %s refused (HTTP %u): %s", conn->peer,
+      status, why);
+  ev.limit = limit;
+  ev.detail = why;
+  sink_conn_report (conn, &ev);
+  send_ws_raw (conn, (const guint8 *) answer, strlen (answer));
+  g_free (answer);
+  stop_reading (conn);
+  sink_conn_flush (conn);
+}
+
+/* Server thread, lock held: the client's bytes after the upgrade go
+ * through the decoder; its replies (pong, close) are queued. FALSE when
+ * the client closed the WebSocket or broke its framing: the connection
+ * ends once the replies are written. */
+static gboolean
+ws_feed (SinkConn * conn, const guint8 * raw, gsize len)
+{
+  SinkWsDecodeOut out = { 0 };
+  SinkWsDecodeResult res;
+
+  out.replies = g_byte_array_new ();
+  res = sink_ws_decoder_feed (conn->ws_dec, raw, len, conn->ws_in, &out);
+  if (out.replies->len)
+    send_ws_raw (conn, out.replies->data, out.replies->len);
+  g_byte_array_unref (out.replies);
+  if (res == SINK_WS_DECODE_CLOSED) {
+    GST_INFO ("%s: the client closed its WebSocket (code %u)", conn->peer,
+        out.close_code);
+    stop_reading (conn);
+  } else if (res == SINK_WS_DECODE_ERROR) {
+    SinkEvent ev = SINK_EVENT_INIT (FALSE, "bad-message", out.reason);
+
+    GST_WARNING ("%s: WebSocket closed (%u): %s", conn->peer, out.close_code,
+        out.detail);
+    ev.detail = out.detail;
+    if (g_str_has_prefix (out.reason, "ws-message") ||
+        g_str_has_prefix (out.reason, "ws-inflate"))
+      ev.limit = SINK_WS_MESSAGE_MAX;
+    conn->env->closed_bad_message++;
+    sink_conn_report (conn, &ev);
+    g_free (out.detail);
+    stop_reading (conn);
+  }
+  if (res != SINK_WS_DECODE_OK)
+    sink_conn_flush (conn);
+  return res == SINK_WS_DECODE_OK;
+}
+
+/* Server thread, lock NOT held: the HTTP request read so far is in rbuf;
+ * answers it once complete (or refuses it), and from then on the
+ * connection carries SPICE in WebSocket frames, from its link header. */
+static void
+ws_upgrade (SinkConn * conn)
+{
+  SinkWsRequest req;
+  gsize consumed = 0;
+  guint status = 400;
+  const gchar *why = NULL;
+  SinkWsRequestResult res;
+  gchar *answer;
+
+  res = sink_ws_parse_request (conn->rbuf, conn->rlen, &consumed, &req,
+      &status, &why);
+  if (res == SINK_WS_REQUEST_INCOMPLETE)
+    return;
+  g_mutex_lock (conn->env->lock);
+  if (res == SINK_WS_REQUEST_TOO_LARGE) {
+    ws_refuse (conn, 400, "bad-message", "ws-upgrade-size",
+        SINK_WS_REQUEST_MAX, why);
+  } else if (res == SINK_WS_REQUEST_BAD) {
+    ws_refuse (conn, status, "bad-message", "ws-upgrade", 0, why);
+  } else if (!sink_ws_origin_allowed (conn->env->allowed_origins, req.origin)) {
+    gchar *r = g_strdup_printf ("origin %s not in allowed-origins",
+        req.origin ? req.origin : "(none)");
+
+    ws_refuse (conn, 403, "refused", "ws-origin", 0, r);
+    g_free (r);
+  } else {
+    GST_INFO ("%s: WebSocket upgrade of %s (origin %s%s%s)", conn->peer,
+        req.path, req.origin ? req.origin : "none",
+        req.protocol_binary ? ", binary" : "",
+        req.deflate ? ", permessage-deflate" : "");
+    answer = sink_ws_accept_response (&req, TRUE);
+    send_ws_raw (conn, (const guint8 *) answer, strlen (answer));
+    g_free (answer);
+    conn->ws = TRUE;
+    conn->ws_dec = sink_ws_decoder_new (req.deflate, SINK_WS_MESSAGE_MAX);
+    if (req.deflate)
+      conn->ws_def = sink_ws_deflater_new (req.server_max_window_bits,
+          req.server_no_context_takeover);
+    conn->ws_in = g_byte_array_new ();
+    conn->ws_raw = g_malloc (WS_READ_CHUNK);
+    sink_conn_flush (conn);
+    if (conn_state (conn) != CONN_DEAD) {
+      gsize extra = conn->rlen - consumed;
+
+      /* a client that did not wait for the answer: its first frames */
+      if (extra)
+        memcpy (conn->ws_raw, conn->rbuf + consumed, extra);
+      set_need (conn, CONN_LINK_HEADER, GST_SPICE_WIRE_LINK_HEADER_SIZE);
+      if (extra)
+        ws_feed (conn, conn->ws_raw, extra);
+    }
+  }
+  sink_ws_request_clear (&req);
+  g_mutex_unlock (conn->env->lock);
+}
+
+/* Server thread, lock not held: reads what the client sent, at most @len
+ * bytes; on a WebSocket the bytes its frames carry. Like
+ * g_pollable_input_stream_read_nonblocking(): 0 at the end, -1 and @err
+ * (WOULD_BLOCK too when the WebSocket ends after a close frame, the
+ * connection then closes once its answer is written). */
+static gssize
+conn_read (SinkConn * conn, guint8 * buf, gsize len, GError ** err)
+{
+  gsize avail;
+
+  if (!conn->ws)
+    return g_pollable_input_stream_read_nonblocking (conn->in, buf, len,
+        NULL, err);
+  while (conn->ws_in_pos == conn->ws_in->len) {
+    gssize n;
+    gboolean go_on;
+
+    g_byte_array_set_size (conn->ws_in, 0);
+    conn->ws_in_pos = 0;
+    n = g_pollable_input_stream_read_nonblocking (conn->in, conn->ws_raw,
+        WS_READ_CHUNK, NULL, err);
+    if (n <= 0)
+      return n;
+    g_mutex_lock (conn->env->lock);
+    go_on = ws_feed (conn, conn->ws_raw, n);
+    g_mutex_unlock (conn->env->lock);
+    if (!go_on) {
+      g_set_error_literal (err, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK,
+          "WebSocket closed");
+      return -1;
+    }
+  }
+  avail = conn->ws_in->len - conn->ws_in_pos;
+  len = MIN (len, avail);
+  memcpy (buf, conn->ws_in->data + conn->ws_in_pos, len);
+  conn->ws_in_pos += len;
+  return len;
+}
+
 /* Server thread, lock NOT held: a complete chunk (conn->rneed bytes) is
  * in rbuf. The link stage takes the lock; data messages go to on_message
  * without it. */
@@ -1174,10 +1408,22 @@ static void
 process_chunk (SinkConn * conn)
 {
   switch (conn_state (conn)) {
+    case CONN_WS_UPGRADE:
+      ws_upgrade (conn);
+      break;
     case CONN_LINK_HEADER:{
       GstSpiceLinkHeader h;
       guint32 err;
 
+      if (!conn->ws && sink_ws_is_request (conn->rbuf, conn->rlen)) {
+        /* a browser: the request is read whole, up to its bound */
+        g_atomic_int_set (&conn->state, CONN_WS_UPGRADE);
+        conn->rcap = MAX (conn->rcap, SINK_WS_REQUEST_MAX);
+        conn->rbuf = g_realloc (conn->rbuf, conn->rcap);
+        conn->rneed = SINK_WS_REQUEST_MAX;
+        ws_upgrade (conn);
+        break;
+      }
       g_mutex_lock (conn->env->lock);
       if (!gst_spice_wire_parse_link_header (conn->rbuf, conn->rlen,
               GST_SPICE_WIRE_LINK_MESS_SIZE, &h, &err))
@@ -1254,13 +1500,15 @@ in_ready_cb (GObject * stream, gpointer user_data)
   guint budget = READ_BUDGET;
   gsize bytes = 0;
 
+  if (conn->ws && conn->in_src)
+    g_source_set_ready_time (conn->in_src, -1);
   while (conn_state (conn) != CONN_DEAD && conn->rneed > 0 && budget > 0 &&
       bytes < READ_BYTES_BUDGET) {
     GError *err = NULL;
     gssize n;
 
-    n = g_pollable_input_stream_read_nonblocking (conn->in,
-        conn->rbuf + conn->rlen, conn->rneed - conn->rlen, NULL, &err);
+    n = conn_read (conn, conn->rbuf + conn->rlen, conn->rneed - conn->rlen,
+        &err);
     if (n < 0) {
       if (!g_error_matches (err, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK)) {
         gchar *r = g_strdup_printf ("read failed: %s", err->message);
@@ -1281,11 +1529,15 @@ in_ready_cb (GObject * stream, gpointer user_data)
     conn->last_rx_us = g_get_monotonic_time ();
     conn->rlen += n;
     bytes += n;
-    if (conn->rlen == conn->rneed) {
+    if (conn->rlen == conn->rneed || conn_state (conn) == CONN_WS_UPGRADE) {
       process_chunk (conn);
       budget--;
     }
   }
+  /* unframed bytes wait in user space: no poll would wake us for them */
+  if (conn->ws && conn->in_src && conn_state (conn) != CONN_DEAD &&
+      conn->ws_in_pos < conn->ws_in->len)
+    g_source_set_ready_time (conn->in_src, 0);
   if (conn_state (conn) != CONN_DEAD && conn->in_src)
     return G_SOURCE_CONTINUE;
   /* closed, or stopped reading: the source is gone or goes now */

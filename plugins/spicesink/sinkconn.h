@@ -76,6 +76,7 @@ typedef struct
   guint notsent_lowat;
   gboolean tcp_pacing;
   guint stream_latency;
+  const gchar *allowed_origins; /* WebSocket origins (sinkws.h), NULL: any */
   /* counted by the connections (lock held) */
   guint64 closed_bad_message;
   /* lock held, any stage: the owner posts @ev about @conn */

@@ -351,6 +351,7 @@ sink_server_settings_clear (SinkServerSettings * s)
   g_clear_pointer (&s->key_file, g_free);
   g_clear_pointer (&s->password, g_free);
   g_clear_pointer (&s->cpu_pressure_file, g_free);
+  g_clear_pointer (&s->allowed_origins, g_free);
 }
 
 void
@@ -364,6 +365,7 @@ sink_server_settings_copy (SinkServerSettings * dst,
   dst->key_file = g_strdup (src->key_file);
   dst->password = g_strdup (src->password);
   dst->cpu_pressure_file = g_strdup (src->cpu_pressure_file);
+  dst->allowed_origins = g_strdup (src->allowed_origins);
 }
 
 /* the element's finalize */
@@ -395,6 +397,7 @@ sink_server_configure (SinkServer * server, const SinkServerSettings * set)
   server->env.notsent_lowat = set->notsent_lowat;
   server->env.tcp_pacing = set->tcp_pacing;
   server->env.stream_latency = set->stream_latency;
+  server->env.allowed_origins = server->set.allowed_origins;
   sink_agent_hub_set_max_clipboard (server->shared.agent, set->max_clipboard);
   sink_agent_hub_set_max_file_transfer (server->shared.agent,
       set->max_file_transfer);

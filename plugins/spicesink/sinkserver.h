@@ -78,6 +78,7 @@ typedef struct
   guint max_cpu_pressure;       /* percent of PSI "some avg10" from which
                                  * new sessions are refused, 0 off */
   gchar *cpu_pressure_file;     /* the PSI file read (sinkpressure.h) */
+  gchar *allowed_origins;       /* WebSocket origins, NULL: not checked */
 } SinkServerSettings;
 
 /* One validated region of an update (the payload shares the buffer) */
