@@ -45,6 +45,7 @@ sink_draw_marshal (SinkDraw * d, const GstVideoRectangle * dest,
 
   d->dest = *dest;
   d->pts = GST_CLOCK_TIME_NONE;
+  d->image_type = image_type;
   if (image_type == GST_SPICE_IMAGE_COPY_BITS) {
     gint sx, sy;
 
@@ -139,9 +140,59 @@ hide_streams_under (SinkSession * s, const SinkDraw * d)
   }
 }
 
+/* Lock held: an LZ4 draw as a BITMAP for a client that did not announce
+ * SPICE_DISPLAY_CAP_LZ4_COMPRESSION (spice-html5 decodes BITMAP, JPEG and
+ * its own QUIC/LZ only); on a WebSocket with permessage-deflate the
+ * bitmap is compressed on the wire. FALSE (nothing to send) if the
+ * payload does not decode: the tiler made it, so that is a bug, logged. */
+static gboolean
+draw_as_bitmap (SinkSession * s, const SinkDraw * d, SinkDraw * out)
+{
+  gint w = d->dest.w, h = d->dest.h;
+  gsize need = (gsize) w * h * 4, psize = gst_spice_bitmap_payload_size (w, h);
+  gsize size;
+  const guint8 *p = g_bytes_get_data (d->payload, &size);
+  GError *err = NULL;
+  guint8 *bitmap;
+  GBytes *payload;
+
+  if (!s->disp.images)
+    s->disp.images = gst_spice_image_decoder_new ();
+  if (s->disp.scratch_size < need) {
+    g_free (s->disp.scratch);
+    s->disp.scratch = g_malloc (need);
+    s->disp.scratch_size = need;
+  }
+  if (!gst_spice_image_decoder_decode (s->disp.images, d->image_type, w, h, p,
+          size, s->disp.scratch, (gsize) w * 4, &err)) {
+    GST_ERROR ("%s: an LZ4 draw does not decode: %s", s->peer_host,
+        err->message);
+    g_error_free (err);
+    return FALSE;
+  }
+  bitmap = g_malloc (psize);
+  gst_spice_bitmap_payload_write (bitmap, s->disp.scratch, w * 4, w, h);
+  payload = g_bytes_new_take (bitmap, psize);
+  sink_draw_marshal (out, &d->dest, GST_SPICE_IMAGE_BITMAP, payload);
+  g_bytes_unref (payload);
+  out->pts = d->pts;
+  s->disp.bitmaps++;
+  return TRUE;
+}
+
 void
 sink_display_send_draw (SinkSession * s, const SinkDraw * d)
 {
+  SinkDraw bitmap = { 0 };
+
+  if (d->type == SPICE_MSG_DISPLAY_DRAW_COPY &&
+      d->image_type == GST_SPICE_IMAGE_LZ4 &&
+      !sink_conn_has_channel_cap (s->display,
+          SPICE_DISPLAY_CAP_LZ4_COMPRESSION)) {
+    if (!draw_as_bitmap (s, d, &bitmap))
+      return;
+    d = &bitmap;
+  }
   hide_streams_under (s, d);
   sink_conn_send_bytes (s->display, d->type, d->fixed, -1, d->payload);
   GST_LOG ("%s draw %u, %" G_GSIZE_FORMAT " bytes", s->peer_host, d->type,
@@ -152,6 +203,7 @@ sink_display_send_draw (SinkSession * s, const SinkDraw * d)
     s->disp.draws++;
     s->disp.draw_bytes += g_bytes_get_size (d->payload);
   }
+  sink_draw_clear (&bitmap);
 }
 
 void
@@ -290,6 +342,9 @@ sink_display_closed (SinkSession * s)
   s->disp.behind = FALSE;
   s->disp.awaiting_refresh = FALSE;
   s->disp.partial_picture = FALSE;
+  g_clear_pointer (&s->disp.images, gst_spice_image_decoder_free);
+  g_clear_pointer (&s->disp.scratch, g_free);
+  s->disp.scratch_size = 0;
 }
 
 void

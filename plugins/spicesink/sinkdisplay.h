@@ -61,12 +61,18 @@ typedef struct
   gboolean have_margin;
   /* draw traffic for the rate control */
   guint64 draw_bytes, last_draw_bytes, draw_bps;
+  /* a client without LZ4 (spice-html5): LZ4 draws become bitmaps */
+  GstSpiceImageDecoder *images;
+  guint8 *scratch;              /* BGRx of one region */
+  gsize scratch_size;
+  guint64 bitmaps;
 } SinkDisplayState;
 
 /* One draw region marshalled for every client */
 typedef struct
 {
   guint16 type;                 /* SPICE_MSG_DISPLAY_DRAW_COPY / COPY_BITS */
+  guint8 image_type;            /* GstSpiceImageType of a DRAW_COPY */
   GBytes *fixed;
   GBytes *payload;              /* image, or NULL */
   GstVideoRectangle dest;

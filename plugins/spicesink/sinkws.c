@@ -76,11 +76,8 @@ parse_extensions (const gchar * value, SinkWsRequest * req)
       }
       if (g_ascii_strcasecmp (name, "server_no_context_takeover") == 0 && !val)
         no_ctx = TRUE;
-      else if (g_ascii_strcasecmp (name, "client_no_context_takeover") == 0
-          && !val)
-        ;                       /* the client resets; we inflate either way */
-      else if (g_ascii_strcasecmp (name, "client_max_window_bits") == 0)
-        ;                       /* we inflate with any window */
+      else if (g_ascii_strcasecmp (name, "client_no_context_takeover") == 0 && !val);   /* the client resets; we inflate either way */
+      else if (g_ascii_strcasecmp (name, "client_max_window_bits") == 0);       /* we inflate with any window */
       else if (g_ascii_strcasecmp (name, "server_max_window_bits") == 0 && val) {
         gchar *end;
         gint64 b = g_ascii_strtoll (val, &end, 10);
@@ -517,8 +514,7 @@ check_frame_head (SinkWsDecoder * dec, SinkWsDecodeOut * out)
           g_strdup_printf ("unknown opcode %u", dec->opcode));
   }
   if (!control) {
-    guint64 total = (dec->in_message ? dec->message_len : 0) +
-        dec->payload_len;
+    guint64 total = (dec->in_message ? dec->message_len : 0) + dec->payload_len;
 
     if (dec->payload_len > dec->max_message || total > dec->max_message)
       return fail (dec, out, 1009, "ws-message-size",
