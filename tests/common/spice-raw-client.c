@@ -112,6 +112,80 @@ spice_raw_connect (guint16 port, guint timeout_s)
   return spice_raw_connect_from (NULL, port, timeout_s);
 }
 
+gboolean
+spice_raw_websocket (void)
+{
+  return g_strcmp0 (g_getenv ("GST_SPICE_TEST_WEBSOCKET"), "1") == 0;
+}
+
+/* TRUE when @c can be read (bytes or EOF) before @deadline (monotonic) */
+static gboolean
+wait_readable (SpiceRawConn * c, gint64 deadline)
+{
+  gint64 left = deadline - g_get_monotonic_time ();
+
+  return left > 0 &&
+      g_socket_condition_timed_wait (c->sock, G_IO_IN, left, NULL, NULL);
+}
+
+static gboolean
+send_all (GSocket * sock, const guint8 * data, gsize size)
+{
+  while (size > 0) {
+    gssize n = g_socket_send (sock, (const gchar *) data, size, NULL, NULL);
+    if (n <= 0)
+      return FALSE;
+    data += n;
+    size -= n;
+  }
+  return TRUE;
+}
+
+static gboolean
+recv_all (SpiceRawConn * c, guint8 * buf, gsize size, gint64 deadline)
+{
+  while (size > 0) {
+    gssize n;
+
+    if (!wait_readable (c, deadline))
+      return FALSE;
+    n = g_socket_receive (c->sock, (gchar *) buf, size, NULL, NULL);
+    if (n <= 0)
+      return FALSE;
+    buf += n;
+    size -= n;
+  }
+  return TRUE;
+}
+
+/* the HTTP upgrade; TRUE when answered 101 */
+static gboolean
+ws_upgrade (SpiceRawConn * c, guint timeout_s)
+{
+  static const gchar req[] = "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+      "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+      "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: binary\r\n\r\n";
+  gint64 deadline = g_get_monotonic_time () + timeout_s * G_USEC_PER_SEC;
+  GString *answer = g_string_new (NULL);
+  gboolean ok = FALSE;
+
+  if (send_all (c->sock, (const guint8 *) req, strlen (req))) {
+    guint8 b;
+
+    /* byte by byte: the frames that follow stay in the socket */
+    while (answer->len < 4096 && recv_all (c, &b, 1, deadline)) {
+      g_string_append_c (answer, (gchar) b);
+      if (g_str_has_suffix (answer->str, "\r\n\r\n")) {
+        ok = g_str_has_prefix (answer->str, "HTTP/1.1 101 ");
+        break;
+      }
+    }
+  }
+  g_string_free (answer, TRUE);
+  return ok;
+}
+
 SpiceRawConn *
 spice_raw_connect_from (const gchar * from, guint16 port, guint timeout_s)
 {
@@ -122,6 +196,11 @@ spice_raw_connect_from (const gchar * from, guint16 port, guint timeout_s)
     return NULL;
   c = g_new0 (SpiceRawConn, 1);
   c->sock = sock;
+  if (spice_raw_websocket ()) {
+    c->ws = TRUE;
+    c->ws_in = g_byte_array_new ();
+    c->ws_upgraded = ws_upgrade (c, MAX (timeout_s, 1));
+  }
   return c;
 }
 
@@ -131,6 +210,8 @@ spice_raw_close (SpiceRawConn * c)
   if (!c)
     return;
   spice_raw_tcp_close (&c->sock);
+  if (c->ws_in)
+    g_byte_array_unref (c->ws_in);
   g_free (c);
 }
 
@@ -148,25 +229,70 @@ spice_raw_reset (SpiceRawConn * c)
 gboolean
 spice_raw_send (SpiceRawConn * c, const guint8 * data, gsize size)
 {
-  while (size > 0) {
-    gssize n = g_socket_send (c->sock, (const gchar *) data, size, NULL,
-        NULL);
-    if (n <= 0)
-      return FALSE;
-    data += n;
-    size -= n;
+  GByteArray *f;
+  guint8 h[14], mask[4];
+  gsize hl = 2;
+  gboolean ok;
+
+  if (!c->ws)
+    return send_all (c->sock, data, size);
+  if (!c->ws_upgraded)
+    return FALSE;
+  /* one masked binary frame */
+  h[0] = 0x82;
+  if (size < 126) {
+    h[1] = 0x80 | size;
+  } else if (size <= 0xffff) {
+    h[1] = 0x80 | 126;
+    GST_WRITE_UINT16_BE (h + 2, size);
+    hl = 4;
+  } else {
+    h[1] = 0x80 | 127;
+    GST_WRITE_UINT64_BE (h + 2, size);
+    hl = 10;
   }
-  return TRUE;
+  GST_WRITE_UINT32_BE (mask, g_random_int ());
+  memcpy (h + hl, mask, 4);
+  f = g_byte_array_sized_new (hl + 4 + size);
+  g_byte_array_append (f, h, hl + 4);
+  g_byte_array_set_size (f, hl + 4 + size);
+  for (gsize i = 0; i < size; i++)
+    f->data[hl + 4 + i] = data[i] ^ mask[i & 3];
+  ok = send_all (c->sock, f->data, f->len);
+  g_byte_array_unref (f);
+  return ok;
 }
 
-/* TRUE when @c can be read (bytes or EOF) before @deadline (monotonic) */
+/* the next server frame's payload appended to c->ws_in; FALSE at a close
+ * frame, the end or the deadline */
 static gboolean
-wait_readable (SpiceRawConn * c, gint64 deadline)
+ws_read_frame (SpiceRawConn * c, gint64 deadline)
 {
-  gint64 left = deadline - g_get_monotonic_time ();
+  guint8 h[10];
+  guint64 len;
+  guint at;
 
-  return left > 0 &&
-      g_socket_condition_timed_wait (c->sock, G_IO_IN, left, NULL, NULL);
+  if (!c->ws_upgraded || !recv_all (c, h, 2, deadline))
+    return FALSE;
+  len = h[1] & 0x7f;
+  if (len == 126) {
+    if (!recv_all (c, h + 2, 2, deadline))
+      return FALSE;
+    len = GST_READ_UINT16_BE (h + 2);
+  } else if (len == 127) {
+    if (!recv_all (c, h + 2, 8, deadline))
+      return FALSE;
+    len = GST_READ_UINT64_BE (h + 2);
+  }
+  if ((h[1] & 0x80) || (h[0] & 0x0f) == 0x8 || len > 64 * 1024 * 1024)
+    return FALSE;               /* masked by the server, close, absurd */
+  at = c->ws_in->len;
+  g_byte_array_set_size (c->ws_in, at + len);
+  if (!recv_all (c, c->ws_in->data + at, len, deadline))
+    return FALSE;
+  if ((h[0] & 0x0f) > 0x2)      /* ping or pong: not SPICE */
+    g_byte_array_set_size (c->ws_in, at);
+  return TRUE;
 }
 
 gboolean
@@ -175,17 +301,13 @@ spice_raw_recv_exact (SpiceRawConn * c, guint8 * buf, gsize size,
 {
   gint64 deadline = g_get_monotonic_time () + timeout_ms * (gint64) 1000;
 
-  while (size > 0) {
-    gssize n;
-
-    if (!wait_readable (c, deadline))
+  if (!c->ws)
+    return recv_all (c, buf, size, deadline);
+  while (c->ws_in->len < size)
+    if (!ws_read_frame (c, deadline))
       return FALSE;
-    n = g_socket_receive (c->sock, (gchar *) buf, size, NULL, NULL);
-    if (n <= 0)
-      return FALSE;
-    buf += n;
-    size -= n;
-  }
+  memcpy (buf, c->ws_in->data, size);
+  g_byte_array_remove_range (c->ws_in, 0, size);
   return TRUE;
 }
 
@@ -487,6 +609,12 @@ handle_display (SpiceRawSession * s, guint16 type, const guint8 * body,
           dest.y + dest.h > s->height ||
           !paint (s, &dest, dc.image_type, dc.payload, dc.payload_size))
         return proto_error (s, "undecodable DRAW_COPY image");
+      if (dc.image_type == SPICE_IMAGE_TYPE_BITMAP)
+        s->draws_bitmap++;
+      else if (dc.image_type == SPICE_IMAGE_TYPE_LZ4)
+        s->draws_lz4++;
+      else if (dc.image_type == SPICE_IMAGE_TYPE_JPEG)
+        s->draws_jpeg++;
       if (s->draws++ == 0)
         s->first_draw_area = (guint64) dest.w * dest.h;
       s->last_draw_area = (guint64) dest.w * dest.h;

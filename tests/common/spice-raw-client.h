@@ -17,7 +17,20 @@ typedef struct {
   guint8 type;
   guint32 link_result;
   guint32 common_caps;          /* the client's, as sent in the link */
+  /* SPICE over WebSocket (see spice_raw_websocket()) */
+  gboolean ws;
+  gboolean ws_upgraded;         /* the server answered 101 */
+  GByteArray *ws_in;            /* unframed bytes not read yet */
 } SpiceRawConn;
+
+/* Whether connections go over WebSocket: with GST_SPICE_TEST_WEBSOCKET=1 in
+ * the environment every spice_raw_connect*() sends an HTTP upgrade first
+ * (subprotocol binary, no extension); spice_raw_send() then sends each
+ * call's bytes as one masked binary frame and spice_raw_recv_exact()
+ * reads the server's frames' payload (a close frame: the end). An upgrade
+ * that is not answered leaves a connection whose reads fail, like one the
+ * server closed at accept. */
+gboolean spice_raw_websocket (void);
 
 /* A TCP connection to 127.0.0.1:@port with @timeout_s for every socket
  * call, nothing sent; NULL if refused. */
@@ -94,6 +107,7 @@ typedef struct {
                                  * images painted as a client paints them */
   gint width, height;
   guint64 draws, marks;
+  guint64 draws_bitmap, draws_lz4, draws_jpeg;    /* DRAW_COPY by image */
   guint64 draws_at_first_mark;  /* draws received before the first MARK */
   guint64 first_draw_area;      /* pixels of the first DRAW_COPY */
   guint64 last_draw_area;       /* pixels of the latest DRAW_COPY */

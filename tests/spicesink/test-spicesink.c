@@ -150,6 +150,50 @@ GST_START_TEST (test_screenshot_lz4)
 
 GST_END_TEST;
 
+/* A client without SPICE_DISPLAY_CAP_LZ4_COMPRESSION (spice-html5) gets
+ * the LZ4 draws as BITMAPs, the same pixels; a client with it, at the same
+ * time, still gets LZ4. */
+GST_START_TEST (test_client_without_lz4)
+{
+  Fixture *f = fixture_new (320, 200, NULL);
+  SpiceRawSession *with, *without;
+  GstVideoRectangle r = { 30, 40, 120, 60 };
+  guint i;
+
+  f->use_lz4 = TRUE;
+  fixture_start (f, TRUE);
+  with = spice_raw_session_new (f->port, NULL, SPICE_RAW_DISPLAY_CAPS_ALL);
+  without = spice_raw_session_new (f->port, NULL, SPICE_RAW_DISPLAY_CAPS_ALL &
+      ~(1u << SPICE_DISPLAY_CAP_LZ4_COMPRESSION));
+  fail_unless (with && without);
+  for (i = 0; i < 5; i++) {
+    update_rect (f, &r, 40 + i);
+    fail_unless (spice_raw_session_pump (with, 200, NULL, NULL));
+    fail_unless (spice_raw_session_pump (without, 200, NULL, NULL));
+  }
+  for (i = 0; i < 50 && (spice_raw_session_compare (with, f->picture,
+              f->w * 4) || spice_raw_session_compare (without, f->picture,
+              f->w * 4)); i++) {
+    spice_raw_session_pump (with, 100, NULL, NULL);
+    spice_raw_session_pump (without, 100, NULL, NULL);
+  }
+  fail_unless_equals_uint64 (spice_raw_session_compare (with, f->picture,
+          f->w * 4), 0);
+  fail_unless_equals_uint64 (spice_raw_session_compare (without, f->picture,
+          f->w * 4), 0);
+  /* the first picture and the five updates */
+  fail_unless (with->draws_lz4 >= 6, "%" G_GUINT64_FORMAT, with->draws_lz4);
+  fail_unless_equals_uint64 (with->draws_bitmap, 0);
+  fail_unless (without->draws_bitmap >= 6, "%" G_GUINT64_FORMAT,
+      without->draws_bitmap);
+  fail_unless_equals_uint64 (without->draws_lz4, 0);
+  spice_raw_session_free (with);
+  spice_raw_session_free (without);
+  fixture_free (f);
+}
+
+GST_END_TEST;
+
 /* Partial updates after the full frame: a client joining later gets the
  * composed picture (the sink's last-known picture, no refresh answer). */
 GST_START_TEST (test_late_join_composed_picture)
@@ -2921,6 +2965,7 @@ spicesink_suite (void)
   tcase_add_test (tc, test_password_file_errors);
   tcase_add_test (tc, test_screenshot_bitmap);
   tcase_add_test (tc, test_screenshot_lz4);
+  tcase_add_test (tc, test_client_without_lz4);
   tcase_add_test (tc, test_late_join_composed_picture);
   tcase_add_test (tc, test_copy_bits_spicegtk);
   tcase_add_test (tc, test_join_before_picture_refresh);
