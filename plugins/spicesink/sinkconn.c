@@ -376,6 +376,12 @@ sink_conn_report (SinkConn * conn, const SinkEvent * ev)
 }
 
 gboolean
+sink_conn_websocket (SinkConn * conn)
+{
+  return conn->ws;
+}
+
+gboolean
 sink_conn_tls (SinkConn * conn)
 {
   return conn->tls;

@@ -142,6 +142,8 @@ const gchar *sink_conn_peer_host (SinkConn * conn);
 void      sink_conn_set_source (SinkConn * conn, const gchar * source);
 const gchar *sink_conn_source (SinkConn * conn);
 gboolean  sink_conn_tls (SinkConn * conn);
+/* the connection carries SPICE in WebSocket frames (sinkws.h) */
+gboolean  sink_conn_websocket (SinkConn * conn);
 /* the address and port the client connected to (the socket's local
  * address, a new reference), NULL when the socket has none any more */
 GInetSocketAddress *sink_conn_local_address (SinkConn * conn);

@@ -284,7 +284,8 @@ channel_stats (SinkConn * c)
       "bytes-received", G_TYPE_UINT64, n.bytes_in,
       "messages-received", G_TYPE_UINT64, n.msgs_in,
       "queued-bytes", G_TYPE_UINT64, (guint64) sink_conn_queued_bytes (c),
-      "tls", G_TYPE_BOOLEAN, sink_conn_tls (c), NULL);
+      "tls", G_TYPE_BOOLEAN, sink_conn_tls (c),
+      "websocket", G_TYPE_BOOLEAN, sink_conn_websocket (c), NULL);
 }
 
 /* any thread, lock held (stats) */
@@ -305,6 +306,7 @@ sink_session_stats (SinkSession * s)
       "stream-fps", G_TYPE_DOUBLE, d->stream_fps,
       "frames-dropped", G_TYPE_UINT64, d->frames_dropped,
       "stream-hides", G_TYPE_UINT64, d->stream_hides,
+      "bitmaps", G_TYPE_UINT64, d->bitmaps,
       "behind", G_TYPE_BOOLEAN, d->behind,
       "behind-count", G_TYPE_UINT64, d->behind_count,
       "refreshes", G_TYPE_UINT64, d->refreshes,

@@ -1,0 +1,335 @@
+# tests/html5: the parts of a browser test against the gateway: the test
+# guest, gst-spice-run with a shipped pipeline, a local web server for
+# spice-html5, headless Chromium driven through the DevTools protocol
+# (python3-websocket), spice-test-client, PPM pictures.
+# SPDX-License-Identifier: LGPL-2.1-or-later
+
+import base64
+import functools
+import http.server
+import json
+import os
+import queue
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.request
+
+HTML5_DIR = "/usr/share/spice-html5"
+
+
+def available():
+    try:
+        import websocket  # noqa: F401
+    except ImportError:
+        return False
+    return (shutil.which("chromium") is not None and
+            os.path.exists(os.path.join(HTML5_DIR, "spice_auto.html")))
+
+
+def tempdir():
+    return tempfile.mkdtemp(prefix="gst-spice-html5-")
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def read_ppm(path):
+    """(width, height, RGB bytes) of a binary PPM"""
+    data = open(path, "rb").read()
+    fields, pos = [], 0
+    while len(fields) < 4:
+        while data[pos:pos + 1].isspace():
+            pos += 1
+        if data[pos:pos + 1] == b"#":
+            pos = data.index(b"\n", pos) + 1
+            continue
+        end = pos
+        while not data[end:end + 1].isspace():
+            end += 1
+        fields.append(data[pos:end])
+        pos = end
+    assert fields[0] == b"P6" and fields[3] == b"255", path
+    w, h = int(fields[1]), int(fields[2])
+    return w, h, data[pos + 1:pos + 1 + w * h * 3]
+
+
+def rgb_diff(a, b):
+    """pixels whose R, G or B differ between two RGB byte strings"""
+    if a == b:
+        return 0
+    n = min(len(a), len(b)) // 3
+    d = sum(1 for i in range(n) if a[3 * i:3 * i + 3] != b[3 * i:3 * i + 3])
+    return d + abs(len(a) - len(b)) // 3
+
+
+def ppm_diff(a, b):
+    """pixels differing between two (w, h, rgb) pictures (all: other size)"""
+    if a[:2] != b[:2]:
+        return max(a[0] * a[1], b[0] * b[1])
+    return rgb_diff(a[2], b[2])
+
+
+def _kill_group(proc, timeout=10):
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+
+
+class Guest:
+    """spice-test-guest on a free loopback port; its stdout lines kept"""
+
+    def __init__(self, build, tmp, args=()):
+        binary = os.path.join(build, "tools", "spice-test-guest")
+        for attempt in range(5):
+            self.port = free_port()
+            self.proc = subprocess.Popen(
+                [binary, "--port", str(self.port), "--exit-on-eof"] +
+                list(args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT, text=True, start_new_session=True)
+            self.lines = queue.Queue()
+            threading.Thread(target=self._read, daemon=True).start()
+            if self.wait_line("listening", 30) is not None:
+                break
+            _kill_group(self.proc)
+        else:
+            raise RuntimeError("the test guest does not start")
+        self.uri = "spice://127.0.0.1:%d" % self.port
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.put(line.rstrip("\n"))
+        self.lines.put(None)
+
+    def clear_lines(self):
+        while not self.lines.empty():
+            self.lines.get_nowait()
+
+    def wait_line(self, prefix, timeout):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            try:
+                line = self.lines.get(timeout=max(0.1, end - time.monotonic()))
+            except queue.Empty:
+                return None
+            if line is None:
+                return None
+            if line.startswith(prefix):
+                return line
+        return None
+
+    def command(self, text):
+        self.proc.stdin.write(text + "\n")
+        self.proc.stdin.flush()
+
+    def dump(self, path):
+        """the guest's framebuffer now, (w, h, rgb)"""
+        self.clear_lines()
+        self.command("dump " + path)
+        if self.wait_line("dumped", 30) is None:
+            raise RuntimeError("the guest did not dump its picture")
+        return read_ppm(path)
+
+    def stop(self):
+        _kill_group(self.proc)
+
+
+class Gateway:
+    """gst-spice-run with pipelines/NAME.pipeline in front of @upstream"""
+
+    def __init__(self, build, source, name, upstream, tmp, args=()):
+        self.port = free_port()
+        self.log_path = os.path.join(tmp, "gateway-%s.log" % name)
+        env = dict(os.environ)
+        env.setdefault("GST_PLUGIN_PATH_1_0", os.path.join(build, "plugins"))
+        self.proc = subprocess.Popen(
+            [os.path.join(build, "tools", "runner", "gst-spice-run"),
+             "-D", "UPSTREAM=" + upstream,
+             "-D", "LISTEN_PORT=%d" % self.port] + list(args) +
+            [os.path.join(source, "pipelines", name + ".pipeline")],
+            stdout=open(self.log_path, "w"), stderr=subprocess.STDOUT,
+            env=env, start_new_session=True)
+
+    def wait_listening(self, timeout):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end and self.proc.poll() is None:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), 1).close()
+                return True
+            except OSError:
+                time.sleep(0.2)
+        return False
+
+    def log(self):
+        return open(self.log_path, errors="replace").read()
+
+    def stop(self):
+        _kill_group(self.proc)
+
+
+class WebServer:
+    """a threaded HTTP server for @directory on a free loopback port"""
+
+    def __init__(self, directory):
+        handler = functools.partial(_QuietHandler, directory=directory)
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
+                                                     handler)
+        self.port = self.httpd.server_address[1]
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def url(self, path):
+        return "http://127.0.0.1:%d/%s" % (self.port, path)
+
+    def stop(self):
+        self.httpd.shutdown()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+# the primary surface's canvas as base64 RGBA
+CANVAS_JS = """(function () {
+  var c = document.querySelector('#spice-screen canvas') ||
+      document.querySelector('canvas');
+  if (!c || !c.width) return null;
+  var d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+  var s = '';
+  for (var i = 0; i < d.length; i += 0x8000)
+    s += String.fromCharCode.apply(null, d.subarray(i, i + 0x8000));
+  return JSON.stringify({w: c.width, h: c.height, b: btoa(s)});
+})()"""
+
+
+class Browser:
+    """headless Chromium, one page, driven through the DevTools protocol"""
+
+    def __init__(self, tmp):
+        import websocket
+        self.profile = tempfile.mkdtemp(prefix="chromium-", dir=tmp)
+        self.proc = subprocess.Popen(
+            ["chromium", "--headless=new", "--no-sandbox", "--disable-gpu",
+             "--no-first-run", "--window-size=1600,1200",
+             "--remote-debugging-port=0", "--user-data-dir=" + self.profile,
+             "about:blank"], stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, start_new_session=True)
+        port_file = os.path.join(self.profile, "DevToolsActivePort")
+        end = time.monotonic() + 60
+        while not os.path.exists(port_file) or \
+                not open(port_file).read().strip():
+            if time.monotonic() > end or self.proc.poll() is not None:
+                raise RuntimeError("chromium does not start")
+            time.sleep(0.1)
+        port = int(open(port_file).read().split()[0])
+        pages = []
+        while not pages and time.monotonic() < end:
+            tabs = json.load(urllib.request.urlopen(
+                "http://127.0.0.1:%d/json" % port))
+            pages = [t for t in tabs if t["type"] == "page"]
+        self.ws = websocket.create_connection(
+            pages[0]["webSocketDebuggerUrl"], timeout=60)
+        self.next_id = 0
+        self.console = []
+        self.call("Runtime.enable")
+        self.call("Page.enable")
+
+    def call(self, method, **params):
+        self.next_id += 1
+        self.ws.send(json.dumps({"id": self.next_id, "method": method,
+                                 "params": params}))
+        while True:
+            msg = json.loads(self.ws.recv())
+            if msg.get("id") == self.next_id:
+                if "error" in msg:
+                    raise RuntimeError("%s: %s" % (method, msg["error"]))
+                return msg.get("result", {})
+            if msg.get("method") == "Runtime.consoleAPICalled":
+                self.console.append(" ".join(
+                    str(a.get("value", a.get("description", "")))
+                    for a in msg["params"]["args"]))
+
+    def open(self, url):
+        self.call("Page.navigate", url=url)
+
+    def canvas(self):
+        """(w, h, RGB bytes) of spice-html5's canvas, or None"""
+        r = self.call("Runtime.evaluate", expression=CANVAS_JS,
+                      returnByValue=True)
+        value = r.get("result", {}).get("value")
+        if not value:
+            return None
+        v = json.loads(value)
+        rgba = bytearray(base64.b64decode(v["b"]))
+        del rgba[3::4]
+        return v["w"], v["h"], bytes(rgba)
+
+    def wait_true(self, expression, timeout):
+        """polls @expression in the page until it is truthy"""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            r = self.call("Runtime.evaluate", expression=expression,
+                          returnByValue=True)
+            if r.get("result", {}).get("value"):
+                return True
+            time.sleep(0.3)
+        return False
+
+    def wait_canvas_equal(self, ref, timeout):
+        """(pixels differing at the end, canvas size): polls until equal"""
+        end = time.monotonic() + timeout
+        pic = None
+        while time.monotonic() < end:
+            pic = self.canvas()
+            if pic and pic[:2] == ref[:2] and pic[2] == ref[2]:
+                return 0, "%dx%d" % pic[:2]
+            time.sleep(0.5)
+        if pic is None:
+            print("spice-html5's console:\n  " +
+                  "\n  ".join(self.console[-20:]))
+            return ref[0] * ref[1], "(none)"
+        return ppm_diff(pic, ref), "%dx%d" % pic[:2]
+
+    def type_key(self, key, code, keycode):
+        for kind in ("keyDown", "keyUp"):
+            self.call("Input.dispatchKeyEvent", type=kind, key=key,
+                      code=code, windowsVirtualKeyCode=keycode,
+                      nativeVirtualKeyCode=keycode,
+                      **({"text": key} if kind == "keyDown" else {}))
+
+    def close(self):
+        try:
+            self.ws.close()
+        except Exception:
+            pass
+        _kill_group(self.proc)
+        shutil.rmtree(self.profile, ignore_errors=True)
+
+
+def spice_gtk_screenshot(build, port, path, timeout=60):
+    """spice-test-client's picture of the gateway, (w, h, rgb) or None"""
+    binary = os.path.join(build, "tests", "common", "spice-test-client")
+    try:
+        subprocess.run([binary, "-p", str(port), "-o", path, "--settle-ms",
+                        "1000"], timeout=timeout, check=True,
+                       stdout=subprocess.DEVNULL)
+    except (subprocess.SubprocessError, OSError):
+        return None
+    return read_ppm(path)
