@@ -14,10 +14,15 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), "install"))
+from optest import free_port  # noqa: E402
 
 HTML5_DIR = "/usr/share/spice-html5"
 
@@ -33,14 +38,6 @@ def available():
 
 def tempdir():
     return tempfile.mkdtemp(prefix="gst-spice-html5-")
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def read_ppm(path):

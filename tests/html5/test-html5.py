@@ -26,19 +26,11 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import html5  # noqa: E402
+import html5  # noqa: E402  (puts tests/install on the path)
+from optest import check, finish  # noqa: E402
 
 BUILD, SOURCE = sys.argv[1], sys.argv[2]
 PIPELINES = sys.argv[3:] or ["transcode-lossless", "transcode-vp8"]
-
-failures = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what, flush=True)
-    if not ok:
-        failures.append(what)
-
 
 def one_pipeline(name, tmp, web):
     # with a stream branch: moving content first, the picture at rest after
@@ -170,11 +162,7 @@ def main():
         bad_upgrades(tmp)
     finally:
         web.stop()
-    if failures:
-        print("%d check(s) failed:" % len(failures))
-        for f in failures:
-            print("  " + f)
-        return 1
+    finish()
     return 0
 
 
