@@ -184,15 +184,23 @@ class Gateway:
 class WebServer:
     """a threaded HTTP server for @directory on a free loopback port"""
 
-    def __init__(self, directory):
+    def __init__(self, directory, cert=None, key=None):
         handler = functools.partial(_QuietHandler, directory=directory)
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
                                                      handler)
+        self.scheme = "http"
+        if cert:
+            import ssl
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(cert, key)
+            self.httpd.socket = ctx.wrap_socket(self.httpd.socket,
+                                                server_side=True)
+            self.scheme = "https"
         self.port = self.httpd.server_address[1]
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
     def url(self, path):
-        return "http://127.0.0.1:%d/%s" % (self.port, path)
+        return "%s://127.0.0.1:%d/%s" % (self.scheme, self.port, path)
 
     def stop(self):
         self.httpd.shutdown()
@@ -225,6 +233,8 @@ class Browser:
         self.proc = subprocess.Popen(
             ["chromium", "--headless=new", "--no-sandbox", "--disable-gpu",
              "--no-first-run", "--window-size=1600,1200",
+             # the tests' self-signed certificate (TLS case)
+             "--ignore-certificate-errors",
              "--remote-debugging-port=0", "--user-data-dir=" + self.profile,
              "about:blank"], stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL, start_new_session=True)
@@ -318,6 +328,17 @@ class Browser:
             pass
         _kill_group(self.proc)
         shutil.rmtree(self.profile, ignore_errors=True)
+
+
+def self_signed(tmp):
+    """(cert, key) PEM files for 127.0.0.1, made with openssl"""
+    cert, key = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048",
+                    "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", key, "-out", cert], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return cert, key
 
 
 def spice_gtk_screenshot(build, port, path, timeout=60):

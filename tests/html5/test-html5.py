@@ -14,7 +14,8 @@
 #     still gets the exact picture.
 # Then malformed, oversize, slow and foreign-origin upgrades: refused
 # within their bound (8 KiB, handshake-timeout), each logged with its
-# reason.
+# reason. Last, the page over HTTPS and spice-html5 over wss:// to the
+# sink's TLS port.
 #
 #   test-html5.py BUILD_DIR SOURCE_DIR PIPELINE...
 # Exit 77 (skipped) only when chromium or spice-html5 is not installed.
@@ -82,6 +83,34 @@ def one_pipeline(name, tmp, web):
               "desktop again (%s pixels differ)" % (name, diff))
     finally:
         browser.close()
+        gateway.stop()
+        guest.stop()
+
+
+def over_tls(tmp):
+    """the page over HTTPS and the WebSocket on the sink's TLS port
+    (wss://): the same exact picture"""
+    cert, key = html5.self_signed(tmp)
+    guest = html5.Guest(BUILD, tmp)
+    tls_port = html5.free_port()
+    gateway = html5.Gateway(BUILD, SOURCE, "transcode-lossless", guest.uri,
+                            tmp, ["-D", "TLS_PORT=%d" % tls_port,
+                                  "-D", "TLS_CERT_FILE=" + cert,
+                                  "-D", "TLS_KEY_FILE=" + key])
+    web = html5.WebServer(html5.HTML5_DIR, cert, key)
+    browser = html5.Browser(tmp)
+    try:
+        check(gateway.wait_listening(60), "TLS: the gateway listens")
+        browser.open(web.url("spice_auto.html?host=127.0.0.1&port=%d"
+                             % tls_port))
+        ref = guest.dump(os.path.join(tmp, "guest-tls.ppm"))
+        diff, size = browser.wait_canvas_equal(ref, 90)
+        check(diff == 0, "TLS: spice-html5 over wss:// to the TLS port: the "
+              "canvas %s equals the guest's desktop (%s pixels differ)"
+              % (size, diff))
+    finally:
+        browser.close()
+        web.stop()
         gateway.stop()
         guest.stop()
 
@@ -160,6 +189,7 @@ def main():
         for name in PIPELINES:
             one_pipeline(name, tmp, web)
         bad_upgrades(tmp)
+        over_tls(tmp)
     finally:
         web.stop()
     finish()
