@@ -3,7 +3,10 @@
 # over WebSocket (spicesink's own port, no websockify), as a user opens a
 # web console: the page is spice_auto.html served from /usr/share/spice-html5
 # by a local HTTP server; Chromium is driven through the DevTools protocol
-# (python3-websocket). For each shipped pipeline named on the command line
+# (python3-websocket). First `direct` (when named): spice-html5 on the test
+# guest's own SPICE port (libspice-server takes WebSocket there too), the
+# baseline that tells a browser problem from a gateway one: the exact
+# canvas and a key. Then for each shipped pipeline named on the command line
 # (transcode-lossless, transcode-vp8) in front of the test guest:
 #   - with a stream branch (transcode-vp8), the guest's moving area reaches
 #     spice-html5 as a VP8 stream (played in a <video> element);
@@ -17,11 +20,12 @@
 # reason. Last, the page over HTTPS and spice-html5 over wss:// to the
 # sink's TLS port.
 #
-#   test-html5.py BUILD_DIR SOURCE_DIR PIPELINE...
+#   test-html5.py BUILD_DIR SOURCE_DIR [direct] PIPELINE...
 # Exit 77 (skipped) only when chromium or spice-html5 is not installed.
 # SPDX-License-Identifier: LGPL-2.1-or-later
 
 import os
+import shutil
 import socket
 import sys
 import time
@@ -31,7 +35,34 @@ import html5  # noqa: E402  (puts tests/install on the path)
 from optest import check, finish  # noqa: E402
 
 BUILD, SOURCE = sys.argv[1], sys.argv[2]
-PIPELINES = sys.argv[3:] or ["transcode-lossless", "transcode-vp8"]
+PIPELINES = sys.argv[3:] or ["direct", "transcode-lossless",
+                             "transcode-vp8"]
+
+
+def direct(tmp, web):
+    """spice-html5 on the test guest's own port (no gateway): the exact
+    canvas and a key. No spice-gtk client beside it: libspice-server takes
+    one client at a time, a second one would end the page's session."""
+    guest = html5.Guest(BUILD, tmp)
+    browser = html5.Browser(tmp)
+    try:
+        browser.open(web.url("spice_auto.html?host=127.0.0.1&port=%d"
+                             % guest.port))
+        ref = guest.dump(os.path.join(tmp, "guest-direct.ppm"))
+        diff, size = browser.wait_canvas_equal(ref, 90)
+        check(diff == 0, "direct: spice-html5 on the guest's own port: the "
+              "canvas %s equals the guest's %dx%d desktop (%s pixels differ)"
+              % (size, ref[0], ref[1], diff))
+        guest.clear_lines()
+        browser.type_key("a", "KeyA", 65)
+        line = guest.wait_line("key down", 30)
+        check(line is not None and line.strip().endswith("0x1e"),
+              "direct: the key typed in the page reaches the guest: %s"
+              % line)
+    finally:
+        browser.close()
+        guest.stop()
+
 
 def one_pipeline(name, tmp, web):
     # with a stream branch: moving content first, the picture at rest after
@@ -184,15 +215,20 @@ def main():
         print("chromium or /usr/share/spice-html5 missing: skipped")
         return 77
     tmp = html5.tempdir()
+    print("work directory (kept on a failure): " + tmp)
     web = html5.WebServer("/usr/share/spice-html5")
     try:
         for name in PIPELINES:
-            one_pipeline(name, tmp, web)
+            if name == "direct":
+                direct(tmp, web)
+            else:
+                one_pipeline(name, tmp, web)
         bad_upgrades(tmp)
         over_tls(tmp)
     finally:
         web.stop()
-    finish()
+    finish()  # exits 1 on a failure, leaving @tmp to look at
+    shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 
