@@ -336,7 +336,9 @@ GST_START_TEST (test_one_source_cannot_lock_out_the_rest)
   spice_raw_close (c);
   c = spice_raw_connect_from (FLOOD_ADDR, port, 3);
   fail_unless (c != NULL);
-  g_socket_send (c->sock, "GET / HTTP/1.0\r\n\r\n", 18, NULL, NULL);
+  /* an SSH client on the wrong port (an HTTP GET is a WebSocket upgrade,
+   * refused as ws-upgrade: tests/html5) */
+  g_socket_send (c->sock, "SSH-2.0-OpenSSH_9.2\r\n", 21, NULL, NULL);
   fail_unless (spice_raw_wait_closed (c, 5000));
   spice_raw_close (c);
   fail_unless (runner_process_wait_log (run, "security: event=wrong-ticket "
