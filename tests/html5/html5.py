@@ -351,3 +351,18 @@ def spice_gtk_screenshot(build, port, path, timeout=60):
     except (subprocess.SubprocessError, OSError):
         return None
     return read_ppm(path)
+
+
+def spice_gtk_log(build, port, duration_ms, path, timeout=60):
+    """spice-test-client connected for @duration_ms with SPICE_DEBUG=1:
+    spice-gtk's debug output (which elements its stream decoding made)"""
+    binary = os.path.join(build, "tests", "common", "spice-test-client")
+    env = dict(os.environ, SPICE_DEBUG="1")
+    try:
+        r = subprocess.run([binary, "-p", str(port), "-o", path,
+                            "--duration-ms", str(duration_ms)],
+                           timeout=timeout, env=env, capture_output=True,
+                           text=True, errors="replace")
+    except (subprocess.SubprocessError, OSError) as e:
+        return str(e)
+    return r.stdout + r.stderr

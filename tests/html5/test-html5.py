@@ -83,6 +83,12 @@ def one_pipeline(name, tmp, web):
                 "document.querySelectorAll('video').length", 60)
             check(videos, "%s: the moving area reaches spice-html5 as a VP8 "
                   "stream (a <video> element)" % name)
+            # meanwhile a spice-gtk client gets the VP8 stream too (its
+            # decoder in spice-gtk's debug log)
+            gtk = html5.spice_gtk_log(BUILD, gateway.port, 4000,
+                                      os.path.join(tmp, "gtk-busy.ppm"))
+            check("(vp8dec)" in gtk, "%s: a spice-gtk client beside the "
+                  "page decodes the stream with vp8dec" % name)
             guest.command("activity idle")
             check(guest.wait_line("activity idle", 30) is not None,
                   "%s: the guest's activity stops" % name)
