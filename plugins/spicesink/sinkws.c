@@ -624,11 +624,11 @@ sink_ws_decoder_feed (SinkWsDecoder * dec, const guint8 * raw, gsize len,
       gsize take = (gsize) MIN (dec->payload_len - dec->payload_done,
           (guint64) (len - pos));
       gboolean control = (dec->opcode & 0x08) != 0;
-      guint8 *dst;
+      guint8 *dst = NULL;
 
       if (control) {
         dst = dec->control + dec->payload_done;
-      } else {
+      } else if (take > 0) {
         GByteArray *to = dec->compressed ? dec->zbuf : data;
         guint at = to->len;
 
