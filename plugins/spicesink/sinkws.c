@@ -175,7 +175,6 @@ sink_ws_parse_request (const guint8 * data, gsize len, gsize * consumed,
       if (n == 16 && !req->key)
         req->key = g_strdup (value);
     } else if (g_ascii_strcasecmp (name, "Sec-WebSocket-Protocol") == 0) {
-      req->protocols_offered = TRUE;
       req->protocol_binary = req->protocol_binary ||
           list_has_token (value, "binary");
     } else if (g_ascii_strcasecmp (name, "Origin") == 0) {

@@ -45,7 +45,6 @@ typedef struct
   gchar *key;                   /* Sec-WebSocket-Key */
   gchar *origin;                /* Origin, NULL when not sent */
   gboolean protocol_binary;     /* "binary" among Sec-WebSocket-Protocol */
-  gboolean protocols_offered;   /* any Sec-WebSocket-Protocol header */
   /* permessage-deflate was offered with parameters we can honour */
   gboolean deflate;
   gboolean server_no_context_takeover;
