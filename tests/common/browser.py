@@ -1,7 +1,8 @@
-# tests/html5: the parts of a browser test against the gateway: the test
-# guest, gst-spice-run with a shipped pipeline, a local web server for
-# spice-html5, headless Chromium driven through the DevTools protocol
-# (python3-websocket), spice-test-client, PPM pictures.
+# tests/common: the parts of a browser test against the gateway (tests/html5,
+# tests/webrtc, bench/html5-latency.py): the test guest, gst-spice-run with
+# a shipped pipeline, a local web server, headless Chromium driven through
+# the DevTools protocol (python3-websocket), spice-test-client, PPM
+# pictures.
 # SPDX-License-Identifier: LGPL-2.1-or-later
 
 import base64
@@ -18,6 +19,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
@@ -224,35 +226,13 @@ CANVAS_JS = """(function () {
 })()"""
 
 
-class Browser:
-    """headless Chromium, one page, driven through the DevTools protocol"""
+class Page:
+    """one page (tab) of a headless Chromium, through the DevTools
+    protocol"""
 
-    def __init__(self, tmp):
+    def __init__(self, ws_url):
         import websocket
-        self.profile = tempfile.mkdtemp(prefix="chromium-", dir=tmp)
-        self.proc = subprocess.Popen(
-            ["chromium", "--headless=new", "--no-sandbox", "--disable-gpu",
-             "--no-first-run", "--window-size=1600,1200",
-             # the tests' self-signed certificate (TLS case)
-             "--ignore-certificate-errors",
-             "--remote-debugging-port=0", "--user-data-dir=" + self.profile,
-             "about:blank"], stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, start_new_session=True)
-        port_file = os.path.join(self.profile, "DevToolsActivePort")
-        end = time.monotonic() + 60
-        while not os.path.exists(port_file) or \
-                not open(port_file).read().strip():
-            if time.monotonic() > end or self.proc.poll() is not None:
-                raise RuntimeError("chromium does not start")
-            time.sleep(0.1)
-        port = int(open(port_file).read().split()[0])
-        pages = []
-        while not pages and time.monotonic() < end:
-            tabs = json.load(urllib.request.urlopen(
-                "http://127.0.0.1:%d/json" % port))
-            pages = [t for t in tabs if t["type"] == "page"]
-        self.ws = websocket.create_connection(
-            pages[0]["webSocketDebuggerUrl"], timeout=60)
+        self.ws = websocket.create_connection(ws_url, timeout=60)
         self.next_id = 0
         self.console = []
         self.call("Runtime.enable")
@@ -276,11 +256,15 @@ class Browser:
     def open(self, url):
         self.call("Page.navigate", url=url)
 
+    def evaluate(self, expression, await_promise=False):
+        """the value of @expression in the page (None if it has none)"""
+        r = self.call("Runtime.evaluate", expression=expression,
+                      returnByValue=True, awaitPromise=await_promise)
+        return r.get("result", {}).get("value")
+
     def canvas(self):
         """(w, h, RGB bytes) of spice-html5's canvas, or None"""
-        r = self.call("Runtime.evaluate", expression=CANVAS_JS,
-                      returnByValue=True)
-        value = r.get("result", {}).get("value")
+        value = self.evaluate(CANVAS_JS)
         if not value:
             return None
         v = json.loads(value)
@@ -292,9 +276,7 @@ class Browser:
         """polls @expression in the page until it is truthy"""
         end = time.monotonic() + timeout
         while time.monotonic() < end:
-            r = self.call("Runtime.evaluate", expression=expression,
-                          returnByValue=True)
-            if r.get("result", {}).get("value"):
+            if self.evaluate(expression):
                 return True
             time.sleep(0.3)
         return False
@@ -321,11 +303,63 @@ class Browser:
                       nativeVirtualKeyCode=keycode,
                       **({"text": key} if kind == "keyDown" else {}))
 
-    def close(self):
+    def click(self, x, y):
+        """a left click at (@x, @y) of the page's viewport"""
+        self.call("Input.dispatchMouseEvent", type="mouseMoved", x=x, y=y)
+        for kind in ("mousePressed", "mouseReleased"):
+            self.call("Input.dispatchMouseEvent", type=kind, x=x, y=y,
+                      button="left", clickCount=1)
+
+    def close_page(self):
         try:
             self.ws.close()
         except Exception:
             pass
+
+
+class Browser(Page):
+    """headless Chromium and its first page; more with new_page()"""
+
+    def __init__(self, tmp, args=()):
+        self.profile = tempfile.mkdtemp(prefix="chromium-", dir=tmp)
+        self.proc = subprocess.Popen(
+            ["chromium", "--headless=new", "--no-sandbox", "--disable-gpu",
+             "--no-first-run", "--window-size=1600,1200",
+             # the tests' self-signed certificate (TLS case)
+             "--ignore-certificate-errors",
+             "--remote-debugging-port=0", "--user-data-dir=" + self.profile]
+            + list(args) + ["about:blank"], stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, start_new_session=True)
+        port_file = os.path.join(self.profile, "DevToolsActivePort")
+        end = time.monotonic() + 60
+        while not os.path.exists(port_file) or \
+                not open(port_file).read().strip():
+            if time.monotonic() > end or self.proc.poll() is not None:
+                raise RuntimeError("chromium does not start")
+            time.sleep(0.1)
+        self.port = int(open(port_file).read().split()[0])
+        pages = []
+        while not pages and time.monotonic() < end:
+            tabs = json.load(urllib.request.urlopen(
+                "http://127.0.0.1:%d/json" % self.port))
+            pages = [t for t in tabs if t["type"] == "page"]
+        Page.__init__(self, pages[0]["webSocketDebuggerUrl"])
+        self.pages = []
+
+    def new_page(self, url="about:blank"):
+        """another tab, at @url"""
+        req = urllib.request.Request(
+            "http://127.0.0.1:%d/json/new?%s" % (
+                self.port, urllib.parse.quote(url, safe="")), method="PUT")
+        tab = json.load(urllib.request.urlopen(req))
+        page = Page(tab["webSocketDebuggerUrl"])
+        self.pages.append(page)
+        return page
+
+    def close(self):
+        for page in self.pages:
+            page.close_page()
+        self.close_page()
         _kill_group(self.proc)
         shutil.rmtree(self.profile, ignore_errors=True)
 

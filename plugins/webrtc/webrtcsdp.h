@@ -1,0 +1,32 @@
+/* spicewebrtcsink: what the element reads in a viewer's offer and changes
+ * in its answer
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Pure: GstSDPMessage in, values out.
+ */
+#pragma once
+
+#include <gst/sdp/sdp.h>
+
+G_BEGIN_DECLS
+
+/* an offer longer than this is refused (browsers' are 4-8 KiB) */
+#define WEBRTC_SDP_MAX_OFFER (64 * 1024)
+
+/* The payload type the offer gives @encoding ("VP8", "VP9", "H264") in its
+ * first video section, or -1. For H264 a packetization-mode=1 format with
+ * the constrained baseline profile (42e0xx / 42c0xx) is preferred. */
+gint      webrtc_sdp_video_payload (const GstSDPMessage * offer,
+    const gchar * encoding);
+
+/* TRUE if the offer has a video section that accepts media (not inactive
+ * or sendonly) */
+gboolean  webrtc_sdp_wants_video (const GstSDPMessage * offer);
+
+/* Removes from every media section of @answer the candidates whose address
+ * is not one of @addresses (NULL or empty: all are kept); the count of
+ * candidates left. */
+guint     webrtc_sdp_keep_candidates (GstSDPMessage * answer,
+    const gchar * const *addresses);
+
+G_END_DECLS
