@@ -34,7 +34,7 @@ SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(SOURCE, "bench", "rig"))
 sys.path.insert(0, os.path.join(SOURCE, "tests", "common"))
 import rig  # noqa: E402
-import browser  # noqa: E402
+import browser as html5  # noqa: E402
 
 PASSWORD = "bench"
 WATCH_JS = """(function () {
@@ -73,8 +73,8 @@ def pct(v, q):
 def html5_client(host, port, samples, out):
     """runs in the client namespace: Chromium + spice-html5, one JSON"""
     tmp = tempfile.mkdtemp(prefix="html5-latency-")
-    web = browser.WebServer(browser.HTML5_DIR)
-    browser = browser.Browser(tmp)
+    web = html5.WebServer(html5.HTML5_DIR)
+    browser = html5.Browser(tmp)
     res = {"samples_ms": [], "timeouts": 0}
     try:
         browser.open(web.url("spice_auto.html?host=%s&port=%d&password=%s"

@@ -54,7 +54,9 @@ GST_DEBUG_CATEGORY_STATIC (gst_spice_webrtc_sink_debug);
 
 #define DEFAULT_ADDRESS "127.0.0.1"
 #define DEFAULT_PORT 8080
-#define DEFAULT_ENCODER "vp8enc deadline=1 cpu-used=16 end-usage=cbr " \
+/* VP9: 4:4:4 (profile 1) where the browser takes it, so that coloured text
+ * can be sharp at rest; real-time speed, no look-ahead */
+#define DEFAULT_ENCODER "vp9enc deadline=1 cpu-used=8 end-usage=cbr " \
     "target-bitrate=2000000 keyframe-max-dist=600 lag-in-frames=0 " \
     "error-resilient=default threads=1"
 #define DEFAULT_MAX_VIEWERS 8
@@ -903,6 +905,7 @@ gst_spice_webrtc_sink_set_property (GObject * object, guint prop_id,
     case PROP_ENCODER:
       g_free (sink->encoder);
       sink->encoder = g_value_dup_string (value);
+      /* empty: the default (pipelines leave ENCODER empty) */
       if (!sink->encoder || !*sink->encoder) {
         g_free (sink->encoder);
         sink->encoder = g_strdup (DEFAULT_ENCODER);

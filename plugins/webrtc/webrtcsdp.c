@@ -60,12 +60,31 @@ h264_score (const gchar * fmtp)
   return score;
 }
 
+/* any thread: how well a VP9 format suits, -1 for one we cannot send */
+static gint
+vp9_score (const gchar * fmtp, gboolean want_444)
+{
+  const gchar *p = fmtp ? strstr (fmtp, "profile-id=") : NULL;
+  gint profile = p ? atoi (p + strlen ("profile-id=")) : 0;
+
+  if (profile == 0)
+    return 1;
+  if (profile == 1)
+    return want_444 ? 2 : -1;
+  return -1;                    /* 10-bit */
+}
+
 gint
-webrtc_sdp_video_payload (const GstSDPMessage * offer, const gchar * encoding)
+webrtc_sdp_video_payload (const GstSDPMessage * offer, const gchar * encoding,
+    gboolean * full_chroma)
 {
   const GstSDPMedia *m = first_video (offer);
   gint best = -1, best_score = -1;
+  gboolean want_444 = *full_chroma, vp9 =
+      g_ascii_strcasecmp (encoding, "VP9") == 0;
   guint i;
+
+  *full_chroma = FALSE;
 
   if (!m)
     return -1;
@@ -84,10 +103,12 @@ webrtc_sdp_video_payload (const GstSDPMessage * offer, const gchar * encoding)
     if (parts[0] && parts[1] && g_ascii_strcasecmp (parts[0], encoding) == 0
         && g_strcmp0 (parts[1], "90000") == 0) {
       score = g_ascii_strcasecmp (encoding, "H264") == 0 ?
-          h264_score (fmtp_of (m, pt)) : 0;
+          h264_score (fmtp_of (m, pt)) :
+          vp9 ? vp9_score (fmtp_of (m, pt), want_444) : 0;
       if (score > best_score) {
         best = pt;
         best_score = score;
+        *full_chroma = vp9 && score == 2;
       }
     }
     g_strfreev (parts);

@@ -14,10 +14,13 @@ G_BEGIN_DECLS
 #define WEBRTC_SDP_MAX_OFFER (64 * 1024)
 
 /* The payload type the offer gives @encoding ("VP8", "VP9", "H264") in its
- * first video section, or -1. For H264 a packetization-mode=1 format with
- * the constrained baseline profile (42e0xx / 42c0xx) is preferred. */
+ * first video section, or -1. VP9: profile 1 (8-bit 4:4:4, *@full_chroma
+ * set TRUE) when @full_chroma was TRUE on entry and the offer has it, else
+ * profile 0; 10-bit profiles are never taken. H264: a packetization-mode=1
+ * format with the constrained baseline profile (42e0xx / 42c0xx) is
+ * preferred. *@full_chroma says on return whether the format is 4:4:4. */
 gint      webrtc_sdp_video_payload (const GstSDPMessage * offer,
-    const gchar * encoding);
+    const gchar * encoding, gboolean * full_chroma);
 
 /* TRUE if the offer has a video section that accepts media (not inactive
  * or sendonly) */

@@ -29,13 +29,19 @@ from optest import free_port  # noqa: E402
 HTML5_DIR = "/usr/share/spice-html5"
 
 
-def available():
+def available_chromium():
+    """headless Chromium and the DevTools client are installed"""
     try:
         import websocket  # noqa: F401
     except ImportError:
         return False
-    return (shutil.which("chromium") is not None and
-            os.path.exists(os.path.join(HTML5_DIR, "spice_auto.html")))
+    return shutil.which("chromium") is not None
+
+
+def available():
+    """... and Debian's spice-html5"""
+    return available_chromium() and os.path.exists(
+        os.path.join(HTML5_DIR, "spice_auto.html"))
 
 
 def tempdir():
@@ -151,9 +157,11 @@ class Guest:
 
 
 class Gateway:
-    """gst-spice-run with pipelines/NAME.pipeline in front of @upstream"""
+    """gst-spice-run with pipelines/NAME.pipeline in front of @upstream,
+    listening on a free port given as @port_variable"""
 
-    def __init__(self, build, source, name, upstream, tmp, args=()):
+    def __init__(self, build, source, name, upstream, tmp, args=(),
+                 port_variable="LISTEN_PORT"):
         self.port = free_port()
         self.log_path = os.path.join(tmp, "gateway-%s.log" % name)
         env = dict(os.environ)
@@ -161,7 +169,7 @@ class Gateway:
         self.proc = subprocess.Popen(
             [os.path.join(build, "tools", "runner", "gst-spice-run"),
              "-D", "UPSTREAM=" + upstream,
-             "-D", "LISTEN_PORT=%d" % self.port] + list(args) +
+             "-D", "%s=%d" % (port_variable, self.port)] + list(args) +
             [os.path.join(source, "pipelines", name + ".pipeline")],
             stdout=open(self.log_path, "w"), stderr=subprocess.STDOUT,
             env=env, start_new_session=True)
@@ -362,6 +370,54 @@ class Browser(Page):
         self.close_page()
         _kill_group(self.proc)
         shutil.rmtree(self.profile, ignore_errors=True)
+
+
+# the picture of the page's <video id=screen> (spicewebrtcsink's page) as
+# base64 RGBA, drawn into a canvas
+VIDEO_JS = """(function () {
+  var v = document.getElementById('screen');
+  if (!v || !v.videoWidth) return null;
+  var c = document.createElement('canvas');
+  c.width = v.videoWidth; c.height = v.videoHeight;
+  var g = c.getContext('2d');
+  g.drawImage(v, 0, 0);
+  var d = g.getImageData(0, 0, c.width, c.height).data;
+  var s = '';
+  for (var i = 0; i < d.length; i += 0x8000)
+    s += String.fromCharCode.apply(null, d.subarray(i, i + 0x8000));
+  return JSON.stringify({w: c.width, h: c.height, b: btoa(s)});
+})()"""
+
+
+def page_video(page):
+    """(w, h, RGB bytes) of the page's video frame now, or None"""
+    value = page.evaluate(VIDEO_JS)
+    if not value:
+        return None
+    v = json.loads(value)
+    rgba = bytearray(base64.b64decode(v["b"]))
+    del rgba[3::4]
+    return v["w"], v["h"], bytes(rgba)
+
+
+def write_ppm(path, pic):
+    with open(path, "wb") as f:
+        f.write(b"P6\n%d %d\n255\n" % (pic[0], pic[1]))
+        f.write(pic[2])
+
+
+def psnr(a, b, tmp):
+    """PSNR in dB of picture @a against @b (ImageMagick's compare; inf when
+    equal, 0 when the sizes differ)"""
+    if a[:2] != b[:2]:
+        return 0.0
+    pa, pb = os.path.join(tmp, "psnr-a.ppm"), os.path.join(tmp, "psnr-b.ppm")
+    write_ppm(pa, a)
+    write_ppm(pb, b)
+    r = subprocess.run(["compare", "-metric", "PSNR", pa, pb, "null:"],
+                       capture_output=True, text=True)
+    value = r.stderr.strip().split()[0] if r.stderr.strip() else "0"
+    return float("inf") if value == "inf" else float(value)
 
 
 def self_signed(tmp):

@@ -32,7 +32,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))), "common"))
-import browser  # noqa: E402  (puts tests/install on the path)
+import browser as html5  # noqa: E402  (puts tests/install on the path)
 from optest import check, finish  # noqa: E402
 
 BUILD, SOURCE = sys.argv[1], sys.argv[2]
@@ -44,8 +44,8 @@ def direct(tmp, web):
     """spice-html5 on the test guest's own port (no gateway): the exact
     canvas and a key. No spice-gtk client beside it: libspice-server takes
     one client at a time, a second one would end the page's session."""
-    guest = browser.Guest(BUILD, tmp)
-    browser = browser.Browser(tmp)
+    guest = html5.Guest(BUILD, tmp)
+    browser = html5.Browser(tmp)
     try:
         browser.open(web.url("spice_auto.html?host=127.0.0.1&port=%d"
                              % guest.port))
@@ -68,10 +68,10 @@ def direct(tmp, web):
 def one_pipeline(name, tmp, web):
     # with a stream branch: moving content first, the picture at rest after
     streaming = name != "transcode-lossless"
-    guest = browser.Guest(BUILD, tmp,
+    guest = html5.Guest(BUILD, tmp,
                         ["--activity", "busy"] if streaming else [])
-    gateway = browser.Gateway(BUILD, SOURCE, name, guest.uri, tmp)
-    browser = browser.Browser(tmp)
+    gateway = html5.Gateway(BUILD, SOURCE, name, guest.uri, tmp)
+    browser = html5.Browser(tmp)
     client = None
     try:
         check(gateway.wait_listening(60), "%s: the gateway listens" % name)
@@ -86,7 +86,7 @@ def one_pipeline(name, tmp, web):
                   "stream (a <video> element)" % name)
             # meanwhile a spice-gtk client gets the VP8 stream too (its
             # decoder in spice-gtk's debug log)
-            gtk = browser.spice_gtk_log(BUILD, gateway.port, 4000,
+            gtk = html5.spice_gtk_log(BUILD, gateway.port, 4000,
                                       os.path.join(tmp, "gtk-busy.ppm"))
             check("(vp8dec)" in gtk, "%s: a spice-gtk client beside the "
                   "page decodes the stream with vp8dec" % name)
@@ -99,13 +99,13 @@ def one_pipeline(name, tmp, web):
               "%dx%d desktop (%s pixels differ)"
               % (name, size, ref[0], ref[1], diff))
         # a spice-gtk client beside it, same picture
-        client = browser.spice_gtk_screenshot(BUILD, gateway.port,
+        client = html5.spice_gtk_screenshot(BUILD, gateway.port,
                                             os.path.join(tmp, "gtk.ppm"))
         check(client is not None and
-              browser.ppm_diff(client, ref) == 0,
+              html5.ppm_diff(client, ref) == 0,
               "%s: a spice-gtk client at the same time gets the exact "
               "picture (%s pixels differ)"
-              % (name, None if client is None else browser.ppm_diff(client,
+              % (name, None if client is None else html5.ppm_diff(client,
                                                                   ref)))
         # a key typed in the page
         guest.clear_lines()
@@ -128,15 +128,15 @@ def one_pipeline(name, tmp, web):
 def over_tls(tmp):
     """the page over HTTPS and the WebSocket on the sink's TLS port
     (wss://): the same exact picture"""
-    cert, key = browser.self_signed(tmp)
-    guest = browser.Guest(BUILD, tmp)
-    tls_port = browser.free_port()
-    gateway = browser.Gateway(BUILD, SOURCE, "transcode-lossless", guest.uri,
+    cert, key = html5.self_signed(tmp)
+    guest = html5.Guest(BUILD, tmp)
+    tls_port = html5.free_port()
+    gateway = html5.Gateway(BUILD, SOURCE, "transcode-lossless", guest.uri,
                             tmp, ["-D", "TLS_PORT=%d" % tls_port,
                                   "-D", "TLS_CERT_FILE=" + cert,
                                   "-D", "TLS_KEY_FILE=" + key])
-    web = browser.WebServer(browser.HTML5_DIR, cert, key)
-    browser = browser.Browser(tmp)
+    web = html5.WebServer(html5.HTML5_DIR, cert, key)
+    browser = html5.Browser(tmp)
     try:
         check(gateway.wait_listening(60), "TLS: the gateway listens")
         browser.open(web.url("spice_auto.html?host=127.0.0.1&port=%d"
@@ -175,8 +175,8 @@ def http_exchange(port, data, timeout):
 def bad_upgrades(tmp):
     """malformed, oversize, slow and foreign upgrades: refused within their
     bound, each an event in the service log with its reason"""
-    guest = browser.Guest(BUILD, tmp)
-    gateway = browser.Gateway(BUILD, SOURCE, "transcode-lossless", guest.uri,
+    guest = html5.Guest(BUILD, tmp)
+    gateway = html5.Gateway(BUILD, SOURCE, "transcode-lossless", guest.uri,
                             tmp, ["-D", "ALLOWED_ORIGINS=https://console."
                                   "example.org"])
     key = (b"Upgrade: websocket\r\nConnection: Upgrade\r\n"
@@ -218,12 +218,12 @@ def bad_upgrades(tmp):
 
 
 def main():
-    if not browser.available():
+    if not html5.available():
         print("chromium or /usr/share/spice-html5 missing: skipped")
         return 77
-    tmp = browser.tempdir()
+    tmp = html5.tempdir()
     print("work directory (kept on a failure): " + tmp)
-    web = browser.WebServer("/usr/share/spice-html5")
+    web = html5.WebServer("/usr/share/spice-html5")
     try:
         for name in PIPELINES:
             if name == "direct":

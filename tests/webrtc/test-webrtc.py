@@ -1,0 +1,178 @@
+#!/usr/bin/python3
+# tests/webrtc: spicewebrtcsink through pipelines/browser.pipeline (run by
+# gst-spice-run) in front of the test guest, with Debian's headless
+# Chromium as the viewer, driven through the DevTools protocol:
+#   - the page at http://127.0.0.1:HTTP_PORT/#token=... plays the guest's
+#     desktop: at rest the <video> frame is within 40 dB PSNR of the
+#     guest's own picture (ImageMagick's compare);
+#   - a key typed and a click made in the page reach the guest (its log:
+#     "key down 0x1e", "mouse position X Y buttons=1");
+#   - a second tab at the same time plays it too, both connected;
+#   - a page with a wrong token is refused (401, the page says so) and the
+#     service log has the security event; a POST without a token is
+#     refused, an oversize one too (413), both logged.
+# Skipped (77) without chromium or python3-websocket, or without the
+# WebRTC plugin (no gstreamer-webrtc or libnice at build time).
+#
+#   test-webrtc.py BUILD_DIR SOURCE_DIR
+# SPDX-License-Identifier: LGPL-2.1-or-later
+
+import os
+import re
+import shutil
+import sys
+import time
+import urllib.error
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), "common"))
+import browser  # noqa: E402  (puts tests/install on the path)
+from optest import check, finish  # noqa: E402
+
+BUILD, SOURCE = sys.argv[1], sys.argv[2]
+TOKEN = "webrtc-test-token"
+# Chromium leaves loopback out of ICE and hides local addresses behind mDNS
+# names unless told otherwise; the gateway listens on loopback here
+CHROMIUM_ARGS = ["--allow-loopback-in-peer-connection",
+                 "--disable-features=WebRtcHideLocalIpsWithMdns",
+                 "--autoplay-policy=no-user-gesture-required"]
+MIN_PSNR = 40.0
+
+PLAYING_JS = ("(function () { var v = document.getElementById('screen');"
+              " return v && v.videoWidth > 0 && v.readyState >= 2 &&"
+              " document.getElementById('status').textContent =="
+              " 'connected'; })()")
+
+
+def wait_psnr(page, guest, tmp, timeout):
+    """the best PSNR of the page's video against the guest's picture within
+    @timeout (it stops early once MIN_PSNR is reached), and the frame's
+    size"""
+    ref = guest.dump(os.path.join(tmp, "guest.ppm"))
+    best, size = 0.0, "(none)"
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        pic = browser.page_video(page)
+        if pic:
+            size = "%dx%d" % pic[:2]
+            best = max(best, browser.psnr(pic, ref, tmp))
+            if best >= MIN_PSNR:
+                break
+        time.sleep(0.5)
+    return best, size, ref
+
+
+def post(port, body, headers):
+    """(status, text) of a POST to /whep"""
+    req = urllib.request.Request("http://127.0.0.1:%d/whep" % port,
+                                 data=body, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=20) as r:
+            return r.status, r.read().decode(errors="replace")
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode(errors="replace")
+
+
+def wait_log(gateway, pattern, timeout):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if re.search(pattern, gateway.log()):
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def run(tmp):
+    token_file = os.path.join(tmp, "token")
+    with open(token_file, "w") as f:
+        f.write(TOKEN + "\n")
+    guest = browser.Guest(BUILD, tmp)
+    gateway = browser.Gateway(BUILD, SOURCE, "browser", guest.uri, tmp,
+                              ["-D", "PASSWORD_FILE=" + token_file],
+                              port_variable="HTTP_PORT")
+    chromium = browser.Browser(tmp, CHROMIUM_ARGS)
+    url = "http://127.0.0.1:%d/#token=%s" % (gateway.port, TOKEN)
+    try:
+        check(gateway.wait_listening(60), "the gateway serves HTTP")
+        chromium.open(url)
+        playing = chromium.wait_true(PLAYING_JS, 60)
+        check(playing, "the page plays the desktop over WebRTC (%s)"
+              % chromium.evaluate("document.getElementById('status')"
+                                  ".textContent"))
+        best, size, ref = wait_psnr(chromium, guest, tmp, 30)
+        check(best >= MIN_PSNR, "at rest the <video> frame %s is within "
+              "%.0f dB of the guest's %dx%d desktop: %.1f dB PSNR"
+              % (size, MIN_PSNR, ref[0], ref[1], best))
+
+        guest.clear_lines()
+        chromium.type_key("a", "KeyA", 65)
+        line = guest.wait_line("key down", 30)
+        check(line is not None and line.strip().endswith("0x1e"),
+              "a key typed in the page reaches the guest: %s" % line)
+
+        guest.clear_lines()
+        chromium.click(300, 200)
+        line = guest.wait_line("mouse position", 30)
+        while line is not None and "buttons=1" not in line:
+            line = guest.wait_line("mouse position", 10)
+        pos = re.search(r"mouse position (\d+) (\d+)", line or "")
+        check(pos is not None and abs(int(pos.group(1)) - 300) <= 2 and
+              abs(int(pos.group(2)) - 200) <= 2,
+              "a click at (300,200) of the page reaches the guest there, "
+              "button down: %s" % line)
+
+        second = chromium.new_page(url)
+        check(second.wait_true(PLAYING_JS, 60), "a second tab plays the "
+              "desktop at the same time")
+        best2, size2, ref = wait_psnr(second, guest, tmp, 30)
+        check(best2 >= MIN_PSNR and chromium.evaluate(PLAYING_JS),
+              "both tabs connected, the second's frame within %.0f dB: "
+              "%.1f dB" % (MIN_PSNR, best2))
+
+        wrong = chromium.new_page("http://127.0.0.1:%d/#token=wrong"
+                                  % gateway.port)
+        refused = wrong.wait_true(
+            "document.getElementById('status').textContent"
+            ".indexOf('refused (401)') == 0", 30)
+        check(refused, "a page with a wrong token is refused (401): %s"
+              % wrong.evaluate("document.getElementById('status')"
+                               ".textContent"))
+        check(wait_log(gateway, r"security: event=wrong-ticket peer=127\.0\.0"
+                       r"\.1 .*reason=whep-token", 10),
+              "the service log has the wrong token as a security event")
+
+        status, _ = post(gateway.port, b"v=0\r\n",
+                         {"Content-Type": "application/sdp"})
+        check(status == 401, "an offer without a token: %d" % status)
+        status, _ = post(gateway.port, b"x" * (70 * 1024),
+                         {"Content-Type": "application/sdp",
+                          "Authorization": "Bearer " + TOKEN})
+        check(status == 413 and wait_log(gateway, r"reason=whep-size", 10),
+              "an oversize offer is refused before it is read (%d) and "
+              "logged" % status)
+    finally:
+        chromium.close()
+        gateway.stop()
+        guest.stop()
+
+
+def main():
+    if not browser.available_chromium():
+        print("chromium or python3-websocket missing: skipped")
+        return 77
+    if not os.path.exists(os.path.join(BUILD, "plugins",
+                                       "libgstspicewebrtc.so")):
+        print("built without spicewebrtcsink (gstreamer-webrtc, libnice, "
+              "libsoup 3): skipped")
+        return 77
+    tmp = browser.tempdir()
+    print("work directory (kept on a failure): " + tmp)
+    run(tmp)
+    finish()  # exits 1 on a failure, leaving @tmp to look at
+    shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
