@@ -32,7 +32,7 @@
  * ## Example launch line
  * |[
  * gst-launch-1.0 spicesrc uri=spice://127.0.0.1:5900 ! \
- *     spicewebrtcsink port=8080 encoder="vp8enc deadline=1"
+ *     spicewebrtcsink port=8080
  * ]| then open http://127.0.0.1:8080/ in a browser.
  */
 #ifdef HAVE_CONFIG_H
@@ -297,8 +297,7 @@ remove_op_free (gpointer data)
 
 /* any thread: viewer @id ends on the context thread */
 static void
-viewer_remove_later (GstSpiceWebRtcSink * sink, guint id,
-    const gchar * reason)
+viewer_remove_later (GstSpiceWebRtcSink * sink, guint id, const gchar * reason)
 {
   RemoveOp *op = g_new0 (RemoveOp, 1);
   GMainContext *context;
@@ -462,8 +461,7 @@ on_offer (WebRtcHttpOffer * req, GstSDPMessage * sdp, const gchar * peer,
   GST_OBJECT_UNLOCK (sink);
 
   g_mutex_lock (&sink->lock);
-  if (g_hash_table_size (sink->viewers) >= max || !sink->caps ||
-      sink->stopping) {
+  if (g_hash_table_size (sink->viewers) >= max || !sink->caps || sink->stopping) {
     gboolean stopping = sink->stopping, full = sink->caps && !stopping;
 
     sink->st_refused++;
@@ -603,7 +601,7 @@ context_thread (gpointer data)
 typedef struct
 {
   GstSpiceWebRtcSink *sink;
-  gboolean (*func) (GstSpiceWebRtcSink * sink, GError ** error);
+    gboolean (*func) (GstSpiceWebRtcSink * sink, GError ** error);
   GError *error;
   gboolean ret, done;
   GMutex lock;
@@ -1056,8 +1054,7 @@ gst_spice_webrtc_sink_class_init (GstSpiceWebRtcSinkClass * klass)
   g_object_class_install_property (gobject_class, PROP_ADDRESS,
       g_param_spec_string ("address", "Address",
           "IP address to serve the viewer page and WHEP on; a non-loopback "
-          "address needs password-file or disable-token", DEFAULT_ADDRESS,
-          rw));
+          "address needs password-file or disable-token", DEFAULT_ADDRESS, rw));
   g_object_class_install_property (gobject_class, PROP_PORT,
       g_param_spec_uint ("port", "Port",
           "TCP port of the page and WHEP (0: any free port, see bound-port)",
@@ -1122,6 +1119,8 @@ gst_spice_webrtc_sink_class_init (GstSpiceWebRtcSinkClass * klass)
   gst_element_class_set_static_metadata (element_class,
       "SPICE WebRTC sink", "Sink/Network/Video",
       "Serves its video to web browsers over WebRTC (WHEP signalling, a "
-      "viewer page) and sends their input upstream as navigation events",
+      "viewer page at http://ADDRESS:PORT/) and sends their input "
+      "upstream as navigation events. Example: gst-launch-1.0 spicesrc "
+      "uri=spice://127.0.0.1:5900 ! spicewebrtcsink port=8080",
       "gst-spice developers");
 }

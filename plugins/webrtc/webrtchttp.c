@@ -124,8 +124,7 @@ early_handler (SoupServer * server, SoupServerMessage * msg,
   if (soup_message_headers_get_encoding (h) != SOUP_ENCODING_CONTENT_LENGTH) {
     refuse (http, msg, SOUP_STATUS_LENGTH_REQUIRED, FALSE, "whep-length",
         "a body needs a Content-Length");
-  } else if (soup_message_headers_get_content_length (h) >
-      WEBRTC_SDP_MAX_OFFER) {
+  } else if (soup_message_headers_get_content_length (h) > WEBRTC_SDP_MAX_OFFER) {
     gchar *detail = g_strdup_printf ("%" G_GINT64_FORMAT " bytes, at most %u",
         soup_message_headers_get_content_length (h), WEBRTC_SDP_MAX_OFFER);
 
@@ -187,8 +186,7 @@ offer_complete (gpointer data)
 
 /* any thread: @req completes on the context thread */
 static void
-offer_finish (WebRtcHttpOffer * req, guint status, guint id,
-    const gchar * body)
+offer_finish (WebRtcHttpOffer * req, guint status, guint id, const gchar * body)
 {
   req->status = status;
   req->id = id;
@@ -342,8 +340,7 @@ webrtc_http_new (const WebRtcHttpConfig * config,
         "spicewebrtcsink WHEP signalling");
     g_once_init_leave (&once, 1);
   }
-  addr = g_inet_socket_address_new_from_string (config->address,
-      config->port);
+  addr = g_inet_socket_address_new_from_string (config->address, config->port);
   if (!addr) {
     g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
         "'%s' is no IP address", config->address);
@@ -359,8 +356,7 @@ webrtc_http_new (const WebRtcHttpConfig * config,
   if (!http->page)
     http->page = g_bytes_new_static ("", 0);
   http->server = soup_server_new ("server-header", "gst-spice", NULL);
-  soup_server_add_early_handler (http->server, NULL, early_handler, http,
-      NULL);
+  soup_server_add_early_handler (http->server, NULL, early_handler, http, NULL);
   soup_server_add_handler (http->server, NULL, handler, http, NULL);
   if (!soup_server_listen (http->server, addr, 0, error)) {
     g_object_unref (addr);

@@ -167,8 +167,7 @@ send_answer (WebRtcViewer * v)
   gst_sdp_message_free (sdp);
   GST_DEBUG ("viewer %u: answer with %u candidates", v->id, kept);
   if (!kept)
-    v->cb.answered (v, NULL, "no ICE candidate on an allowed address",
-        v->data);
+    v->cb.answered (v, NULL, "no ICE candidate on an allowed address", v->data);
   else
     v->cb.answered (v, text, NULL, v->data);
   g_free (text);
@@ -187,8 +186,7 @@ on_gathering_state (GstElement * webrtc, GParamSpec * pspec, WebRtcViewer * v)
 
 /* webrtcbin's threads */
 static void
-on_connection_state (GstElement * webrtc, GParamSpec * pspec,
-    WebRtcViewer * v)
+on_connection_state (GstElement * webrtc, GParamSpec * pspec, WebRtcViewer * v)
 {
   GstWebRTCPeerConnectionState state;
 
@@ -331,8 +329,7 @@ bus_sync (GstBus * bus, GstMessage * msg, gpointer data)
 /* any thread but a viewer's: ICE gathers on @addresses only (NULL: every
  * interface libnice finds), never asks a UPnP router */
 static gboolean
-restrict_ice (WebRtcViewer * v, const gchar * const *addresses,
-    GError ** error)
+restrict_ice (WebRtcViewer * v, const gchar * const *addresses, GError ** error)
 {
   GObject *ice = NULL, *agent = NULL;
   guint i;
@@ -452,7 +449,8 @@ payload_type_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
     gst_caps_unref (fixed);
     gst_event_unref (event);
   } else if (type & GST_PAD_PROBE_TYPE_BUFFER) {
-    GstBuffer *buf = gst_buffer_make_writable (GST_PAD_PROBE_INFO_BUFFER (info));
+    GstBuffer *buf =
+        gst_buffer_make_writable (GST_PAD_PROBE_INFO_BUFFER (info));
 
     GST_PAD_PROBE_INFO_DATA (info) = buf;
     set_buffer_pt (buf, pt);
@@ -543,8 +541,7 @@ build (WebRtcViewer * v, const WebRtcViewerConfig * config, GstCaps * caps,
       v->enc, chain, v->webrtc, NULL);
   if (!restrict_ice (v, config->ice_addresses, error))
     return FALSE;
-  if (!gst_element_link_many (v->appsrc, convert, filter, v->enc, chain,
-          NULL)) {
+  if (!gst_element_link_many (v->appsrc, convert, filter, v->enc, chain, NULL)) {
     g_set_error (error, GST_CORE_ERROR, GST_CORE_ERROR_NEGOTIATION,
         "cannot link the viewer's encoder to its payloader");
     return FALSE;
@@ -671,8 +668,7 @@ webrtc_viewer_new (guint id, const WebRtcViewerConfig * config,
   }
   GST_INFO ("viewer %u: %s%s at payload type %d, %s", id, encoding,
       full_chroma ? " 4:4:4" : "", pt, config->encoder);
-  desc = gst_webrtc_session_description_new (GST_WEBRTC_SDP_TYPE_OFFER,
-      offer);
+  desc = gst_webrtc_session_description_new (GST_WEBRTC_SDP_TYPE_OFFER, offer);
   g_signal_emit_by_name (v->webrtc, "set-remote-description", desc,
       gst_promise_new_with_change_func (on_offer_set, v, NULL));
   gst_webrtc_session_description_free (desc);
@@ -739,8 +735,7 @@ on_stats (GstPromise * promise, gpointer data)
     if (!GST_VALUE_HOLDS_STRUCTURE (val))
       continue;
     s = gst_value_get_structure (val);
-    if (!gst_structure_get (s, "type", GST_TYPE_WEBRTC_STATS_TYPE, &type,
-            NULL))
+    if (!gst_structure_get (s, "type", GST_TYPE_WEBRTC_STATS_TYPE, &type, NULL))
       continue;
     if (type == GST_WEBRTC_STATS_REMOTE_INBOUND_RTP) {
       gst_structure_get_double (s, "fraction-lost", &loss);
