@@ -200,6 +200,11 @@ on_connection_state (GstElement * webrtc, GParamSpec * pspec, WebRtcViewer * v)
         "connecting" : "new");
   }
   g_mutex_unlock (&v->lock);
+  /* the transport's elements came after the pipeline's latency was
+   * distributed: they get it now (rtpsession warns on every packet
+   * otherwise) */
+  if (state == GST_WEBRTC_PEER_CONNECTION_STATE_CONNECTED)
+    gst_bin_recalculate_latency (GST_BIN (v->pipeline));
   if (state == GST_WEBRTC_PEER_CONNECTION_STATE_FAILED)
     viewer_end (v, "failed");
   else if (state == GST_WEBRTC_PEER_CONNECTION_STATE_CLOSED)
@@ -429,11 +434,17 @@ payload_type_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
         caps_with_payload (caps, upstream ? pt : PAYLOADER_PT);
     gst_caps_unref (caps);
     gst_query_parse_caps (query, &filter);
-    if (filter) {
-      caps = gst_caps_intersect_full (filter, fixed, GST_CAPS_INTERSECT_FIRST);
+    if (filter && !gst_caps_is_any (filter)) {
+      /* the payloader's filter is what its own pad answered above */
+      GstCaps *f = caps_with_payload (filter, upstream ? pt : PAYLOADER_PT);
+
+      caps = gst_caps_intersect_full (f, fixed, GST_CAPS_INTERSECT_FIRST);
+      gst_caps_unref (f);
       gst_caps_unref (fixed);
       fixed = caps;
     }
+    GST_LOG_OBJECT (pad, "caps query %s: %" GST_PTR_FORMAT,
+        upstream ? "upstream" : "downstream", fixed);
     gst_query_set_caps_result (query, fixed);
     gst_caps_unref (fixed);
     return GST_PAD_PROBE_HANDLED;
