@@ -10,7 +10,10 @@
 #   - a second tab at the same time plays it too, both connected;
 #   - a page with a wrong token is refused (401, the page says so) and the
 #     service log has the security event; a POST without a token is
-#     refused, an oversize one too (413), both logged.
+#     refused, an oversize one too (413), both logged;
+#   - pipelines/transcode-vp8-browser.pipeline: a spice-gtk client
+#     (spice-test-client) gets the exact picture while a browser plays it
+#     within 40 dB, and the browser's key reaches the guest.
 # Skipped (77) without chromium or python3-websocket, or without the
 # WebRTC plugin (no gstreamer-webrtc or libnice at build time).
 #
@@ -83,7 +86,7 @@ def wait_log(gateway, pattern, timeout):
     return False
 
 
-def run(tmp):
+def browser_only(tmp):
     token_file = os.path.join(tmp, "token")
     with open(token_file, "w") as f:
         f.write(TOKEN + "\n")
@@ -157,6 +160,38 @@ def run(tmp):
         guest.stop()
 
 
+def both(tmp):
+    """SPICE clients and browsers from one upstream session"""
+    guest = browser.Guest(BUILD, tmp)
+    http_port = browser.free_port()
+    gateway = browser.Gateway(BUILD, SOURCE, "transcode-vp8-browser",
+                              guest.uri, tmp,
+                              ["-D", "HTTP_PORT=%d" % http_port])
+    chromium = browser.Browser(tmp, CHROMIUM_ARGS)
+    try:
+        check(gateway.wait_listening(60), "both: the gateway listens")
+        chromium.open("http://127.0.0.1:%d/" % http_port)
+        check(chromium.wait_true(PLAYING_JS, 60), "both: the page plays the "
+              "desktop")
+        best, size, ref = wait_psnr(chromium, guest, tmp, 30)
+        client = browser.spice_gtk_screenshot(BUILD, gateway.port,
+                                              os.path.join(tmp, "gtk.ppm"))
+        diff = None if client is None else browser.ppm_diff(client, ref)
+        check(diff == 0, "both: a spice-gtk client gets the exact picture "
+              "(%s pixels differ)" % diff)
+        check(best >= MIN_PSNR, "both: meanwhile the browser's frame %s is "
+              "within %.0f dB: %.1f dB" % (size, MIN_PSNR, best))
+        guest.clear_lines()
+        chromium.type_key("a", "KeyA", 65)
+        line = guest.wait_line("key down", 30)
+        check(line is not None and line.strip().endswith("0x1e"),
+              "both: the browser's key reaches the guest: %s" % line)
+    finally:
+        chromium.close()
+        gateway.stop()
+        guest.stop()
+
+
 def main():
     if not browser.available_chromium():
         print("chromium or python3-websocket missing: skipped")
@@ -168,7 +203,8 @@ def main():
         return 77
     tmp = browser.tempdir()
     print("work directory (kept on a failure): " + tmp)
-    run(tmp)
+    browser_only(tmp)
+    both(tmp)
     finish()  # exits 1 on a failure, leaving @tmp to look at
     shutil.rmtree(tmp, ignore_errors=True)
     return 0
