@@ -21,7 +21,11 @@
 TEST_TMPDIR_FIXTURE (tmpdir, "gst-spice-pipelines");
 
 static const gchar *shipped[] = { "demo", "transcode-vp8", "transcode-mjpeg",
-  "transcode-lossless", "viewer", "record", "serve-desktop", "serve-test"
+  "transcode-lossless", "viewer", "record", "serve-desktop", "serve-test",
+#ifdef GST_SPICE_HAVE_WEBRTC
+  /* spicewebrtcsink's (tests/webrtc plays them in a browser) */
+  "browser", "transcode-vp8-browser",
+#endif
 };
 
 #define pipeline_path runner_process_shipped_pipeline
