@@ -493,11 +493,19 @@ static gboolean
 ctx_send_monitors (gpointer data)
 {
   GstSpiceSrcAgent *agent = data;
+  gboolean connected = FALSE;
   guint i;
 
   agent->debounce_id = 0;
   if (!agent->channel)
     return G_SOURCE_REMOVE;
+  g_object_get (agent->channel, "agent-connected", &connected, NULL);
+  if (!connected) {
+    /* spice-gtk sends a monitors config to a guest agent only */
+    GST_DEBUG_OBJECT (agent->owner, "no guest agent: monitors config of %u "
+        "monitor(s) dropped", agent->n_mons);
+    return G_SOURCE_REMOVE;
+  }
   for (i = 0; i < MAX (agent->n_mons, agent->n_mons_sent); i++) {
     const GstSpiceMonitor *m = &agent->mons[i];
     gboolean on = i < agent->n_mons && m->width > 0 && m->height > 0;

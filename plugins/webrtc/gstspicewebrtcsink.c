@@ -138,6 +138,11 @@ struct _GstSpiceWebRtcSink
   guint64 st_frames, st_refines, st_joined, st_refused, st_inputs,
       st_inputs_dropped;
   GHashTable *event_slots;      /* "event reason" -> EventSlot */
+  /* the clipboard (VD_AGENT_CLIPBOARD_SELECTION_CLIPBOARD): a viewer's
+   * text the guest may ask for while @clip_ours */
+  GBytes *clip;
+  gboolean clip_ours;
+  guint last_width, last_height;        /* the size last asked for */
 
   /* the context thread: HTTP, viewers' creation and end, the timer */
   GMainContext *context;
@@ -349,6 +354,180 @@ on_answered (WebRtcViewer * wv, const gchar * sdp, const gchar * error,
   viewer_remove_later (sink, v->id, error);
 }
 
+/* any thread: @ev upstream (to spicesrc) */
+static void
+send_upstream (GstSpiceWebRtcSink * sink, GstEvent * ev)
+{
+  gst_pad_push_event (GST_BASE_SINK_PAD (sink), ev);
+}
+
+/* any thread: a refused message of viewer @v */
+static void
+input_refused (Viewer * v, const gchar * reason)
+{
+  gchar *r = g_strconcat ("input-", reason, NULL);
+
+  post_event (v->sink, TRUE, "bad-message", v->peer, r, NULL);
+  g_free (r);
+}
+
+/* a data channel's thread: the viewer's window size becomes the size
+ * asked of the desktop (the agent's monitors config; the last viewer to
+ * say wins) */
+static void
+viewer_size (Viewer * v, const gchar * msg, gsize len)
+{
+  GstSpiceWebRtcSink *sink = v->sink;
+  GstSpiceMonitor mon = { 0, 0, 0, 0 };
+  const gchar *reason = NULL;
+  gboolean changed;
+
+  if (!webrtc_input_parse_size (msg, len, &mon.width, &mon.height, &reason)) {
+    input_refused (v, reason);
+    return;
+  }
+  g_mutex_lock (&sink->lock);
+  changed = mon.width != sink->last_width || mon.height != sink->last_height;
+  sink->last_width = mon.width;
+  sink->last_height = mon.height;
+  g_mutex_unlock (&sink->lock);
+  if (!changed)
+    return;
+  GST_INFO_OBJECT (sink, "viewer %u asks for a %ux%u desktop", v->id,
+      mon.width, mon.height);
+  send_upstream (sink, gst_spice_event_new_monitors_config (&mon, 1));
+}
+
+/* any thread: a clipboard event of @action for the guest */
+static void
+send_clipboard (GstSpiceWebRtcSink * sink, GstSpiceClipboardAction action,
+    GBytes * data)
+{
+  GstSpiceClipboard clip = { 0 };
+
+  clip.action = action;
+  clip.selection = VD_AGENT_CLIPBOARD_SELECTION_CLIPBOARD;
+  clip.n_types = 1;
+  clip.types[0] = VD_AGENT_CLIPBOARD_UTF8_TEXT;
+  clip.type = VD_AGENT_CLIPBOARD_UTF8_TEXT;
+  clip.data = data;
+  send_upstream (sink, gst_spice_event_new_clipboard (TRUE, &clip));
+}
+
+/* a data channel's thread: the viewer's clipboard, which the guest gets
+ * when it pastes (a grab now, the text on its request) */
+static void
+viewer_clipboard (Viewer * v, const gchar * msg, gsize len)
+{
+  GstSpiceWebRtcSink *sink = v->sink;
+  const gchar *reason = NULL;
+  GBytes *text = webrtc_input_parse_clipboard (msg, len, &reason);
+
+  if (!text) {
+    input_refused (v, reason);
+    return;
+  }
+  g_mutex_lock (&sink->lock);
+  g_clear_pointer (&sink->clip, g_bytes_unref);
+  sink->clip = text;
+  sink->clip_ours = TRUE;
+  g_mutex_unlock (&sink->lock);
+  GST_INFO_OBJECT (sink, "viewer %u's clipboard: %" G_GSIZE_FORMAT " bytes",
+      v->id, g_bytes_get_size (text));
+  send_clipboard (sink, GST_SPICE_CLIPBOARD_GRAB, NULL);
+}
+
+/* streaming thread: the guest's clipboard events */
+static void
+guest_clipboard (GstSpiceWebRtcSink * sink, const GstSpiceClipboard * clip)
+{
+  GBytes *ours = NULL;
+  gboolean text = FALSE;
+  guint i;
+
+  if (clip->selection != VD_AGENT_CLIPBOARD_SELECTION_CLIPBOARD)
+    return;
+  switch (clip->action) {
+    case GST_SPICE_CLIPBOARD_GRAB:
+      for (i = 0; i < clip->n_types; i++)
+        text |= clip->types[i] == VD_AGENT_CLIPBOARD_UTF8_TEXT;
+      g_mutex_lock (&sink->lock);
+      sink->clip_ours = FALSE;
+      g_mutex_unlock (&sink->lock);
+      /* the browsers get the text at once: they cannot ask later */
+      if (text)
+        send_clipboard (sink, GST_SPICE_CLIPBOARD_REQUEST, NULL);
+      break;
+    case GST_SPICE_CLIPBOARD_REQUEST:
+      g_mutex_lock (&sink->lock);
+      if (sink->clip_ours && sink->clip &&
+          clip->type == VD_AGENT_CLIPBOARD_UTF8_TEXT)
+        ours = g_bytes_ref (sink->clip);
+      g_mutex_unlock (&sink->lock);
+      /* an empty answer refuses what we do not have */
+      if (!ours)
+        ours = g_bytes_new_static ("", 0);
+      send_clipboard (sink, GST_SPICE_CLIPBOARD_DATA, ours);
+      g_bytes_unref (ours);
+      break;
+    case GST_SPICE_CLIPBOARD_DATA:{
+      gsize size = clip->data ? g_bytes_get_size (clip->data) : 0;
+      const gchar *d = clip->data ? g_bytes_get_data (clip->data, NULL) : "";
+      GHashTableIter it;
+      gpointer value;
+      GList *viewers = NULL, *l;
+      gchar *msg;
+
+      if (clip->type != VD_AGENT_CLIPBOARD_UTF8_TEXT || size == 0)
+        break;
+      if (size > WEBRTC_INPUT_MAX_CLIPBOARD || !g_utf8_validate_len (d, size,
+              NULL)) {
+        GST_WARNING_OBJECT (sink, "the guest's clipboard (%" G_GSIZE_FORMAT
+            " bytes) is not sent to browsers: above %u bytes or not UTF-8",
+            size, WEBRTC_INPUT_MAX_CLIPBOARD);
+        break;
+      }
+      msg = g_strdup_printf ("c %.*s", (gint) size, d);
+      g_mutex_lock (&sink->lock);
+      g_hash_table_iter_init (&it, sink->viewers);
+      while (g_hash_table_iter_next (&it, NULL, &value)) {
+        Viewer *v = value;
+
+        if (v->ready && v->viewer)
+          viewers = g_list_prepend (viewers, v->viewer);
+      }
+      /* sent under the lock: a viewer is freed on the context thread only
+       * after it is out of the table */
+      for (l = viewers; l; l = l->next)
+        webrtc_viewer_send (l->data, msg);
+      g_mutex_unlock (&sink->lock);
+      GST_INFO_OBJECT (sink, "the guest's clipboard (%" G_GSIZE_FORMAT
+          " bytes) to %u viewers", size, g_list_length (viewers));
+      g_list_free (viewers);
+      g_free (msg);
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+/* streaming thread: downstream events; the guest's clipboard is ours */
+static gboolean
+gst_spice_webrtc_sink_event (GstBaseSink * bsink, GstEvent * event)
+{
+  GstSpiceWebRtcSink *sink = GST_SPICE_WEBRTC_SINK (bsink);
+  GstSpiceClipboard clip;
+
+  if (gst_spice_event_parse_clipboard (event, &clip)) {
+    guest_clipboard (sink, &clip);
+    gst_spice_clipboard_clear (&clip);
+    gst_event_unref (event);
+    return TRUE;
+  }
+  return GST_BASE_SINK_CLASS (parent_class)->event (bsink, event);
+}
+
 /* a data channel's thread: one input message */
 static void
 on_input (WebRtcViewer * wv, const gchar * msg, gsize len, gpointer data)
@@ -357,28 +536,30 @@ on_input (WebRtcViewer * wv, const gchar * msg, gsize len, gpointer data)
   GstSpiceWebRtcSink *sink = v->sink;
   const gchar *reason = NULL;
   GstEvent *ev = NULL;
+  WebRtcInputKind kind = webrtc_input_kind (msg, len);
   gboolean flood;
 
   g_mutex_lock (&sink->lock);
   flood = ++v->inputs_this_second > MAX_INPUT_PER_SECOND;
   if (flood)
     sink->st_inputs_dropped++;
-  else
+  else if (kind == WEBRTC_INPUT_NAVIGATION)
     ev = webrtc_input_parse (&v->input, msg, len, sink->width, sink->height,
         &reason);
-  if (ev)
+  if (!flood)
     sink->st_inputs++;
   g_mutex_unlock (&sink->lock);
-  if (ev) {
-    GST_LOG_OBJECT (sink, "viewer %u: %" GST_PTR_FORMAT, v->id, ev);
-    gst_pad_push_event (GST_BASE_SINK_PAD (sink), ev);
-  } else if (flood) {
+  if (flood) {
     post_event (sink, TRUE, "flood", v->peer, "input-rate", NULL);
+  } else if (kind == WEBRTC_INPUT_SIZE) {
+    viewer_size (v, msg, len);
+  } else if (kind == WEBRTC_INPUT_CLIPBOARD) {
+    viewer_clipboard (v, msg, len);
+  } else if (ev) {
+    GST_LOG_OBJECT (sink, "viewer %u: %" GST_PTR_FORMAT, v->id, ev);
+    send_upstream (sink, ev);
   } else {
-    gchar *r = g_strconcat ("input-", reason, NULL);
-
-    post_event (sink, TRUE, "bad-message", v->peer, r, NULL);
-    g_free (r);
+    input_refused (v, reason);
   }
 }
 
@@ -1008,6 +1189,7 @@ gst_spice_webrtc_sink_finalize (GObject * object)
   g_hash_table_unref (sink->event_slots);
   gst_caps_replace (&sink->caps, NULL);
   gst_buffer_replace (&sink->last, NULL);
+  g_clear_pointer (&sink->clip, g_bytes_unref);
   g_mutex_clear (&sink->lock);
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
@@ -1114,6 +1296,7 @@ gst_spice_webrtc_sink_class_init (GstSpiceWebRtcSinkClass * klass)
   element_class->change_state = gst_spice_webrtc_sink_change_state;
   basesink_class->set_caps = gst_spice_webrtc_sink_set_caps;
   basesink_class->render = gst_spice_webrtc_sink_render;
+  basesink_class->event = gst_spice_webrtc_sink_event;
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_set_static_metadata (element_class,

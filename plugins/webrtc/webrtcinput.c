@@ -182,3 +182,52 @@ webrtc_input_release_all (WebRtcInput * in)
   in->buttons = 0;
   return g_list_reverse (events);
 }
+
+WebRtcInputKind
+webrtc_input_kind (const gchar * msg, gsize len)
+{
+  if (len >= 2 && msg[1] == ' ' && msg[0] == 'c')
+    return WEBRTC_INPUT_CLIPBOARD;
+  if (len >= 2 && msg[1] == ' ' && msg[0] == 's')
+    return WEBRTC_INPUT_SIZE;
+  return WEBRTC_INPUT_NAVIGATION;
+}
+
+gboolean
+webrtc_input_parse_size (const gchar * msg, gsize len, guint * width,
+    guint * height, const gchar ** reason)
+{
+  gchar buf[WEBRTC_INPUT_MAX_MESSAGE + 1];
+  gchar *f[MAX_FIELDS];
+  gint w, h;
+
+  *reason = "syntax";
+  if (len > WEBRTC_INPUT_MAX_MESSAGE) {
+    *reason = "too-long";
+    return FALSE;
+  }
+  if (split (msg, len, buf, f) != 3 || strcmp (f[0], "s") ||
+      !parse_int (f[1], &w) || !parse_int (f[2], &h) || w <= 0 || h <= 0)
+    return FALSE;
+  *width = CLAMP (w, WEBRTC_INPUT_MIN_SIZE, WEBRTC_INPUT_MAX_SIZE);
+  *height = CLAMP (h, WEBRTC_INPUT_MIN_SIZE, WEBRTC_INPUT_MAX_SIZE);
+  return TRUE;
+}
+
+GBytes *
+webrtc_input_parse_clipboard (const gchar * msg, gsize len,
+    const gchar ** reason)
+{
+  *reason = "syntax";
+  if (len < 2 || msg[0] != 'c' || msg[1] != ' ')
+    return NULL;
+  if (len - 2 > WEBRTC_INPUT_MAX_CLIPBOARD) {
+    *reason = "too-long";
+    return NULL;
+  }
+  if (!g_utf8_validate_len (msg + 2, len - 2, NULL)) {
+    *reason = "utf8";
+    return NULL;
+  }
+  return g_bytes_new (msg + 2, len - 2);
+}

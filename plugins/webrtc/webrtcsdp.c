@@ -116,6 +116,34 @@ webrtc_sdp_video_payload (const GstSDPMessage * offer, const gchar * encoding,
   return best;
 }
 
+guint8
+webrtc_sdp_video_extmap (const GstSDPMessage * offer, const gchar * uri)
+{
+  const GstSDPMedia *m = first_video (offer);
+  guint i;
+
+  for (i = 0; m && i < gst_sdp_media_attributes_len (m); i++) {
+    const GstSDPAttribute *a = gst_sdp_media_get_attribute (m, i);
+    gchar *end = NULL;
+    glong id;
+
+    if (g_strcmp0 (a->key, "extmap") || !a->value)
+      continue;
+    id = strtol (a->value, &end, 10);
+    /* "ID[/direction] URI [attributes]" */
+    if (!end || end == a->value)
+      continue;
+    while (*end && *end != ' ')
+      end++;
+    while (*end == ' ')
+      end++;
+    if (id >= 1 && id <= 14 && g_str_has_prefix (end, uri) &&
+        (end[strlen (uri)] == '\0' || end[strlen (uri)] == ' '))
+      return (guint8) id;
+  }
+  return 0;
+}
+
 gboolean
 webrtc_sdp_wants_video (const GstSDPMessage * offer)
 {

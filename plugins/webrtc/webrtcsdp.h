@@ -22,6 +22,11 @@ G_BEGIN_DECLS
 gint      webrtc_sdp_video_payload (const GstSDPMessage * offer,
     const gchar * encoding, gboolean * full_chroma);
 
+/* the id the offer's first video section gives header extension @uri
+ * (a=extmap), 1-14 (one-byte headers), or 0 */
+guint8    webrtc_sdp_video_extmap (const GstSDPMessage * offer,
+    const gchar * uri);
+
 /* TRUE if the offer has a video section that accepts media (not inactive
  * or sendonly) */
 gboolean  webrtc_sdp_wants_video (const GstSDPMessage * offer);

@@ -376,6 +376,14 @@ restrict_ice (WebRtcViewer * v, const gchar * const *addresses, GError ** error)
  * are rewritten there. */
 #define PAYLOADER_PT 96
 
+/* header extensions Chromium offers that make a desktop feel like one:
+ * no playout delay (each frame shown once decoded, no jitter buffer to
+ * smooth a film) and the screen-share content type */
+#define PLAYOUT_DELAY_URI \
+  "http://www.webrtc.org/experiments/rtp-hdrext/playout-delay"
+#define CONTENT_TYPE_URI \
+  "http://www.webrtc.org/experiments/rtp-hdrext/video-content-type"
+
 /* any thread: @caps (not taken) with payload @pt, a new reference */
 static GstCaps *
 caps_with_payload (GstCaps * caps, gint pt)
@@ -389,16 +397,35 @@ caps_with_payload (GstCaps * caps, gint pt)
   return out;
 }
 
-/* any thread: @buf's RTP payload type set to @pt; FALSE if it is no RTP
- * packet */
+/* what the pad after the payloader changes in what passes */
+typedef struct
+{
+  gint pt;                      /* the offer's type */
+  gboolean rewrite;             /* @pt is below PAYLOADER_PT */
+  /* the offer's ids of the header extensions sent (0: not offered) */
+  guint8 playout_delay_id, content_type_id;
+} PacketRewrite;
+
+/* any thread: @buf's payload type and header extensions as @rw says;
+ * FALSE if it is no RTP packet */
 static gboolean
-set_buffer_pt (GstBuffer * buf, gint pt)
+rewrite_packet (GstBuffer * buf, const PacketRewrite * rw)
 {
   GstRTPBuffer rtp = GST_RTP_BUFFER_INIT;
+  /* playout delay min 0, max 0 (12 bits each, 10 ms units): show each
+   * frame as soon as it is decoded; content type 1: screen share */
+  static const guint8 no_delay[3] = { 0, 0, 0 }, screen[1] = { 1 };
 
   if (!gst_rtp_buffer_map (buf, GST_MAP_READWRITE, &rtp))
     return FALSE;
-  gst_rtp_buffer_set_payload_type (&rtp, pt);
+  if (rw->rewrite)
+    gst_rtp_buffer_set_payload_type (&rtp, rw->pt);
+  if (rw->playout_delay_id)
+    gst_rtp_buffer_add_extension_onebyte_header (&rtp, rw->playout_delay_id,
+        no_delay, sizeof (no_delay));
+  if (rw->content_type_id)
+    gst_rtp_buffer_add_extension_onebyte_header (&rtp, rw->content_type_id,
+        screen, sizeof (screen));
   gst_rtp_buffer_unmap (&rtp);
   return TRUE;
 }
@@ -407,9 +434,13 @@ set_buffer_pt (GstBuffer * buf, gint pt)
 static GstPadProbeReturn
 payload_type_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
 {
-  gint pt = GPOINTER_TO_INT (data);
+  const PacketRewrite *rw = data;
+  gint pt = rw->pt;
   GstPadProbeType type = GST_PAD_PROBE_INFO_TYPE (info);
 
+  if (!rw->rewrite && !(type & (GST_PAD_PROBE_TYPE_BUFFER |
+              GST_PAD_PROBE_TYPE_BUFFER_LIST)))
+    return GST_PAD_PROBE_OK;
   if (type & GST_PAD_PROBE_TYPE_QUERY_BOTH) {
     GstQuery *query = GST_PAD_PROBE_INFO_QUERY (info);
     gboolean upstream = (type & GST_PAD_PROBE_TYPE_QUERY_UPSTREAM) != 0;
@@ -464,7 +495,7 @@ payload_type_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
         gst_buffer_make_writable (GST_PAD_PROBE_INFO_BUFFER (info));
 
     GST_PAD_PROBE_INFO_DATA (info) = buf;
-    set_buffer_pt (buf, pt);
+    rewrite_packet (buf, rw);
   } else if (type & GST_PAD_PROBE_TYPE_BUFFER_LIST) {
     GstBufferList *list =
         gst_buffer_list_make_writable (GST_PAD_PROBE_INFO_BUFFER_LIST (info));
@@ -474,29 +505,27 @@ payload_type_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
     for (i = 0; i < gst_buffer_list_length (list); i++) {
       GstBuffer *buf = gst_buffer_list_get_writable (list, i);
 
-      set_buffer_pt (buf, pt);
+      rewrite_packet (buf, rw);
     }
   }
   return GST_PAD_PROBE_OK;
 }
 
-/* state-change thread: the offer's type @pt on @pad (the payloader's src
- * pad: what passes it is checked by the next pad already) */
+/* state-change thread: @rw on @pad (the payloader's src pad: what passes
+ * it is checked by the next pad already); takes @rw */
 static void
-speak_payload_type (GstPad * pad, gint pt)
+rewrite_packets (GstPad * pad, PacketRewrite * rw)
 {
-  if (pt >= PAYLOADER_PT)
-    return;
   gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_QUERY_BOTH |
       GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM | GST_PAD_PROBE_TYPE_BUFFER |
-      GST_PAD_PROBE_TYPE_BUFFER_LIST, payload_type_probe,
-      GINT_TO_POINTER (pt), NULL);
+      GST_PAD_PROBE_TYPE_BUFFER_LIST, payload_type_probe, rw, g_free);
 }
 
 /* state-change thread: the pipeline up to webrtcbin */
 static gboolean
 build (WebRtcViewer * v, const WebRtcViewerConfig * config, GstCaps * caps,
-    const gchar * encoding, gint pt, gboolean full_chroma, GError ** error)
+    const gchar * encoding, gint pt, gboolean full_chroma,
+    const GstSDPMessage * offer, GError ** error)
 {
   GstElement *convert, *filter, *chain;
   GstPad *src, *sink;
@@ -504,6 +533,10 @@ build (WebRtcViewer * v, const WebRtcViewerConfig * config, GstCaps * caps,
   GstCaps *prefs;
   gchar *name;
   gint c = codec_of (config->encoder);
+  /* known before the first packet: the answer names it (and its RTX
+   * stream's beside it) */
+  guint ssrc = g_random_int_range (1, G_MAXINT32);
+  guint playout_id = 0, content_id = 0;
 
   name = g_strdup_printf ("webrtc-viewer-%u", v->id);
   v->pipeline = gst_pipeline_new (name);
@@ -567,7 +600,7 @@ build (WebRtcViewer * v, const WebRtcViewerConfig * config, GstCaps * caps,
 
       if (g_object_class_find_property (G_OBJECT_GET_CLASS (pay), "pt"))
         g_object_set (pay, "pt", (guint) (pt < PAYLOADER_PT ? PAYLOADER_PT :
-                pt), NULL);
+                pt), "ssrc", ssrc, NULL);
       g_value_unset (&item);
     }
     gst_iterator_free (it);
@@ -575,10 +608,19 @@ build (WebRtcViewer * v, const WebRtcViewerConfig * config, GstCaps * caps,
   src = gst_element_get_static_pad (chain, "src");
   {
     GstPad *pay_src = gst_ghost_pad_get_target (GST_GHOST_PAD (src));
+    PacketRewrite *rw = g_new0 (PacketRewrite, 1);
 
+    rw->pt = pt;
+    rw->rewrite = pt < PAYLOADER_PT;
+    rw->playout_delay_id = webrtc_sdp_video_extmap (offer, PLAYOUT_DELAY_URI);
+    rw->content_type_id = webrtc_sdp_video_extmap (offer, CONTENT_TYPE_URI);
+    playout_id = rw->playout_delay_id;
+    content_id = rw->content_type_id;
     if (pay_src) {
-      speak_payload_type (pay_src, pt);
+      rewrite_packets (pay_src, rw);
       gst_object_unref (pay_src);
+    } else {
+      g_free (rw);
     }
   }
   sink = gst_element_request_pad_simple (v->webrtc, "sink_%u");
@@ -595,10 +637,27 @@ build (WebRtcViewer * v, const WebRtcViewerConfig * config, GstCaps * caps,
       G_TYPE_INT, pt, "clock-rate", G_TYPE_INT, 90000, NULL);
   if (full_chroma)
     gst_caps_set_simple (prefs, "profile-id", G_TYPE_STRING, "1", NULL);
+  gst_caps_set_simple (prefs, "ssrc", G_TYPE_UINT, ssrc, NULL);
+  /* the answer names the header extensions the packets carry */
+  if (playout_id) {
+    gchar *field = g_strdup_printf ("extmap-%u", playout_id);
+
+    gst_caps_set_simple (prefs, field, G_TYPE_STRING, PLAYOUT_DELAY_URI, NULL);
+    g_free (field);
+  }
+  if (content_id) {
+    gchar *field = g_strdup_printf ("extmap-%u", content_id);
+
+    gst_caps_set_simple (prefs, field, G_TYPE_STRING, CONTENT_TYPE_URI, NULL);
+    g_free (field);
+  }
   if (trans) {
+    /* a lost packet is sent again when the browser asks (NACK, RTX):
+     * otherwise it asks for a key frame, whose burst on a slow link loses
+     * more */
     g_object_set (trans, "direction",
         GST_WEBRTC_RTP_TRANSCEIVER_DIRECTION_SENDONLY, "codec-preferences",
-        prefs, NULL);
+        prefs, "do-nack", TRUE, NULL);
     gst_object_unref (trans);
   }
   gst_caps_unref (prefs);
@@ -649,7 +708,7 @@ webrtc_viewer_new (guint id, const WebRtcViewerConfig * config,
   v->max_bitrate = config->max_bitrate;
   v->state = g_strdup ("new");
   g_mutex_init (&v->lock);
-  if (!build (v, config, caps, encoding, pt, full_chroma, error)) {
+  if (!build (v, config, caps, encoding, pt, full_chroma, offer, error)) {
     gst_sdp_message_free (offer);
     webrtc_viewer_free (v);
     return NULL;
@@ -713,6 +772,25 @@ webrtc_viewer_push (WebRtcViewer * v, GstBuffer * buf)
   v->frames++;
   g_mutex_unlock (&v->lock);
   gst_app_src_push_buffer (GST_APP_SRC (v->appsrc), out);
+}
+
+gboolean
+webrtc_viewer_send (WebRtcViewer * v, const gchar * text)
+{
+  GstWebRTCDataChannel *channel = NULL;
+  GstWebRTCDataChannelState state = GST_WEBRTC_DATA_CHANNEL_STATE_CLOSED;
+
+  g_mutex_lock (&v->lock);
+  if (v->channel && !v->closing)
+    channel = g_object_ref (v->channel);
+  g_mutex_unlock (&v->lock);
+  if (!channel)
+    return FALSE;
+  g_object_get (channel, "ready-state", &state, NULL);
+  if (state == GST_WEBRTC_DATA_CHANNEL_STATE_OPEN)
+    gst_webrtc_data_channel_send_string (channel, text);
+  g_object_unref (channel);
+  return state == GST_WEBRTC_DATA_CHANNEL_STATE_OPEN;
 }
 
 void

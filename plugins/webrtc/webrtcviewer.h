@@ -59,6 +59,10 @@ guint         webrtc_viewer_id (WebRtcViewer * v);
 /* any thread: the pipeline's frame @buf (not taken) */
 void          webrtc_viewer_push (WebRtcViewer * v, GstBuffer * buf);
 
+/* any thread: @text as one message on the viewer's data channel, if it
+ * is open (FALSE otherwise) */
+gboolean      webrtc_viewer_send (WebRtcViewer * v, const gchar * text);
+
 /* any thread: the pipeline's caps changed */
 void          webrtc_viewer_set_caps (WebRtcViewer * v, GstCaps * caps);
 

@@ -22,6 +22,10 @@
  *     Without the directory: DISABLED, and the FILE_XFER_DISABLED cap;
  *     the `agent xfer-answer STATUS` command answers the next START with
  *     STATUS instead (a guest out of space, locked...);
+ *   - the clipboard, by demand (CLIPBOARD_BY_DEMAND, no selections): a
+ *     client's GRAB of UTF-8 text is answered with a REQUEST and the text
+ *     it sends is logged; `agent clipboard TEXT` makes the guest own the
+ *     clipboard (a GRAB) and answers the client's REQUEST with TEXT;
  *   - everything else is logged and ignored.
  * The tablet stays the client-mode pointer (agent mouse off), so a guest
  * with an agent reports positions like one without.
@@ -37,6 +41,11 @@
  *                                    (status-N: the xfer-answer asked for)
  *   agent xfer-answer N              the command was taken
  *   agent mouse X Y buttons=B display=D   --agent-mouse: a client-mode position
+ *   agent clipboard grab types=T,...  a client owns the clipboard
+ *   agent clipboard text N TEXT      its text (N bytes; newlines as \n)
+ *   agent clipboard request T        a client asks for the guest's
+ *   agent clipboard release          a client owns it no more
+ *   agent clipboard grabbed N        the command: the guest owns N bytes
  *   agent ignored TYPE SIZE          another message
  *   agent error TEXT                 a message refused (and skipped)
  *
@@ -94,6 +103,8 @@ struct _GuestAgent
   gchar *xfer_dir;              /* NULL: file transfer disabled */
   GHashTable *xfers;            /* id -> GuestXfer */
   guint32 xfer_answer;          /* the next START's, 0 (CAN_SEND_DATA) none */
+
+  gchar *clipboard;             /* the guest's own text, NULL: none */
 };
 
 static guint32
@@ -143,6 +154,7 @@ agent_send_caps (GuestAgent * a, guint32 port)
 
   VD_AGENT_SET_CAPABILITY (caps, VD_AGENT_CAP_MONITORS_CONFIG);
   VD_AGENT_SET_CAPABILITY (caps, VD_AGENT_CAP_REPLY);
+  VD_AGENT_SET_CAPABILITY (caps, VD_AGENT_CAP_CLIPBOARD_BY_DEMAND);
   if (!a->xfer_dir)
     VD_AGENT_SET_CAPABILITY (caps, VD_AGENT_CAP_FILE_XFER_DISABLED);
   put_u32 (b, 0);               /* request: no answer wanted */
@@ -368,6 +380,66 @@ agent_xfer_drop_all (GuestAgent * a)
   g_list_free (all);
 }
 
+/* the client's clipboard messages (no selection header: the agent does
+ * not announce VD_AGENT_CAP_CLIPBOARD_SELECTION) */
+static void
+agent_clipboard (GuestAgent * a, guint32 port, guint32 type,
+    const guint8 * data, guint32 size)
+{
+  GString *line;
+  guint32 i, t;
+  gboolean text = FALSE;
+  GByteArray *b;
+
+  switch (type) {
+    case VD_AGENT_CLIPBOARD_GRAB:
+      line = g_string_new ("");
+      for (i = 0; i + 4 <= size; i += 4) {
+        t = read_u32 (data + i);
+        g_string_append_printf (line, "%s%u", i ? "," : "", t);
+        text |= t == VD_AGENT_CLIPBOARD_UTF8_TEXT;
+      }
+      a->log ("agent clipboard grab types=%s", line->str);
+      g_string_free (line, TRUE);
+      g_clear_pointer (&a->clipboard, g_free);
+      if (text) {
+        b = g_byte_array_new ();
+        put_u32 (b, VD_AGENT_CLIPBOARD_UTF8_TEXT);
+        agent_send (a, port, VD_AGENT_CLIPBOARD_REQUEST, b->data, b->len);
+        g_byte_array_unref (b);
+      }
+      break;
+    case VD_AGENT_CLIPBOARD:
+      if (size < 4) {
+        a->log ("agent error clipboard of %u bytes", size);
+        break;
+      }
+      line = g_string_new_len ((const gchar *) data + 4, size - 4);
+      for (i = 0; i < line->len; i++)
+        if (line->str[i] == '\n' || line->str[i] == '\r')
+          line->str[i] = ' ';
+      a->log ("agent clipboard text %u %s", size - 4, line->str);
+      g_string_free (line, TRUE);
+      break;
+    case VD_AGENT_CLIPBOARD_REQUEST:
+      t = size >= 4 ? read_u32 (data) : 0;
+      a->log ("agent clipboard request %u", t);
+      b = g_byte_array_new ();
+      put_u32 (b, t);
+      if (a->clipboard && t == VD_AGENT_CLIPBOARD_UTF8_TEXT)
+        g_byte_array_append (b, (const guint8 *) a->clipboard,
+            strlen (a->clipboard));
+      agent_send (a, port, VD_AGENT_CLIPBOARD, b->data, b->len);
+      g_byte_array_unref (b);
+      break;
+    case VD_AGENT_CLIPBOARD_RELEASE:
+      a->log ("agent clipboard release");
+      break;
+    default:
+      break;
+  }
+}
+
 static void
 agent_message (GuestAgent * a, guint32 port, const guint8 * msg)
 {
@@ -405,6 +477,12 @@ agent_message (GuestAgent * a, guint32 port, const guint8 * msg)
     case VD_AGENT_CLIENT_DISCONNECTED:
       a->log ("agent client disconnected");
       agent_xfer_drop_all (a);
+      break;
+    case VD_AGENT_CLIPBOARD_GRAB:
+    case VD_AGENT_CLIPBOARD:
+    case VD_AGENT_CLIPBOARD_REQUEST:
+    case VD_AGENT_CLIPBOARD_RELEASE:
+      agent_clipboard (a, port, type, data, size);
       break;
     case VD_AGENT_MOUSE_STATE:
       /* the agent mouse (--agent-mouse): spice-server's client-mode
@@ -577,12 +655,26 @@ guest_agent_set_xfer_answer (GuestAgent * a, guint32 status)
 }
 
 void
+guest_agent_set_clipboard (GuestAgent * a, const gchar * text)
+{
+  GByteArray *b = g_byte_array_new ();
+
+  g_free (a->clipboard);
+  a->clipboard = g_strdup (text);
+  put_u32 (b, VD_AGENT_CLIPBOARD_UTF8_TEXT);
+  agent_send (a, VDP_CLIENT_PORT, VD_AGENT_CLIPBOARD_GRAB, b->data, b->len);
+  g_byte_array_unref (b);
+  a->log ("agent clipboard grabbed %u", (guint) strlen (text));
+}
+
+void
 guest_agent_free (GuestAgent * a)
 {
   guint i;
 
   if (!a)
     return;
+  g_free (a->clipboard);
   spice_server_remove_interface (&a->sin.base);
   agent_xfer_drop_all (a);
   g_hash_table_unref (a->xfers);

@@ -32,6 +32,9 @@ GuestAgent *guest_agent_new (SpiceServer * server, gint min_size,
  * VD_AGENT_FILE_XFER_STATUS_*) instead of CAN_SEND_DATA, as a guest that
  * refuses it would (no space, a locked session...) */
 void guest_agent_set_xfer_answer (GuestAgent * a, guint32 status);
+/* Main thread: the guest owns the clipboard with @text (a GRAB to the
+ * client; its REQUEST is answered with @text) */
+void guest_agent_set_clipboard (GuestAgent * a, const gchar * text);
 /* Main thread */
 void guest_agent_free (GuestAgent * a);
 

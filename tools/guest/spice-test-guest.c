@@ -1335,6 +1335,15 @@ handle_command (Guest * g, const gchar * line)
       guest_log ("error bad file transfer status: %s", argv[2]);
     else
       guest_agent_set_xfer_answer (g->agent, (guint32) a);
+  } else if (g_str_equal (argv[0], "agent") && argc >= 3 &&
+      g_str_equal (argv[1], "clipboard")) {
+    /* the rest of the line, spaces kept */
+    const gchar *text = strstr (line, "clipboard") + strlen ("clipboard ");
+
+    if (!g->agent)
+      guest_log ("error no agent (--agent)");
+    else
+      guest_agent_set_clipboard (g->agent, text);
   } else if (g_str_equal (argv[0], "quit")) {
     quit_guest (g);
   } else {
