@@ -257,6 +257,83 @@ GST_START_TEST (test_candidates)
 
 GST_END_TEST;
 
+GST_START_TEST (test_size_and_clipboard)
+{
+  const gchar *reason = NULL;
+  guint w = 0, h = 0;
+  GBytes *text;
+  gchar *big;
+
+  fail_unless_equals_int (webrtc_input_kind ("s 1600 1200", 11),
+      WEBRTC_INPUT_SIZE);
+  fail_unless_equals_int (webrtc_input_kind ("c x", 3),
+      WEBRTC_INPUT_CLIPBOARD);
+  fail_unless_equals_int (webrtc_input_kind ("k 1 30", 6),
+      WEBRTC_INPUT_NAVIGATION);
+  fail_unless_equals_int (webrtc_input_kind ("sx", 2),
+      WEBRTC_INPUT_NAVIGATION);
+
+  fail_unless (webrtc_input_parse_size ("s 1600 1200", 11, &w, &h, &reason));
+  fail_unless (w == 1600 && h == 1200);
+  /* clamped into 200..8192 */
+  fail_unless (webrtc_input_parse_size ("s 10 99999", 10, &w, &h, &reason));
+  fail_unless (w == WEBRTC_INPUT_MIN_SIZE && h == WEBRTC_INPUT_MAX_SIZE);
+  fail_if (webrtc_input_parse_size ("s 0 100", 7, &w, &h, &reason));
+  fail_if (webrtc_input_parse_size ("s 100", 5, &w, &h, &reason));
+  fail_unless_equals_string (reason, "syntax");
+
+  /* the text as it came, spaces and newlines kept; empty allowed */
+  text = webrtc_input_parse_clipboard ("c two words\n", 12, &reason);
+  fail_unless (text != NULL);
+  fail_unless_equals_int (g_bytes_get_size (text), 10);
+  fail_unless (memcmp (g_bytes_get_data (text, NULL), "two words\n", 10) == 0);
+  g_bytes_unref (text);
+  text = webrtc_input_parse_clipboard ("c ", 2, &reason);
+  fail_unless (text != NULL && g_bytes_get_size (text) == 0);
+  g_bytes_unref (text);
+  fail_unless (webrtc_input_parse_clipboard ("c \xff\xfe", 4, &reason) ==
+      NULL);
+  fail_unless_equals_string (reason, "utf8");
+  big = g_malloc (WEBRTC_INPUT_MAX_CLIPBOARD + 3);
+  memset (big, 'x', WEBRTC_INPUT_MAX_CLIPBOARD + 3);
+  big[0] = 'c';
+  big[1] = ' ';
+  fail_unless (webrtc_input_parse_clipboard (big, WEBRTC_INPUT_MAX_CLIPBOARD
+          + 3, &reason) == NULL);
+  fail_unless_equals_string (reason, "too-long");
+  text = webrtc_input_parse_clipboard (big, WEBRTC_INPUT_MAX_CLIPBOARD + 2,
+      &reason);
+  fail_unless (text != NULL);
+  g_bytes_unref (text);
+  g_free (big);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_extmap)
+{
+  GstSDPMessage *sdp = sdp_of (OFFER_HEAD OFFER_VIDEO
+      "a=extmap:4 http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-"
+      "cc-extensions-01\r\n"
+      "a=extmap:5 http://www.webrtc.org/experiments/rtp-hdrext/"
+      "playout-delay\r\n"
+      "a=extmap:16 http://www.webrtc.org/experiments/rtp-hdrext/"
+      "video-content-type\r\n" OFFER_DATA);
+
+  fail_unless_equals_int (webrtc_sdp_video_extmap (sdp,
+          "http://www.webrtc.org/experiments/rtp-hdrext/playout-delay"), 5);
+  /* a two-byte id: not one the packets can carry in one-byte headers */
+  fail_unless_equals_int (webrtc_sdp_video_extmap (sdp,
+          "http://www.webrtc.org/experiments/rtp-hdrext/video-content-type"),
+      0);
+  /* a prefix of a URI is not the URI */
+  fail_unless_equals_int (webrtc_sdp_video_extmap (sdp,
+          "http://www.webrtc.org/experiments/rtp-hdrext/playout"), 0);
+  gst_sdp_message_free (sdp);
+}
+
+GST_END_TEST;
+
 static Suite *
 webrtc_units_suite (void)
 {
@@ -268,6 +345,8 @@ webrtc_units_suite (void)
   tcase_add_test (tc, test_pointer);
   tcase_add_test (tc, test_offer);
   tcase_add_test (tc, test_candidates);
+  tcase_add_test (tc, test_size_and_clipboard);
+  tcase_add_test (tc, test_extmap);
   return s;
 }
 

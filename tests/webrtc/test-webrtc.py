@@ -11,6 +11,10 @@
 #   - a page with a wrong token is refused (401, the page says so) and the
 #     service log has the security event; a POST without a token is
 #     refused, an oversize one too (413), both logged;
+#   - with the guest's agent (--agent): the page's window size is asked of
+#     the guest ("agent monitors 1 WxH", again after the window changes),
+#     the page's clipboard reaches it ("agent clipboard text N TEXT") and
+#     the guest's reaches the page;
 #   - pipelines/transcode-vp8-browser.pipeline: a spice-gtk client
 #     (spice-test-client) gets the exact picture while a browser plays it
 #     within 40 dB, and the browser's key reaches the guest.
@@ -160,6 +164,56 @@ def browser_only(tmp):
         guest.stop()
 
 
+def with_agent(tmp):
+    """the window's size and the clipboard, through the guest's agent"""
+    guest = browser.Guest(BUILD, tmp, ["--agent"])
+    gateway = browser.Gateway(BUILD, SOURCE, "browser", guest.uri, tmp,
+                              port_variable="HTTP_PORT")
+    chromium = browser.Browser(tmp, CHROMIUM_ARGS)
+    origin = "http://127.0.0.1:%d" % gateway.port
+    try:
+        check(gateway.wait_listening(60), "agent: the gateway serves HTTP")
+        chromium.call("Browser.grantPermissions", origin=origin,
+                      permissions=["clipboardReadWrite",
+                                   "clipboardSanitizedWrite"])
+        chromium.open(origin + "/")
+        check(chromium.wait_true(PLAYING_JS, 60), "agent: the page plays")
+        size = chromium.evaluate("window.innerWidth + 'x' + "
+                                 "window.innerHeight")
+        line = guest.wait_line("agent monitors", 30)
+        check(line is not None and (" %s+0+0" % size) in line,
+              "agent: the page's %s window is asked of the guest: %s"
+              % (size, line))
+        guest.clear_lines()
+        chromium.call("Emulation.setDeviceMetricsOverride", width=1024,
+                      height=768, deviceScaleFactor=1, mobile=False)
+        line = guest.wait_line("agent monitors", 30)
+        check(line is not None and " 1024x768+0+0" in line,
+              "agent: after the window changed to 1024x768: %s" % line)
+
+        guest.clear_lines()
+        # headless: the page has the focus only when told (the clipboard
+        # is a focused page's)
+        chromium.call("Emulation.setFocusEmulationEnabled", enabled=True)
+        chromium.evaluate("navigator.clipboard.writeText('from the "
+                          "browser').then(function () { window.dispatchEvent"
+                          "(new Event('focus')); })", await_promise=True)
+        line = guest.wait_line("agent clipboard text", 30)
+        check(line is not None and
+              line.endswith("text 16 from the browser"),
+              "agent: the page's clipboard reaches the guest: %s" % line)
+
+        guest.command("agent clipboard from the guest")
+        got = chromium.wait_true("window.guestClipboard === 'from the guest'",
+                                 30)
+        check(got, "agent: the guest's clipboard reaches the page (%s)"
+              % chromium.evaluate("window.guestClipboard"))
+    finally:
+        chromium.close()
+        gateway.stop()
+        guest.stop()
+
+
 def both(tmp):
     """SPICE clients and browsers from one upstream session"""
     guest = browser.Guest(BUILD, tmp)
@@ -204,6 +258,7 @@ def main():
     tmp = browser.tempdir()
     print("work directory (kept on a failure): " + tmp)
     browser_only(tmp)
+    with_agent(tmp)
     both(tmp)
     finish()  # exits 1 on a failure, leaving @tmp to look at
     shutil.rmtree(tmp, ignore_errors=True)
