@@ -712,7 +712,9 @@ on_refused (const gchar * peer, gboolean security, const gchar * reason,
 {
   GstSpiceWebRtcSink *sink = data;
   const gchar *event = g_str_equal (reason, "whep-token") ? "wrong-ticket" :
-      g_str_equal (reason, "whep-origin") ? "refused" : "bad-message";
+      g_str_equal (reason, "whep-origin") ? "refused" :
+      g_str_equal (reason, "http-connections") ? "refused" :
+      g_str_equal (reason, "http-timeout") ? "timeout" : "bad-message";
 
   g_mutex_lock (&sink->lock);
   sink->st_refused++;

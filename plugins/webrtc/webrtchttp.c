@@ -20,6 +20,27 @@ GST_DEBUG_CATEGORY_STATIC (webrtc_http_debug);
 #define PAGE_RESOURCE "/org/gstspice/webrtc/viewer.html"
 #define WHEP_PATH "/whep"
 
+/* connections held open at once, in all and from one address: a browser
+ * uses 6 at most; a script that opens many costs the others nothing
+ * beyond these */
+#define MAX_CONNECTIONS 256
+#define MAX_PER_PEER 16
+/* a connection without a request this long after it opened (or after its
+ * last one) is closed */
+#define FIRST_REQUEST_US (10 * G_TIME_SPAN_SECOND)
+#define IDLE_US (60 * G_TIME_SPAN_SECOND)
+
+/* one accepted connection; soup owns the stream, a weak reference tells
+ * when it let it go */
+typedef struct
+{
+  WebRtcHttp *http;
+  GSocketConnection *conn;      /* weak */
+  gchar *peer;
+  gint64 last_us;               /* opened, or its last request's start */
+  gboolean requested;
+} HttpConn;
+
 struct _WebRtcHttp
 {
   SoupServer *server;
@@ -31,6 +52,10 @@ struct _WebRtcHttp
   GBytes *page;
   guint port;
   GList *pending;               /* WebRtcHttpOffer, context thread */
+  GSocketService *service;
+  GList *conns;                 /* HttpConn */
+  GHashTable *per_peer;         /* peer -> count */
+  GSource *timer;
 };
 
 struct _WebRtcHttpOffer
@@ -326,14 +351,142 @@ handler (SoupServer * server, SoupServerMessage * msg, const char *path,
   }
 }
 
+/* context thread: soup let a connection go */
+static void
+conn_gone (gpointer data, GObject * where)
+{
+  HttpConn *c = data;
+  WebRtcHttp *http = c->http;
+  guint n = GPOINTER_TO_UINT (g_hash_table_lookup (http->per_peer, c->peer));
+
+  if (n > 1)
+    g_hash_table_insert (http->per_peer, g_strdup (c->peer),
+        GUINT_TO_POINTER (n - 1));
+  else
+    g_hash_table_remove (http->per_peer, c->peer);
+  http->conns = g_list_remove (http->conns, c);
+  g_free (c->peer);
+  g_free (c);
+}
+
+/* context thread: the connection of @msg */
+static HttpConn *
+conn_of (WebRtcHttp * http, SoupServerMessage * msg)
+{
+  GSocket *sock = soup_server_message_get_socket (msg);
+  GList *l;
+
+  for (l = http->conns; l && sock; l = l->next) {
+    HttpConn *c = l->data;
+
+    if (g_socket_connection_get_socket (c->conn) == sock)
+      return c;
+  }
+  return NULL;
+}
+
+/* context thread */
+static void
+on_request_started (SoupServer * server, SoupServerMessage * msg,
+    gpointer data)
+{
+  HttpConn *c = conn_of (data, msg);
+
+  if (c) {
+    c->requested = TRUE;
+    c->last_us = g_get_monotonic_time ();
+  }
+}
+
+/* context thread: a connection opened; soup serves it within the bounds */
+static gboolean
+on_incoming (GSocketService * service, GSocketConnection * conn,
+    GObject * source, gpointer data)
+{
+  WebRtcHttp *http = data;
+  GSocketAddress *remote = g_socket_connection_get_remote_address (conn,
+      NULL), *local = g_socket_connection_get_local_address (conn, NULL);
+  gchar *peer = remote && G_IS_INET_SOCKET_ADDRESS (remote) ?
+      g_inet_address_to_string (g_inet_socket_address_get_address
+      (G_INET_SOCKET_ADDRESS (remote))) : g_strdup ("?");
+  guint n = GPOINTER_TO_UINT (g_hash_table_lookup (http->per_peer, peer));
+  guint total = g_list_length (http->conns);
+  GError *err = NULL;
+  HttpConn *c;
+
+  if (n >= MAX_PER_PEER || total >= MAX_CONNECTIONS) {
+    gchar *detail = g_strdup_printf ("%u connections open from it, %u in "
+        "all", n, total);
+
+    GST_INFO ("%s: refused, %s", peer, detail);
+    http->cb.refused (peer, FALSE, "http-connections", detail, http->data);
+    g_free (detail);
+    g_io_stream_close (G_IO_STREAM (conn), NULL, NULL);
+  } else if (!soup_server_accept_iostream (http->server, G_IO_STREAM (conn),
+          local, remote, &err)) {
+    GST_WARNING ("%s: %s", peer, err->message);
+    g_clear_error (&err);
+  } else {
+    c = g_new0 (HttpConn, 1);
+    c->http = http;
+    c->conn = conn;
+    c->peer = g_strdup (peer);
+    c->last_us = g_get_monotonic_time ();
+    g_object_weak_ref (G_OBJECT (conn), conn_gone, c);
+    http->conns = g_list_prepend (http->conns, c);
+    g_hash_table_insert (http->per_peer, g_strdup (peer),
+        GUINT_TO_POINTER (n + 1));
+  }
+  g_clear_object (&remote);
+  g_clear_object (&local);
+  g_free (peer);
+  return TRUE;
+}
+
+/* context thread, once a second: connections that sent no request in
+ * time are closed */
+static gboolean
+on_timer (gpointer data)
+{
+  WebRtcHttp *http = data;
+  gint64 now = g_get_monotonic_time ();
+  GList *l, *late = NULL;
+
+  for (l = http->conns; l; l = l->next) {
+    HttpConn *c = l->data;
+
+    if (now - c->last_us >= (c->requested ? IDLE_US : FIRST_REQUEST_US))
+      late = g_list_prepend (late, g_object_ref (c->conn));
+  }
+  for (l = late; l; l = l->next) {
+    GSocketConnection *conn = l->data;
+    GSocketAddress *remote = g_socket_connection_get_remote_address (conn,
+        NULL);
+
+    GST_INFO ("closing a connection without a request");
+    if (remote && G_IS_INET_SOCKET_ADDRESS (remote)) {
+      gchar *peer = g_inet_address_to_string (g_inet_socket_address_get_address
+          (G_INET_SOCKET_ADDRESS (remote)));
+
+      http->cb.refused (peer, FALSE, "http-timeout", NULL, http->data);
+      g_free (peer);
+    }
+    g_clear_object (&remote);
+    /* soup sees it closed and lets it go */
+    g_socket_close (g_socket_connection_get_socket (conn), NULL);
+    g_object_unref (conn);
+  }
+  g_list_free (late);
+  return G_SOURCE_CONTINUE;
+}
+
 WebRtcHttp *
 webrtc_http_new (const WebRtcHttpConfig * config,
     const WebRtcHttpCallbacks * callbacks, gpointer data, GError ** error)
 {
   static gsize once = 0;
   WebRtcHttp *http;
-  GSocketAddress *addr;
-  GSList *uris;
+  GSocketAddress *addr, *effective = NULL;
 
   if (g_once_init_enter (&once)) {
     GST_DEBUG_CATEGORY_INIT (webrtc_http_debug, "spicewebrtchttp", 0,
@@ -355,19 +508,32 @@ webrtc_http_new (const WebRtcHttpConfig * config,
   http->page = g_resources_lookup_data (PAGE_RESOURCE, 0, NULL);
   if (!http->page)
     http->page = g_bytes_new_static ("", 0);
+  http->per_peer = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+      NULL);
   http->server = soup_server_new ("server-header", "gst-spice", NULL);
   soup_server_add_early_handler (http->server, NULL, early_handler, http, NULL);
   soup_server_add_handler (http->server, NULL, handler, http, NULL);
-  if (!soup_server_listen (http->server, addr, 0, error)) {
+  g_signal_connect (http->server, "request-started",
+      G_CALLBACK (on_request_started), http);
+  /* our own listener: soup serves what it accepts, within the bounds */
+  http->service = g_socket_service_new ();
+  if (!g_socket_listener_add_address (G_SOCKET_LISTENER (http->service),
+          addr, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, NULL, &effective,
+          error)) {
     g_object_unref (addr);
     webrtc_http_free (http);
     return NULL;
   }
   g_object_unref (addr);
-  uris = soup_server_get_uris (http->server);
-  if (uris)
-    http->port = g_uri_get_port (uris->data);
-  g_slist_free_full (uris, (GDestroyNotify) g_uri_unref);
+  http->port = g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS
+      (effective));
+  g_object_unref (effective);
+  g_signal_connect (http->service, "incoming", G_CALLBACK (on_incoming),
+      http);
+  g_socket_service_start (http->service);
+  http->timer = g_timeout_source_new_seconds (1);
+  g_source_set_callback (http->timer, on_timer, http, NULL);
+  g_source_attach (http->timer, http->context);
   return http;
 }
 
@@ -386,10 +552,32 @@ webrtc_http_free (WebRtcHttp * http)
   for (l = http->pending; l; l = l->next)
     ((WebRtcHttpOffer *) l->data)->http = NULL;
   g_list_free (http->pending);
+  if (http->timer) {
+    g_source_destroy (http->timer);
+    g_source_unref (http->timer);
+  }
+  if (http->service) {
+    g_socket_service_stop (http->service);
+    g_socket_listener_close (G_SOCKET_LISTENER (http->service));
+    g_signal_handlers_disconnect_by_data (http->service, http);
+    g_object_unref (http->service);
+  }
+  /* the connections soup still holds: no count to keep any more */
+  for (l = http->conns; l; l = l->next) {
+    HttpConn *c = l->data;
+
+    g_object_weak_unref (G_OBJECT (c->conn), conn_gone, c);
+    g_free (c->peer);
+    g_free (c);
+  }
+  g_list_free (http->conns);
   if (http->server) {
+    g_signal_handlers_disconnect_by_data (http->server, http);
     soup_server_disconnect (http->server);
     g_object_unref (http->server);
   }
+  if (http->per_peer)
+    g_hash_table_unref (http->per_peer);
   g_main_context_unref (http->context);
   g_bytes_unref (http->page);
   g_free (http->token);

@@ -12,6 +12,11 @@
  *   DELETE /whep/ID      ends that viewer (the same token)
  *   PATCH /whep/ID       405: candidates travel in the offer and answer
  *
+ * Connections are accepted here and handed to soup: at most 16 open from
+ * one address and 256 in all (more are closed at once: `http-connections`),
+ * each closed when it sends no request for 10 s after it opened or for 60
+ * s after its last one (`http-timeout`).
+ *
  * Each refusal is reported (the element posts it as a security or health
  * event) with a stable reason.
  */

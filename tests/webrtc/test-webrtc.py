@@ -11,6 +11,11 @@
 #   - a page with a wrong token is refused (401, the page says so) and the
 #     service log has the security event; a POST without a token is
 #     refused, an oversize one too (413), both logged;
+#   - hostile: 16 idle connections from one address, the 17th closed at
+#     once and the idle ones after the 10 s bound (both logged), a page
+#     afterwards still plays; a page flooding its data channel (20000
+#     messages) and sending a bad scancode is logged (flood, input-scancode)
+#     while a second page's key still reaches the guest;
 #   - with the guest's agent (--agent): the page's window size is asked of
 #     the guest ("agent monitors 1 WxH", again after the window changes),
 #     the page's clipboard reaches it ("agent clipboard text N TEXT") and
@@ -164,6 +169,78 @@ def browser_only(tmp):
         guest.stop()
 
 
+def hostile(tmp):
+    """connections that send nothing, a flooding page, bad messages"""
+    import socket
+    guest = browser.Guest(BUILD, tmp)
+    gateway = browser.Gateway(BUILD, SOURCE, "browser", guest.uri, tmp,
+                              port_variable="HTTP_PORT")
+    chromium = browser.Browser(tmp, CHROMIUM_ARGS)
+    url = "http://127.0.0.1:%d/" % gateway.port
+    idle = []
+    try:
+        check(gateway.wait_listening(60), "hostile: the gateway serves HTTP")
+        time.sleep(1)   # wait_listening's own connection is gone
+        for i in range(16):
+            idle.append(socket.create_connection(("127.0.0.1",
+                                                  gateway.port), 5))
+        extra = socket.create_connection(("127.0.0.1", gateway.port), 5)
+        extra.settimeout(5)
+        start = time.monotonic()
+        try:
+            got = extra.recv(1)
+        except OSError:
+            got = None
+        check(got == b"" and time.monotonic() - start < 5,
+              "hostile: a 17th connection from one address is closed at "
+              "once (%r)" % got)
+        extra.close()
+        check(wait_log(gateway, r"event=refused peer=127\.0\.0\.1 .*"
+                       r"reason=http-connections", 10),
+              "hostile: ... and logged (reason=http-connections)")
+        closed = []
+        for sock in idle:
+            sock.settimeout(30)
+            try:
+                closed.append(sock.recv(1) == b"")
+            except OSError:
+                closed.append(False)
+        took = time.monotonic() - start
+        check(all(closed) and 8 < took < 30, "hostile: the 16 that sent "
+              "nothing are closed after the 10 s bound (%.1f s, %d of 16)"
+              % (took, sum(closed)))
+        check(wait_log(gateway, r"reason=http-timeout", 10),
+              "hostile: ... and logged (reason=http-timeout)")
+
+        chromium.open(url)
+        check(chromium.wait_true(PLAYING_JS, 60), "hostile: a page "
+              "afterwards plays")
+        second = chromium.new_page(url)
+        check(second.wait_true(PLAYING_JS, 60), "hostile: a second page "
+              "plays")
+        chromium.evaluate("(function () { for (var i = 0; i < 20000; i++) "
+                          "channel.send('m ' + (i % 1000) + ' 10'); })()")
+        check(wait_log(gateway, r"security: event=flood .*reason=input-rate",
+                       20), "hostile: the page's flood is logged "
+              "(reason=input-rate)")
+        time.sleep(1.5)     # a new second: messages are read again
+        chromium.evaluate("channel.send('k 1 9999')")
+        check(wait_log(gateway, r"reason=input-scancode", 20),
+              "hostile: a scancode out of range is refused and logged")
+        guest.clear_lines()
+        second.type_key("a", "KeyA", 65)
+        line = guest.wait_line("key down", 30)
+        check(line is not None and line.strip().endswith("0x1e"),
+              "hostile: meanwhile the second page's key reaches the guest: "
+              "%s" % line)
+    finally:
+        for sock in idle:
+            sock.close()
+        chromium.close()
+        gateway.stop()
+        guest.stop()
+
+
 def with_agent(tmp):
     """the window's size and the clipboard, through the guest's agent"""
     guest = browser.Guest(BUILD, tmp, ["--agent"])
@@ -258,6 +335,7 @@ def main():
     tmp = browser.tempdir()
     print("work directory (kept on a failure): " + tmp)
     browser_only(tmp)
+    hostile(tmp)
     with_agent(tmp)
     both(tmp)
     finish()  # exits 1 on a failure, leaving @tmp to look at
