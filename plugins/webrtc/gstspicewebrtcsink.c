@@ -21,6 +21,10 @@
  * times, so that the encoder refines it (text at rest becomes sharp), and
  * then once a second, so that a viewer that lost a packet gets a key frame.
  *
+ * The sound, when an `audio` pad is requested and fed Opus, goes to every
+ * viewer whose browser takes Opus; the page plays it once the user has
+ * pressed a key or clicked (browsers' autoplay rules).
+ *
  * Access: with `password-file` a viewer must send its first line as a
  * bearer token (the page takes it from its address: `/#token=...`); a
  * wrong one is refused (401) and posted as a `wrong-ticket` security
@@ -142,6 +146,8 @@ struct _GstSpiceWebRtcSink
    * text the guest may ask for while @clip_ours */
   GBytes *clip;
   gboolean clip_ours;
+  GstPad *audio_pad;            /* requested, or NULL */
+  GstCaps *audio_caps;          /* its caps once known */
   guint last_width, last_height;        /* the size last asked for */
 
   /* the context thread: HTTP, viewers' creation and end, the timer */
@@ -161,6 +167,12 @@ GST_ELEMENT_REGISTER_DEFINE (spicewebrtcsink, "spicewebrtcsink",
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
     GST_PAD_SINK, GST_PAD_ALWAYS,
     GST_STATIC_CAPS (GST_VIDEO_CAPS_MAKE (GST_VIDEO_FORMATS_ALL)));
+
+/* the sound, Opus (opusenc frame-size=10 or 20), for every viewer whose
+ * browser takes it */
+static GstStaticPadTemplate audio_template = GST_STATIC_PAD_TEMPLATE ("audio",
+    GST_PAD_SINK, GST_PAD_REQUEST,
+    GST_STATIC_CAPS ("audio/x-opus, channel-mapping-family = (int) 0"));
 
 /* ------------------------------------------------------------ events */
 
@@ -668,6 +680,8 @@ on_offer (WebRtcHttpOffer * req, GstSDPMessage * sdp, const gchar * peer,
   v->peer = g_strdup (peer);
   v->req = req;
   caps = gst_caps_ref (sink->caps);
+  if (sink->audio_caps)
+    config.audio_caps = gst_caps_ref (sink->audio_caps);
   g_hash_table_insert (sink->viewers, GUINT_TO_POINTER (v->id), v);
   g_mutex_unlock (&sink->lock);
 
@@ -678,6 +692,8 @@ on_offer (WebRtcHttpOffer * req, GstSDPMessage * sdp, const gchar * peer,
   v->viewer = webrtc_viewer_new (v->id, &config, caps, sdp, &viewer_callbacks,
       v, &err);
   gst_caps_unref (caps);
+  if (config.audio_caps)
+    gst_caps_unref (config.audio_caps);
   g_strfreev (ice);
   g_free (encoder);
   g_free (stun);
@@ -1030,6 +1046,90 @@ gst_spice_webrtc_sink_render (GstBaseSink * bsink, GstBuffer * buf)
   return GST_FLOW_OK;
 }
 
+/* ------------------------------------------------------------ sound */
+
+/* the audio pad's streaming thread: an Opus packet for every viewer */
+static GstFlowReturn
+audio_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
+{
+  GstSpiceWebRtcSink *sink = GST_SPICE_WEBRTC_SINK (parent);
+  GHashTableIter it;
+  gpointer value;
+
+  g_mutex_lock (&sink->lock);
+  g_hash_table_iter_init (&it, sink->viewers);
+  while (g_hash_table_iter_next (&it, NULL, &value)) {
+    Viewer *v = value;
+
+    if (v->ready && v->viewer)
+      webrtc_viewer_push_audio (v->viewer, buf);
+  }
+  g_mutex_unlock (&sink->lock);
+  gst_buffer_unref (buf);
+  return GST_FLOW_OK;
+}
+
+/* the audio pad's streaming thread: its caps; the rest is the video's to
+ * decide (EOS, flushes) */
+static gboolean
+audio_event (GstPad * pad, GstObject * parent, GstEvent * event)
+{
+  GstSpiceWebRtcSink *sink = GST_SPICE_WEBRTC_SINK (parent);
+
+  if (GST_EVENT_TYPE (event) == GST_EVENT_CAPS) {
+    GstCaps *caps;
+
+    gst_event_parse_caps (event, &caps);
+    g_mutex_lock (&sink->lock);
+    gst_caps_replace (&sink->audio_caps, caps);
+    g_mutex_unlock (&sink->lock);
+    GST_INFO_OBJECT (sink, "sound: %" GST_PTR_FORMAT
+        " (for viewers that come from now on)", caps);
+  }
+  gst_event_unref (event);
+  return TRUE;
+}
+
+/* application thread */
+static GstPad *
+gst_spice_webrtc_sink_request_new_pad (GstElement * element,
+    GstPadTemplate * templ, const gchar * name, const GstCaps * caps)
+{
+  GstSpiceWebRtcSink *sink = GST_SPICE_WEBRTC_SINK (element);
+  GstPad *pad;
+
+  GST_OBJECT_LOCK (sink);
+  if (sink->audio_pad) {
+    GST_OBJECT_UNLOCK (sink);
+    GST_WARNING_OBJECT (sink, "one audio pad only");
+    return NULL;
+  }
+  pad = gst_pad_new_from_template (templ, "audio");
+  sink->audio_pad = pad;
+  GST_OBJECT_UNLOCK (sink);
+  gst_pad_set_chain_function (pad, audio_chain);
+  gst_pad_set_event_function (pad, audio_event);
+  gst_pad_set_active (pad, TRUE);
+  gst_element_add_pad (element, pad);
+  return pad;
+}
+
+/* application thread */
+static void
+gst_spice_webrtc_sink_release_pad (GstElement * element, GstPad * pad)
+{
+  GstSpiceWebRtcSink *sink = GST_SPICE_WEBRTC_SINK (element);
+
+  GST_OBJECT_LOCK (sink);
+  if (pad == sink->audio_pad)
+    sink->audio_pad = NULL;
+  GST_OBJECT_UNLOCK (sink);
+  g_mutex_lock (&sink->lock);
+  gst_caps_replace (&sink->audio_caps, NULL);
+  g_mutex_unlock (&sink->lock);
+  gst_element_remove_pad (element, pad);
+}
+
 /* ----------------------------------------------------------- GObject */
 
 static GstStructure *
@@ -1192,6 +1292,7 @@ gst_spice_webrtc_sink_finalize (GObject * object)
   gst_caps_replace (&sink->caps, NULL);
   gst_buffer_replace (&sink->last, NULL);
   g_clear_pointer (&sink->clip, g_bytes_unref);
+  gst_caps_replace (&sink->audio_caps, NULL);
   g_mutex_clear (&sink->lock);
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
@@ -1296,11 +1397,14 @@ gst_spice_webrtc_sink_class_init (GstSpiceWebRtcSinkClass * klass)
           GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
 
   element_class->change_state = gst_spice_webrtc_sink_change_state;
+  element_class->request_new_pad = gst_spice_webrtc_sink_request_new_pad;
+  element_class->release_pad = gst_spice_webrtc_sink_release_pad;
   basesink_class->set_caps = gst_spice_webrtc_sink_set_caps;
   basesink_class->render = gst_spice_webrtc_sink_render;
   basesink_class->event = gst_spice_webrtc_sink_event;
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
+  gst_element_class_add_static_pad_template (element_class, &audio_template);
   gst_element_class_set_static_metadata (element_class,
       "SPICE WebRTC sink", "Sink/Network/Video",
       "Serves its video to web browsers over WebRTC (WHEP signalling, a "

@@ -387,8 +387,7 @@ conn_of (WebRtcHttp * http, SoupServerMessage * msg)
 
 /* context thread */
 static void
-on_request_started (SoupServer * server, SoupServerMessage * msg,
-    gpointer data)
+on_request_started (SoupServer * server, SoupServerMessage * msg, gpointer data)
 {
   HttpConn *c = conn_of (data, msg);
 
@@ -528,8 +527,7 @@ webrtc_http_new (const WebRtcHttpConfig * config,
   http->port = g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS
       (effective));
   g_object_unref (effective);
-  g_signal_connect (http->service, "incoming", G_CALLBACK (on_incoming),
-      http);
+  g_signal_connect (http->service, "incoming", G_CALLBACK (on_incoming), http);
   g_socket_service_start (http->service);
   http->timer = g_timeout_source_new_seconds (1);
   g_source_set_callback (http->timer, on_timer, http, NULL);

@@ -10,21 +10,24 @@
 
 #include "webrtcsdp.h"
 
-/* any thread: the first video section of @offer, or NULL */
+/* any thread: the first @kind ("video", "audio") section of @offer, or
+ * NULL */
 static const GstSDPMedia *
-first_video (const GstSDPMessage * offer)
+first_media (const GstSDPMessage * offer, const gchar * kind)
 {
   guint i;
 
   for (i = 0; i < gst_sdp_message_medias_len (offer); i++) {
     const GstSDPMedia *m = gst_sdp_message_get_media (offer, i);
 
-    if (g_strcmp0 (gst_sdp_media_get_media (m), "video") == 0 &&
+    if (g_strcmp0 (gst_sdp_media_get_media (m), kind) == 0 &&
         gst_sdp_media_get_port (m) != 0)
       return m;
   }
   return NULL;
 }
+
+#define first_video(offer) first_media (offer, "video")
 
 /* any thread: the value of @m's a=fmtp for @pt, or NULL */
 static const gchar *
@@ -144,13 +147,41 @@ webrtc_sdp_video_extmap (const GstSDPMessage * offer, const gchar * uri)
   return 0;
 }
 
+/* any thread: @m accepts media (not inactive or sendonly) */
+static gboolean
+receives (const GstSDPMedia * m)
+{
+  return m && !gst_sdp_media_get_attribute_val (m, "inactive") &&
+      !gst_sdp_media_get_attribute_val (m, "sendonly");
+}
+
 gboolean
 webrtc_sdp_wants_video (const GstSDPMessage * offer)
 {
-  const GstSDPMedia *m = first_video (offer);
+  return receives (first_video (offer));
+}
 
-  return m && !gst_sdp_media_get_attribute_val (m, "inactive") &&
-      !gst_sdp_media_get_attribute_val (m, "sendonly");
+gint
+webrtc_sdp_opus_payload (const GstSDPMessage * offer)
+{
+  const GstSDPMedia *m = first_media (offer, "audio");
+  guint i;
+
+  if (!receives (m))
+    return -1;
+  for (i = 0; i < gst_sdp_media_attributes_len (m); i++) {
+    const GstSDPAttribute *a = gst_sdp_media_get_attribute (m, i);
+    gchar *end = NULL;
+    glong pt;
+
+    if (g_strcmp0 (a->key, "rtpmap") || !a->value)
+      continue;
+    pt = strtol (a->value, &end, 10);
+    if (pt >= 0 && pt <= 127 && end && *end == ' ' &&
+        g_ascii_strncasecmp (end + 1, "opus/48000", 10) == 0)
+      return (gint) pt;
+  }
+  return -1;
 }
 
 /* any thread: the connection address of an a=candidate value

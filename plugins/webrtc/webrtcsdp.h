@@ -31,6 +31,10 @@ guint8    webrtc_sdp_video_extmap (const GstSDPMessage * offer,
  * or sendonly) */
 gboolean  webrtc_sdp_wants_video (const GstSDPMessage * offer);
 
+/* the payload type of Opus (opus/48000/2) in the offer's first audio
+ * section, if it accepts media; -1 otherwise */
+gint      webrtc_sdp_opus_payload (const GstSDPMessage * offer);
+
 /* Removes from every media section of @answer the candidates whose address
  * is not one of @addresses (NULL or empty: all are kept); the count of
  * candidates left. */

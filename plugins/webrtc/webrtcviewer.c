@@ -29,6 +29,7 @@ struct _WebRtcViewer
 {
   guint id;
   GstElement *pipeline, *appsrc, *webrtc, *enc;
+  GstElement *asrc;             /* sound, or NULL */
   GstWebRTCDataChannel *channel;
   WebRtcViewerCallbacks cb;
   gpointer data;
@@ -521,6 +522,61 @@ rewrite_packets (GstPad * pad, PacketRewrite * rw)
       GST_PAD_PROBE_TYPE_BUFFER_LIST, payload_type_probe, rw, g_free);
 }
 
+/* any thread but a viewer's: Opus from the pipeline at payload type @pt to
+ * webrtcbin, sent only */
+static gboolean
+build_audio (WebRtcViewer * v, GstCaps * caps, gint pt, GError ** error)
+{
+  GstElement *src = gst_element_factory_make ("appsrc", "asrc");
+  GstElement *pay = gst_element_factory_make ("rtpopuspay", NULL);
+  GstWebRTCRTPTransceiver *trans = NULL;
+  GstPad *out, *sink;
+  GstCaps *prefs;
+
+  if (!src || !pay) {
+    gst_clear_object (&src);
+    gst_clear_object (&pay);
+    g_set_error (error, GST_CORE_ERROR, GST_CORE_ERROR_MISSING_PLUGIN,
+        "appsrc or rtpopuspay is missing");
+    return FALSE;
+  }
+  g_object_set (src, "is-live", TRUE, "format", GST_FORMAT_TIME,
+      "max-buffers", (guint64) 20, "leaky-type", 2 /* downstream */ ,
+      "caps", caps, NULL);
+  g_object_set (pay, "pt", (guint) pt, "ssrc",
+      (guint) g_random_int_range (1, G_MAXINT32), NULL);
+  gst_bin_add_many (GST_BIN (v->pipeline), src, pay, NULL);
+  if (!gst_element_link (src, pay)) {
+    g_set_error (error, GST_CORE_ERROR, GST_CORE_ERROR_NEGOTIATION,
+        "cannot link the viewer's sound to its payloader");
+    return FALSE;
+  }
+  out = gst_element_get_static_pad (pay, "src");
+  sink = gst_element_request_pad_simple (v->webrtc, "sink_%u");
+  if (!sink || gst_pad_link (out, sink) != GST_PAD_LINK_OK) {
+    gst_object_unref (out);
+    gst_clear_object (&sink);
+    g_set_error (error, GST_CORE_ERROR, GST_CORE_ERROR_NEGOTIATION,
+        "cannot link the sound payloader to webrtcbin");
+    return FALSE;
+  }
+  g_object_get (sink, "transceiver", &trans, NULL);
+  prefs = gst_caps_new_simple ("application/x-rtp", "media", G_TYPE_STRING,
+      "audio", "encoding-name", G_TYPE_STRING, "OPUS", "payload", G_TYPE_INT,
+      pt, "clock-rate", G_TYPE_INT, 48000, NULL);
+  if (trans) {
+    g_object_set (trans, "direction",
+        GST_WEBRTC_RTP_TRANSCEIVER_DIRECTION_SENDONLY, "codec-preferences",
+        prefs, NULL);
+    gst_object_unref (trans);
+  }
+  gst_caps_unref (prefs);
+  gst_object_unref (out);
+  gst_object_unref (sink);
+  v->asrc = src;
+  return TRUE;
+}
+
 /* state-change thread: the pipeline up to webrtcbin */
 static gboolean
 build (WebRtcViewer * v, const WebRtcViewerConfig * config, GstCaps * caps,
@@ -678,6 +734,7 @@ webrtc_viewer_new (guint id, const WebRtcViewerConfig * config,
   gint pt;
   guint64 initial = 0;
   gboolean full_chroma;
+  gint opus_pt;
 
   init_debug ();
   encoding = webrtc_viewer_encoding (config->encoder, error);
@@ -709,6 +766,14 @@ webrtc_viewer_new (guint id, const WebRtcViewerConfig * config,
   v->state = g_strdup ("new");
   g_mutex_init (&v->lock);
   if (!build (v, config, caps, encoding, pt, full_chroma, offer, error)) {
+    gst_sdp_message_free (offer);
+    webrtc_viewer_free (v);
+    return NULL;
+  }
+  /* sound where there is some and the browser takes Opus; a viewer that
+   * does not is answered without it */
+  opus_pt = config->audio_caps ? webrtc_sdp_opus_payload (offer) : -1;
+  if (opus_pt >= 0 && !build_audio (v, config->audio_caps, opus_pt, error)) {
     gst_sdp_message_free (offer);
     webrtc_viewer_free (v);
     return NULL;
@@ -791,6 +856,24 @@ webrtc_viewer_send (WebRtcViewer * v, const gchar * text)
     gst_webrtc_data_channel_send_string (channel, text);
   g_object_unref (channel);
   return state == GST_WEBRTC_DATA_CHANNEL_STATE_OPEN;
+}
+
+void
+webrtc_viewer_push_audio (WebRtcViewer * v, GstBuffer * buf)
+{
+  GstClock *clock;
+  GstBuffer *out;
+
+  if (!v->asrc || !(clock = gst_element_get_clock (v->pipeline)))
+    return;
+  out = gst_buffer_copy_region (buf, GST_BUFFER_COPY_MEMORY |
+      GST_BUFFER_COPY_META | GST_BUFFER_COPY_FLAGS, 0, -1);
+  /* the viewer's clock, as its video: the two stay together */
+  GST_BUFFER_PTS (out) = gst_clock_get_time (clock) -
+      gst_element_get_base_time (v->pipeline);
+  GST_BUFFER_DTS (out) = GST_CLOCK_TIME_NONE;
+  gst_object_unref (clock);
+  gst_app_src_push_buffer (GST_APP_SRC (v->asrc), out);
 }
 
 void

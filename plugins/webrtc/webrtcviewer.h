@@ -6,6 +6,8 @@
  *
  *   appsrc ! videoconvert ! spicestreamenc encoder=DESC ! [parse] ! RTP
  *   payloader ! webrtcbin
+ *   appsrc (Opus) ! rtpopuspay ! webrtcbin   (when the pipeline has sound
+ *                                            and the browser takes Opus)
  *
  * The element hands it the pipeline's frames (webrtc_viewer_push(): the
  * same memory, a new timestamp). webrtcbin answers the viewer's offer
@@ -41,6 +43,7 @@ typedef struct
   const gchar *const *ice_addresses;    /* NULL: every address */
   const gchar *stun_server;     /* NULL or "": none */
   guint max_bitrate;            /* bit/s the rate never exceeds, 0: none */
+  GstCaps *audio_caps;          /* the pipeline's Opus, NULL: no sound */
 } WebRtcViewerConfig;
 
 /* the RTP encoding of @encoder's first element ("VP8", "VP9", "H264") or
@@ -62,6 +65,10 @@ void          webrtc_viewer_push (WebRtcViewer * v, GstBuffer * buf);
 /* any thread: @text as one message on the viewer's data channel, if it
  * is open (FALSE otherwise) */
 gboolean      webrtc_viewer_send (WebRtcViewer * v, const gchar * text);
+
+/* any thread: the pipeline's Opus packet @buf (not taken), if this
+ * viewer takes sound */
+void          webrtc_viewer_push_audio (WebRtcViewer * v, GstBuffer * buf);
 
 /* any thread: the pipeline's caps changed */
 void          webrtc_viewer_set_caps (WebRtcViewer * v, GstCaps * caps);

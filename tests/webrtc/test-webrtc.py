@@ -20,6 +20,8 @@
 #     the guest ("agent monitors 1 WxH", again after the window changes),
 #     the page's clipboard reaches it ("agent clipboard text N TEXT") and
 #     the guest's reaches the page;
+#   - sound: the guest's tone (--audio tone) reaches the page as Opus
+#     (its audio receiver's packets and energy, getStats());
 #   - pipelines/transcode-vp8-browser.pipeline: a spice-gtk client
 #     (spice-test-client) gets the exact picture while a browser plays it
 #     within 40 dB, and the browser's key reaches the guest.
@@ -291,6 +293,46 @@ def with_agent(tmp):
         guest.stop()
 
 
+AUDIO_STATS_JS = """(async function () {
+  var out = null;
+  (await pc.getStats()).forEach(function (r) {
+    if (r.type === 'inbound-rtp' && r.kind === 'audio')
+      out = {packets: r.packetsReceived, energy: r.totalAudioEnergy || 0,
+             samples: r.totalSamplesReceived || 0};
+  });
+  return JSON.stringify(out);
+})()"""
+
+
+def sound(tmp):
+    """the guest's tone as Opus in the page"""
+    import json
+    guest = browser.Guest(BUILD, tmp, ["--audio", "tone"])
+    gateway = browser.Gateway(BUILD, SOURCE, "browser", guest.uri, tmp,
+                              port_variable="HTTP_PORT")
+    chromium = browser.Browser(tmp, CHROMIUM_ARGS)
+    try:
+        check(gateway.wait_listening(60), "sound: the gateway serves HTTP")
+        chromium.open("http://127.0.0.1:%d/" % gateway.port)
+        check(chromium.wait_true(PLAYING_JS, 60), "sound: the page plays")
+        chromium.click(300, 200)
+        stats = None
+        end = time.monotonic() + 30
+        while time.monotonic() < end:
+            value = chromium.evaluate(AUDIO_STATS_JS, await_promise=True)
+            stats = json.loads(value) if value else None
+            if stats and stats["packets"] > 100 and stats["energy"] > 0:
+                break
+            time.sleep(1)
+        check(stats is not None and stats["packets"] > 100 and
+              stats["energy"] > 0, "sound: the guest's tone reaches the page "
+              "as Opus (%s)" % stats)
+    finally:
+        chromium.close()
+        gateway.stop()
+        guest.stop()
+
+
 def both(tmp):
     """SPICE clients and browsers from one upstream session"""
     guest = browser.Guest(BUILD, tmp)
@@ -337,6 +379,7 @@ def main():
     browser_only(tmp)
     hostile(tmp)
     with_agent(tmp)
+    sound(tmp)
     both(tmp)
     finish()  # exits 1 on a failure, leaving @tmp to look at
     shutil.rmtree(tmp, ignore_errors=True)
