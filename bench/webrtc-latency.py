@@ -8,6 +8,7 @@ a SPICE client's, the guest busy, on loopback.
 
     bench/webrtc-latency.py [--build build] [--samples 20]
         [--profiles lan,80/10] [--cpu-secs 15] [--out DIR]
+        [--browser-encoder "vp8enc ..."]
 
 Root (network namespaces). The guest and the gateway run in the server
 namespace; spice-keypress and Chromium in the client namespace, behind the
@@ -150,6 +151,7 @@ def start_gateway(args, procs, ns, address, guest_port, out, name):
             "-D", "LISTEN_PORT=%d" % cport, "-D", "HTTP_PORT=%d" % hport,
             "-D", "PASSWORD=" + PASSWORD,
             "-D", "BROWSER_PASSWORD_FILE=" + token_file,
+            "-D", "BROWSER_ENCODER=" + (args.browser_encoder or ""),
             os.path.join(SOURCE, "pipelines",
                          "transcode-vp8-browser.pipeline")]
     gw = procs.start(rig.ns_exec(ns, argv) if ns else argv,
@@ -276,6 +278,8 @@ def main():
     p.add_argument("--samples", type=int, default=20)
     p.add_argument("--profiles", default="lan,80/10")
     p.add_argument("--cpu-secs", type=float, default=15)
+    p.add_argument("--browser-encoder", default="",
+                   help="the browsers' encoder (empty: spicewebrtcsink's)")
     p.add_argument("--prefix", default="gswebrtc")
     p.add_argument("--cc", default="cubic")
     p.add_argument("--out", default=None)

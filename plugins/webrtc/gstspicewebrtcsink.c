@@ -70,7 +70,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_spice_webrtc_sink_debug);
 /* no new frame for this long: the picture rests */
 #define REST_US (150 * G_TIME_SPAN_MILLISECOND)
 /* frames encoded again once it rests (at the timer's rate) */
-#define REFINE_FRAMES 20
+#define REFINE_FRAMES 8
 /* then one a second */
 #define KEEPALIVE_US G_TIME_SPAN_SECOND
 /* the encoder's rate is set from receiver reports this often */
