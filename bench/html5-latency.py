@@ -24,7 +24,6 @@ one at a time, after 3 unmeasured ones.
 import argparse
 import json
 import os
-import random
 import subprocess
 import sys
 import tempfile
@@ -61,15 +60,6 @@ WATCH_JS = """(function () {
 })()"""
 
 
-def pct(v, q):
-    v = sorted(v)
-    if not v:
-        return None
-    k = (len(v) - 1) * q
-    lo, hi = int(k), min(int(k) + 1, len(v) - 1)
-    return v[lo] + (v[hi] - v[lo]) * (k - lo)
-
-
 def html5_client(host, port, samples, out):
     """runs in the client namespace: Chromium + spice-html5, one JSON"""
     tmp = tempfile.mkdtemp(prefix="html5-latency-")
@@ -83,26 +73,7 @@ def html5_client(host, port, samples, out):
             res["error"] = "no canvas"
             return res
         time.sleep(2)
-        rnd = random.Random(1)
-        for i in range(samples + 3):
-            n = browser.call("Runtime.evaluate",
-                             expression="window.__lat.samples.length",
-                             returnByValue=True)["result"]["value"]
-            browser.call("Input.dispatchKeyEvent", type="keyDown", key=" ",
-                         code="Space", windowsVirtualKeyCode=32, text=" ")
-            time.sleep(0.05)
-            browser.call("Input.dispatchKeyEvent", type="keyUp", key=" ",
-                         code="Space", windowsVirtualKeyCode=32)
-            if not browser.wait_true("window.__lat.samples.length > %d" % n,
-                                     15):
-                res["timeouts"] += 1
-                browser.call("Runtime.evaluate",
-                             expression="window.__lat.t0 = 0")
-            time.sleep(rnd.uniform(0.4, 1.2))
-        got = browser.call("Runtime.evaluate",
-                           expression="JSON.stringify(window.__lat.samples)",
-                           returnByValue=True)["result"]["value"]
-        res["samples_ms"] = json.loads(got)[3:]
+        res["samples_ms"], res["timeouts"] = browser.measure_presses(samples)
     finally:
         browser.close()
         web.stop()
@@ -159,7 +130,7 @@ def run_profile(args, link, profile, out):
         with open(h_json) as f:
             h = json.load(f)
         s = h.get("samples_ms") or []
-        row["html5"] = {"p50": pct(s, 0.5), "p95": pct(s, 0.95),
+        row["html5"] = {"p50": rig.pct(s, 0.5), "p95": rig.pct(s, 0.95),
                         "max": max(s) if s else None, "n": len(s),
                         "timeouts": h.get("timeouts"),
                         "error": h.get("error")}

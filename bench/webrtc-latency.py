@@ -32,7 +32,6 @@ difference is the browser viewer's cost.
 import argparse
 import json
 import os
-import random
 import subprocess
 import sys
 import tempfile
@@ -92,15 +91,6 @@ STATS_JS = """(async function () {
 })()"""
 
 
-def pct(v, q):
-    v = sorted(v)
-    if not v:
-        return None
-    k = (len(v) - 1) * q
-    lo, hi = int(k), min(int(k) + 1, len(v) - 1)
-    return v[lo] + (v[hi] - v[lo]) * (k - lo)
-
-
 def browser_client(url, samples, out):
     """runs in the client namespace: Chromium on the page, one JSON"""
     tmp = tempfile.mkdtemp(prefix="webrtc-latency-")
@@ -113,21 +103,7 @@ def browser_client(url, samples, out):
                 "document.getElementById('status').textContent")
             return res
         time.sleep(3)
-        rnd = random.Random(1)
-        for i in range(samples + 3):
-            n = page.evaluate("window.__lat.samples.length")
-            page.call("Input.dispatchKeyEvent", type="keyDown", key=" ",
-                      code="Space", windowsVirtualKeyCode=32, text=" ")
-            time.sleep(0.05)
-            page.call("Input.dispatchKeyEvent", type="keyUp", key=" ",
-                      code="Space", windowsVirtualKeyCode=32)
-            if not page.wait_true("window.__lat.samples.length > %d" % n,
-                                  15):
-                res["timeouts"] += 1
-                page.evaluate("window.__lat.t0 = 0")
-            time.sleep(rnd.uniform(0.4, 1.2))
-        res["samples_ms"] = json.loads(page.evaluate(
-            "JSON.stringify(window.__lat.samples)"))[3:]
+        res["samples_ms"], res["timeouts"] = page.measure_presses(samples)
         res["frames"] = page.evaluate("window.__lat.frames")
         stats = page.evaluate(STATS_JS, await_promise=True)
         res["stats"] = json.loads(stats) if stats else None
@@ -199,7 +175,7 @@ def run_profile(args, link, profile, out):
         with open(b_json) as f:
             b = json.load(f)
         s = b.get("samples_ms") or []
-        row["browser"] = {"p50": pct(s, 0.5), "p95": pct(s, 0.95),
+        row["browser"] = {"p50": rig.pct(s, 0.5), "p95": rig.pct(s, 0.95),
                           "max": max(s) if s else None, "n": len(s),
                           "timeouts": b.get("timeouts"),
                           "error": b.get("error"), "stats": b.get("stats"),

@@ -159,10 +159,7 @@ server_report (SinkServer * server, const gchar * source, const gchar * peer,
   SinkEventSlot *slot;
   gchar *key;
 
-  st = gst_structure_new (ev->health ? GST_SPICE_MESSAGE_HEALTH :
-      GST_SPICE_MESSAGE_SECURITY, "event", G_TYPE_STRING, ev->event,
-      "peer", G_TYPE_STRING, peer, "source", G_TYPE_STRING, source,
-      "reason", G_TYPE_STRING, ev->reason, NULL);
+  st = gst_spice_report_new (ev->health, ev->event, peer, source, ev->reason);
   if (ev->limit)
     gst_structure_set (st, "limit", G_TYPE_UINT, ev->limit, NULL);
   if (ev->msg_type >= 0)

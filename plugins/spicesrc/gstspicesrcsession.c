@@ -110,11 +110,10 @@ ctx_post_health (GstSpiceSrc * self, const gchar * event,
   }
   detail = g_strdup_printf ("%s port %s: %s", self->params->host,
       session_params_port (self->params), what);
-  st = gst_structure_new (GST_SPICE_MESSAGE_HEALTH, "event", G_TYPE_STRING,
-      event, "peer", G_TYPE_STRING, self->params->host, "source",
-      G_TYPE_STRING, self->params->host, "reason", G_TYPE_STRING, reason,
-      "detail", G_TYPE_STRING, detail, "suppressed", G_TYPE_UINT64,
-      lost ? self->lost_suppressed : (guint64) 0, NULL);
+  st = gst_spice_report_new (TRUE, event, self->params->host,
+      self->params->host, reason);
+  gst_structure_set (st, "detail", G_TYPE_STRING, detail, "suppressed",
+      G_TYPE_UINT64, lost ? self->lost_suppressed : (guint64) 0, NULL);
   g_free (detail);
   if (lost)
     self->lost_suppressed = 0;

@@ -209,11 +209,8 @@ post_event (GstSpiceWebRtcSink * sink, gboolean security, const gchar * event,
   slot->last_us = now;
   g_mutex_unlock (&sink->lock);
 
-  st = gst_structure_new (security ? GST_SPICE_MESSAGE_SECURITY :
-      GST_SPICE_MESSAGE_HEALTH, "event", G_TYPE_STRING, event,
-      "peer", G_TYPE_STRING, peer, "source", G_TYPE_STRING, peer,
-      "reason", G_TYPE_STRING, reason, "suppressed", G_TYPE_UINT64,
-      suppressed, NULL);
+  st = gst_spice_report_new (!security, event, peer, peer, reason);
+  gst_structure_set (st, "suppressed", G_TYPE_UINT64, suppressed, NULL);
   if (detail)
     gst_structure_set (st, "detail", G_TYPE_STRING, detail, NULL);
   gst_element_post_message (GST_ELEMENT (sink),

@@ -11,6 +11,7 @@ import http.server
 import json
 import os
 import queue
+import random
 import shutil
 import signal
 import socket
@@ -270,15 +271,47 @@ class Page:
                       returnByValue=True, awaitPromise=await_promise)
         return r.get("result", {}).get("value")
 
-    def canvas(self):
-        """(w, h, RGB bytes) of spice-html5's canvas, or None"""
-        value = self.evaluate(CANVAS_JS)
+    def _picture(self, expression):
+        """(w, h, RGB bytes) of the {w, h, b: base64 RGBA} JSON that
+        @expression gives, or None"""
+        value = self.evaluate(expression)
         if not value:
             return None
         v = json.loads(value)
         rgba = bytearray(base64.b64decode(v["b"]))
         del rgba[3::4]
         return v["w"], v["h"], bytes(rgba)
+
+    def canvas(self):
+        """(w, h, RGB bytes) of spice-html5's canvas, or None"""
+        return self._picture(CANVAS_JS)
+
+    def video(self):
+        """(w, h, RGB bytes) of the frame spicewebrtcsink's page shows
+        now, or None"""
+        return self._picture(VIDEO_JS)
+
+    def measure_presses(self, samples, warmup=3, seed=1):
+        """presses Space @samples + @warmup times, 0.4-1.2 s apart, one at
+        a time, each waiting (15 s at most) for the page's window.__lat (a
+        latency watcher: t0 set on keydown, a sample pushed when the
+        picture shows it, t0 cleared) to take a sample; (the samples in ms
+        after the warm-up, the timeouts)"""
+        rnd = random.Random(seed)
+        timeouts = 0
+        for i in range(samples + warmup):
+            n = self.evaluate("window.__lat.samples.length")
+            self.call("Input.dispatchKeyEvent", type="keyDown", key=" ",
+                      code="Space", windowsVirtualKeyCode=32, text=" ")
+            time.sleep(0.05)
+            self.call("Input.dispatchKeyEvent", type="keyUp", key=" ",
+                      code="Space", windowsVirtualKeyCode=32)
+            if not self.wait_true("window.__lat.samples.length > %d" % n, 15):
+                timeouts += 1
+                self.evaluate("window.__lat.t0 = 0")
+            time.sleep(rnd.uniform(0.4, 1.2))
+        got = json.loads(self.evaluate("JSON.stringify(window.__lat.samples)"))
+        return got[warmup:], timeouts
 
     def wait_true(self, expression, timeout):
         """polls @expression in the page until it is truthy"""
@@ -387,17 +420,6 @@ VIDEO_JS = """(function () {
     s += String.fromCharCode.apply(null, d.subarray(i, i + 0x8000));
   return JSON.stringify({w: c.width, h: c.height, b: btoa(s)});
 })()"""
-
-
-def page_video(page):
-    """(w, h, RGB bytes) of the page's video frame now, or None"""
-    value = page.evaluate(VIDEO_JS)
-    if not value:
-        return None
-    v = json.loads(value)
-    rgba = bytearray(base64.b64decode(v["b"]))
-    del rgba[3::4]
-    return v["w"], v["h"], bytes(rgba)
 
 
 def write_ppm(path, pic):

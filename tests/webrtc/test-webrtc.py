@@ -67,7 +67,7 @@ def wait_psnr(page, guest, tmp, timeout):
     best, size = 0.0, "(none)"
     end = time.monotonic() + timeout
     while time.monotonic() < end:
-        pic = browser.page_video(page)
+        pic = page.video()
         if pic:
             size = "%dx%d" % pic[:2]
             best = max(best, browser.psnr(pic, ref, tmp))

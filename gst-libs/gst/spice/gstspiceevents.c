@@ -19,6 +19,16 @@ event_structure (GstEvent * event, GstEventType type, const gchar * name)
   return s;
 }
 
+GstStructure *
+gst_spice_report_new (gboolean health, const gchar * event,
+    const gchar * peer, const gchar * source, const gchar * reason)
+{
+  return gst_structure_new (health ? GST_SPICE_MESSAGE_HEALTH :
+      GST_SPICE_MESSAGE_SECURITY, "event", G_TYPE_STRING, event,
+      "peer", G_TYPE_STRING, peer, "source", G_TYPE_STRING, source,
+      "reason", G_TYPE_STRING, reason, NULL);
+}
+
 GstEvent *
 gst_spice_event_new_refresh (void)
 {

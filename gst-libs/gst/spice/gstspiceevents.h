@@ -19,6 +19,12 @@ G_BEGIN_DECLS
 #define GST_SPICE_MESSAGE_SECURITY "spice-security"
 #define GST_SPICE_MESSAGE_HEALTH "spice-health"
 
+/* the structure of one such message (@health: spice-health, else
+ * spice-security) with its string fields; the caller adds the others */
+GST_SPICE_API
+GstStructure *gst_spice_report_new (gboolean health, const gchar * event,
+    const gchar * peer, const gchar * source, const gchar * reason);
+
 /* Upstream, from spicesink: a client needs the whole picture. The tiler
  * answers with a full lossless redraw from its shadow (an update flagged
  * GST_SPICE_DRAWS_FLAG_REFRESH) and a force-key-unit on every stream. */
