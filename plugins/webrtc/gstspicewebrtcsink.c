@@ -640,6 +640,7 @@ on_offer (WebRtcHttpOffer * req, GstSDPMessage * sdp, const gchar * peer,
   gchar *encoder, *stun, **ice;
   GstCaps *caps = NULL;
   GError *err = NULL;
+  WebRtcViewer *viewer;
   Viewer *v;
   guint max;
 
@@ -686,8 +687,12 @@ on_offer (WebRtcHttpOffer * req, GstSDPMessage * sdp, const gchar * peer,
   config.encoder = encoder;
   config.ice_addresses = (const gchar * const *) ice;
   config.stun_server = stun;
-  v->viewer = webrtc_viewer_new (v->id, &config, caps, sdp, &viewer_callbacks,
-      v, &err);
+  viewer = webrtc_viewer_new (v->id, &config, caps, sdp, &viewer_callbacks, v,
+      &err);
+  /* its callbacks may come before this: they read it under the lock */
+  g_mutex_lock (&sink->lock);
+  v->viewer = viewer;
+  g_mutex_unlock (&sink->lock);
   gst_caps_unref (caps);
   if (config.audio_caps)
     gst_caps_unref (config.audio_caps);
@@ -723,17 +728,35 @@ static void
 on_refused (const gchar * peer, gboolean security, const gchar * reason,
     const gchar * detail, gpointer data)
 {
+  /* the event each of webrtchttp.c's reasons is, and whether it is a
+   * security one (the fail2ban filter counts those: a wrong token, a bad
+   * request, many connections from one address) */
+  static const struct
+  {
+    const gchar *reason, *event;
+    gboolean security;
+  } events[] = {
+    {"whep-token", "wrong-ticket", TRUE},
+    {"whep-origin", "refused", TRUE},
+    {"http-connections", "refused", TRUE},
+    {"http-timeout", "timeout", FALSE},
+  };
   GstSpiceWebRtcSink *sink = data;
-  const gchar *event = g_str_equal (reason, "whep-token") ? "wrong-ticket" :
-      g_str_equal (reason, "whep-origin") ? "refused" :
-      g_str_equal (reason, "http-connections") ? "refused" :
-      g_str_equal (reason, "http-timeout") ? "timeout" : "bad-message";
+  const gchar *event = "bad-message";
+  guint i;
 
+  /* anything else is a malformed request */
+  for (i = 0; i < G_N_ELEMENTS (events); i++)
+    if (g_str_equal (reason, events[i].reason)) {
+      event = events[i].event;
+      security = events[i].security;
+    }
+  if (g_str_equal (event, "bad-message"))
+    security = TRUE;
   g_mutex_lock (&sink->lock);
   sink->st_refused++;
   g_mutex_unlock (&sink->lock);
-  post_event (sink, security || g_str_equal (event, "bad-message"), event,
-      peer, reason, detail);
+  post_event (sink, security, event, peer, reason, detail);
 }
 
 static const WebRtcHttpCallbacks http_callbacks = {

@@ -34,6 +34,7 @@
 import os
 import re
 import shutil
+import subprocess
 import sys
 import time
 import urllib.error
@@ -213,6 +214,17 @@ def hostile(tmp):
               % (took, sum(closed)))
         check(wait_log(gateway, r"reason=http-timeout", 10),
               "hostile: ... and logged (reason=http-timeout)")
+        if shutil.which("fail2ban-regex"):
+            r = subprocess.run(
+                ["fail2ban-regex", gateway.log_path,
+                 os.path.join(SOURCE, "tools", "fail2ban", "gst-spice.conf")],
+                capture_output=True, text=True)
+            m = re.search(r"Lines: \d+ lines, \d+ ignored, (\d+) matched",
+                          r.stdout)
+            check(m is not None and int(m.group(1)) >= 1,
+                  "hostile: the fail2ban filter counts the address that "
+                  "held too many connections (%s)" % (m.group(0) if m
+                                                      else r.stdout[-200:]))
 
         chromium.open(url)
         check(chromium.wait_true(PLAYING_JS, 60), "hostile: a page "
