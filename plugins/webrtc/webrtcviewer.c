@@ -353,7 +353,10 @@ restrict_ice (WebRtcViewer * v, const gchar * const *addresses, GError ** error)
         addresses[0]);
     return FALSE;
   }
-  g_object_set (agent, "upnp", FALSE, NULL);
+  /* keepalives that need an answer: a browser that went away without a
+   * word (killed, its network gone) fails the connection, and the viewer
+   * ends, instead of holding its slot */
+  g_object_set (agent, "upnp", FALSE, "keepalive-conncheck", TRUE, NULL);
   for (i = 0; addresses && addresses[i]; i++) {
     NiceAddress addr;
 

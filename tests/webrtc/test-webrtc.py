@@ -16,6 +16,8 @@
 #     afterwards still plays; a page flooding its data channel (20000
 #     messages) and sending a bad scancode is logged (flood, input-scancode)
 #     while a second page's key still reaches the guest;
+#   - a browser killed without a word (no DELETE, no close) loses its
+#     viewer slot once its ICE keepalives go unanswered (within 90 s);
 #   - with the guest's agent (--agent): the page's window size is asked of
 #     the guest ("agent monitors 1 WxH", again after the window changes),
 #     the page's clipboard reaches it ("agent clipboard text N TEXT") and
@@ -255,6 +257,36 @@ def hostile(tmp):
         guest.stop()
 
 
+def vanished(tmp):
+    """a browser that disappears (killed) gives its slot back"""
+    import signal
+    guest = browser.Guest(BUILD, tmp)
+    gateway = browser.Gateway(BUILD, SOURCE, "browser", guest.uri, tmp,
+                              ["--stats-interval", "2"],
+                              port_variable="HTTP_PORT")
+    chromium = browser.Browser(tmp, CHROMIUM_ARGS)
+    try:
+        check(gateway.wait_listening(60), "vanished: the gateway serves HTTP")
+        chromium.open("http://127.0.0.1:%d/" % gateway.port)
+        check(chromium.wait_true(PLAYING_JS, 60), "vanished: the page plays")
+        check(wait_log(gateway, r"w: viewers=1 ", 20),
+              "vanished: the gateway counts one viewer")
+        os.killpg(chromium.proc.pid, signal.SIGKILL)
+        start = time.monotonic()
+        gone = False
+        while not gone and time.monotonic() - start < 90:
+            lines = [ln for ln in gateway.log().splitlines()
+                     if "w: viewers=" in ln]
+            gone = bool(lines) and "w: viewers=0 " in lines[-1]
+            time.sleep(1)
+        check(gone, "vanished: the killed browser's viewer ends by itself "
+              "(after %.0f s)" % (time.monotonic() - start))
+    finally:
+        chromium.close()
+        gateway.stop()
+        guest.stop()
+
+
 def with_agent(tmp):
     """the window's size and the clipboard, through the guest's agent"""
     guest = browser.Guest(BUILD, tmp, ["--agent"])
@@ -390,6 +422,7 @@ def main():
     print("work directory (kept on a failure): " + tmp)
     browser_only(tmp)
     hostile(tmp)
+    vanished(tmp)
     with_agent(tmp)
     sound(tmp)
     both(tmp)
