@@ -499,13 +499,6 @@ ctx_send_monitors (gpointer data)
   agent->debounce_id = 0;
   if (!agent->channel)
     return G_SOURCE_REMOVE;
-  g_object_get (agent->channel, "agent-connected", &connected, NULL);
-  if (!connected) {
-    /* spice-gtk sends a monitors config to a guest agent only */
-    GST_DEBUG_OBJECT (agent->owner, "no guest agent: monitors config of %u "
-        "monitor(s) dropped", agent->n_mons);
-    return G_SOURCE_REMOVE;
-  }
   for (i = 0; i < MAX (agent->n_mons, agent->n_mons_sent); i++) {
     const GstSpiceMonitor *m = &agent->mons[i];
     gboolean on = i < agent->n_mons && m->width > 0 && m->height > 0;
@@ -518,7 +511,12 @@ ctx_send_monitors (gpointer data)
   agent->n_mons_sent = agent->n_mons;
   GST_INFO_OBJECT (agent->owner, "monitors config: %u monitor(s), first "
       "%ux%u", agent->n_mons, agent->mons[0].width, agent->mons[0].height);
-  if (!spice_main_channel_send_monitor_config (agent->channel))
+  /* without an agent spice-gtk keeps the config for when one comes (and
+   * complains of a send now) */
+  g_object_get (agent->channel, "agent-connected", &connected, NULL);
+  if (!connected)
+    GST_DEBUG_OBJECT (agent->owner, "no guest agent yet: the config waits");
+  else if (!spice_main_channel_send_monitor_config (agent->channel))
     GST_WARNING_OBJECT (agent->owner, "the guest agent took no monitors "
         "config");
   return G_SOURCE_REMOVE;
