@@ -94,7 +94,8 @@ PIPE=$!
 PIDS+=($PIPE)
 
 # ---- the client
-Xvfb :$CD -screen 0 1280x1024x24 -nolisten tcp >"$DIR/xvfb.log" 2>&1 &
+# -noreset: no reset when the last client leaves (desktop-test.sh)
+Xvfb :$CD -screen 0 1280x1024x24 -noreset -nolisten tcp >"$DIR/xvfb.log" 2>&1 &
 PIDS+=($!)
 for i in $(seq 50); do DISPLAY=:$CD xdpyinfo >/dev/null 2>&1 && break; sleep 0.1; done
 sleep 1

@@ -52,7 +52,10 @@ spiceqxl_conf() {
     Option "SpiceVdagentUinputPath" "'"$agent"'/uinput"' "$out"
 }
 start_xvfb() {
-  Xvfb ":$1" -screen 0 "$2x24" -nolisten tcp >"$DIR/xvfb.log" 2>&1 &
+  # -noreset: without it Xvfb resets when its last client (the xdpyinfo
+  # below) leaves, and remote-viewer, started during the reset, says
+  # "cannot open display" (both heads tests at once in a CI run under ASan)
+  Xvfb ":$1" -screen 0 "$2x24" -noreset -nolisten tcp >"$DIR/xvfb.log" 2>&1 &
   PIDS+=($!)
   XLOCKS+=("$1")
   wait_for "DISPLAY=:$1 xdpyinfo >/dev/null 2>&1" 100 || fail "Xvfb did not start"
