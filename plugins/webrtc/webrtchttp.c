@@ -254,7 +254,9 @@ handle_offer (WebRtcHttp * http, SoupServerMessage * msg)
   text = g_strndup (g_bytes_get_data (bytes, NULL), g_bytes_get_size (bytes));
   g_bytes_unref (bytes);
   gst_sdp_message_new (&sdp);
-  if (gst_sdp_message_parse_buffer ((const guint8 *) text, strlen (text),
+  /* GstSDP asserts on an empty buffer: an empty body is refused first */
+  if (text[0] == '\0'
+      || gst_sdp_message_parse_buffer ((const guint8 *) text, strlen (text),
           sdp) != GST_SDP_OK || gst_sdp_message_medias_len (sdp) == 0) {
     gst_sdp_message_free (sdp);
     g_free (text);

@@ -134,7 +134,8 @@ offer (const uint8_t * data, size_t size)
   GstSDPMessage *sdp;
   guint i;
 
-  if (size > WEBRTC_SDP_MAX_OFFER)
+  /* webrtchttp.c refuses an empty body before GstSDP sees it */
+  if (size == 0 || size > WEBRTC_SDP_MAX_OFFER)
     return;
   gst_sdp_message_new (&sdp);
   if (gst_sdp_message_parse_buffer (data, size, sdp) == GST_SDP_OK) {
