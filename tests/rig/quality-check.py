@@ -13,6 +13,10 @@ shaped link, a few seconds per run:
    quality=90 stream must still be good (SSIM > 0.9, PSNR >= 32 dB: with
    limited-range input to jpegenc, white showed as 235 and PSNR was 26 dB).
 Every frame age must be positive (the guest queued it before it was shown).
+3. spice-frame-score (the same scoring for frames captured elsewhere, such
+   as a browser's): the guest's own dump, cut to the --region, reads as
+   the frame number the guest logged for it with MSE 0 and SSIM 1.0; the
+   same picture 6 lighter in every sample scores MSE 36 exactly.
 Processes are stopped by PID on every exit path.
 """
 import json
@@ -22,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 SRC = os.environ.get("GST_SPICE_SOURCE_DIR") or os.path.abspath(
     os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -30,6 +35,7 @@ sys.path.insert(0, os.path.join(SRC, "bench", "rig"))
 import rig  # noqa: E402  (processes, ports and program paths of the latency rig)
 TOOLS = rig.tools(BUILD)
 GUEST, KEYPRESS, RUNNER = TOOLS["guest"], TOOLS["keypress"], TOOLS["runner"]
+SCORE = os.path.join(BUILD, "tools", "keypress", "spice-frame-score")
 QUALITY_S = 3.0
 procs = rig.Procs()
 
@@ -120,14 +126,81 @@ def jpeg(tmp, quality):
     return q
 
 
+def read_ppm(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    head = data.split(b"\n", 3)
+    w, h = (int(x) for x in head[1].split())
+    return w, h, head[3]
+
+
+def write_ppm(path, w, h, rgb):
+    with open(path, "wb") as f:
+        f.write(b"P6\n%d %d\n255\n" % (w, h) + bytes(rgb))
+
+
+def frame_score(tmp):
+    """spice-frame-score on the guest's own dump, cut to its region"""
+    region = json.loads(subprocess.run([SCORE, "--activity", "busy", "--region"],
+                                       capture_output=True, text=True, check=True).stdout)
+    g, port, ftimes = guest(tmp, "score", "busy", ["--streaming-video", "off"])
+    try:
+        if not rig.wait_listen(None, port, 20, g):
+            raise AssertionError("score: guest did not listen")
+        # the activity runs once a client is connected
+        client = procs.start([KEYPRESS, "--uri", "spice://127.0.0.1:%d" % port, "-n", "1",
+                              "--warmup-presses", "0", "--warmup", "30", "-o",
+                              os.path.join(tmp, "score-client.json")],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        dump = os.path.join(tmp, "score-dump.ppm")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and (not os.path.exists(ftimes) or
+                                               len(open(ftimes).readlines()) < 10):
+            time.sleep(0.2)
+        g.stdin.write(b"dump %s\n" % dump.encode())
+        g.stdin.flush()
+        deadline, dumped = time.monotonic() + 30, False
+        while time.monotonic() < deadline and not dumped:
+            time.sleep(0.2)
+            with open(os.path.join(tmp, "score.guest.log")) as f:
+                dumped = "dumped " + dump in f.read()
+        procs.stop(client)
+    finally:
+        procs.stop(g)
+    if not dumped:
+        return ["score: the guest did not dump its picture"]
+    with open(ftimes) as f:
+        queued = {int(x.split()[1]) for x in f if x.startswith("busy ")}
+    w, h, rgb = read_ppm(dump)
+    x0, y0, rw, rh = region["x"], region["y"], region["width"], region["height"]
+    cut = b"".join(rgb[((y0 + y) * w + x0) * 3:((y0 + y) * w + x0 + rw) * 3] for y in range(rh))
+    exact, light = os.path.join(tmp, "score-exact.ppm"), os.path.join(tmp, "score-light.ppm")
+    write_ppm(exact, rw, rh, cut)
+    write_ppm(light, rw, rh, bytes(b + 6 if b < 250 else b - 6 for b in cut))
+    res = json.loads(subprocess.run([SCORE, "--activity", "busy", exact, light],
+                                    capture_output=True, text=True, check=True).stdout)
+    errs = []
+    print("frame-score: %s" % res)
+    # the stamp reads as a frame the guest queued (its check byte holds)
+    if res[0]["n"] not in queued or res[0]["n"] < 1 or res[0]["mse"] != 0 or \
+            res[0]["ssim"] != 1.0 or res[0]["text_ssim"] != 1.0:
+        errs.append("score: exact dump %s (%d frames queued)" % (res[0], len(queued)))
+    # every sample 6 away: MSE 36 exactly, still the same stamp
+    if res[1]["n"] != res[0]["n"] or abs(res[1]["mse"] - 36.0) > 1e-6 or \
+            abs(res[1]["text_mse"] - 36.0) > 1e-6 or not res[1]["ssim"] < 1.0:
+        errs.append("score: dump 6 lighter %s" % res[1])
+    return errs
+
+
 def main():
-    for b in (GUEST, KEYPRESS, RUNNER):
+    for b in (GUEST, KEYPRESS, RUNNER, SCORE):
         if not os.access(b, os.X_OK):
             print("FAIL: %s not built" % b)
             return 1
     tmp = tempfile.mkdtemp(prefix="gst-spice-quality.")
     errs = []
     try:
+        errs += frame_score(tmp)
         errs += lossless(tmp)
         q5, q90 = jpeg(tmp, 5), jpeg(tmp, 90)
         for tag, q in (("q5", q5), ("q90", q90)):

@@ -3,6 +3,7 @@
 #include "frame-quality.h"
 
 #include <math.h>
+#include <string.h>
 
 gdouble
 frame_quality_mse (const guint8 * a, gint a_stride, const guint8 * b,
@@ -93,4 +94,79 @@ frame_quality_ssim (const guint8 * a, gint a_stride, const guint8 * b,
   g_free (ya);
   g_free (yb);
   return total / windows;
+}
+
+static void
+rect_union (GuestRect * acc, const GuestRect * r)
+{
+  gint x1, y1;
+
+  if (r->width <= 0 || r->height <= 0)
+    return;
+  if (acc->width <= 0 || acc->height <= 0) {
+    *acc = *r;
+    return;
+  }
+  x1 = MAX (acc->x + acc->width, r->x + r->width);
+  y1 = MAX (acc->y + acc->height, r->y + r->height);
+  acc->x = MIN (acc->x, r->x);
+  acc->y = MIN (acc->y, r->y);
+  acc->width = x1 - acc->x;
+  acc->height = y1 - acc->y;
+}
+
+gboolean
+frame_quality_ref_init (FrameQualityRef * r, GuestActivity kind,
+    guint32 seed, gint w, gint h)
+{
+  memset (r, 0, sizeof (*r));
+  r->kind = kind;
+  r->seed = seed;
+  r->w = w;
+  r->h = h;
+  if (!guest_render_stamp_rect (kind, w, h, &r->stamp) ||
+      !guest_render_quality_rects (kind, w, h, &r->picture, &r->text) ||
+      !guest_render_activity_rect (w, h, &r->area))
+    return FALSE;
+  r->region = r->stamp;
+  rect_union (&r->region, &r->picture);
+  rect_union (&r->region, &r->text);
+  r->ref = g_malloc ((gsize) w * h * 4);
+  guest_render_background (r->ref, w, h, w * 4, seed);
+  return TRUE;
+}
+
+void
+frame_quality_ref_clear (FrameQualityRef * r)
+{
+  g_clear_pointer (&r->ref, g_free);
+}
+
+void
+frame_quality_ref_score (FrameQualityRef * r, guint n, const guint8 * shown,
+    gint stride, const GuestRect * at, FrameQualityScore * out)
+{
+  gint w4 = r->w * 4;
+  const guint8 *mp, *rp;
+
+  guest_render_activity (r->kind, r->seed, n, r->ref +
+      (gsize) r->area.y * w4 + (gsize) r->area.x * 4, r->area.width,
+      r->area.height, w4);
+  mp = shown + (gsize) (r->picture.y - at->y) * stride +
+      (gsize) (r->picture.x - at->x) * 4;
+  rp = r->ref + (gsize) r->picture.y * w4 + (gsize) r->picture.x * 4;
+  out->mse = frame_quality_mse (mp, stride, rp, w4, r->picture.width,
+      r->picture.height);
+  out->ssim = frame_quality_ssim (mp, stride, rp, w4, r->picture.width,
+      r->picture.height);
+  out->text_mse = out->text_ssim = NAN;
+  if (r->text.width > 0) {
+    mp = shown + (gsize) (r->text.y - at->y) * stride +
+        (gsize) (r->text.x - at->x) * 4;
+    rp = r->ref + (gsize) r->text.y * w4 + (gsize) r->text.x * 4;
+    out->text_mse = frame_quality_mse (mp, stride, rp, w4, r->text.width,
+        r->text.height);
+    out->text_ssim = frame_quality_ssim (mp, stride, rp, w4, r->text.width,
+        r->text.height);
+  }
 }

@@ -14,6 +14,8 @@
 
 #include <glib.h>
 
+#include "guest-render.h"
+
 G_BEGIN_DECLS
 
 #define FRAME_QUALITY_WINDOW 8
@@ -29,6 +31,38 @@ gdouble frame_quality_psnr (gdouble mse);
 /* mean SSIM over w x h pixels; NAN when smaller than one window */
 gdouble frame_quality_ssim (const guint8 * a, gint a_stride, const guint8 * b,
     gint b_stride, gint w, gint h);
+
+/* The test guest's picture as a reference for the frames a client showed
+ * of one activity (guest --frame-stamp, --picture-seed): the rectangles
+ * compared (guest_render_quality_rects), where the stamp is, and the
+ * guest's render of a frame number to compare with. */
+typedef struct
+{
+  GuestActivity kind;
+  guint32 seed;
+  gint w, h;                    /* the surface */
+  GuestRect stamp, picture, text;       /* surface coordinates */
+  GuestRect region;             /* picture, text and stamp together */
+  GuestRect area;               /* the activity area */
+  guint8 *ref;                  /* w x h BGRx, stride w * 4 */
+} FrameQualityRef;
+
+typedef struct
+{
+  gdouble mse, ssim;            /* over the picture */
+  gdouble text_mse, text_ssim;  /* over the text strip (NAN: none) */
+} FrameQualityScore;
+
+/* FALSE when the activity has no stamp or picture on a w x h surface */
+gboolean frame_quality_ref_init (FrameQualityRef * r, GuestActivity kind,
+    guint32 seed, gint w, gint h);
+void frame_quality_ref_clear (FrameQualityRef * r);
+
+/* @shown holds the surface rectangle @at (which contains the picture and
+ * the text strip), BGRx with @stride: scored as the guest's frame @n */
+void frame_quality_ref_score (FrameQualityRef * r, guint n,
+    const guint8 * shown, gint stride, const GuestRect * at,
+    FrameQualityScore * out);
 
 G_END_DECLS
 

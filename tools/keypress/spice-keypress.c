@@ -927,45 +927,30 @@ load_frame_times (void)
 static void
 quality_score (void)
 {
-  gint w = ctx.q_w, h = ctx.q_h, us = ctx.q_union.width * 4;
-  guint8 *ref = g_malloc ((gsize) w * h * 4);
+  gint us = ctx.q_union.width * 4;
   GHashTable *times = load_frame_times ();
-  GuestRect area;
+  FrameQualityRef ref;
   guint i;
 
-  guest_render_background (ref, w, h, w * 4, (guint32) ctx.picture_seed);
-  guest_render_activity_rect (w, h, &area);
+  frame_quality_ref_init (&ref, ctx.activity, (guint32) ctx.picture_seed,
+      ctx.q_w, ctx.q_h);
   for (i = 0; i < ctx.q_frames->len; i++) {
     QFrame *q = &g_array_index (ctx.q_frames, QFrame, i);
-    const guint8 *mp = q->pixels + (gsize) (ctx.q_pic.y - ctx.q_union.y) * us
-        + (gsize) (ctx.q_pic.x - ctx.q_union.x) * 4;
-    const guint8 *rp = ref + (gsize) ctx.q_pic.y * w * 4 +
-        (gsize) ctx.q_pic.x * 4;
+    FrameQualityScore sc;
     gint64 *t;
 
-    guest_render_activity (ctx.activity, (guint32) ctx.picture_seed,
-        (guint) q->n, ref + (gsize) area.y * w * 4 + (gsize) area.x * 4,
-        area.width, area.height, w * 4);
-    q->mse = frame_quality_mse (mp, us, rp, w * 4, ctx.q_pic.width,
-        ctx.q_pic.height);
-    q->ssim = frame_quality_ssim (mp, us, rp, w * 4, ctx.q_pic.width,
-        ctx.q_pic.height);
-    q->text_mse = q->text_ssim = NAN;
-    if (ctx.q_text.width > 0) {
-      mp = q->pixels + (gsize) (ctx.q_text.x - ctx.q_union.x) * 4 +
-          (gsize) (ctx.q_text.y - ctx.q_union.y) * us;
-      rp = ref + (gsize) ctx.q_text.y * w * 4 + (gsize) ctx.q_text.x * 4;
-      q->text_mse = frame_quality_mse (mp, us, rp, w * 4, ctx.q_text.width,
-          ctx.q_text.height);
-      q->text_ssim = frame_quality_ssim (mp, us, rp, w * 4, ctx.q_text.width,
-          ctx.q_text.height);
-    }
+    frame_quality_ref_score (&ref, (guint) q->n, q->pixels, us, &ctx.q_union,
+        &sc);
+    q->mse = sc.mse;
+    q->ssim = sc.ssim;
+    q->text_mse = sc.text_mse;
+    q->text_ssim = sc.text_ssim;
     t = g_hash_table_lookup (times, &q->n);
     q->age_ms = t ? (q->t_shown - *t) / 1e3 : NAN;
     g_clear_pointer (&q->pixels, g_free);
   }
   g_hash_table_unref (times);
-  g_free (ref);
+  frame_quality_ref_clear (&ref);
 }
 
 static void after_quality (void);
