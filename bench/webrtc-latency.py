@@ -44,68 +44,23 @@ import rig  # noqa: E402
 import browser  # noqa: E402
 
 PASSWORD = "bench"
-CHROMIUM_ARGS = ["--allow-loopback-in-peer-connection",
-                 "--disable-features=WebRtcHideLocalIpsWithMdns",
-                 "--autoplay-policy=no-user-gesture-required"]
-WATCH_JS = """(function () {
-  var v = document.getElementById('screen');
-  if (!v || !v.videoWidth || !v.requestVideoFrameCallback) return false;
-  if (window.__lat) return true;
-  var c = document.createElement('canvas');
-  c.width = 1; c.height = 1;
-  var g = c.getContext('2d', {willReadFrequently: true});
-  var L = window.__lat = {t0: 0, base: null, samples: [], frames: 0};
-  function px() {
-    g.drawImage(v, 64, 64, 1, 1, 0, 0, 1, 1);
-    return g.getImageData(0, 0, 1, 1).data;
-  }
-  function far(a, b) {
-    return Math.abs(a[0] - b[0]) >= 64 || Math.abs(a[1] - b[1]) >= 64 ||
-        Math.abs(a[2] - b[2]) >= 64;
-  }
-  document.addEventListener('keydown', function () {
-    if (!L.t0) { L.t0 = performance.now(); L.base = px(); }
-  }, true);
-  function frame(now) {
-    L.frames++;
-    if (L.t0 && far(px(), L.base)) {
-      L.samples.push(now - L.t0);
-      L.t0 = 0;
-    }
-    v.requestVideoFrameCallback(frame);
-  }
-  v.requestVideoFrameCallback(frame);
-  return true;
-})()"""
-STATS_JS = """(async function () {
-  var out = {};
-  (await pc.getStats()).forEach(function (r) {
-    if (r.type === 'inbound-rtp' && r.kind === 'video')
-      out = {bytes: r.bytesReceived, decoded: r.framesDecoded,
-             dropped: r.framesDropped, decode_s: r.totalDecodeTime,
-             codec: r.codecId, jitter_buffer_s: r.jitterBufferDelay,
-             jitter_buffer_n: r.jitterBufferEmittedCount, nacks: r.nackCount,
-             plis: r.pliCount};
-  });
-  return JSON.stringify(out);
-})()"""
 
 
 def browser_client(url, samples, out):
     """runs in the client namespace: Chromium on the page, one JSON"""
     tmp = tempfile.mkdtemp(prefix="webrtc-latency-")
-    page = browser.Browser(tmp, CHROMIUM_ARGS)
+    page = browser.Browser(tmp, browser.WEBRTC_ARGS)
     res = {"samples_ms": [], "timeouts": 0}
     try:
         page.open(url)
-        if not page.wait_true(WATCH_JS, 60):
+        if not page.wait_true(browser.LATENCY_WATCH_JS, 60):
             res["error"] = "no video: %s" % page.evaluate(
                 "document.getElementById('status').textContent")
             return res
         time.sleep(3)
         res["samples_ms"], res["timeouts"] = page.measure_presses(samples)
         res["frames"] = page.evaluate("window.__lat.frames")
-        stats = page.evaluate(STATS_JS, await_promise=True)
+        stats = page.evaluate(browser.VIDEO_STATS_JS, await_promise=True)
         res["stats"] = json.loads(stats) if stats else None
     finally:
         page.close()
@@ -223,7 +178,7 @@ def run_cpu(args, out):
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(5)
         res["spice_client"] = cpu_of(gw.pid, args.cpu_secs)
-        page = browser.Browser(tmp, CHROMIUM_ARGS)
+        page = browser.Browser(tmp, browser.WEBRTC_ARGS)
         page.open("http://127.0.0.1:%d/#token=%s" % (hport, PASSWORD))
         if not page.wait_true("document.getElementById('status')"
                               ".textContent == 'connected'", 60):

@@ -394,8 +394,16 @@ class Browser(Page):
                 self.port, urllib.parse.quote(url, safe="")), method="PUT")
         tab = json.load(urllib.request.urlopen(req))
         page = Page(tab["webSocketDebuggerUrl"])
+        page.target_id = tab["id"]
         self.pages.append(page)
         return page
+
+    def close_tab(self, page):
+        """closes a tab of new_page() (its pagehide runs)"""
+        page.close_page()
+        urllib.request.urlopen("http://127.0.0.1:%d/json/close/%s" % (
+            self.port, page.target_id)).read()
+        self.pages.remove(page)
 
     def close(self):
         for page in self.pages:
@@ -478,3 +486,59 @@ def spice_gtk_log(build, port, duration_ms, path, timeout=60):
     except (subprocess.SubprocessError, OSError) as e:
         return str(e)
     return r.stdout + r.stderr
+
+
+# Chromium leaves loopback out of ICE and hides local addresses behind mDNS
+# names unless told otherwise; the gateway listens on loopback in tests
+WEBRTC_ARGS = ["--allow-loopback-in-peer-connection",
+               "--disable-features=WebRtcHideLocalIpsWithMdns",
+               "--autoplay-policy=no-user-gesture-required"]
+
+# a latency watcher on spicewebrtcsink's page (Page.measure_presses): t0 at
+# the keydown (capture phase), a sample at the first presented frame
+# (requestVideoFrameCallback's now) whose key box centre is 64 or more away
+# in a channel from its colour at the keydown; false until the video plays
+LATENCY_WATCH_JS = """(function () {
+  var v = document.getElementById('screen');
+  if (!v || !v.videoWidth || !v.requestVideoFrameCallback) return false;
+  if (window.__lat) return true;
+  var c = document.createElement('canvas');
+  c.width = 1; c.height = 1;
+  var g = c.getContext('2d', {willReadFrequently: true});
+  var L = window.__lat = {t0: 0, base: null, samples: [], frames: 0};
+  function px() {
+    g.drawImage(v, 64, 64, 1, 1, 0, 0, 1, 1);
+    return g.getImageData(0, 0, 1, 1).data;
+  }
+  function far(a, b) {
+    return Math.abs(a[0] - b[0]) >= 64 || Math.abs(a[1] - b[1]) >= 64 ||
+        Math.abs(a[2] - b[2]) >= 64;
+  }
+  document.addEventListener('keydown', function () {
+    if (!L.t0) { L.t0 = performance.now(); L.base = px(); }
+  }, true);
+  function frame(now) {
+    L.frames++;
+    if (L.t0 && far(px(), L.base)) {
+      L.samples.push(now - L.t0);
+      L.t0 = 0;
+    }
+    v.requestVideoFrameCallback(frame);
+  }
+  v.requestVideoFrameCallback(frame);
+  return true;
+})()"""
+
+# the page's inbound video RTP statistics (getStats()) as JSON
+VIDEO_STATS_JS = """(async function () {
+  var out = {};
+  (await pc.getStats()).forEach(function (r) {
+    if (r.type === 'inbound-rtp' && r.kind === 'video')
+      out = {bytes: r.bytesReceived, decoded: r.framesDecoded,
+             dropped: r.framesDropped, decode_s: r.totalDecodeTime,
+             codec: r.codecId, jitter_buffer_s: r.jitterBufferDelay,
+             jitter_buffer_n: r.jitterBufferEmittedCount, nacks: r.nackCount,
+             plis: r.pliCount};
+  });
+  return JSON.stringify(out);
+})()"""

@@ -49,11 +49,6 @@ from optest import check, finish  # noqa: E402
 
 BUILD, SOURCE = sys.argv[1], sys.argv[2]
 TOKEN = "webrtc-test-token"
-# Chromium leaves loopback out of ICE and hides local addresses behind mDNS
-# names unless told otherwise; the gateway listens on loopback here
-CHROMIUM_ARGS = ["--allow-loopback-in-peer-connection",
-                 "--disable-features=WebRtcHideLocalIpsWithMdns",
-                 "--autoplay-policy=no-user-gesture-required"]
 MIN_PSNR = 40.0
 
 PLAYING_JS = ("(function () { var v = document.getElementById('screen');"
@@ -108,7 +103,7 @@ def browser_only(tmp):
     gateway = browser.Gateway(BUILD, SOURCE, "browser", guest.uri, tmp,
                               ["-D", "PASSWORD_FILE=" + token_file],
                               port_variable="HTTP_PORT")
-    chromium = browser.Browser(tmp, CHROMIUM_ARGS)
+    chromium = browser.Browser(tmp, browser.WEBRTC_ARGS)
     url = "http://127.0.0.1:%d/#token=%s" % (gateway.port, TOKEN)
     try:
         check(gateway.wait_listening(60), "the gateway serves HTTP")
@@ -180,7 +175,7 @@ def hostile(tmp):
     guest = browser.Guest(BUILD, tmp)
     gateway = browser.Gateway(BUILD, SOURCE, "browser", guest.uri, tmp,
                               port_variable="HTTP_PORT")
-    chromium = browser.Browser(tmp, CHROMIUM_ARGS)
+    chromium = browser.Browser(tmp, browser.WEBRTC_ARGS)
     url = "http://127.0.0.1:%d/" % gateway.port
     idle = []
     try:
@@ -264,7 +259,7 @@ def vanished(tmp):
     gateway = browser.Gateway(BUILD, SOURCE, "browser", guest.uri, tmp,
                               ["--stats-interval", "2"],
                               port_variable="HTTP_PORT")
-    chromium = browser.Browser(tmp, CHROMIUM_ARGS)
+    chromium = browser.Browser(tmp, browser.WEBRTC_ARGS)
     try:
         check(gateway.wait_listening(60), "vanished: the gateway serves HTTP")
         chromium.open("http://127.0.0.1:%d/" % gateway.port)
@@ -292,7 +287,7 @@ def with_agent(tmp):
     guest = browser.Guest(BUILD, tmp, ["--agent"])
     gateway = browser.Gateway(BUILD, SOURCE, "browser", guest.uri, tmp,
                               port_variable="HTTP_PORT")
-    chromium = browser.Browser(tmp, CHROMIUM_ARGS)
+    chromium = browser.Browser(tmp, browser.WEBRTC_ARGS)
     origin = "http://127.0.0.1:%d" % gateway.port
     try:
         check(gateway.wait_listening(60), "agent: the gateway serves HTTP")
@@ -354,7 +349,7 @@ def sound(tmp):
     guest = browser.Guest(BUILD, tmp, ["--audio", "tone"])
     gateway = browser.Gateway(BUILD, SOURCE, "browser", guest.uri, tmp,
                               port_variable="HTTP_PORT")
-    chromium = browser.Browser(tmp, CHROMIUM_ARGS)
+    chromium = browser.Browser(tmp, browser.WEBRTC_ARGS)
     try:
         check(gateway.wait_listening(60), "sound: the gateway serves HTTP")
         chromium.open("http://127.0.0.1:%d/" % gateway.port)
@@ -384,7 +379,7 @@ def both(tmp):
     gateway = browser.Gateway(BUILD, SOURCE, "transcode-vp8-browser",
                               guest.uri, tmp,
                               ["-D", "HTTP_PORT=%d" % http_port])
-    chromium = browser.Browser(tmp, CHROMIUM_ARGS)
+    chromium = browser.Browser(tmp, browser.WEBRTC_ARGS)
     try:
         check(gateway.wait_listening(60), "both: the gateway listens")
         chromium.open("http://127.0.0.1:%d/" % http_port)
