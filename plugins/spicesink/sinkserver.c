@@ -36,14 +36,6 @@ static SINK_DEBUG_CATEGORY (sink_server_debug, "spicesinkserver",
 #define AUTO_CONN_RATE 10
 #define LISTEN_BACKLOG 256
 
-/* the events of one (source, event, reason) */
-typedef struct
-{
-  gint64 last_us;               /* last posted */
-  guint64 suppressed;           /* not posted since (pending included) */
-  GstStructure *pending;        /* the latest one not posted */
-} SinkEventSlot;
-
 /* token bucket of one source address (max-connections-per-second) */
 typedef struct
 {
@@ -94,7 +86,7 @@ struct _SinkServer
   gint bound_port[2];
   GList *conns;                 /* SinkConn* */
   GHashTable *rate_buckets;     /* source -> SinkRateBucket */
-  GHashTable *event_slots;      /* "source event reason" -> SinkEventSlot */
+  GstSpiceReportLimit *reports; /* by "source event reason" */
   gboolean loopback;            /* listening on a loopback address */
   GList *sessions;              /* SinkSession* (one reference each) */
   guint next_conn_id;
@@ -128,21 +120,12 @@ static ServerStream *stream_find (SinkServer * server, guint index);
 
 /* ------------------------------------------------------------- events */
 
+/* lock held: posts a report the limit handed out */
 static void
-event_slot_free (gpointer data)
+event_post (GstStructure * st, gpointer data)
 {
-  SinkEventSlot *slot = data;
+  SinkServer *server = data;
 
-  if (slot->pending)
-    gst_structure_free (slot->pending);
-  g_free (slot);
-}
-
-/* lock held: posts @st with its suppressed count */
-static void
-event_post (SinkServer * server, GstStructure * st, guint64 suppressed)
-{
-  gst_structure_set (st, "suppressed", G_TYPE_UINT64, suppressed, NULL);
   server->cb->post_report (st, server->cb_data);
 }
 
@@ -154,9 +137,8 @@ static void
 server_report (SinkServer * server, const gchar * source, const gchar * peer,
     const SinkEvent * ev)
 {
-  gint64 now = g_get_monotonic_time ();
   GstStructure *st;
-  SinkEventSlot *slot;
+  gboolean afresh;
   gchar *key;
 
   st = gst_spice_report_new (ev->health, ev->event, peer, source, ev->reason);
@@ -167,53 +149,20 @@ server_report (SinkServer * server, const gchar * source, const gchar * peer,
         "size", G_TYPE_UINT, (guint) ev->msg_size, NULL);
   if (ev->detail)
     gst_structure_set (st, "detail", G_TYPE_STRING, ev->detail, NULL);
-  if (!server->event_slots) {
-    event_post (server, st, 0);
+  if (!server->reports) {
+    gst_structure_set (st, "suppressed", G_TYPE_UINT64, (guint64) 0, NULL);
+    event_post (st, server);
     return;
   }
   key = g_strdup_printf ("%s %s %s", source, ev->event, ev->reason);
-  slot = g_hash_table_lookup (server->event_slots, key);
-  if (!slot) {
-    if (g_hash_table_size (server->event_slots) >= MAX_EVENT_SLOTS) {
-      GST_WARNING_OBJECT (server->owner, "%u event sources: starting the "
-          "event table afresh", g_hash_table_size (server->event_slots));
-      g_hash_table_remove_all (server->event_slots);
-    }
-    slot = g_new0 (SinkEventSlot, 1);
-    slot->last_us = now - EVENT_INTERVAL_US;
-    g_hash_table_insert (server->event_slots, key, slot);
-    key = NULL;
-  }
+  st = gst_spice_report_limit_offer (server->reports, key, st,
+      g_get_monotonic_time (), &afresh);
   g_free (key);
-  if (now - slot->last_us >= EVENT_INTERVAL_US) {
-    /* a kept one not posted yet is one of the suppressed */
-    g_clear_pointer (&slot->pending, gst_structure_free);
-    event_post (server, st, slot->suppressed);
-    slot->suppressed = 0;
-    slot->last_us = now;
-  } else {
-    g_clear_pointer (&slot->pending, gst_structure_free);
-    slot->pending = st;
-    slot->suppressed++;
-  }
-}
-
-/* server thread, lock held (timer, every second): posts what was kept */
-static gboolean
-event_slot_flush (gpointer key, gpointer value, gpointer user_data)
-{
-  SinkServer *server = user_data;
-  SinkEventSlot *slot = value;
-  gint64 now = g_get_monotonic_time ();
-
-  if (slot->pending && now - slot->last_us >= EVENT_INTERVAL_US) {
-    event_post (server, slot->pending, slot->suppressed - 1);
-    slot->pending = NULL;
-    slot->suppressed = 0;
-    slot->last_us = now;
-    return FALSE;
-  }
-  return !slot->pending && now - slot->last_us > 10 * EVENT_INTERVAL_US;
+  if (afresh)
+    GST_WARNING_OBJECT (server->owner, "%u event sources: starting the "
+        "event table afresh", MAX_EVENT_SLOTS);
+  if (st)
+    event_post (st, server);
 }
 
 /* lock held (SinkConnEnv.report) */
@@ -1156,9 +1105,8 @@ timer_cb (gpointer user_data)
     server->last_stats_us = now;
     if (server->rate_buckets)
       g_hash_table_foreach_remove (server->rate_buckets, prune_bucket, server);
-    if (server->event_slots)
-      g_hash_table_foreach_remove (server->event_slots, event_slot_flush,
-          server);
+    if (server->reports)
+      gst_spice_report_limit_flush (server->reports, now, event_post, server);
   }
   rate_tick (server, now);
   if (want_refresh)
@@ -1411,8 +1359,8 @@ sink_server_start (SinkServer * server, GError ** error)
   server->last_stats_us = server->env.mm_base_us;
   server->rate_buckets = g_hash_table_new_full (g_str_hash, g_str_equal,
       g_free, g_free);
-  server->event_slots = g_hash_table_new_full (g_str_hash, g_str_equal,
-      g_free, event_slot_free);
+  server->reports = gst_spice_report_limit_new (EVENT_INTERVAL_US,
+      MAX_EVENT_SLOTS);
   server->env.ctx = g_main_context_new ();
   server->loop = g_main_loop_new (server->env.ctx, FALSE);
   for (i = 0; i < 2; i++) {
@@ -1521,7 +1469,7 @@ sink_server_stop (SinkServer * server)
   server->env.ticket_key = NULL;
   g_mutex_lock (&server->lock);
   g_clear_pointer (&server->rate_buckets, g_hash_table_unref);
-  g_clear_pointer (&server->event_slots, g_hash_table_unref);
+  g_clear_pointer (&server->reports, gst_spice_report_limit_free);
   g_clear_pointer (&server->shared.cert_subject, g_free);
   g_clear_pointer (&server->shared.redirect_host, g_free);
   g_mutex_unlock (&server->lock);

@@ -113,12 +113,6 @@ typedef struct
   guint inputs_this_second;
 } Viewer;
 
-typedef struct
-{
-  gint64 last_us;
-  guint64 suppressed;
-} EventSlot;
-
 struct _GstSpiceWebRtcSink
 {
   GstBaseSink parent;
@@ -141,7 +135,7 @@ struct _GstSpiceWebRtcSink
   gboolean stopping;            /* no new viewer */
   guint64 st_frames, st_refines, st_joined, st_refused, st_inputs,
       st_inputs_dropped;
-  GHashTable *event_slots;      /* "event reason" -> EventSlot */
+  GstSpiceReportLimit *reports; /* by "event reason"; the lock */
   /* the clipboard (VD_AGENT_CLIPBOARD_SELECTION_CLIPBOARD): a viewer's
    * text the guest may ask for while @clip_ours */
   GBytes *clip;
@@ -176,45 +170,45 @@ static GstStaticPadTemplate audio_template = GST_STATIC_PAD_TEMPLATE ("audio",
 
 /* ------------------------------------------------------------ events */
 
+/* any thread */
+static void
+post_report (GstStructure * st, gpointer data)
+{
+  GstSpiceWebRtcSink *sink = data;
+
+  gst_element_post_message (GST_ELEMENT (sink),
+      gst_message_new_element (GST_OBJECT (sink), st));
+}
+
 /* any thread: a security or health event, at most one of each (event,
- * reason) per EVENT_INTERVAL_US */
+ * reason) per EVENT_INTERVAL_US; the latest kept meanwhile goes out from
+ * the tick with the count of the others */
 static void
 post_event (GstSpiceWebRtcSink * sink, gboolean security, const gchar * event,
     const gchar * peer, const gchar * reason, const gchar * detail)
 {
-  gint64 now = g_get_monotonic_time ();
   gchar *key = g_strconcat (event, " ", reason, NULL);
-  EventSlot *slot;
-  guint64 suppressed;
-  GstStructure *st;
+  GstStructure *st = gst_spice_report_new (!security, event, peer, peer,
+      reason);
 
-  g_mutex_lock (&sink->lock);
-  slot = g_hash_table_lookup (sink->event_slots, key);
-  if (!slot) {
-    if (g_hash_table_size (sink->event_slots) >= 64)
-      g_hash_table_remove_all (sink->event_slots);
-    slot = g_new0 (EventSlot, 1);
-    slot->last_us = now - EVENT_INTERVAL_US;
-    g_hash_table_insert (sink->event_slots, key, slot);
-    key = NULL;
-  }
-  g_free (key);
-  if (now - slot->last_us < EVENT_INTERVAL_US) {
-    slot->suppressed++;
-    g_mutex_unlock (&sink->lock);
-    return;
-  }
-  suppressed = slot->suppressed;
-  slot->suppressed = 0;
-  slot->last_us = now;
-  g_mutex_unlock (&sink->lock);
-
-  st = gst_spice_report_new (!security, event, peer, peer, reason);
-  gst_structure_set (st, "suppressed", G_TYPE_UINT64, suppressed, NULL);
   if (detail)
     gst_structure_set (st, "detail", G_TYPE_STRING, detail, NULL);
-  gst_element_post_message (GST_ELEMENT (sink),
-      gst_message_new_element (GST_OBJECT (sink), st));
+  g_mutex_lock (&sink->lock);
+  st = gst_spice_report_limit_offer (sink->reports, key, st,
+      g_get_monotonic_time (), NULL);
+  g_mutex_unlock (&sink->lock);
+  g_free (key);
+  if (st)
+    post_report (st, sink);
+}
+
+/* lock held: a report the limit hands out from the tick, posted after */
+static void
+keep_report (GstStructure * st, gpointer data)
+{
+  GSList **out = data;
+
+  *out = g_slist_prepend (*out, st);
 }
 
 /* --------------------------------------------------------- viewers */
@@ -773,10 +767,13 @@ on_tick (gpointer data)
   GHashTableIter it;
   gpointer value;
   GList *poll = NULL, *l;
+  GSList *reports = NULL, *r;
   gboolean second;
 
   g_mutex_lock (&sink->lock);
   second = ++sink->ticks % RATE_TICKS == 0;
+  if (second)
+    gst_spice_report_limit_flush (sink->reports, now, keep_report, &reports);
   if (sink->last && now - sink->last_frame_us >= REST_US) {
     if (sink->refines < REFINE_FRAMES) {
       sink->refines++;
@@ -797,6 +794,9 @@ on_tick (gpointer data)
     }
   }
   g_mutex_unlock (&sink->lock);
+  for (r = reports; r; r = r->next)
+    post_report (r->data, sink);
+  g_slist_free (reports);
   /* viewers are freed on this thread only: they outlive this loop */
   for (l = poll; l; l = l->next)
     webrtc_viewer_poll_rate (l->data);
@@ -1308,7 +1308,7 @@ gst_spice_webrtc_sink_finalize (GObject * object)
   g_free (sink->ice_addresses);
   g_free (sink->stun_server);
   g_hash_table_unref (sink->viewers);
-  g_hash_table_unref (sink->event_slots);
+  gst_spice_report_limit_free (sink->reports);
   gst_caps_replace (&sink->caps, NULL);
   gst_buffer_replace (&sink->last, NULL);
   g_clear_pointer (&sink->clip, g_bytes_unref);
@@ -1326,8 +1326,7 @@ gst_spice_webrtc_sink_init (GstSpiceWebRtcSink * sink)
   sink->max_viewers = DEFAULT_MAX_VIEWERS;
   g_mutex_init (&sink->lock);
   sink->viewers = g_hash_table_new (NULL, NULL);
-  sink->event_slots = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
-      g_free);
+  sink->reports = gst_spice_report_limit_new (EVENT_INTERVAL_US, 64);
   /* frames are shown as they come: a live desktop, not a timeline */
   gst_base_sink_set_sync (GST_BASE_SINK (sink), FALSE);
   gst_base_sink_set_qos_enabled (GST_BASE_SINK (sink), FALSE);

@@ -52,10 +52,14 @@ static const struct
 } codecs[] = {
   {"vp8", "VP8", "rtpvp8pay", FALSE},
   {"vp9", "VP9", "rtpvp9pay", TRUE},
-  {"x264enc", "H264", "video/x-h264,profile=constrained-baseline ! "
-        "h264parse config-interval=-1 ! rtph264pay aggregate-mode=1", FALSE},
-  {"openh264enc", "H264", "video/x-h264,profile=constrained-baseline ! "
-        "h264parse config-interval=-1 ! rtph264pay aggregate-mode=1", FALSE},
+  /* a bin of its own (gst_parse_bin_from_description): the caps go in a
+   * capsfilter, a description cannot start with them */
+  {"x264enc", "H264", "capsfilter caps=\"video/x-h264,"
+        "profile=constrained-baseline\" ! h264parse config-interval=-1 ! "
+        "rtph264pay aggregate-mode=1", FALSE},
+  {"openh264enc", "H264", "capsfilter caps=\"video/x-h264,"
+        "profile=constrained-baseline\" ! h264parse config-interval=-1 ! "
+        "rtph264pay aggregate-mode=1", FALSE},
   {"av1", "AV1", "av1parse ! rtpav1pay", FALSE},
 };
 

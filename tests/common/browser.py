@@ -531,12 +531,17 @@ LATENCY_WATCH_JS = """(function () {
 
 # the page's inbound video RTP statistics (getStats()) as JSON
 VIDEO_STATS_JS = """(async function () {
-  var out = {};
-  (await pc.getStats()).forEach(function (r) {
+  var out = {}, codecs = {}, stats = await pc.getStats();
+  stats.forEach(function (r) {
+    if (r.type === 'codec')
+      codecs[r.id] = r.mimeType + (r.sdpFmtpLine ? ';' + r.sdpFmtpLine : '');
+  });
+  stats.forEach(function (r) {
     if (r.type === 'inbound-rtp' && r.kind === 'video')
       out = {bytes: r.bytesReceived, decoded: r.framesDecoded,
              dropped: r.framesDropped, decode_s: r.totalDecodeTime,
-             codec: r.codecId, jitter_buffer_s: r.jitterBufferDelay,
+             codec: codecs[r.codecId] || r.codecId,
+             jitter_buffer_s: r.jitterBufferDelay,
              jitter_buffer_n: r.jitterBufferEmittedCount, nacks: r.nackCount,
              plis: r.pliCount};
   });

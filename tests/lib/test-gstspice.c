@@ -445,6 +445,101 @@ GST_END_TEST;
 
 /* ---- keymap ---- */
 
+/* One report per key a second: the first at once, the latest of those
+ * within the second from the flush after it with the count of the others,
+ * a quiet key forgotten, the table bounded. */
+static void
+collect_report (GstStructure * st, gpointer data)
+{
+  g_ptr_array_add (data, st);
+}
+
+static guint64
+suppressed_of (const GstStructure * st)
+{
+  guint64 n = G_MAXUINT64;
+
+  fail_unless (gst_structure_get_uint64 (st, "suppressed", &n));
+  return n;
+}
+
+static GstStructure *
+numbered_report (gint i)
+{
+  GstStructure *st = gst_spice_report_new (FALSE, "flood", "peer", "src",
+      "r");
+
+  gst_structure_set (st, "n", G_TYPE_INT, i, NULL);
+  return st;
+}
+
+GST_START_TEST (test_report_limit)
+{
+  const gint64 s = G_TIME_SPAN_SECOND, t0 = 100 * s;
+  GstSpiceReportLimit *limit = gst_spice_report_limit_new (s, 2);
+  GPtrArray *out = g_ptr_array_new_with_free_func ((GDestroyNotify)
+      gst_structure_free);
+  GstStructure *st;
+  gboolean afresh = TRUE;
+  gint n = -1;
+
+  st = gst_spice_report_limit_offer (limit, "a", numbered_report (1), t0,
+      &afresh);
+  fail_unless (st != NULL && !afresh);
+  fail_unless_equals_uint64 (suppressed_of (st), 0);
+  gst_structure_free (st);
+  fail_unless (gst_spice_report_limit_offer (limit, "a", numbered_report (2),
+          t0 + s / 10, NULL) == NULL);
+  fail_unless (gst_spice_report_limit_offer (limit, "a", numbered_report (3),
+          t0 + s / 5, NULL) == NULL);
+  /* another key is not limited by the first */
+  st = gst_spice_report_limit_offer (limit, "b", numbered_report (9),
+      t0 + s / 5, NULL);
+  fail_unless (st != NULL);
+  gst_structure_free (st);
+  gst_spice_report_limit_flush (limit, t0 + s / 2, collect_report, out);
+  fail_unless_equals_int (out->len, 0);
+  /* the second is over: the latest kept (3), one other not posted (2) */
+  gst_spice_report_limit_flush (limit, t0 + s, collect_report, out);
+  fail_unless_equals_int (out->len, 1);
+  fail_unless (gst_structure_get_int (g_ptr_array_index (out, 0), "n", &n));
+  fail_unless_equals_int (n, 3);
+  fail_unless_equals_uint64 (suppressed_of (g_ptr_array_index (out, 0)), 1);
+  g_ptr_array_set_size (out, 0);
+  /* kept at 1.5 s and replaced by the one at 2.1 s, which goes at once */
+  fail_unless (gst_spice_report_limit_offer (limit, "a", numbered_report (4),
+          t0 + 3 * s / 2, NULL) == NULL);
+  st = gst_spice_report_limit_offer (limit, "a", numbered_report (5),
+      t0 + 21 * s / 10, NULL);
+  fail_unless (st != NULL);
+  fail_unless (gst_structure_get_int (st, "n", &n));
+  fail_unless_equals_int (n, 5);
+  fail_unless_equals_uint64 (suppressed_of (st), 1);
+  gst_structure_free (st);
+  gst_spice_report_limit_flush (limit, t0 + 5 * s, collect_report, out);
+  fail_unless_equals_int (out->len, 0);
+  /* a and b are forgotten after ten quiet seconds: c fits without a
+   * fresh start */
+  gst_spice_report_limit_flush (limit, t0 + 13 * s, collect_report, out);
+  st = gst_spice_report_limit_offer (limit, "c", numbered_report (6),
+      t0 + 13 * s, &afresh);
+  fail_unless (st != NULL && !afresh);
+  gst_structure_free (st);
+  st = gst_spice_report_limit_offer (limit, "d", numbered_report (7),
+      t0 + 13 * s, &afresh);
+  fail_unless (st != NULL && !afresh);
+  gst_structure_free (st);
+  /* a third key at once: the table of two starts afresh */
+  st = gst_spice_report_limit_offer (limit, "e", numbered_report (8),
+      t0 + 13 * s, &afresh);
+  fail_unless (st != NULL && afresh);
+  gst_structure_free (st);
+  g_ptr_array_unref (out);
+  gst_spice_report_limit_free (limit);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_keymap)
 {
   gboolean shifted;
@@ -1276,6 +1371,7 @@ gstspice_suite (void)
   tcase_add_test (tc, test_draws_roundtrip);
   tcase_add_test (tc, test_draws_reader_rejects_malformed);
   tcase_add_test (tc, test_events_roundtrip);
+  tcase_add_test (tc, test_report_limit);
   tcase_add_test (tc, test_keymap);
   tcase_add_test (tc, test_wire_writers_bytes);
   tcase_add_test (tc, test_draws_bytes);

@@ -26,13 +26,17 @@
 #     (its audio receiver's packets and energy, getStats());
 #   - pipelines/transcode-vp8-browser.pipeline: a spice-gtk client
 #     (spice-test-client) gets the exact picture while a browser plays it
-#     within 40 dB, and the browser's key reaches the guest.
+#     within 40 dB, and the browser's key reaches the guest;
+#   - encoder=x264enc and encoder=vp8enc play too (getStats: the browser
+#     decodes H264 resp. VP8; the frame at the desktop's size, >= 25 dB:
+#     4:2:0 caps the guest's text at 28.4 dB).
 # Skipped (77) without chromium or python3-websocket, or without the
 # WebRTC plugin (no gstreamer-webrtc or libnice at build time).
 #
 #   test-webrtc.py BUILD_DIR SOURCE_DIR
 # SPDX-License-Identifier: LGPL-2.1-or-later
 
+import json
 import os
 import re
 import shutil
@@ -404,6 +408,42 @@ def both(tmp):
         guest.stop()
 
 
+def encoders(tmp):
+    """the other encoders spicewebrtcsink names play in the page: H.264
+    (x264enc) and VP8, both 4:2:0 (the test guest's text at rest cannot
+    pass 28.4 dB in 4:2:0; a wrong or empty picture is below 15)"""
+    guest = browser.Guest(BUILD, tmp)
+    chromium = browser.Browser(tmp, browser.WEBRTC_ARGS)
+    try:
+        for encoder, mime in (("x264enc tune=zerolatency speed-preset=ultrafast "
+                               "bitrate=2000", "video/H264"),
+                              ("vp8enc deadline=1 target-bitrate=2000000", "video/VP8")):
+            name = encoder.split()[0]
+            gateway = browser.Gateway(BUILD, SOURCE, "browser", guest.uri, tmp,
+                                      ["-D", "ENCODER=" + encoder],
+                                      port_variable="HTTP_PORT")
+            try:
+                check(gateway.wait_listening(60), "%s: the gateway serves HTTP" % name)
+                chromium.open("http://127.0.0.1:%d/" % gateway.port)
+                playing = chromium.wait_true(PLAYING_JS, 60)
+                check(playing, "%s: the page plays the desktop (%s)" % (
+                    name, chromium.evaluate("document.getElementById('status')"
+                                            ".textContent")))
+                best, size, ref = wait_psnr(chromium, guest, tmp, 10)
+                stats = json.loads(chromium.evaluate(browser.VIDEO_STATS_JS,
+                                                     await_promise=True) or "{}")
+                check(best >= 25.0 and size == "%dx%d" % ref[:2] and
+                      str(stats.get("codec", "")).startswith(mime),
+                      "%s: the browser decodes %s (%s), the %s frame at %.1f dB" % (
+                          name, mime, stats.get("codec"), size, best))
+            finally:
+                chromium.open("about:blank")
+                gateway.stop()
+    finally:
+        chromium.close()
+        guest.stop()
+
+
 def main():
     if not browser.available_chromium():
         print("chromium or python3-websocket missing: skipped")
@@ -421,6 +461,7 @@ def main():
     with_agent(tmp)
     sound(tmp)
     both(tmp)
+    encoders(tmp)
     finish()  # exits 1 on a failure, leaving @tmp to look at
     shutil.rmtree(tmp, ignore_errors=True)
     return 0

@@ -155,8 +155,7 @@ main (int argc, char **argv)
       n = guest_read_stamp (px + (gsize) (ref.stamp.y - ref.region.y) *
           stride + (gsize) (ref.stamp.x - ref.region.x) * 4, stride);
       if (n >= 0)
-        frame_quality_ref_score (&ref, (guint) n, px, stride, &ref.region,
-            &sc);
+        frame_quality_ref_score (&ref, (guint) n, px, stride, &ref.region, &sc);
     }
     printf ("%s{\"file\":\"%s\",\"n\":%" G_GINT64_FORMAT ",", i > 1 ? "," :
         "", file, n);

@@ -13,6 +13,7 @@
 #include "gstspicedraws.h"
 #include "gstspiceimage.h"
 #include "gstspiceevents.h"
+#include "gstspicereportlimit.h"
 #include "gstspiceagent.h"
 #include "gstspicefilexfer.h"
 #include "gstspicekeymap.h"
