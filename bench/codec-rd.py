@@ -4,7 +4,7 @@ browser, in one run (docs/benchmarks.md, "Encoder comparison: rate and
 distortion"; issue 32's browser column).
 
     bench/codec-rd.py [--build build] [--encoders vp8,vp9,h264,av1]
-        [--rates 250,500,1000,2000,4000] [--activity busy] [--secs 4]
+        [--rates 250,500,1000,2000,4000] [--activities video,busy] [--secs 4]
         [--samples 8] [--out DIR] [--docs docs/benchmarks/history
         --stem codec-rd --title T]
     bench/codec-rd.py report DIR [--docs ...]   the tables and plots again
@@ -31,10 +31,10 @@ stream branch and browser encoder are both that encoder at that rate:
 
 The SPICE client and the browser are never connected at the same time.
 For every encoder, the Bjontegaard delta rate (BD-rate: the mean rate
-difference at equal quality, from a cubic fit of log rate against
-quality over the quality range both curves cover) against VP8 at the
-same client, on PSNR and on SSIM (as dB: -10 log10 (1 - SSIM)); the rate
-is the one measured at the client, not the target.
+difference at equal quality over the quality range both curves cover,
+log rate a monotone piecewise cubic of quality) against VP8 at the same
+client, on PSNR and on SSIM (as dB: -10 log10 (1 - SSIM)); the rate is
+the one measured at the client, not the target.
 
 An encoder that cannot be run for a client is reported with the reason
 (AV1: no SPICE codec type, and no AV1 RTP payloader in GStreamer 1.22).
@@ -168,13 +168,14 @@ def summary(scores):
 class Point:
     """one encoder at one rate: the guest, the gateway, both clients"""
 
-    def __init__(self, args, chromium, name, kbps, outdir):
+    def __init__(self, args, chromium, activity, name, kbps, outdir):
         self.args, self.chromium, self.name, self.kbps = args, chromium, name, kbps
-        self.dir = os.path.join(outdir, "%s-%d" % (name, kbps))
+        self.activity = activity
+        self.dir = os.path.join(outdir, "%s-%s-%d" % (activity, name, kbps))
         os.makedirs(self.dir, exist_ok=True)
         self.procs = rig.Procs()
         self.ctl = None
-        self.row = {"encoder": name, "kbps": kbps}
+        self.row = {"activity": activity, "encoder": name, "kbps": kbps}
 
     def path(self, name):
         return os.path.join(self.dir, name)
@@ -190,7 +191,7 @@ class Point:
         gport = rig.free_port()
         self.guest = self.procs.start(
             [tools["guest"], "--port", str(gport), "--addr", "127.0.0.1",
-             "--activity", a.activity, "--fps", "30", "--frame-stamp",
+             "--activity", self.activity, "--fps", "30", "--frame-stamp",
              "--frame-times", self.ftimes, "--activity-after-connect"],
             stdin=self.ctl, stdout=open(self.path("guest.log"), "w"),
             stderr=subprocess.STDOUT)
@@ -226,7 +227,7 @@ class Point:
         out = self.path("spice.json")
         argv = [rig.tools(a.build)["keypress"], "--uri", "spice://127.0.0.1:%d" % self.cport,
                 "-n", str(a.samples), "--warmup-presses", "3", "--warmup", "2",
-                "--quality", str(a.secs), "--activity", a.activity, "--picture-seed", "1",
+                "--quality", str(a.secs), "--activity", self.activity, "--picture-seed", "1",
                 "--frame-times", self.ftimes, "--guest-control", self.fifo,
                 "--reference", self.path("reference.ppm"), "--exact-timeout", "20",
                 "-o", out, "-v"]
@@ -259,7 +260,7 @@ class Point:
             samples, res["timeouts"] = page.measure_presses(a.samples)
             res["key_p50"], res["key_p95"] = rig.pct(samples, 0.5), rig.pct(samples, 0.95)
             region = json.loads(subprocess.run(
-                [self.score_tool(), "--activity", a.activity, "--region"],
+                [self.score_tool(), "--activity", self.activity, "--region"],
                 capture_output=True, text=True, check=True).stdout)
             s0, t0 = self.stats(page), time.monotonic()
             page.evaluate(CAPTURE_JS % (json.dumps(region), a.secs))
@@ -285,7 +286,7 @@ class Point:
                 write_ppm_rgba(fpath, region["width"], region["height"], rgba)
                 files.append(fpath)
             scores = json.loads(subprocess.run(
-                [self.score_tool(), "--activity", a.activity] + files,
+                [self.score_tool(), "--activity", self.activity] + files,
                 capture_output=True, text=True).stdout or "[]")
             with open(self.path("browser-scores.json"), "w") as f:
                 json.dump(scores, f)
@@ -330,7 +331,7 @@ class Point:
             self.start()
             log("%s at %d kbit/s: SPICE client" % (self.name, self.kbps))
             self.row["spice"] = {"error": why["spice"]} if "spice" in why else self.spice()
-            self.guest_command("activity " + self.args.activity)
+            self.guest_command("activity " + self.activity)
             time.sleep(1)
             log("%s at %d kbit/s: browser" % (self.name, self.kbps))
             self.row["browser"] = ({"error": why["browser"]} if "browser" in why
@@ -351,48 +352,73 @@ def ssim_db(s):
     return None if s is None else (99.0 if s >= 1 else -10 * math.log10(1 - s))
 
 
-def polyfit(xs, ys, deg):
-    """least-squares polynomial coefficients (highest power last)"""
-    n = deg + 1
-    a = [[sum(x ** (i + j) for x in xs) for j in range(n)] for i in range(n)]
-    b = [sum(y * x ** i for x, y in zip(xs, ys)) for i in range(n)]
-    for c in range(n):                          # Gauss-Jordan with pivoting
-        p = max(range(c, n), key=lambda r: abs(a[r][c]))
-        a[c], a[p], b[c], b[p] = a[p], a[c], b[p], b[c]
-        if abs(a[c][c]) < 1e-12:
-            return None
-        for r in range(n):
-            if r != c:
-                f = a[r][c] / a[c][c]
-                a[r] = [x - f * y for x, y in zip(a[r], a[c])]
-                b[r] -= f * b[c]
-    return [b[i] / a[i][i] for i in range(n)]
+def pchip_slopes(x, y):
+    """Fritsch-Carlson slopes of the monotone piecewise cubic through the
+    points (x strictly increasing)"""
+    n = len(x)
+    h = [x[i + 1] - x[i] for i in range(n - 1)]
+    d = [(y[i + 1] - y[i]) / h[i] for i in range(n - 1)]
+    if n == 2:
+        return [d[0], d[0]]
+    m = [0.0] * n
+    for i in range(1, n - 1):
+        if d[i - 1] * d[i] > 0:
+            w1, w2 = 2 * h[i] + h[i - 1], h[i] + 2 * h[i - 1]
+            m[i] = (w1 + w2) / (w1 / d[i - 1] + w2 / d[i])
+    for i, (a, b, ha, hb) in ((0, (d[0], d[1], h[0], h[1])),
+                              (n - 1, (d[-1], d[-2], h[-1], h[-2]))):
+        e = ((2 * ha + hb) * a - ha * b) / (ha + hb)
+        if e * a <= 0:
+            e = 0.0
+        elif a * b <= 0 and abs(e) > 3 * abs(a):
+            e = 3 * a
+        m[i] = e
+    return m
 
 
-def integral(coef, lo, hi):
-    return sum(c / (i + 1) * (hi ** (i + 1) - lo ** (i + 1)) for i, c in enumerate(coef))
+def pchip_integral(x, y, lo, hi, steps=4000):
+    """the integral over [lo, hi] (inside [x0, xn]) of the monotone piecewise
+    cubic through the points"""
+    m = pchip_slopes(x, y)
+    total, k = 0.0, 0
+    step = (hi - lo) / steps
+    for j in range(steps + 1):
+        q = lo + j * step
+        while k < len(x) - 2 and q > x[k + 1]:
+            k += 1
+        hk = x[k + 1] - x[k]
+        t = (q - x[k]) / hk
+        v = ((2 * t ** 3 - 3 * t ** 2 + 1) * y[k] + (t ** 3 - 2 * t ** 2 + t) * hk * m[k] +
+             (-2 * t ** 3 + 3 * t ** 2) * y[k + 1] + (t ** 3 - t ** 2) * hk * m[k + 1])
+        total += v * (0.5 if j in (0, steps) else 1.0)
+    return total * step
+
+
+def envelope(points):
+    """the points in order of rate that raise the quality: [(quality, log
+    rate)] with quality strictly increasing"""
+    out = []
+    for r, q in sorted(p for p in points if p[0] and p[1] is not None):
+        if not out or q > out[-1][0]:
+            out.append((q, math.log(r)))
+    return out
 
 
 def bd_rate(ref, test):
-    """BD-rate in % of @test against @ref, each [(rate, quality)]; None when
-    the curves share no quality range or have fewer than 2 points"""
-    ref = sorted(p for p in ref if p[0] and p[1] is not None)
-    test = sorted(p for p in test if p[0] and p[1] is not None)
-    if len(ref) < 2 or len(test) < 2:
+    """BD-rate in % of @test against @ref, each [(rate, quality)]: the mean
+    of log rate's difference at equal quality over the range both cover,
+    log rate a monotone piecewise cubic of quality (as JVET's BD-rate tools;
+    one cubic through all points, the classic fit, overshoots where a curve
+    flattens); None when they share no range"""
+    a, b = envelope(ref), envelope(test)
+    if len(a) < 2 or len(b) < 2:
         return None
-    lo = max(min(q for _, q in ref), min(q for _, q in test))
-    hi = min(max(q for _, q in ref), max(q for _, q in test))
+    lo, hi = max(a[0][0], b[0][0]), min(a[-1][0], b[-1][0])
     if hi - lo < 1e-6:
         return None
-    fits = []
-    for pts in (ref, test):
-        deg = min(3, len(pts) - 1)
-        c = polyfit([q for _, q in pts], [math.log(r) for r, _ in pts], deg)
-        if c is None:
-            return None
-        fits.append(c)
-    avg = (integral(fits[1], lo, hi) - integral(fits[0], lo, hi)) / (hi - lo)
-    return (math.exp(avg) - 1) * 100
+    ia = pchip_integral([q for q, _ in a], [r for _, r in a], lo, hi)
+    ib = pchip_integral([q for q, _ in b], [r for _, r in b], lo, hi)
+    return (math.exp((ib - ia) / (hi - lo)) - 1) * 100
 
 
 # ---- report -------------------------------------------------------------------
@@ -402,6 +428,7 @@ def fmt(v, f="%.1f"):
 
 
 def curve(rows, name, client, metric):
+    """[(Mbit/s, quality)] of encoder @name at @client (rows of one activity)"""
     pts = []
     for r in rows:
         c = r.get(client) or {}
@@ -409,6 +436,15 @@ def curve(rows, name, client, metric):
             q = c.get(metric)
             pts.append((c["mbit_s"], ssim_db(q) if metric == "ssim" else q))
     return pts
+
+
+def overlap(ref, test):
+    """the quality range two curves share, or None"""
+    a, b = envelope(ref), envelope(test)
+    if len(a) < 2 or len(b) < 2:
+        return None
+    lo, hi = max(a[0][0], b[0][0]), min(a[-1][0], b[-1][0])
+    return (lo, hi) if hi > lo else None
 
 
 def bd_table(rows, names):
@@ -421,9 +457,13 @@ def bd_table(rows, names):
             if errs and all(errs):
                 cells.append("not run: %s" % errs[0])
                 continue
-            v = [bd_rate(curve(rows, "vp8", client, m), curve(rows, n, client, m))
-                 for m in ("psnr_db", "ssim")]
-            cells.append("%s / %s" % tuple("–" if x is None else "%+.1f %%" % x for x in v))
+            parts = []
+            for m, unit in (("psnr_db", "dB"), ("ssim", "dB SSIM")):
+                ref, test = curve(rows, "vp8", client, m), curve(rows, n, client, m)
+                v, rng = bd_rate(ref, test), overlap(ref, test)
+                parts.append("–" if v is None else "%+.1f %% (%.1f–%.1f %s)" % (
+                    v, rng[0], rng[1], unit))
+            cells.append(" / ".join(parts))
         lines.append("| %s | %s | %s |" % (ENCODERS[n][0], cells[0], cells[1]))
     return "\n".join(lines)
 
@@ -502,26 +542,39 @@ def report(out, args):
     else:
         mdpath, pngdir = None, out
     os.makedirs(pngdir, exist_ok=True)
-    png = plot(rows, names, os.path.join(pngdir, stem + ".png"))
+    acts = list(dict.fromkeys(r.get("activity", res.get("activity")) for r in rows))
+    pngs = {a: plot([r for r in rows if r.get("activity", res.get("activity")) == a],
+                    names, os.path.join(pngdir, "%s-%s.png" % (stem, a))) for a in acts}
     title = args.title or "Encoder comparison: rate and distortion, %s" % m.get("date")
     md = ["### " + title, "",
           "- Command: `%s`" % res["command"],
           "- Machine: %s cores, %s, kernel %s, load average at start %s; %s." % (
               m.get("nproc"), m.get("cpu"), m.get("kernel"),
               "/".join(str(x) for x in m.get("loadavg_at_start", [])), m.get("date")),
-          "- Activity `%s` (a 640x480 area at 30 fps on the 1280x800 test guest), loopback; "
-          "%s s of motion scored per client and point; %d presses per client and point." % (
-              res["activity"], res["secs"], res["samples"]),
+          "- Activities %s (a 640x480 area at 30 fps on the 1280x800 test guest: video a "
+          "panning landscape, busy a plasma with noise in its low bits), loopback; %s s of "
+          "motion scored per client and point; %d presses per client and point; quality at "
+          "rest: the browser's frame against the guest's dump 4 s after the activity stopped "
+          "(the SPICE client's picture is exact by then: *exact s*)." % (
+              ", ".join("`%s`" % a for a in acts), res["secs"], res["samples"]),
+          "- BD-rate: the rate measured at the client (Mbit/s while moving); log rate a "
+          "monotone piecewise cubic (PCHIP) of quality through the points that raise the "
+          "quality, per curve; the mean difference over the quality range both curves "
+          "cover (in brackets). Negative: fewer bits than VP8 for the same quality. A "
+          "range of a few tenths of a dB is a plateau, where the figure means little.",
           "- Encoders at `{kbps}`/`{bps}` (the SPICE stream branch adds "
           "`! video/x-h264,stream-format=byte-stream,alignment=au ! h264parse` to x264enc; "
           "spicewebrtcsink adds its payloader, and gives VP9 4:4:4 where the browser takes "
           "profile 1):"]
     for n in names:
         md.append("  - %s: `%s`" % (ENCODERS[n][0], ENCODERS[n][1]))
-    md += ["", bd_table(rows, names), "", points_table(rows), ""]
-    if png:
-        md += ["![%s](%s)" % (os.path.basename(png),
-                              os.path.relpath(png, os.path.dirname(mdpath)) if mdpath else png), ""]
+    for a in acts:
+        ar = [r for r in rows if r.get("activity", res.get("activity")) == a]
+        md += ["", "#### %s" % a, "", bd_table(ar, names), "", points_table(ar), ""]
+        png = pngs.get(a)
+        if png:
+            md += ["![%s](%s)" % (os.path.basename(png), os.path.relpath(
+                png, os.path.dirname(mdpath)) if mdpath else png), ""]
     text = "\n".join(md)
     if mdpath:
         rig.write_report(mdpath, "codec-rd:" + stem, text, title, m.get("date", ""))
@@ -546,7 +599,7 @@ def main():
     p.add_argument("--build", default=os.path.join(SOURCE, "build"))
     p.add_argument("--encoders", default=DEFAULT_ENCODERS)
     p.add_argument("--rates", default=DEFAULT_RATES, help="target kbit/s, comma-separated")
-    p.add_argument("--activity", default="busy")
+    p.add_argument("--activities", default="video,busy")
     p.add_argument("--secs", type=float, default=4.0, help="s of motion scored per client")
     p.add_argument("--samples", type=int, default=8, help="key presses per client")
     p.add_argument("--out", default=None)
@@ -567,22 +620,24 @@ def main():
     rates = [int(x) for x in args.rates.split(",") if x]
     out = os.path.abspath(args.out or tempfile.mkdtemp(prefix="codec-rd-"))
     os.makedirs(out, exist_ok=True)
+    activities = [a for a in args.activities.split(",") if a]
     res = {"machine": rig.machine_info("-"), "encoders": names, "rates": rates,
-           "activity": args.activity, "secs": args.secs, "samples": args.samples,
+           "activities": activities, "secs": args.secs, "samples": args.samples,
            "command": " ".join(shlex.quote(a) for a in sys.argv), "rows": []}
     os.environ["GST_PLUGIN_PATH"] = os.path.join(args.build, "plugins")
     tmp = tempfile.mkdtemp(prefix="chromium-", dir=out)
     chromium = browser.Browser(tmp, browser.WEBRTC_ARGS)
     try:
-        for n in names:
-            for kbps in rates:
-                row = Point(args, chromium, n, kbps, out).run()
-                log("%s %d: %s" % (n, kbps, json.dumps(row)[:400]))
-                res["rows"].append(row)
-                with open(os.path.join(out, "results.json"), "w") as f:
-                    json.dump(res, f, indent=1)
-                if "spice" in ENCODERS[n][3] and "browser" in ENCODERS[n][3]:
-                    break                   # one row says why for every rate
+        for act in activities:
+            for n in names:
+                for kbps in rates:
+                    row = Point(args, chromium, act, n, kbps, out).run()
+                    log("%s %s %d: %s" % (act, n, kbps, json.dumps(row)[:300]))
+                    res["rows"].append(row)
+                    with open(os.path.join(out, "results.json"), "w") as f:
+                        json.dump(res, f, indent=1)
+                    if "spice" in ENCODERS[n][3] and "browser" in ENCODERS[n][3]:
+                        break               # one row says why for every rate
     finally:
         chromium.close()
         shutil.rmtree(tmp, ignore_errors=True)
