@@ -504,11 +504,13 @@ def plot(rows, names, png):
             for metric in ("psnr_db", "ssim"):
                 for n in names:
                     pts = sorted(curve(rows, n, client, metric))
+                    if not pts:
+                        continue        # gnuplot's index counts blocks with data
                     f.write("# %s %s %s\n" % (client, metric, n))
                     for x, y in pts:
                         f.write("%g %g\n" % (x, y))
                     f.write("\n\n")
-                    blocks.append((client, metric, n, idx, bool(pts)))
+                    blocks.append((client, metric, n, idx, True))
                     idx += 1
     gp = ["set terminal pngcairo size 1100,800 font 'Sans,10'", "set output '%s'" % png,
           "set multiplot layout 2,2", "set logscale x", "set grid", "set key bottom right"]

@@ -11,7 +11,10 @@
 #    bench/codec-compare.py report, run on committed JSON into a copy of
 #    docs/benchmarks/, make the run's DAY-STEM.md with its block, plots
 #    that its links reach and an index line at the top of its day; a
-#    second report changes nothing; --docs docs/benchmarks.md is refused.
+#    second report changes nothing; --docs docs/benchmarks.md is refused;
+#    bench/codec-rd.py report on its committed run makes the committed
+#    tables again, and its BD-rate is exact where two curves are a
+#    constant rate ratio apart (-20 % for 0.8x, +50 % for 1.5x).
 #    (bench/sessions.py: tests/scale/test-sessions.py.)
 #
 #   test-bench-docs.py SOURCE_DIR
@@ -151,6 +154,24 @@ def check_report(hist, name, argv, marker, date):
           "a second report replaces its block and adds no index line")
 
 
+def check_bd_rate():
+    """bench/codec-rd.py's BD-rate on curves a constant rate ratio apart"""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "codec_rd", os.path.join(SRC, "bench", "codec-rd.py"))
+    rd = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rd)
+    # a curve that flattens (where one cubic through all points overshoots)
+    ref = [(0.25, 27.6), (0.5, 29.9), (1.0, 33.3), (2.0, 33.8), (4.0, 33.9)]
+    for ratio, want in ((0.8, -20.0), (1.5, 50.0)):
+        got = rd.bd_rate(ref, [(r * ratio, q) for r, q in ref])
+        check(got is not None and abs(got - want) < 1e-6,
+              "BD-rate of the same curve at %.1fx the rate: %s %% (%+.0f %%)"
+              % (ratio, got, want))
+    check(rd.bd_rate(ref, [(r, q + 10) for r, q in ref]) is None,
+          "BD-rate of curves that share no quality range: none")
+
+
 def check_tools():
     tmp = tempfile.mkdtemp(prefix="gst-spice-benchdocs-")
     try:
@@ -180,6 +201,26 @@ def check_tools():
             HISTORY, "2026-12-01-encoder-comparison.md")) if line.startswith("| ")]
         check(rows and rows == committed,
               "the comparison's table from its JSON is the committed one")
+        # the rate-distortion sweep's report from its committed run
+        runs = sorted(glob.glob(os.path.join(BENCH, "*-codec-rd.json")))
+        if check(runs, "a committed bench/codec-rd.py run (docs/benchmarks/*-codec-rd.json)"):
+            stem = os.path.basename(runs[-1])[:-len(".json")]
+            rd = os.path.join(tmp, "rd")
+            os.makedirs(rd)
+            shutil.copy(runs[-1], os.path.join(rd, "results.json"))
+            day = stem[:10]
+            check_report(hist, stem + ".md",
+                         [os.path.join(SRC, "bench", "codec-rd.py"), "report", rd,
+                          "--stem", stem[11:], "--title",
+                          "Encoder comparison: rate and distortion at the SPICE client "
+                          "and the browser"], "codec-rd:" + stem, day)
+            rows = [line for line in open(os.path.join(hist, stem + ".md"))
+                    if line.startswith("| ")]
+            committed = [line for line in open(os.path.join(HISTORY, stem + ".md"))
+                         if line.startswith("| ")]
+            check(rows and rows == committed,
+                  "the rate-distortion tables from their JSON are the committed ones")
+        check_bd_rate()
         # the headline page is not a report's target (its copy here)
         headline = os.path.join(tmp, "docs", "benchmarks.md")
         for argv in ([os.path.join(SRC, "bench", "rig", "rig.py"), "report", rigdir],
