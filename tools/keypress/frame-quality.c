@@ -142,31 +142,33 @@ frame_quality_ref_clear (FrameQualityRef * r)
   g_clear_pointer (&r->ref, g_free);
 }
 
+/* MSE and SSIM of the surface rectangle @rect of @shown (which holds @at)
+ * against the reference */
+static void
+score_rect (const FrameQualityRef * r, const guint8 * shown, gint stride,
+    const GuestRect * at, const GuestRect * rect, gdouble * mse, gdouble * ssim)
+{
+  gint w4 = r->w * 4;
+  const guint8 *mp = shown + (gsize) (rect->y - at->y) * stride +
+      (gsize) (rect->x - at->x) * 4;
+  const guint8 *rp = r->ref + (gsize) rect->y * w4 + (gsize) rect->x * 4;
+
+  *mse = frame_quality_mse (mp, stride, rp, w4, rect->width, rect->height);
+  *ssim = frame_quality_ssim (mp, stride, rp, w4, rect->width, rect->height);
+}
+
 void
 frame_quality_ref_score (FrameQualityRef * r, guint n, const guint8 * shown,
     gint stride, const GuestRect * at, FrameQualityScore * out)
 {
   gint w4 = r->w * 4;
-  const guint8 *mp, *rp;
 
   guest_render_activity (r->kind, r->seed, n, r->ref +
       (gsize) r->area.y * w4 + (gsize) r->area.x * 4, r->area.width,
       r->area.height, w4);
-  mp = shown + (gsize) (r->picture.y - at->y) * stride +
-      (gsize) (r->picture.x - at->x) * 4;
-  rp = r->ref + (gsize) r->picture.y * w4 + (gsize) r->picture.x * 4;
-  out->mse = frame_quality_mse (mp, stride, rp, w4, r->picture.width,
-      r->picture.height);
-  out->ssim = frame_quality_ssim (mp, stride, rp, w4, r->picture.width,
-      r->picture.height);
+  score_rect (r, shown, stride, at, &r->picture, &out->mse, &out->ssim);
   out->text_mse = out->text_ssim = NAN;
-  if (r->text.width > 0) {
-    mp = shown + (gsize) (r->text.y - at->y) * stride +
-        (gsize) (r->text.x - at->x) * 4;
-    rp = r->ref + (gsize) r->text.y * w4 + (gsize) r->text.x * 4;
-    out->text_mse = frame_quality_mse (mp, stride, rp, w4, r->text.width,
-        r->text.height);
-    out->text_ssim = frame_quality_ssim (mp, stride, rp, w4, r->text.width,
-        r->text.height);
-  }
+  if (r->text.width > 0)
+    score_rect (r, shown, stride, at, &r->text, &out->text_mse,
+        &out->text_ssim);
 }
