@@ -556,7 +556,10 @@ gst_spice_src_display_cur_take_locked (GstSpiceSrc * self,
 }
 
 /* streaming thread: drop the frame being made and the packed damage (new
- * pool, new caps, new size, stop) */
+ * pool, new caps, new size, stop). The packed damage left self->damage
+ * when it was packed (the context may pack while create() negotiates):
+ * what it covered is damage again, as the whole surface, or the change
+ * it carried would never be pushed. */
 void
 gst_spice_src_display_cur_drop (GstSpiceSrc * self)
 {
@@ -567,6 +570,13 @@ gst_spice_src_display_cur_drop (GstSpiceSrc * self)
   g_mutex_lock (&self->lock);
   buf = gst_spice_src_display_cur_take_locked (self, &frame);
   src = g_steal_pointer (&self->catchup);
+  if (self->packed && self->width > 0) {
+    GstVideoRectangle full = { 0, 0, self->width, self->height };
+
+    if (gst_spice_region_is_empty (&self->damage))
+      self->damage_us = self->packed_us;
+    gst_spice_region_add (&self->damage, &full);
+  }
   gst_clear_buffer (&self->packed);
   self->pack_wanted = FALSE;
   g_mutex_unlock (&self->lock);

@@ -26,6 +26,9 @@ typedef struct
   guint port;
 } Gateway;
 
+/* the test's gateway, for assert_picture()'s report of a failure */
+static Gateway *current;
+
 /* transcode-vp8 in front of @uri */
 static void
 gateway_start_uri (Gateway * g, const gchar * uri)
@@ -33,6 +36,9 @@ gateway_start_uri (Gateway * g, const gchar * uri)
   gchar *path, *upstream, *listen;
 
   g->tmpdir = test_tmpdir_new ("gst-spice-heads");
+  /* the service log tells the surfaces, heads and refreshes, for
+   * report_picture_failure() */
+  g_setenv ("GST_DEBUG", "spicesrc*:5,spicetiler*:5,spicesink*:5", FALSE);
   path = runner_process_shipped_pipeline ("transcode-vp8");
   upstream = g_strdup_printf ("UPSTREAM=%s", uri);
   g->port = test_pick_free_port ();
@@ -66,16 +72,85 @@ gateway_start (Gateway * g, const gchar * const *args, guint displays,
   uri = guest_process_get_uri (g->gp);
   gateway_start_uri (g, uri);
   g_free (uri);
+  current = g;
 }
 
 static void
 gateway_stop (Gateway * g)
 {
+  current = NULL;
   fail_unless (runner_process_is_running (g->run));
   runner_process_free (g->run);
   if (g->gp)
     guest_process_stop (g->gp);
   test_tmpdir_remove (g->tmpdir);
+}
+
+/* the pixels of @c's display 0 in (@x, 0, @w x @h) that are black */
+static guint64
+count_black (HeadsClient * c, gint x, gint w, gint h)
+{
+  gint sw, sh, stride, i, j;
+  const guint8 *s = heads_client_surface (c, 0, &sw, &sh, &stride);
+  guint64 n = 0;
+
+  if (!s || x + w > sw || h > sh)
+    return G_MAXUINT64;
+  for (j = 0; j < h; j++)
+    for (i = 0; i < w; i++) {
+      const guint8 *p = s + (gsize) j * stride + (gsize) (x + i) * 4;
+
+      n += p[0] == 0 && p[1] == 0 && p[2] == 0;
+    }
+  return n;
+}
+
+/* what a new client of @port sees at (@x, 0) after up to 10 s: its heads
+ * and the pixels that differ from @expected */
+static gchar *
+fresh_client_view (guint port, gint x, const guint8 * expected, gint w,
+    gint h)
+{
+  HeadsClient *c = heads_client_connect ("127.0.0.1", port);
+  gchar *describe, *view;
+  guint64 diff;
+
+  heads_client_wait_displays (c, 1, 300, 10000);
+  diff = heads_client_wait_picture (c, 0, x, 0, expected, w, h, 10000);
+  describe = heads_client_describe (c);
+  view = g_strdup_printf ("\"%s\", %" G_GUINT64_FORMAT " pixels differ",
+      describe, diff);
+  g_free (describe);
+  heads_client_free (c);
+  return view;
+}
+
+/* a picture that did not come: where it went wrong (a new client of the
+ * gateway, one straight to the guest, the service log's end), on stderr */
+static void
+report_picture_failure (HeadsClient * c, gint x, const guint8 * expected,
+    gint w, gint h, const gchar * what)
+{
+  gchar *describe = heads_client_describe (c), *via, *direct, *log;
+  gsize len;
+
+  g_printerr ("%s: the client sees \"%s\", %" G_GUINT64_FORMAT
+      " of the pixels black\n", what, describe, count_black (c, x, w, h));
+  g_free (describe);
+  if (!current)
+    return;
+  via = fresh_client_view (current->port, x, expected, w, h);
+  direct = fresh_client_view (guest_process_get_port (current->gp), x,
+      expected, w, h);
+  g_printerr ("%s: a new client of the gateway sees %s; straight from the "
+      "guest, %s\n", what, via, direct);
+  log = runner_process_log (current->run);
+  len = log ? strlen (log) : 0;
+  g_printerr ("%s: the service log's end:\n%s\n", what,
+      len > 20000 ? log + len - 20000 : (log ? log : ""));
+  g_free (via);
+  g_free (direct);
+  g_free (log);
 }
 
 /* @c shows, on its display 0, @expected (@w x @h) at (@x, 0) */
@@ -86,6 +161,8 @@ assert_picture (HeadsClient * c, gint x, const guint8 * expected, gint w,
   guint64 diff = heads_client_wait_picture (c, 0, x, 0, expected, w, h,
       WAIT_MS);
 
+  if (diff != 0)
+    report_picture_failure (c, x, expected, w, h, what);
   fail_unless (diff == 0, "%s: %" G_GUINT64_FORMAT " pixels differ", what,
       diff);
 }
