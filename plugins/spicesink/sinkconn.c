@@ -108,6 +108,7 @@ struct _SinkConn
 
   /* WebSocket (sinkws.h): on once the upgrade was answered */
   gboolean ws;
+  gboolean ws_close_sent;       /* a close frame is queued or written */
   SinkWsDecoder *ws_dec;        /* server thread */
   SinkWsDeflater *ws_def;       /* lock held; NULL: no permessage-deflate */
   GByteArray *ws_in;            /* unframed client bytes not read yet */
@@ -257,6 +258,29 @@ sink_conn_set_hooks (SinkConn * conn, const SinkConnHooks * hooks,
   conn->hooks_data = user_data;
 }
 
+/* Lock held, any thread: a WebSocket connection that we close gets a
+ * close frame first (1001, going away, with @reason: a page can tell a
+ * gateway's end from a broken network, which it sees as 1006), unless
+ * one went already (the client's close was answered, or a protocol error
+ * had its own), a message is half written (a frame in the middle of
+ * another would be garbage) or writing failed. Best effort: written now,
+ * without waiting for room. */
+static void
+ws_close_now (SinkConn * conn, const gchar * reason)
+{
+  SinkMsg *head = g_queue_peek_head (&conn->outq);
+  guint8 f[SINK_WS_CLOSE_FRAME_MAX];
+  gsize n;
+
+  if (!conn->ws || conn->ws_close_sent || (head && head->done > 0) ||
+      g_str_has_prefix (reason, "write failed"))
+    return;
+  conn->ws_close_sent = TRUE;
+  n = sink_ws_close_frame (f, 1001, reason);
+  (void) send (g_socket_get_fd (conn->socket), f, n,
+      MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
 /* Lock held, any thread: marks the connection dead; the server thread
  * finishes it (sink_conn_finish()). The socket is shut down, not closed:
  * the server thread may be reading it without the lock, and only it
@@ -268,6 +292,7 @@ sink_conn_close (SinkConn * conn, const gchar * reason)
 
   if (state == CONN_DEAD)
     return;
+  ws_close_now (conn, reason);
   if (state == CONN_DATA)
     GST_INFO ("closing channel type %u of %s: %s", conn->link.channel_type,
         conn->peer, reason);
@@ -1285,6 +1310,8 @@ ws_feed (SinkConn * conn, const guint8 * raw, gsize len)
   if (out.replies->len)
     send_ws_raw (conn, out.replies->data, out.replies->len);
   g_byte_array_unref (out.replies);
+  /* the decoder's replies to a close or an error end with a close */
+  conn->ws_close_sent |= res != SINK_WS_DECODE_OK;
   if (res == SINK_WS_DECODE_CLOSED) {
     GST_INFO ("%s: the client closed its WebSocket (code %u)", conn->peer,
         out.close_code);

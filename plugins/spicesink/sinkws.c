@@ -403,6 +403,24 @@ sink_ws_decoder_messages (SinkWsDecoder * dec)
   return dec->messages;
 }
 
+gsize
+sink_ws_close_frame (guint8 * out, guint16 code, const gchar * reason)
+{
+  const gchar *end = reason;
+  gsize n;
+
+  if (reason)
+    g_utf8_validate (reason, MIN (strlen (reason), 123), &end);
+  n = reason ? (gsize) (end - reason) : 0;
+  out[0] = 0x80 | SINK_WS_OP_CLOSE;
+  out[1] = (guint8) (2 + n);
+  out[2] = code >> 8;
+  out[3] = code & 0xff;
+  if (n)
+    memcpy (out + 4, reason, n);
+  return 4 + n;
+}
+
 static void
 put_reply (GByteArray * replies, SinkWsOpcode op, const guint8 * payload,
     gsize len)

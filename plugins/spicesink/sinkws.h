@@ -88,6 +88,13 @@ gboolean  sink_ws_origin_allowed (const gchar * allowed, const gchar * origin);
 gsize     sink_ws_frame_head (guint8 * out, SinkWsOpcode op, gboolean rsv1,
     guint64 len);
 
+/* a close frame (unmasked) with @code and as much of @reason as fits
+ * (123 bytes, cut where UTF-8 stays valid) into @out
+ * (SINK_WS_CLOSE_FRAME_MAX bytes); returns its length */
+#define SINK_WS_CLOSE_FRAME_MAX (2 + 125)
+gsize     sink_ws_close_frame (guint8 * out, guint16 code,
+    const gchar * reason);
+
 typedef struct _SinkWsDeflater SinkWsDeflater;
 /* raw deflate at level 1 with 2^@window_bits bytes of history, reset
  * after each message if @no_context_takeover */

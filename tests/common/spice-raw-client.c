@@ -158,32 +158,37 @@ recv_all (SpiceRawConn * c, guint8 * buf, gsize size, gint64 deadline)
   return TRUE;
 }
 
+/* the next bytes from the server, through the WebSocket reader: the
+ * frames' payload to c->ws_in; FALSE at the end, a close, a refusal or
+ * @deadline */
+static gboolean
+ws_read_more (SpiceRawConn * c, gint64 deadline)
+{
+  guint8 buf[16384];
+  gssize n;
+
+  if (!wait_readable (c, deadline))
+    return FALSE;
+  n = g_socket_receive (c->sock, (gchar *) buf, sizeof (buf), NULL, NULL);
+  if (n <= 0)
+    return FALSE;
+  return test_ws_reader_feed (c->ws_reader, buf, n, c->ws_in) ==
+      TEST_WS_READ_OK;
+}
+
 /* the HTTP upgrade; TRUE when answered 101 */
 static gboolean
 ws_upgrade (SpiceRawConn * c, guint timeout_s)
 {
-  static const gchar req[] = "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-      "Upgrade: websocket\r\nConnection: Upgrade\r\n"
-      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-      "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: binary\r\n\r\n";
+  const gchar *req = test_ws_upgrade_request (FALSE);
   gint64 deadline = g_get_monotonic_time () + timeout_s * G_USEC_PER_SEC;
-  GString *answer = g_string_new (NULL);
-  gboolean ok = FALSE;
 
-  if (send_all (c->sock, (const guint8 *) req, strlen (req))) {
-    guint8 b;
-
-    /* byte by byte: the frames that follow stay in the socket */
-    while (answer->len < 4096 && recv_all (c, &b, 1, deadline)) {
-      g_string_append_c (answer, (gchar) b);
-      if (g_str_has_suffix (answer->str, "\r\n\r\n")) {
-        ok = g_str_has_prefix (answer->str, "HTTP/1.1 101 ");
-        break;
-      }
-    }
-  }
-  g_string_free (answer, TRUE);
-  return ok;
+  if (!send_all (c->sock, (const guint8 *) req, strlen (req)))
+    return FALSE;
+  while (!test_ws_reader_upgraded (c->ws_reader))
+    if (!ws_read_more (c, deadline))
+      return FALSE;
+  return TRUE;
 }
 
 SpiceRawConn *
@@ -199,6 +204,7 @@ spice_raw_connect_from (const gchar * from, guint16 port, guint timeout_s)
   if (spice_raw_websocket ()) {
     c->ws = TRUE;
     c->ws_in = g_byte_array_new ();
+    c->ws_reader = test_ws_reader_new ();
     c->ws_upgraded = ws_upgrade (c, MAX (timeout_s, 1));
   }
   return c;
@@ -212,6 +218,7 @@ spice_raw_close (SpiceRawConn * c)
   spice_raw_tcp_close (&c->sock);
   if (c->ws_in)
     g_byte_array_unref (c->ws_in);
+  test_ws_reader_free (c->ws_reader);
   g_free (c);
 }
 
@@ -230,8 +237,6 @@ gboolean
 spice_raw_send (SpiceRawConn * c, const guint8 * data, gsize size)
 {
   GByteArray *f;
-  guint8 h[14], mask[4];
-  gsize hl = 2;
   gboolean ok;
 
   if (!c->ws)
@@ -239,60 +244,12 @@ spice_raw_send (SpiceRawConn * c, const guint8 * data, gsize size)
   if (!c->ws_upgraded)
     return FALSE;
   /* one masked binary frame */
-  h[0] = 0x82;
-  if (size < 126) {
-    h[1] = 0x80 | size;
-  } else if (size <= 0xffff) {
-    h[1] = 0x80 | 126;
-    GST_WRITE_UINT16_BE (h + 2, size);
-    hl = 4;
-  } else {
-    h[1] = 0x80 | 127;
-    GST_WRITE_UINT64_BE (h + 2, size);
-    hl = 10;
-  }
-  GST_WRITE_UINT32_BE (mask, g_random_int ());
-  memcpy (h + hl, mask, 4);
-  f = g_byte_array_sized_new (hl + 4 + size);
-  g_byte_array_append (f, h, hl + 4);
-  g_byte_array_set_size (f, hl + 4 + size);
-  for (gsize i = 0; i < size; i++)
-    f->data[hl + 4 + i] = data[i] ^ mask[i & 3];
+  f = g_byte_array_sized_new (size + 14);
+  test_ws_put_frame (f, TEST_WS_FIN | TEST_WS_OP_BINARY, TRUE,
+      g_random_int (), FALSE, data, size);
   ok = send_all (c->sock, f->data, f->len);
   g_byte_array_unref (f);
   return ok;
-}
-
-/* the next server frame's payload appended to c->ws_in; FALSE at a close
- * frame, the end or the deadline */
-static gboolean
-ws_read_frame (SpiceRawConn * c, gint64 deadline)
-{
-  guint8 h[10];
-  guint64 len;
-  guint at;
-
-  if (!c->ws_upgraded || !recv_all (c, h, 2, deadline))
-    return FALSE;
-  len = h[1] & 0x7f;
-  if (len == 126) {
-    if (!recv_all (c, h + 2, 2, deadline))
-      return FALSE;
-    len = GST_READ_UINT16_BE (h + 2);
-  } else if (len == 127) {
-    if (!recv_all (c, h + 2, 8, deadline))
-      return FALSE;
-    len = GST_READ_UINT64_BE (h + 2);
-  }
-  if ((h[1] & 0x80) || (h[0] & 0x0f) == 0x8 || len > 64 * 1024 * 1024)
-    return FALSE;               /* masked by the server, close, absurd */
-  at = c->ws_in->len;
-  g_byte_array_set_size (c->ws_in, at + len);
-  if (!recv_all (c, c->ws_in->data + at, len, deadline))
-    return FALSE;
-  if ((h[0] & 0x0f) > 0x2)      /* ping or pong: not SPICE */
-    g_byte_array_set_size (c->ws_in, at);
-  return TRUE;
 }
 
 gboolean
@@ -303,9 +260,13 @@ spice_raw_recv_exact (SpiceRawConn * c, guint8 * buf, gsize size,
 
   if (!c->ws)
     return recv_all (c, buf, size, deadline);
+  /* (a close may come in the same read as the last payload: that
+   * payload still counts) */
   while (c->ws_in->len < size)
-    if (!ws_read_frame (c, deadline))
-      return FALSE;
+    if (!c->ws_upgraded || !ws_read_more (c, deadline))
+      break;
+  if (c->ws_in->len < size)
+    return FALSE;
   memcpy (buf, c->ws_in->data, size);
   g_byte_array_remove_range (c->ws_in, 0, size);
   return TRUE;
@@ -325,7 +286,18 @@ spice_raw_wait_closed (SpiceRawConn * c, guint timeout_ms)
     n = g_socket_receive (c->sock, (gchar *) buf, sizeof (buf), NULL, NULL);
     if (n <= 0)
       return TRUE;
+    /* the server's close frame, if it sends one, is kept */
+    if (c->ws_upgraded)
+      test_ws_reader_feed (c->ws_reader, buf, n, c->ws_in);
   }
+}
+
+gint
+spice_raw_ws_close_code (SpiceRawConn * c, const gchar ** reason)
+{
+  if (reason)
+    *reason = c->ws_reader ? test_ws_reader_close_reason (c->ws_reader) : NULL;
+  return c->ws_reader ? test_ws_reader_close_code (c->ws_reader) : -1;
 }
 
 gboolean

@@ -8,6 +8,7 @@
 #include <gio/gio.h>
 #include <gst/spice/gstspice.h>
 #include "spice-client-wire.h"
+#include "ws-client.h"
 
 G_BEGIN_DECLS
 
@@ -21,6 +22,7 @@ typedef struct {
   gboolean ws;
   gboolean ws_upgraded;         /* the server answered 101 */
   GByteArray *ws_in;            /* unframed bytes not read yet */
+  TestWsReader *ws_reader;
 } SpiceRawConn;
 
 /* Whether connections go over WebSocket: with GST_SPICE_TEST_WEBSOCKET=1 in
@@ -66,6 +68,9 @@ gboolean spice_raw_recv_exact (SpiceRawConn * c, guint8 * buf, gsize size,
     guint timeout_ms);
 /* TRUE when the peer closed (EOF or reset) within @timeout_ms */
 gboolean spice_raw_wait_closed (SpiceRawConn * c, guint timeout_ms);
+/* Over WebSocket, once the server closed: the code of the close frame it
+ * sent (-1: none came) and its reason (*@reason, may be NULL) */
+gint spice_raw_ws_close_code (SpiceRawConn * c, const gchar ** reason);
 
 /* the common caps spice-gtk sends: AUTH_SELECTION, AUTH_SASL, MINI_HEADER */
 #define SPICE_RAW_COMMON_CAPS 0x0d

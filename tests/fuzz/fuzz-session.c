@@ -60,6 +60,7 @@
 #include "spice-client-wire.h"
 #include "test-picture.h"
 #include "threads-idle.h"
+#include "ws-client.h"
 
 int LLVMFuzzerInitialize (int *argc, char ***argv);
 int LLVMFuzzerTestOneInput (const uint8_t * data, size_t size);
@@ -185,6 +186,16 @@ typedef struct
   guint32 report_stream, report_unique;
   gboolean have_report;
   guint msgs_in;
+  guint msgs_out;               /* appends framed (ws_style 7) */
+  /* SPICE over WebSocket (OP_CONNECT flag 4): the upgrade goes first,
+   * then what is appended is framed as ws_style says (ws_frame()), and the
+   * server's frames are read through ws_reader */
+  gboolean ws;
+  guint8 ws_style;
+  guint32 ws_mask;
+  gboolean ws_closed;           /* we sent close: nothing is framed after */
+  TestWsReader *ws_reader;
+  GByteArray *ws_payload;
 } Sock;
 
 typedef struct
@@ -239,7 +250,13 @@ sock_reset_state (Sock * s)
   s->link_result = -1;
   s->session_id = 0;
   s->have_report = FALSE;
-  s->msgs_in = 0;
+  s->msgs_in = s->msgs_out = 0;
+  s->ws = s->ws_closed = FALSE;
+  s->ws_style = 0;
+  if (s->ws_reader)
+    test_ws_reader_reset (s->ws_reader);
+  if (s->ws_payload)
+    g_byte_array_set_size (s->ws_payload, 0);
 }
 
 /* one complete data message (its first KEEP_BODY bytes in buf) */
@@ -344,6 +361,23 @@ sock_feed (Sock * s, const guint8 * d, gsize n)
   }
 }
 
+/* bytes from a WebSocket connection's server: the payload of its frames
+ * goes on to the SPICE reader; an answer other than 101, or a close, is
+ * the end of what we read */
+static void
+ws_feed (Sock * s, const guint8 * d, gsize n)
+{
+  TestWsReadResult res = test_ws_reader_feed (s->ws_reader, d, n,
+      s->ws_payload);
+
+  if (s->ws_payload->len > 0) {
+    sock_feed (s, s->ws_payload->data, s->ws_payload->len);
+    g_byte_array_set_size (s->ws_payload, 0);
+  }
+  if (res != TEST_WS_READ_OK)
+    s->eof = TRUE;
+}
+
 /* writes what is not held back */
 static void
 sock_flush (Sock * s)
@@ -385,7 +419,10 @@ sock_pump (Sock * s)
     gssize r = recv (s->fd, tmp, sizeof (tmp), MSG_DONTWAIT);
 
     if (r > 0) {
-      sock_feed (s, tmp, r);
+      if (s->ws)
+        ws_feed (s, tmp, r);
+      else
+        sock_feed (s, tmp, r);
       continue;
     }
     if (r < 0 && errno == EINTR)
@@ -635,6 +672,19 @@ sock_connect (guint8 flags)
   fcntl (fd, F_SETFL, fcntl (fd, F_GETFL) | O_NONBLOCK);
   sock_reset_state (s);
   s->fd = fd;
+  if (flags & 4) {
+    const gchar *req = test_ws_upgrade_request ((flags & 0x40) != 0);
+
+    /* the request, raw; everything after it in frames */
+    g_byte_array_append (s->out, (const guint8 *) req, strlen (req));
+    if (!s->ws_reader) {
+      s->ws_reader = test_ws_reader_new ();
+      s->ws_payload = g_byte_array_new ();
+    }
+    s->ws = TRUE;
+    s->ws_style = (flags >> 3) & 7;
+    s->ws_mask = 0x9e3779b9u * (guint32) (s - H.socks + 1) ^ flags;
+  }
   return s;
 }
 
@@ -653,10 +703,81 @@ sock_close (Sock * s, gboolean rst)
   sock_reset_state (s);
 }
 
+/* @n bytes of SPICE framed for a WebSocket connection, in its style:
+ * 0 one binary frame, 1 two fragments with a ping between them, 2 the
+ * 64-bit length form, 3 a text frame (refused), 4 unmasked (refused),
+ * 5 fragments of 7 bytes, 6 an unsolicited pong before a binary frame,
+ * 7 binary frames, the second append a close (then nothing more) */
+static void
+ws_frame (Sock * s, const guint8 * d, gsize n)
+{
+  const guint8 bin = TEST_WS_FIN | TEST_WS_OP_BINARY;
+  guint8 ping[4];
+  gsize at, k;
+
+  if (s->ws_closed)
+    return;
+  s->ws_mask = s->ws_mask * 1103515245u + 12345u;
+  switch (s->ws_style) {
+    case 1:
+      k = n / 2;
+      GST_WRITE_UINT32_BE (ping, s->ws_mask);
+      test_ws_put_frame (s->out, TEST_WS_OP_BINARY, TRUE, s->ws_mask, FALSE,
+          d, k);
+      test_ws_put_frame (s->out, TEST_WS_FIN | TEST_WS_OP_PING, TRUE,
+          ~s->ws_mask, FALSE, ping, s->ws_mask % 5);
+      test_ws_put_frame (s->out, TEST_WS_FIN | TEST_WS_OP_CONTINUATION, TRUE,
+          s->ws_mask ^ 0x5a5a5a5au, FALSE, d + k, n - k);
+      break;
+    case 2:
+      test_ws_put_frame (s->out, bin, TRUE, s->ws_mask, TRUE, d, n);
+      break;
+    case 3:
+      test_ws_put_frame (s->out, TEST_WS_FIN | TEST_WS_OP_TEXT, TRUE,
+          s->ws_mask, FALSE, d, n);
+      break;
+    case 4:
+      test_ws_put_frame (s->out, bin, FALSE, 0, FALSE, d, n);
+      break;
+    case 5:
+      for (at = 0; at < n || at == 0; at += 7) {
+        k = MIN (7, n - at);
+        test_ws_put_frame (s->out, (at ? TEST_WS_OP_CONTINUATION :
+                TEST_WS_OP_BINARY) | (at + k >= n ? TEST_WS_FIN : 0), TRUE,
+            s->ws_mask + (guint32) at, FALSE, d + at, k);
+        if (n == 0)
+          break;
+      }
+      break;
+    case 6:
+      test_ws_put_frame (s->out, TEST_WS_FIN | TEST_WS_OP_PONG, TRUE,
+          s->ws_mask, FALSE, d, MIN (n, 125));
+      test_ws_put_frame (s->out, bin, TRUE, ~s->ws_mask, FALSE, d, n);
+      break;
+    case 7:
+      if (s->msgs_out++ == 1) {
+        guint8 close[2] = { 0x03, 0xe8 };       /* 1000 */
+
+        test_ws_put_frame (s->out, TEST_WS_FIN | TEST_WS_OP_CLOSE, TRUE,
+            s->ws_mask, FALSE, close, sizeof (close));
+        s->ws_closed = TRUE;
+        break;
+      }
+      test_ws_put_frame (s->out, bin, TRUE, s->ws_mask, FALSE, d, n);
+      break;
+    default:
+      test_ws_put_frame (s->out, bin, TRUE, s->ws_mask, FALSE, d, n);
+      break;
+  }
+}
+
 static void
 sock_append (Sock * s, const guint8 * d, gsize n)
 {
-  g_byte_array_append (s->out, d, n);
+  if (s->ws)
+    ws_frame (s, d, n);
+  else
+    g_byte_array_append (s->out, d, n);
 }
 
 /* one data message, header as announced (or the other one: @flip_mini) */
@@ -1337,7 +1458,9 @@ input_gate (guint n)
 
 enum
 {
-  OP_CONNECT,                   /* flags: 1 from 127.0.0.2, 2 SO_RCVBUF 2 KiB */
+  OP_CONNECT,                   /* flags: 1 from 127.0.0.2, 2 SO_RCVBUF 2 KiB,
+                                 * 4 WebSocket (bits 3-5: its framing,
+                                 * ws_frame(); 0x40: deflate offered) */
   OP_LINK,                      /* sock, chan, id mode, caps, flags [u32] */
   OP_AUTH,                      /* sock, mode: ticket (& 3), bad mechanism */
   OP_MSG,                       /* sock, type, size mode, fields */
@@ -1405,7 +1528,9 @@ op_link (Input * in)
   if (f & 8) {
     guint8 pos = in_u8 (in), x = in_u8 (in) | 1;
 
-    s->out->data[start + pos % (s->out->len - start)] ^= x;
+    /* (a WebSocket closed on our side frames nothing more) */
+    if (s->out->len > start)
+      s->out->data[start + pos % (s->out->len - start)] ^= x;
   }
   if (f & 1) {
     sock_flush (s);
@@ -1905,15 +2030,18 @@ op_sleep (Input * in)
 /* OP_SESSION: a spice-gtk-like session: main (linked, MAIN_INIT read),
  * then mask: 1 display, 2 inputs, 4 cursor, 8 playback, 16 record, 32
  * ATTACH_CHANNELS first, 64 the display stops reading, 128 its receive
- * buffer is small; flags: caps selector of every link */
+ * buffer is small; flags: caps selector of every link (& 7), 8 every
+ * channel over WebSocket, 16 with permessage-deflate offered */
 static void
 op_session (Input * in)
 {
   static const guint8 chans[] = { SPICE_CHANNEL_DISPLAY, SPICE_CHANNEL_INPUTS,
     SPICE_CHANNEL_CURSOR, SPICE_CHANNEL_PLAYBACK, SPICE_CHANNEL_RECORD
   };
-  guint8 mask = in_u8 (in), caps = in_u8 (in) & 0x7;
-  Sock *m = sock_connect (0);
+  guint8 mask = in_u8 (in), cb = in_u8 (in), caps = cb & 0x7;
+  /* caps byte 8: every channel over WebSocket, 16: deflate offered */
+  guint8 ws = (cb & 8) ? 4 | ((cb & 16) ? 0x40 : 0) : 0;
+  Sock *m = sock_connect (ws);
   guint i;
 
   if (!m)
@@ -1934,7 +2062,7 @@ op_session (Input * in)
 
     if (!(mask & (1 << i)))
       continue;
-    s = sock_connect (disp && (mask & 128) ? 2 : 0);
+    s = sock_connect ((disp && (mask & 128) ? 2 : 0) | ws);
     if (!s)
       return;
     sock_link (s, chans[i], m->session_id, caps, 0, FALSE, FALSE);
@@ -2214,10 +2342,10 @@ print_execution (void)
 
     if (s->fd >= 0)
       g_printerr ("  sock %u: channel %u, link result %" G_GINT64_FORMAT
-          ", session %08x, %u messages in%s%s%s\n", i, s->chan,
+          ", session %08x, %u messages in%s%s%s%s\n", i, s->chan,
           s->link_result, s->session_id, s->msgs_in, s->stalled ?
           ", stalled" : "", s->eof ? ", closed by the server" : "",
-          s->shut ? ", shut" : "");
+          s->shut ? ", shut" : "", s->ws ? ", WebSocket" : "");
   }
   g_object_get (H.sink, "stats", &st, NULL);
   gst_structure_remove_field (st, "stream-rates");

@@ -106,9 +106,15 @@ def u32(v):
     return struct.pack("<I", v)
 
 
-def full_session():
+# OP_SESSION's caps byte: every channel over WebSocket, deflate offered
+WS, WS_DEFLATE = 0x08, 0x10
+# OP_CONNECT's flags: WebSocket, its framing (ws_frame()), deflate offered
+C_WS, C_DEFLATE = 0x04, 0x40
+
+
+def full_session(caps=0):
     p = Program()
-    p.session("a", 0x3f)                        # every channel, ATTACH first
+    p.session("a", 0x3f, caps)                  # every channel, ATTACH first
     p.wait().op(OP_DRAW, 1, 0).op(OP_DRAW, 2, 0).wait()
     p.op(OP_FRAME, 0, 0, 1, 0x10).op(OP_FRAME, 0, 1, 1, 0x11).wait()
     p.msg("amain", "105", 0, 0)                 # MOUSE_MODE_REQUEST client
@@ -134,6 +140,46 @@ def full_session():
     p.wait().op(OP_DRAW, 4, 0).op(OP_DRAW, 5, 0).wait()
     p.msg("amain", "DISCONNECTING", 0, 0, bytes(12))
     p.wait()
+    return p
+
+
+def ws_framings():
+    """a session over WebSocket, then a main channel in each client
+    framing of the harness (one binary frame, fragments with a ping
+    between, the 64-bit length, text, unmasked, 7-byte fragments, an
+    unsolicited pong, a close after the link) linking and talking"""
+    p = Program()
+    p.session("a", 0x03, WS)
+    p.wait().op(OP_DRAW, 1, 0).wait()
+    for style in range(8):
+        name = "w%d" % style
+        p.connect(name, C_WS | (style << 3) | (C_DEFLATE if style & 1 else 0))
+        p.link(name, MAIN, 0, 0, 1)
+        p.wait(3)
+        p.msg(name, "PONG", 0, 1, u32(1), u16(100))
+        p.msg("ainputs", "101", 0, 0x10, 0x1e)  # KEY_DOWN 'a'
+        p.wait(2)
+        p.close(name, rst=bool(style & 2))
+    p.msg("ainputs", "102", 0, 0x10, 0x1e)      # KEY_UP
+    p.wait()
+    return p
+
+
+def ws_deflate_display():
+    """inputs over WebSocket with permessage-deflate, and a display
+    without channel caps (no LZ4: BITMAP draws, deflated): draws, a
+    stream, partial writes"""
+    p = Program()
+    p.session("a", 0x02, WS | WS_DEFLATE | 1)
+    p.connect("d", C_WS | C_DEFLATE)
+    p.link("d", DISPLAY, 0, 0x08, 1)            # caps selector: none
+    p.wait().op(OP_DRAW, 1, 0).op(OP_DRAW, 2, 0).wait()
+    p.op(OP_FRAME, 0, 0, 1, 0x10).wait()
+    p.sock_op(OP_HOLD, "ainputs", u16(5))
+    p.msg("ainputs", "112", 0, 0, u16(10), u16(20), 1)  # POSITION
+    p.wait(2)
+    p.sock_op(OP_UNHOLD, "ainputs")
+    p.wait().op(OP_DRAW, 4, 0).wait()
     return p
 
 
@@ -397,6 +443,9 @@ def gated(p, rarity=8):
 
 SEEDS = {
     "full-session": full_session,
+    "ws-full-session": lambda: full_session(WS),
+    "ws-framings": ws_framings,
+    "ws-deflate-display": ws_deflate_display,
     "agent-exchange": agent_exchange,
     "agent-withheld-tokens": agent_withheld_tokens,
     "pad-release-blocked": pad_release_blocked,

@@ -742,6 +742,15 @@ GST_START_TEST (test_unused_messages_ignored)
   fail_unless (spice_raw_send_msg (s->display,
           SPICE_MSGC_DISPLAY_PREFERRED_VIDEO_CODEC_TYPE, bad_codecs, 2));
   fail_unless (spice_raw_wait_closed (s->display, 5000));
+  if (spice_raw_websocket ()) {
+    const gchar *reason = NULL;
+
+    /* over WebSocket the end is a close frame that says why */
+    fail_unless_equals_int (spice_raw_ws_close_code (s->display, &reason),
+        1001);
+    fail_unless_equals_string (reason,
+        "malformed PREFERRED_VIDEO_CODEC_TYPE");
+  }
   fail_unless (main_alive (s));
   spice_raw_close (in);
   spice_raw_session_free (s);

@@ -9,6 +9,7 @@
 #include <zlib.h>
 #include <gst/check/gstcheck.h>
 #include "sinkws.h"
+#include "ws-client.h"
 
 #define REQ(extra) \
   "GET /spice HTTP/1.1\r\nHost: gw:5910\r\nUpgrade: websocket\r\n" \
@@ -121,34 +122,12 @@ GST_START_TEST (test_request)
 
 GST_END_TEST;
 
-/* a client frame: masked with @key */
+/* a client frame: masked with @key (ws-client.h) */
 static void
 client_frame (GByteArray * a, guint8 b0, const guint8 * data, gsize len,
     guint32 key)
 {
-  guint8 h[14], mask[4] = { key >> 24, key >> 16, key >> 8, key };
-  gsize hl = 2;
-
-  h[0] = b0;
-  if (len < 126) {
-    h[1] = 0x80 | len;
-  } else if (len <= 0xffff) {
-    h[1] = 0x80 | 126;
-    h[2] = len >> 8;
-    h[3] = len & 0xff;
-    hl = 4;
-  } else {
-    h[1] = 0x80 | 127;
-    for (guint i = 0; i < 8; i++)
-      h[2 + i] = (guint8) ((guint64) len >> (56 - 8 * i));
-    hl = 10;
-  }
-  memcpy (h + hl, mask, 4);
-  g_byte_array_append (a, h, hl + 4);
-  for (gsize i = 0; i < len; i++) {
-    guint8 b = data[i] ^ mask[i & 3];
-    g_byte_array_append (a, &b, 1);
-  }
+  test_ws_put_frame (a, b0, TRUE, key, FALSE, data, len);
 }
 
 static SinkWsDecodeResult
@@ -415,6 +394,145 @@ GST_START_TEST (test_deflate)
 
 GST_END_TEST;
 
+/* the tests' client (ws-client.h) against the sink's side: the sink's
+ * 101 answer and its frames (deflated with context takeover, control
+ * frames between) read back exactly, in pieces of every size; the
+ * client's frames in each form decoded by the sink */
+GST_START_TEST (test_client_helpers)
+{
+  SinkWsRequest req;
+  guint status = 0;
+  GByteArray *wire = g_byte_array_new (), *back = g_byte_array_new ();
+  GByteArray *raw = g_byte_array_new (), *data = g_byte_array_new ();
+  SinkWsDecodeOut out = { g_byte_array_new () };
+  SinkWsDeflater *def = sink_ws_deflater_new (15, FALSE);
+  SinkWsDecoder *dec;
+  guint8 *msg = g_malloc (100000), h[SINK_WS_FRAME_HEAD_MAX];
+  gchar *answer;
+  gsize hl;
+
+  for (guint i = 0; i < 100000; i++)
+    msg[i] = (guint8) ((i * 13) ^ (i >> 9));
+  fail_unless_equals_int (parse (test_ws_upgrade_request (TRUE), &req,
+          &status), SINK_WS_REQUEST_OK);
+  fail_unless (req.deflate);
+  answer = sink_ws_accept_response (&req, TRUE);
+  g_byte_array_append (wire, (const guint8 *) answer, strlen (answer));
+  g_free (answer);
+  sink_ws_request_clear (&req);
+  for (guint m = 0; m < 3; m++) {
+    const guint8 *piece = msg + m * 30000;
+    gsize len = 30000;
+    GByteArray *z = g_byte_array_new ();
+
+    sink_ws_deflater_message (def, &piece, &len, 1, z);
+    hl = sink_ws_frame_head (h, SINK_WS_OP_BINARY, TRUE, z->len);
+    g_byte_array_append (wire, h, hl);
+    g_byte_array_append (wire, z->data, z->len);
+    g_byte_array_unref (z);
+    /* a pong between messages carries nothing for SPICE */
+    hl = sink_ws_frame_head (h, SINK_WS_OP_PONG, FALSE, 2);
+    g_byte_array_append (wire, h, hl);
+    g_byte_array_append (wire, (const guint8 *) "hi", 2);
+  }
+  /* an uncompressed one */
+  hl = sink_ws_frame_head (h, SINK_WS_OP_BINARY, FALSE, 10000);
+  g_byte_array_append (wire, h, hl);
+  g_byte_array_append (wire, msg + 90000, 10000);
+  for (gsize step = 1; step <= wire->len; step = step * 7 + 3) {
+    TestWsReader *r = test_ws_reader_new ();
+
+    g_byte_array_set_size (back, 0);
+    for (gsize i = 0; i < wire->len; i += step)
+      fail_unless_equals_int (test_ws_reader_feed (r, wire->data + i,
+              MIN (step, wire->len - i), back), TEST_WS_READ_OK);
+    fail_unless (test_ws_reader_upgraded (r) && test_ws_reader_deflate (r));
+    fail_unless_equals_uint64 (back->len, 100000);
+    fail_unless (memcmp (back->data, msg, 100000) == 0);
+    test_ws_reader_free (r);
+  }
+  /* a close ends the reading; a refusal is no upgrade */
+  {
+    TestWsReader *r = test_ws_reader_new ();
+    gchar *no = sink_ws_refusal (403, "foreign");
+    const gchar *closed = "HTTP/1.1 101 Switching Protocols\r\n\r\n"
+        "\x88\x02\x03\xe8";
+
+    fail_unless_equals_int (test_ws_reader_feed (r, (const guint8 *) no,
+            strlen (no), back), TEST_WS_READ_REFUSED);
+    fail_unless (!test_ws_reader_upgraded (r));
+    g_free (no);
+    test_ws_reader_reset (r);
+    fail_unless_equals_int (test_ws_reader_feed (r, (const guint8 *) closed,
+            strlen (closed), back), TEST_WS_READ_CLOSED);
+    test_ws_reader_free (r);
+  }
+
+  /* our close frame: the code, the reason cut to 123 bytes where UTF-8
+   * stays valid (60 two-byte characters: 122 bytes, not 123) */
+  {
+    GString *why = g_string_new ("x");
+    guint8 f[SINK_WS_CLOSE_FRAME_MAX];
+    gsize n;
+    const gchar *got;
+
+    for (guint i = 0; i < 80; i++)
+      g_string_append (why, "\xc3\xa9");      /* é */
+    n = sink_ws_close_frame (f, 1001, why->str);
+    fail_unless_equals_uint64 (n, 4 + 123);
+    n = sink_ws_close_frame (f, 1001, why->str + 1);
+    fail_unless_equals_uint64 (n, 4 + 122);
+    for (guint i = 0; i < 2; i++) {
+      TestWsReader *r = test_ws_reader_new ();
+      const gchar *ok = "HTTP/1.1 101 Switching Protocols\r\n\r\n";
+
+      n = sink_ws_close_frame (f, 1001, i ? why->str + 1 : "server stopped");
+      fail_unless_equals_int (test_ws_reader_feed (r, (const guint8 *) ok,
+              strlen (ok), back), TEST_WS_READ_OK);
+      fail_unless_equals_int (test_ws_reader_feed (r, f, n, back),
+          TEST_WS_READ_CLOSED);
+      fail_unless_equals_int (test_ws_reader_close_code (r), 1001);
+      got = test_ws_reader_close_reason (r);
+      fail_unless (g_utf8_validate (got, -1, NULL));
+      if (i)
+        fail_unless (strncmp (got, why->str + 1, 122) == 0 &&
+            strlen (got) == 122);
+      else
+        fail_unless_equals_string (got, "server stopped");
+      test_ws_reader_free (r);
+    }
+    g_string_free (why, TRUE);
+  }
+
+  /* the client's frames: the shortest length forms, the 64-bit form
+   * for a short frame, unmasked (refused) */
+  test_ws_put_frame (raw, TEST_WS_FIN | TEST_WS_OP_BINARY, TRUE, 1, FALSE,
+      msg, 100);
+  test_ws_put_frame (raw, TEST_WS_OP_BINARY, TRUE, 2, TRUE, msg + 100, 20);
+  test_ws_put_frame (raw, TEST_WS_FIN | TEST_WS_OP_CONTINUATION, TRUE, 3,
+      FALSE, msg + 120, 70000);
+  dec = sink_ws_decoder_new (FALSE, SINK_WS_MESSAGE_MAX);
+  fail_unless_equals_int (feed_bytewise (dec, raw, data, &out, 9),
+      SINK_WS_DECODE_OK);
+  fail_unless_equals_uint64 (data->len, 70120);
+  fail_unless (memcmp (data->data, msg, 70120) == 0);
+  sink_ws_decoder_free (dec);
+  g_byte_array_set_size (raw, 0);
+  test_ws_put_frame (raw, TEST_WS_FIN | TEST_WS_OP_BINARY, FALSE, 0, FALSE,
+      msg, 10);
+  expect_error (raw->data, raw->len, FALSE, "ws-frame", 1002);
+
+  sink_ws_deflater_free (def);
+  g_byte_array_unref (wire);
+  g_byte_array_unref (back);
+  g_byte_array_unref (raw);
+  g_byte_array_unref (data);
+  g_byte_array_unref (out.replies);
+  g_free (msg);
+}
+
+GST_END_TEST;
+
 static Suite *
 ws_suite (void)
 {
@@ -426,6 +544,7 @@ ws_suite (void)
   tcase_add_test (tc, test_frames);
   tcase_add_test (tc, test_frame_errors);
   tcase_add_test (tc, test_deflate);
+  tcase_add_test (tc, test_client_helpers);
   return s;
 }
 
