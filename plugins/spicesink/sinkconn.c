@@ -277,8 +277,10 @@ ws_close_now (SinkConn * conn, const gchar * reason)
     return;
   conn->ws_close_sent = TRUE;
   n = sink_ws_close_frame (f, 1001, reason);
-  (void) send (g_socket_get_fd (conn->socket), f, n,
-      MSG_DONTWAIT | MSG_NOSIGNAL);
+  /* through the connection's stream: TLS frames it too (wss) */
+  if (conn->out)
+    (void) g_pollable_output_stream_write_nonblocking (conn->out, f, n, NULL,
+        NULL);
 }
 
 /* Lock held, any thread: marks the connection dead; the server thread

@@ -28,6 +28,7 @@
  * | vp8enc, vp9enc | `target-bitrate` | bit/s, rounded down to kbit/s |
  * | x264enc | `bitrate` | kbit/s |
  * | openh264enc | `bitrate` | bit/s |
+ * | av1enc | `target-bitrate` | kbit/s |
  * | jpegenc | `quality` | q = (q0 + 25) × target / R − 25 in [10, q0]; R = the bin's own output rate measured at q0 |
  *
  * The value the description set is the ceiling: the bin never sets more.

@@ -18,6 +18,7 @@ static const struct
   {"x264enc", STREAMENC_KIND_X264},
   {"openh264enc", STREAMENC_KIND_OPENH264},
   {"jpegenc", STREAMENC_KIND_JPEG},
+  {"av1enc", STREAMENC_KIND_AOM},
 };
 
 /* any thread */
@@ -36,7 +37,7 @@ streamenc_kind_from_factory (const gchar * factory_name)
 const gchar *
 streamenc_kind_property (StreamEncKind kind)
 {
-  if (kind == STREAMENC_KIND_VPX)
+  if (kind == STREAMENC_KIND_VPX || kind == STREAMENC_KIND_AOM)
     return "target-bitrate";
   if (kind == STREAMENC_KIND_X264 || kind == STREAMENC_KIND_OPENH264)
     return "bitrate";
@@ -49,7 +50,7 @@ streamenc_kind_property (StreamEncKind kind)
 guint64
 streamenc_value_to_bps (StreamEncKind kind, guint value)
 {
-  if (kind == STREAMENC_KIND_X264)
+  if (kind == STREAMENC_KIND_X264 || kind == STREAMENC_KIND_AOM)
     return 1000 * (guint64) value;
   if (kind == STREAMENC_KIND_VPX || kind == STREAMENC_KIND_OPENH264)
     return value;
@@ -75,6 +76,9 @@ streamenc_bitrate_value (StreamEncKind kind, guint64 target_bps, guint ceiling)
       break;
     case STREAMENC_KIND_OPENH264:
       v = MIN (target_bps, G_MAXUINT);
+      break;
+    case STREAMENC_KIND_AOM:
+      v = CLAMP (target_bps / 1000, 1, G_MAXUINT);
       break;
     default:
       return ceiling;

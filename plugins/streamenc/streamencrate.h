@@ -25,6 +25,7 @@ typedef enum {
   STREAMENC_KIND_X264,          /* x264enc: bitrate, kbit/s */
   STREAMENC_KIND_OPENH264,      /* openh264enc: bitrate, bit/s */
   STREAMENC_KIND_JPEG,          /* jpegenc: quality, 1..100 */
+  STREAMENC_KIND_AOM,           /* av1enc: target-bitrate, kbit/s */
 } StreamEncKind;
 
 /* The kind of the encoder made by factory @factory_name (NULL allowed). */

@@ -44,23 +44,32 @@ struct _WebRtcViewer
 };
 
 /* what follows each encoder; @full_chroma: it encodes 4:4:4 (Y444) when
- * the browser takes it */
+ * the browser takes it; @colorimetry: what a browser assumes of the codec
+ * without a colour space of its own (BT.601 limited range for VP8, VP9
+ * and H.264; BT.709 for AV1, whose sequence header av1enc leaves
+ * unspecified: in BT.601 every colour shifted and moving pictures stopped
+ * at 33 dB PSNR in Chromium, 37.5 in BT.709, bench/codec-rd.py) */
 static const struct
 {
   const gchar *prefix, *encoding, *chain;
   gboolean full_chroma;
+  const gchar *colorimetry;
 } codecs[] = {
-  {"vp8", "VP8", "rtpvp8pay", FALSE},
-  {"vp9", "VP9", "rtpvp9pay", TRUE},
+  {"vp8", "VP8", "rtpvp8pay", FALSE, "bt601"},
+  {"vp9", "VP9", "rtpvp9pay", TRUE, "bt601"},
   /* a bin of its own (gst_parse_bin_from_description): the caps go in a
    * capsfilter, a description cannot start with them */
   {"x264enc", "H264", "capsfilter caps=\"video/x-h264,"
         "profile=constrained-baseline\" ! h264parse config-interval=-1 ! "
-        "rtph264pay aggregate-mode=1", FALSE},
+        "rtph264pay aggregate-mode=1", FALSE, "bt601"},
   {"openh264enc", "H264", "capsfilter caps=\"video/x-h264,"
         "profile=constrained-baseline\" ! h264parse config-interval=-1 ! "
-        "rtph264pay aggregate-mode=1", FALSE},
-  {"av1", "AV1", "av1parse ! rtpav1pay", FALSE},
+        "rtph264pay aggregate-mode=1", FALSE, "bt601"},
+  /* our payloader (GStreamer 1.22 has none for AV1) takes temporal units
+   * of an OBU stream */
+  {"av1", "AV1", "av1parse ! capsfilter caps=\"video/x-av1,"
+        "stream-format=obu-stream,alignment=tu\" ! spicertpav1pay", FALSE,
+      "bt709"},
 };
 
 static void
@@ -627,15 +636,16 @@ build (WebRtcViewer * v, const WebRtcViewerConfig * config, GstCaps * caps,
       "caps", caps, NULL);
   g_object_set (v->enc, "encoder", config->encoder, NULL);
   {
-    /* what browsers assume of VP8, VP9 and H.264 without a colour space
-     * of their own: BT.601 limited range (videoconvert would pick BT.709
-     * for an HD picture, and every colour would shift). 4:4:4 where the
-     * browser takes it: 4:2:0 halves the colour of every glyph's edge
-     * (the test guest's text on blue: 28 dB PSNR before any encoding) */
-    GstCaps *yuv = gst_caps_from_string (full_chroma ?
-        "video/x-raw,format=Y444,colorimetry=bt601" :
-        "video/x-raw,format=I420,colorimetry=bt601");
+    /* what the browser assumes of the codec without a colour space of
+     * its own (codecs[]: videoconvert would pick BT.709 for an HD picture
+     * whatever the codec). 4:4:4 where the browser takes it: 4:2:0 halves
+     * the colour of every glyph's edge (the test guest's text on blue:
+     * 28 dB PSNR before any encoding) */
+    gchar *str = g_strdup_printf ("video/x-raw,format=%s,colorimetry=%s",
+        full_chroma ? "Y444" : "I420", codecs[c].colorimetry);
+    GstCaps *yuv = gst_caps_from_string (str);
 
+    g_free (str);
     g_object_set (filter, "caps", yuv, NULL);
     gst_caps_unref (yuv);
   }

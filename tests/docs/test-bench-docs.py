@@ -126,10 +126,28 @@ def run(argv):
     return r.returncode, r.stdout + r.stderr
 
 
+def drop_entry(readme, name):
+    """@readme's index without the entry of @name (its line and the
+    indented lines that go on with it), as before that run was reported"""
+    out, skipping = [], False
+    for line in open(readme).read().splitlines(True):
+        if line.startswith("- [%s](%s)" % (name, name)):
+            skipping = True
+            continue
+        if skipping and line.startswith("  "):
+            continue
+        skipping = False
+        out.append(line)
+    with open(readme, "w") as f:
+        f.write("".join(out))
+
+
 def check_report(hist, name, argv, marker, date):
     """A report with --docs @hist made history/@name with the block
     @marker, plots its links reach, and an index line at the top of @date's
-    runs; the same report again changes nothing."""
+    runs (the index copied without it: a later run of the same day may be
+    listed above it); the same report again changes nothing."""
+    drop_entry(os.path.join(hist, "README.md"), name)
     rc, out = run(argv + ["--docs", hist])
     check(rc == 0, "%s report exits 0%s" % (os.path.basename(argv[0]),
                                             "" if rc == 0 else ": " + out[-1500:]))

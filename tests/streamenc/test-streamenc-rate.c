@@ -17,6 +17,8 @@ GST_START_TEST (test_kinds)
       STREAMENC_KIND_OPENH264);
   fail_unless_equals_int (streamenc_kind_from_factory ("jpegenc"),
       STREAMENC_KIND_JPEG);
+  fail_unless_equals_int (streamenc_kind_from_factory ("av1enc"),
+      STREAMENC_KIND_AOM);
   fail_unless_equals_int (streamenc_kind_from_factory ("avenc_mjpeg"),
       STREAMENC_KIND_UNKNOWN);
   fail_unless_equals_int (streamenc_kind_from_factory (NULL),
@@ -29,6 +31,8 @@ GST_START_TEST (test_kinds)
       (STREAMENC_KIND_OPENH264), "bitrate");
   fail_unless_equals_string (streamenc_kind_property (STREAMENC_KIND_JPEG),
       "quality");
+  fail_unless_equals_string (streamenc_kind_property (STREAMENC_KIND_AOM),
+      "target-bitrate");
   fail_unless (streamenc_kind_property (STREAMENC_KIND_UNKNOWN) == NULL);
   /* units */
   fail_unless_equals_uint64 (streamenc_value_to_bps (STREAMENC_KIND_VPX,
@@ -39,6 +43,8 @@ GST_START_TEST (test_kinds)
       (STREAMENC_KIND_OPENH264, 2000000), 2000000);
   fail_unless_equals_uint64 (streamenc_value_to_bps (STREAMENC_KIND_JPEG,
           70), 0);
+  fail_unless_equals_uint64 (streamenc_value_to_bps (STREAMENC_KIND_AOM,
+          1500), 1500000);
 }
 
 GST_END_TEST;
@@ -71,6 +77,13 @@ GST_START_TEST (test_bitrate_values)
           999, 2000), 1);
   fail_unless_equals_int (streamenc_bitrate_value (STREAMENC_KIND_X264,
           0, 2000), 2000);
+  /* av1enc: kbit/s, never 0 */
+  fail_unless_equals_int (streamenc_bitrate_value (STREAMENC_KIND_AOM,
+          812345, 2000), 812);
+  fail_unless_equals_int (streamenc_bitrate_value (STREAMENC_KIND_AOM,
+          5000000, 2000), 2000);
+  fail_unless_equals_int (streamenc_bitrate_value (STREAMENC_KIND_AOM,
+          10, 2000), 1);
   /* openh264enc: bit/s */
   fail_unless_equals_int (streamenc_bitrate_value (STREAMENC_KIND_OPENH264,
           812345, 2000000), 812345);

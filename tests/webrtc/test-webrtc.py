@@ -410,14 +410,19 @@ def both(tmp):
 
 def encoders(tmp):
     """the other encoders spicewebrtcsink names play in the page: H.264
-    (x264enc) and VP8, both 4:2:0 (the test guest's text at rest cannot
-    pass 28.4 dB in 4:2:0; a wrong or empty picture is below 15)"""
+    (x264enc), VP8 and AV1 (av1enc through spicertpav1pay), all 4:2:0 (the
+    test guest's text at rest cannot pass 28.4 dB in 4:2:0; a wrong or
+    empty picture is below 15)"""
     guest = browser.Guest(BUILD, tmp)
     chromium = browser.Browser(tmp, browser.WEBRTC_ARGS)
     try:
         for encoder, mime in (("x264enc tune=zerolatency speed-preset=ultrafast "
                                "bitrate=2000", "video/H264"),
-                              ("vp8enc deadline=1 target-bitrate=2000000", "video/VP8")):
+                              ("vp8enc deadline=1 target-bitrate=2000000", "video/VP8"),
+                              ("av1enc usage-profile=realtime cpu-used=10 "
+                               "end-usage=cbr target-bitrate=2000 lag-in-frames=0 "
+                               "min-quantizer=4 max-quantizer=56 threads=2",
+                               "video/AV1")):
             name = encoder.split()[0]
             gateway = browser.Gateway(BUILD, SOURCE, "browser", guest.uri, tmp,
                                       ["-D", "ENCODER=" + encoder],
