@@ -30,17 +30,13 @@
 #endif
 
 #include <string.h>
+#include <gst/codecparsers/gstav1parser.h>
 #include <gst/rtp/gstrtpbuffer.h>
 
 #include "gstspicertpav1pay.h"
 
 GST_DEBUG_CATEGORY_STATIC (gst_spice_rtp_av1_pay_debug);
 #define GST_CAT_DEFAULT gst_spice_rtp_av1_pay_debug
-
-#define OBU_SEQUENCE_HEADER 1
-#define OBU_TEMPORAL_DELIMITER 2
-#define OBU_TILE_LIST 8
-#define OBU_PADDING 15
 
 /* the aggregation header's bits */
 #define AGG_Z 0x80
@@ -50,6 +46,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_spice_rtp_av1_pay_debug);
 struct _GstSpiceRtpAv1Pay
 {
   GstRTPBasePayload parent;
+  GstAV1Parser *parser;         /* streaming thread */
 };
 
 G_DEFINE_TYPE (GstSpiceRtpAv1Pay, gst_spice_rtp_av1_pay,
@@ -78,22 +75,6 @@ typedef struct
   guint type;
 } Obu;
 
-/* any thread: a LEB128 value at @p (at most @len bytes); its length, 0
- * when it does not end within @len or 8 bytes */
-static guint
-leb128_read (const guint8 * p, gsize len, guint64 * value)
-{
-  guint i;
-
-  *value = 0;
-  for (i = 0; i < 8 && i < len; i++) {
-    *value |= (guint64) (p[i] & 0x7f) << (7 * i);
-    if (!(p[i] & 0x80))
-      return i + 1;
-  }
-  return 0;
-}
-
 /* any thread */
 static guint
 leb128_size (gsize v)
@@ -121,41 +102,37 @@ leb128_write (guint8 * p, gsize v)
   return n;
 }
 
-/* streaming thread: the OBUs of @data into @obus; FALSE on a malformed
- * one (a forbidden bit, a size beyond the data) */
+/* streaming thread: the OBUs of @data into @obus (GstAV1Parser finds
+ * each one's header, size and payload); FALSE on a malformed one */
 static gboolean
-parse_obus (const guint8 * data, gsize len, GArray * obus)
+parse_obus (GstAV1Parser * parser, const guint8 * data, gsize len,
+    GArray * obus)
 {
   gsize at = 0;
 
+  gst_av1_parser_reset (parser, FALSE);
   while (at < len) {
+    GstAV1OBU obu;
+    guint32 consumed = 0;
     Obu o = { {0}, 0 };
-    guint8 h = data[at];
-    gboolean ext = (h >> 2) & 1, has_size = (h >> 1) & 1;
-    guint64 size;
-    gsize hl = 1 + ext;
+    GstAV1ParserResult res = gst_av1_parser_identify_one_obu (parser,
+        data + at, (guint32) MIN (len - at, G_MAXUINT32), &obu, &consumed);
 
-    if (h & 0x80 || at + hl > len)
-      return FALSE;
-    o.type = (h >> 3) & 0xf;
-    o.header[0] = h & ~0x02;
-    o.header[1] = ext ? data[at + 1] : 0;
-    o.header_len = hl;
-    at += hl;
-    if (has_size) {
-      guint n = leb128_read (data + at, len - at, &size);
-
-      if (n == 0 || size > len - at - n)
-        return FALSE;
-      at += n;
-    } else {
-      size = len - at;
+    if (res == GST_AV1_PARSER_DROP) {
+      at += consumed;
+      continue;
     }
-    o.payload = data + at;
-    o.payload_len = size;
-    at += size;
-    if (o.type != OBU_TEMPORAL_DELIMITER && o.type != OBU_TILE_LIST &&
-        o.type != OBU_PADDING)
+    if (res != GST_AV1_PARSER_OK || consumed == 0)
+      return FALSE;
+    o.type = obu.obu_type;
+    o.header[0] = data[at] & ~0x02;     /* no obu_size field */
+    o.header[1] = obu.header.obu_extention_flag ? data[at + 1] : 0;
+    o.header_len = obu.header.obu_extention_flag ? 2 : 1;
+    o.payload = obu.data;
+    o.payload_len = obu.obu_size;
+    at += consumed;
+    if (o.type != GST_AV1_OBU_TEMPORAL_DELIMITER &&
+        o.type != GST_AV1_OBU_TILE_LIST && o.type != GST_AV1_OBU_PADDING)
       g_array_append_val (obus, o);
   }
   return TRUE;
@@ -251,14 +228,15 @@ gst_spice_rtp_av1_pay_handle_buffer (GstRTPBasePayload * base,
     gst_buffer_unref (buffer);
     return GST_FLOW_ERROR;
   }
-  if (!parse_obus (map.data, map.size, obus)) {
+  if (!parse_obus (GST_SPICE_RTP_AV1_PAY (base)->parser, map.data, map.size,
+          obus)) {
     GST_ELEMENT_WARNING (base, STREAM, FORMAT, (NULL),
         ("a malformed OBU in a temporal unit of %" G_GSIZE_FORMAT " bytes: "
             "the unit is dropped", map.size));
     goto done;
   }
   for (i = 0; i < obus->len; i++)
-    seq |= g_array_index (obus, Obu, i).type == OBU_SEQUENCE_HEADER;
+    seq |= g_array_index (obus, Obu, i).type == GST_AV1_OBU_SEQUENCE_HEADER;
   p.max = gst_rtp_buffer_calc_payload_len (GST_RTP_BASE_PAYLOAD_MTU (base),
       0, 0);
   if (p.max < 8 || obus->len == 0)
@@ -289,11 +267,22 @@ gst_spice_rtp_av1_pay_set_caps (GstRTPBasePayload * base, GstCaps * caps)
 }
 
 static void
+gst_spice_rtp_av1_pay_finalize (GObject * object)
+{
+  GstSpiceRtpAv1Pay *self = GST_SPICE_RTP_AV1_PAY (object);
+
+  gst_av1_parser_free (self->parser);
+  G_OBJECT_CLASS (gst_spice_rtp_av1_pay_parent_class)->finalize (object);
+}
+
+static void
 gst_spice_rtp_av1_pay_class_init (GstSpiceRtpAv1PayClass * klass)
 {
+  GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
   GstRTPBasePayloadClass *pay_class = GST_RTP_BASE_PAYLOAD_CLASS (klass);
 
+  gobject_class->finalize = gst_spice_rtp_av1_pay_finalize;
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);
   gst_element_class_set_static_metadata (element_class,
@@ -314,4 +303,5 @@ gst_spice_rtp_av1_pay_class_init (GstSpiceRtpAv1PayClass * klass)
 static void
 gst_spice_rtp_av1_pay_init (GstSpiceRtpAv1Pay * self)
 {
+  self->parser = gst_av1_parser_new ();
 }
