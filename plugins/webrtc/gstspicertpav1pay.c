@@ -118,7 +118,8 @@ parse_obus (GstAV1Parser * parser, const guint8 * data, gsize len,
     GstAV1ParserResult res = gst_av1_parser_identify_one_obu (parser,
         data + at, (guint32) MIN (len - at, G_MAXUINT32), &obu, &consumed);
 
-    if (res == GST_AV1_PARSER_DROP) {
+    /* (not on the operating point: left out; never a loop in place) */
+    if (res == GST_AV1_PARSER_DROP && consumed > 0) {
       at += consumed;
       continue;
     }
