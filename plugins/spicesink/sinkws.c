@@ -407,18 +407,18 @@ gsize
 sink_ws_close_frame (guint8 * out, guint16 code, const gchar * reason)
 {
   const gchar *end = reason;
-  gsize n;
+  gsize n, hl;
 
   if (reason)
     g_utf8_validate (reason, MIN (strlen (reason), 123), &end);
   n = reason ? (gsize) (end - reason) : 0;
-  out[0] = 0x80 | SINK_WS_OP_CLOSE;
-  out[1] = (guint8) (2 + n);
-  out[2] = code >> 8;
-  out[3] = code & 0xff;
+  /* a control frame's payload is at most 125 bytes: a 2-byte head */
+  hl = sink_ws_frame_head (out, SINK_WS_OP_CLOSE, FALSE, 2 + n);
+  out[hl] = code >> 8;
+  out[hl + 1] = code & 0xff;
   if (n)
-    memcpy (out + 4, reason, n);
-  return 4 + n;
+    memcpy (out + hl + 2, reason, n);
+  return hl + 2 + n;
 }
 
 static void

@@ -46,7 +46,11 @@ GST_DEBUG_CATEGORY_STATIC (gst_spice_rtp_av1_pay_debug);
 struct _GstSpiceRtpAv1Pay
 {
   GstRTPBasePayload parent;
-  GstAV1Parser *parser;         /* streaming thread */
+  /* streaming thread: kept from one temporal unit to the next */
+  GstAV1Parser *parser;
+  GArray *obus;                 /* Obu: the unit's, its size field left out */
+  guint8 *pkt;                  /* the packet being filled */
+  gsize pkt_size;
 };
 
 G_DEFINE_TYPE (GstSpiceRtpAv1Pay, gst_spice_rtp_av1_pay,
@@ -195,13 +199,17 @@ packer_add (Packer * p, const Obu * o)
       lsize = leb128_size (chunk);
     }
     p->used += leb128_write (p->buf + p->used, chunk);
-    for (gsize i = 0; i < chunk; i++) {
-      gsize k = done + i;
+    /* the element's bytes are the header's, then the payload's */
+    for (gsize k = done; k < done + chunk;) {
+      const guint8 *from = k < o->header_len ? o->header + k :
+          o->payload + (k - o->header_len);
+      gsize n = MIN (done + chunk, k < o->header_len ? o->header_len :
+          o->header_len + o->payload_len) - k;
 
-      p->buf[p->used + i] = k < o->header_len ? o->header[k] :
-          o->payload[k - o->header_len];
+      memcpy (p->buf + p->used, from, n);
+      p->used += n;
+      k += n;
     }
-    p->used += chunk;
     done += chunk;
     if (done < total) {
       /* it goes on in the next packet */
@@ -216,8 +224,9 @@ static GstFlowReturn
 gst_spice_rtp_av1_pay_handle_buffer (GstRTPBasePayload * base,
     GstBuffer * buffer)
 {
+  GstSpiceRtpAv1Pay *self = GST_SPICE_RTP_AV1_PAY (base);
   GstMapInfo map;
-  GArray *obus = g_array_new (FALSE, FALSE, sizeof (Obu));
+  GArray *obus = self->obus;
   Packer p = { base, NULL };
   gboolean key = !GST_BUFFER_FLAG_IS_SET (buffer, GST_BUFFER_FLAG_DELTA_UNIT);
   gboolean seq = FALSE;
@@ -225,12 +234,11 @@ gst_spice_rtp_av1_pay_handle_buffer (GstRTPBasePayload * base,
   guint i;
 
   if (!gst_buffer_map (buffer, &map, GST_MAP_READ)) {
-    g_array_unref (obus);
     gst_buffer_unref (buffer);
     return GST_FLOW_ERROR;
   }
-  if (!parse_obus (GST_SPICE_RTP_AV1_PAY (base)->parser, map.data, map.size,
-          obus)) {
+  g_array_set_size (obus, 0);
+  if (!parse_obus (self->parser, map.data, map.size, obus)) {
     GST_ELEMENT_WARNING (base, STREAM, FORMAT, (NULL),
         ("a malformed OBU in a temporal unit of %" G_GSIZE_FORMAT " bytes: "
             "the unit is dropped", map.size));
@@ -242,7 +250,12 @@ gst_spice_rtp_av1_pay_handle_buffer (GstRTPBasePayload * base,
       0, 0);
   if (p.max < 8 || obus->len == 0)
     goto done;
-  p.buf = g_malloc (p.max);
+  if (self->pkt_size < p.max) {
+    g_free (self->pkt);
+    self->pkt = g_malloc (p.max);
+    self->pkt_size = p.max;
+  }
+  p.buf = self->pkt;
   p.used = 1;
   p.agg = key && seq ? AGG_N : 0;
   p.pts = GST_BUFFER_PTS (buffer);
@@ -250,12 +263,12 @@ gst_spice_rtp_av1_pay_handle_buffer (GstRTPBasePayload * base,
   for (i = 0; i < obus->len; i++)
     packer_add (&p, &g_array_index (obus, Obu, i));
   packer_flush (&p, TRUE);
-  g_free (p.buf);
   ret = gst_rtp_base_payload_push_list (base, p.list);
 
 done:
   gst_buffer_unmap (buffer, &map);
-  g_array_unref (obus);
+  /* (its OBUs point into the unit's memory) */
+  g_array_set_size (obus, 0);
   gst_buffer_unref (buffer);
   return ret;
 }
@@ -273,6 +286,8 @@ gst_spice_rtp_av1_pay_finalize (GObject * object)
   GstSpiceRtpAv1Pay *self = GST_SPICE_RTP_AV1_PAY (object);
 
   gst_av1_parser_free (self->parser);
+  g_array_unref (self->obus);
+  g_free (self->pkt);
   G_OBJECT_CLASS (gst_spice_rtp_av1_pay_parent_class)->finalize (object);
 }
 
@@ -305,4 +320,5 @@ static void
 gst_spice_rtp_av1_pay_init (GstSpiceRtpAv1Pay * self)
 {
   self->parser = gst_av1_parser_new ();
+  self->obus = g_array_new (FALSE, FALSE, sizeof (Obu));
 }
