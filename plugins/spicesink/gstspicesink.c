@@ -108,6 +108,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_spice_sink_debug);
 #define DEFAULT_MAX_CLIPBOARD (16 * 1024 * 1024)
 #define DEFAULT_MAX_FILE_TRANSFER (G_GUINT64_CONSTANT (1) << 30)
 #define DEFAULT_MAX_CPU_PRESSURE 0
+#define DEFAULT_STREAM_CPU_PRESSURE 0
 #define DEFAULT_CPU_PRESSURE_FILE "/proc/pressure/cpu"
 
 enum
@@ -141,6 +142,7 @@ enum
   PROP_MAX_CLIPBOARD,
   PROP_MAX_FILE_TRANSFER,
   PROP_MAX_CPU_PRESSURE,
+  PROP_STREAM_CPU_PRESSURE,
   PROP_CPU_PRESSURE_FILE,
   PROP_ALLOWED_ORIGINS,
   PROP_BOUND_PORT,
@@ -1118,6 +1120,9 @@ gst_spice_sink_set_property (GObject * object, guint prop_id,
     case PROP_MAX_CPU_PRESSURE:
       sink->props.max_cpu_pressure = g_value_get_uint (value);
       break;
+    case PROP_STREAM_CPU_PRESSURE:
+      sink->props.stream_cpu_pressure = g_value_get_uint (value);
+      break;
     case PROP_CPU_PRESSURE_FILE:
       g_free (sink->props.cpu_pressure_file);
       sink->props.cpu_pressure_file = g_value_dup_string (value);
@@ -1231,6 +1236,9 @@ gst_spice_sink_get_property (GObject * object, guint prop_id, GValue * value,
     case PROP_MAX_CPU_PRESSURE:
       g_value_set_uint (value, sink->props.max_cpu_pressure);
       break;
+    case PROP_STREAM_CPU_PRESSURE:
+      g_value_set_uint (value, sink->props.stream_cpu_pressure);
+      break;
     case PROP_CPU_PRESSURE_FILE:
       g_value_set_string (value, sink->props.cpu_pressure_file);
       break;
@@ -1290,6 +1298,7 @@ gst_spice_sink_init (GstSpiceSink * sink)
   sink->props.max_clipboard = DEFAULT_MAX_CLIPBOARD;
   sink->props.max_file_transfer = DEFAULT_MAX_FILE_TRANSFER;
   sink->props.max_cpu_pressure = DEFAULT_MAX_CPU_PRESSURE;
+  sink->props.stream_cpu_pressure = DEFAULT_STREAM_CPU_PRESSURE;
   sink->props.cpu_pressure_file = g_strdup (DEFAULT_CPU_PRESSURE_FILE);
   sink->bound_port = sink->bound_tls_port = -1;
   sink->streams = g_ptr_array_new ();
@@ -1521,17 +1530,43 @@ gst_spice_sink_class_init (GstSpiceSinkClass * klass)
           "percent, of cpu-pressure-file) is at or above this (0 = off)",
           0, 100, DEFAULT_MAX_CPU_PRESSURE, rw | GST_PARAM_MUTABLE_PLAYING));
   /**
+   * GstSpiceSink:stream-cpu-pressure:
+   *
+   * A saturated host serves its streams at a lower frame rate instead of
+   * letting every session lose its latency: while the share of a second
+   * in which a task waited for a CPU (#GstSpiceSink:cpu-pressure-file's
+   * "some" total, measured each second) is at or above this percentage
+   * for two seconds in a row, every stream loses one step of 30 → 20 →
+   * 15 → 10 → 5 fps
+   * (the `spice-rate` events upstream carry it, spicetiler drops the
+   * frames, the encoder and the clients' decoders do less); below half of
+   * it for 3 s, one step comes back. Draws, the exact picture and input
+   * are not slowed. Each change is a `spice-health` message `stream-fps`
+   * with reason `cpu-pressure` and the cap in its detail; the stats'
+   * `stream-fps-cap` is the cap in force (0 = none).
+   * docs/operator-guide.md "When the host is saturated" says how to choose
+   * it.
+   */
+  g_object_class_install_property (gobject_class, PROP_STREAM_CPU_PRESSURE,
+      g_param_spec_uint ("stream-cpu-pressure", "Stream CPU pressure",
+          "Lower every stream's frame rate (to 20, 15, 10, 5 fps, a step "
+          "every 2 s) while the CPU pressure (PSI some, percent of each second, "
+          "of cpu-pressure-file) is at or above this; raise it again below "
+          "half of it (0 = off)", 0, 100, DEFAULT_STREAM_CPU_PRESSURE,
+          rw | GST_PARAM_MUTABLE_PLAYING));
+  /**
    * GstSpiceSink:cpu-pressure-file:
    *
-   * The PSI file #GstSpiceSink:max-cpu-pressure reads: the host's
+   * The PSI file #GstSpiceSink:max-cpu-pressure and
+   * #GstSpiceSink:stream-cpu-pressure read: the host's
    * (/proc/pressure/cpu), or a cgroup v2 group's cpu.pressure for the
    * share of the host a service or a pod is given. A file that cannot be
-   * read admits every session, with one warning.
+   * read admits every session and caps no stream, with one warning.
    */
   g_object_class_install_property (gobject_class, PROP_CPU_PRESSURE_FILE,
       g_param_spec_string ("cpu-pressure-file", "CPU pressure file",
-          "The PSI file max-cpu-pressure reads (a cgroup v2 cpu.pressure "
-          "for a service's share)", DEFAULT_CPU_PRESSURE_FILE,
+          "The PSI file max-cpu-pressure and stream-cpu-pressure read (a "
+          "cgroup v2 cpu.pressure for a service's share)", DEFAULT_CPU_PRESSURE_FILE,
           rw | GST_PARAM_MUTABLE_PLAYING));
   /**
    * GstSpiceSink:allowed-origins:

@@ -244,7 +244,8 @@ struct _SinkRateStream
   guint64 initial_bps;          /* the stream's own rate before the first
                                  * change (stats; decisions wait for it) */
   guint64 target_bps;           /* in force, 0 = none (its own) */
-  gint fps_n;
+  gint fps_n;                   /* in force, 0 = no cap */
+  gint link_fps_n;              /* the link's part of it (the last decision) */
   guint scale;                  /* picture size divisor (0/1 = full) */
   gint64 last_scale_us;
   gint64 scale_up_since_us;     /* frames small enough for a bigger
@@ -376,8 +377,10 @@ stream_decide (SinkRate * rate, SinkRateStream * st, guint64 target_bps,
 
   st->target_bps = restore ? 0 : target_bps;
   st->fps_n = restore ? 0 : fps_n;
-  if (restore)
+  if (restore) {
     st->scale = 1;
+    st->link_fps_n = 0;
+  }
   st->last_change_us = now;
   st->rate_changes++;
   d.index = st->index;
@@ -405,12 +408,22 @@ sink_rate_due (SinkRate * rate, gint64 now, gdouble * dt)
   return TRUE;
 }
 
+/* the lower of two frame-rate caps, 0 = none */
+static gint
+sink_rate_fps_min (gint a, gint b)
+{
+  if (a <= 0)
+    return MAX (b, 0);
+  return b > 0 ? MIN (a, b) : a;
+}
+
 void
 sink_rate_tick (SinkRate * rate, const SinkRateClients * clients,
     SinkRateStream * const *live, guint n_live, gdouble dt, gint64 now,
     GArray * decisions)
 {
   guint i, j;
+  gboolean decided;
 
   rate->link_bps = clients->link_bps;
   rate->draw_bps = clients->draw_bps;
@@ -454,9 +467,18 @@ sink_rate_tick (SinkRate * rate, const SinkRateClients * clients,
     in.current_bps = st->target_bps;
     in.since_change_us = st->last_change_us ? now - st->last_change_us :
         G_MAXINT64;
-    if (sink_rate_decide (&in, &out) ||
-        stream_rescale (st, clients->link_bps, now))
-      stream_decide (rate, st, out.target_bps, out.fps_n, now, FALSE,
+    decided = sink_rate_decide (&in, &out);
+    if (decided)
+      st->link_fps_n = out.fps_n;
+    if (decided || stream_rescale (st, clients->link_bps, now))
+      stream_decide (rate, st, out.target_bps,
+          sink_rate_fps_min (st->link_fps_n, clients->fps_cap), now, FALSE,
+          decisions);
+    else if (sink_rate_fps_min (st->link_fps_n, clients->fps_cap) !=
+        st->fps_n)
+      /* only the host's cap changed: the bitrate in force stays */
+      stream_decide (rate, st, st->target_bps,
+          sink_rate_fps_min (st->link_fps_n, clients->fps_cap), now, FALSE,
           decisions);
   }
 }

@@ -200,6 +200,9 @@ typedef struct {
   guint clients;                /* clients with a display */
   guint64 link_bps;             /* the slowest one's estimate, 0 unknown */
   guint64 draw_bps;             /* draw traffic to that client */
+  gint fps_cap;                 /* the host's CPU pressure allows at most
+                                 * this many frames a second to every
+                                 * stream (sinkpressure.h), 0 = no cap */
 } SinkRateClients;
 
 SinkRate *sink_rate_new (void);
@@ -212,8 +215,10 @@ void      sink_rate_stream_frame (SinkRateStream * st, gsize size, gboolean key)
 /* Whether the stream targets are due (every ~500 ms); then *@dt is the
  * time since the last ones in seconds (0 the first time). */
 gboolean  sink_rate_due (SinkRate * rate, gint64 now, gdouble * dt);
-/* When due: @live are the streams whose pads carry frames to clients. Appends to @decisions (SinkRateDecision) what to send
- * upstream. */
+/* When due: @live are the streams whose pads carry frames to clients.
+ * Appends to @decisions (SinkRateDecision) what to send upstream. A
+ * stream's frame rate is the lower of its link's (sink_rate_decide()) and
+ * @clients->fps_cap; a change of either is a decision. */
 void      sink_rate_tick (SinkRate * rate, const SinkRateClients * clients,
     SinkRateStream * const *live, guint n_live, gdouble dt, gint64 now,
     GArray * decisions);

@@ -106,6 +106,11 @@ struct _SinkServer
   /* admission */
   gboolean pressure_unreadable; /* warned once: the PSI file failed */
 
+  /* the streams' frame-rate cap (stream-cpu-pressure) */
+  SinkPressureFps pressure_fps;
+  gboolean fps_pressure_unreadable;     /* warned once */
+  guint64 pressure_fps_changes;
+
   /* totals */
   guint64 updates_in, regions_in, stream_frames_in, clients_total,
       clients_refused;
@@ -560,7 +565,8 @@ cpu_saturated (SinkServer * server, SinkConn * conn, SinkEvent * ev)
 
   if (!server->set.max_cpu_pressure || !server->set.cpu_pressure_file)
     return FALSE;
-  if (!sink_pressure_read (server->set.cpu_pressure_file, &avg10, &err)) {
+  if (!sink_pressure_read (server->set.cpu_pressure_file, &avg10, NULL,
+          &err)) {
     if (!server->pressure_unreadable)
       GST_WARNING_OBJECT (server->owner, "max-cpu-pressure=%u has no "
           "effect: %s", server->set.max_cpu_pressure, err->message);
@@ -950,6 +956,55 @@ static GSourceFuncs kick_funcs = {
   NULL, NULL, kick_dispatch, NULL,
 };
 
+/* server thread, lock held, at each stream-target tick: the frame-rate
+ * cap the host's CPU pressure sets every stream (stream-cpu-pressure,
+ * sinkpressure.h), reported when it changes; 0 = none */
+static gint
+pressure_fps_cap (SinkServer * server, gint64 now)
+{
+  SinkServerSettings *set = &server->set;
+  SinkEvent ev = SINK_EVENT_INIT (TRUE, "stream-fps", "cpu-pressure");
+  GError *err = NULL;
+  gdouble avg10;
+  guint64 total;
+  gchar *detail;
+  gint cap;
+
+  if (!set->stream_cpu_pressure || !set->cpu_pressure_file) {
+    memset (&server->pressure_fps, 0, sizeof (server->pressure_fps));
+    return 0;
+  }
+  if (!sink_pressure_read (set->cpu_pressure_file, &avg10, &total, &err)) {
+    if (!server->fps_pressure_unreadable)
+      GST_WARNING_OBJECT (server->owner, "stream-cpu-pressure=%u has no "
+          "effect: %s", set->stream_cpu_pressure, err->message);
+    server->fps_pressure_unreadable = TRUE;
+    g_error_free (err);
+    memset (&server->pressure_fps, 0, sizeof (server->pressure_fps));
+    return 0;
+  }
+  server->fps_pressure_unreadable = FALSE;
+  if (!sink_pressure_fps_feed (&server->pressure_fps, total, now,
+          set->stream_cpu_pressure))
+    return sink_pressure_fps_cap (&server->pressure_fps);
+  cap = sink_pressure_fps_cap (&server->pressure_fps);
+  server->pressure_fps_changes++;
+  if (cap)
+    detail = g_strdup_printf ("CPU pressure %.0f%% of the last second (%s): "
+        "every stream at most %d fps", server->pressure_fps.share,
+        set->cpu_pressure_file, cap);
+  else
+    detail = g_strdup_printf ("CPU pressure %.0f%% of the last second (%s): "
+        "every stream at its own frame rate", server->pressure_fps.share,
+        set->cpu_pressure_file);
+  GST_WARNING_OBJECT (server->owner, "%s", detail);
+  ev.limit = set->stream_cpu_pressure;
+  ev.detail = detail;
+  server_report (server, "all", "all", &ev);
+  g_free (detail);
+  return cap;
+}
+
 /* server thread, lock held: link estimates every tick, stream targets
  * every ~500 ms (sinkrate.h) */
 static void
@@ -970,6 +1025,7 @@ rate_tick (SinkServer * server, gint64 now)
   }
   if (!sink_rate_due (server->rate, now, &dt))
     return;
+  clients.fps_cap = pressure_fps_cap (server, now);
   for (l = server->sessions; l; l = l->next) {
     SinkSession *s = l->data;
     guint64 bps;
@@ -2184,6 +2240,9 @@ sink_server_stats (SinkServer * server)
       "refused-source-sessions", G_TYPE_UINT64,
       server->refused_source_sessions,
       "refused-cpu-pressure", G_TYPE_UINT64, server->refused_cpu_pressure,
+      "stream-fps-cap", G_TYPE_INT,
+      sink_pressure_fps_cap (&server->pressure_fps),
+      "stream-fps-cap-changes", G_TYPE_UINT64, server->pressure_fps_changes,
       "closed-handshake-timeout", G_TYPE_UINT64,
       server->closed_handshake_timeout,
       "closed-idle", G_TYPE_UINT64, server->closed_idle,

@@ -77,6 +77,9 @@ typedef struct
   guint64 max_file_transfer;    /* bytes of one file to the guest, 0 off */
   guint max_cpu_pressure;       /* percent of PSI "some avg10" from which
                                  * new sessions are refused, 0 off */
+  guint stream_cpu_pressure;    /* percent of the PSI "some" share of a
+                                 * second from which the streams' frame
+                                 * rate is lowered, 0 off */
   gchar *cpu_pressure_file;     /* the PSI file read (sinkpressure.h) */
   gchar *allowed_origins;       /* WebSocket origins, NULL: not checked */
 } SinkServerSettings;

@@ -1,6 +1,8 @@
 /* A saturated host refuses new sessions (spicesink max-cpu-pressure), with
  * a health line in the runner's log, and keeps serving the sessions it
- * has; against the shipped transcode-lossless pipeline, the real test
+ * has; it serves its streams at a lower frame rate (stream-cpu-pressure)
+ * and gives them their rate back when the pressure goes; against the
+ * shipped transcode-lossless and transcode-vp8 pipelines, the real test
  * guest and the kernel's own pressure stall information (PSI).
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
@@ -93,6 +95,100 @@ wait_pressure (const gchar * path, gdouble level, gboolean above,
   return FALSE;
 }
 
+/* The group that makes the pressure: a cgroup2 group of its own, its
+ * cpu.pressure, the busy loops put in it. */
+typedef struct
+{
+  gchar *mnt, *group, *pressure, *procs;
+  GSubprocess *hogs[MAX_HOGS];
+  guint n_hogs;
+} Hogs;
+
+/* a new group; NULL (after a SKIP line) without root, a writable cgroup2
+ * mount or PSI */
+static Hogs *
+hogs_new (void)
+{
+  Hogs *h = g_new0 (Hogs, 1);
+
+  h->mnt = cgroup2_mount ();
+  h->n_hogs = MIN (2 * g_get_num_processors () + 1, MAX_HOGS);
+  if (!h->mnt || geteuid () != 0) {
+    g_print ("SKIP: needs root and a writable cgroup2 mount\n");
+    g_free (h->mnt);
+    g_free (h);
+    return NULL;
+  }
+  h->group = g_strdup_printf ("%s/gst-spice-capacity-%d", h->mnt,
+      (gint) getpid ());
+  h->pressure = g_build_filename (h->group, "cpu.pressure", NULL);
+  h->procs = g_build_filename (h->group, "cgroup.procs", NULL);
+  fail_unless (g_mkdir (h->group, 0755) == 0 || errno == EEXIST);
+  if (some_avg10 (h->pressure) < 0) {
+    g_print ("SKIP: no PSI in %s (a kernel without CONFIG_PSI, or psi=0)\n",
+        h->pressure);
+    g_rmdir (h->group);
+    g_free (h->group);
+    g_free (h->pressure);
+    g_free (h->procs);
+    g_free (h->mnt);
+    g_free (h);
+    return NULL;
+  }
+  return h;
+}
+
+/* the busy loops start, in the group */
+static void
+hogs_start (Hogs * h)
+{
+  const gchar *hog_argv[] = { "chrt", "-i", "0", "sh", "-c",
+    "while :; do :; done", NULL
+  };
+  guint i;
+
+  for (i = 0; i < h->n_hogs; i++) {
+    GError *err = NULL;
+    FILE *f;
+
+    h->hogs[i] = g_subprocess_newv (hog_argv, G_SUBPROCESS_FLAGS_NONE, &err);
+    fail_unless (h->hogs[i] != NULL, "chrt: %s", err ? err->message : "?");
+    /* (cgroupfs: one write, no temporary file and rename) */
+    f = fopen (h->procs, "w");
+    fail_unless (f != NULL, "%s: %s", h->procs, g_strerror (errno));
+    fprintf (f, "%s\n", g_subprocess_get_identifier (h->hogs[i]));
+    fail_unless (fclose (f) == 0, "%s: %s", h->procs, g_strerror (errno));
+  }
+}
+
+static void
+hogs_stop (Hogs * h)
+{
+  guint i;
+
+  for (i = 0; i < h->n_hogs; i++) {
+    if (!h->hogs[i])
+      continue;
+    g_subprocess_force_exit (h->hogs[i]);
+    g_subprocess_wait (h->hogs[i], NULL, NULL);
+    g_clear_object (&h->hogs[i]);
+  }
+}
+
+static void
+hogs_free (Hogs * h)
+{
+  if (!h)
+    return;
+  hogs_stop (h);
+  g_rmdir (h->group);
+  g_free (h->group);
+  g_free (h->pressure);
+  g_free (h->procs);
+  g_free (h->mnt);
+  g_free (h);
+}
+
 /* a link of a @type channel to session @session_id (0: a new one), no
  * ticket: its result */
 static guint32
@@ -111,36 +207,17 @@ link_main (guint port, guint32 session_id, guint8 type)
 
 GST_START_TEST (test_saturated_host_refuses_new_sessions)
 {
-  gchar *mnt = cgroup2_mount (), *group, *pressure, *procs, *gport_s;
-  gchar *pipeline, *limit_var, *file_var, *up_var, *port_var;
-  const gchar *hog_argv[] = { "chrt", "-i", "0", "sh", "-c",
-    "while :; do :; done", NULL
-  };
-  GSubprocess *hogs[MAX_HOGS] = { NULL, };
-  guint n_hogs = MIN (2 * g_get_num_processors () + 1, MAX_HOGS);
+  Hogs *h = hogs_new ();
+  gchar *gport_s, *pipeline, *limit_var, *file_var, *up_var, *port_var;
   SpiceRawSession *kept;
   GuestProcess *guest;
   RunnerProcess *run;
-  guint port = test_pick_free_port (), i;
+  guint port = test_pick_free_port ();
   guint64 draws;
   gint64 end;
 
-  if (!mnt || geteuid () != 0) {
-    g_print ("SKIP: needs root and a writable cgroup2 mount\n");
-    g_free (mnt);
+  if (!h)
     return;
-  }
-  group = g_strdup_printf ("%s/gst-spice-capacity-%d", mnt, (gint) getpid ());
-  pressure = g_build_filename (group, "cpu.pressure", NULL);
-  procs = g_build_filename (group, "cgroup.procs", NULL);
-  fail_unless (g_mkdir (group, 0755) == 0 || errno == EEXIST);
-  if (some_avg10 (pressure) < 0) {
-    g_print ("SKIP: no PSI in %s (a kernel without CONFIG_PSI, or psi=0)\n",
-        pressure);
-    g_rmdir (group);
-    goto out;
-  }
-
   {
     const gchar *args[] = { "--activity", "busy", NULL };
 
@@ -151,7 +228,7 @@ GST_START_TEST (test_saturated_host_refuses_new_sessions)
   up_var = g_strdup_printf ("UPSTREAM=%s", gport_s);
   port_var = g_strdup_printf ("LISTEN_PORT=%u", port);
   limit_var = g_strdup_printf ("MAX_CPU_PRESSURE=%u", LIMIT);
-  file_var = g_strdup_printf ("CPU_PRESSURE_FILE=%s", pressure);
+  file_var = g_strdup_printf ("CPU_PRESSURE_FILE=%s", h->pressure);
   pipeline = runner_process_shipped_pipeline ("transcode-lossless");
   run = runner_process_start_runner (tmpdir, "--stats-interval", "0",
       pipeline, "-D", up_var, "-D", port_var, "-D", limit_var, "-D",
@@ -159,24 +236,13 @@ GST_START_TEST (test_saturated_host_refuses_new_sessions)
   fail_unless (runner_process_wait_log (run, "playing", 1, 60000));
 
   /* no pressure: a session is admitted, it gets the picture */
-  fail_unless (wait_pressure (pressure, LIMIT / 2, FALSE, 60, NULL));
+  fail_unless (wait_pressure (h->pressure, LIMIT / 2, FALSE, 60, NULL));
   kept = spice_raw_session_new (port, NULL, SPICE_RAW_DISPLAY_CAPS_ALL);
   fail_unless (kept != NULL, "refused without pressure");
 
   /* saturated */
-  for (i = 0; i < n_hogs; i++) {
-    GError *err = NULL;
-    FILE *f;
-
-    hogs[i] = g_subprocess_newv (hog_argv, G_SUBPROCESS_FLAGS_NONE, &err);
-    fail_unless (hogs[i] != NULL, "chrt: %s", err ? err->message : "?");
-    /* (cgroupfs: one write, no temporary file and rename) */
-    f = fopen (procs, "w");
-    fail_unless (f != NULL, "%s: %s", procs, g_strerror (errno));
-    fprintf (f, "%s\n", g_subprocess_get_identifier (hogs[i]));
-    fail_unless (fclose (f) == 0, "%s: %s", procs, g_strerror (errno));
-  }
-  fail_unless (wait_pressure (pressure, LIMIT + 20, TRUE, 60, kept));
+  hogs_start (h);
+  fail_unless (wait_pressure (h->pressure, LIMIT + 20, TRUE, 60, kept));
   fail_unless_equals_int (link_main (port, 0, SPICE_CHANNEL_MAIN),
       SPICE_LINK_ERR_ERROR);
   fail_unless (runner_process_wait_log (run, "health: event=refused "
@@ -193,12 +259,8 @@ GST_START_TEST (test_saturated_host_refuses_new_sessions)
       kept->draws - draws);
 
   /* the pressure falls: new sessions again */
-  for (i = 0; i < n_hogs; i++) {
-    g_subprocess_force_exit (hogs[i]);
-    g_subprocess_wait (hogs[i], NULL, NULL);
-    g_clear_object (&hogs[i]);
-  }
-  fail_unless (wait_pressure (pressure, LIMIT / 2, FALSE, 90, kept));
+  hogs_stop (h);
+  fail_unless (wait_pressure (h->pressure, LIMIT / 2, FALSE, 90, kept));
   fail_unless_equals_int (link_main (port, 0, SPICE_CHANNEL_MAIN),
       SPICE_LINK_ERR_OK);
 
@@ -207,23 +269,143 @@ GST_START_TEST (test_saturated_host_refuses_new_sessions)
   fail_unless_equals_int (runner_process_wait_exit (run, 20000), 0);
   runner_process_free (run);
   guest_process_stop (guest);
-  g_rmdir (group);
+  hogs_free (h);
   g_free (pipeline);
   g_free (limit_var);
   g_free (file_var);
   g_free (up_var);
   g_free (port_var);
   g_free (gport_s);
-out:
-  for (i = 0; i < n_hogs; i++)
-    if (hogs[i]) {
-      g_subprocess_force_exit (hogs[i]);
-      g_object_unref (hogs[i]);
+}
+
+GST_END_TEST;
+
+/* reads @s's display until @needle is in @run's log (at most @timeout_s) */
+static gboolean
+pump_until_log (SpiceRawSession * s, RunnerProcess * run,
+    const gchar * needle, guint timeout_s)
+{
+  gint64 end = g_get_monotonic_time () + (gint64) timeout_s * G_USEC_PER_SEC;
+
+  do {
+    if (runner_process_wait_log (run, needle, 1, 0))
+      return TRUE;
+    fail_unless (spice_raw_session_pump (s, 200, NULL, NULL),
+        "the session lost its display: %s", s->error);
+  } while (g_get_monotonic_time () < end);
+  return FALSE;
+}
+
+/* the stream frames and the draws @s gets in @secs seconds while the
+ * guest gets a key press every 500 ms (each one draws its key box) */
+static void
+count_frames (SpiceRawSession * s, GuestProcess * guest, guint secs,
+    guint64 * frames, guint64 * draws)
+{
+  guint64 f0 = s->stream_datas, d0 = s->draws;
+  gint64 end = g_get_monotonic_time () + (gint64) secs * G_USEC_PER_SEC;
+  gint64 key = 0;
+
+  while (g_get_monotonic_time () < end) {
+    if (g_get_monotonic_time () >= key) {
+      guest_process_command (guest, "key");
+      key = g_get_monotonic_time () + 500 * G_TIME_SPAN_MILLISECOND;
     }
-  g_free (procs);
-  g_free (pressure);
-  g_free (group);
-  g_free (mnt);
+    fail_unless (spice_raw_session_pump (s, 100, NULL, NULL),
+        "the session lost its display: %s", s->error);
+  }
+  *frames = s->stream_datas - f0;
+  *draws = s->draws - d0;
+}
+
+#define FPS_LIMIT 60
+#define FPS_SECS 4
+
+/* A saturated host serves its streams at a lower frame rate: with the
+ * pressure at 100 % the shipped transcode-vp8's stream steps down to 5
+ * fps (a health line per step, the last "at most 5 fps"), the client then
+ * gets at most 5 stream frames a second while the key presses' draws
+ * beside the stream keep coming; once the pressure is gone the steps come back up to the
+ * stream's own rate ("at its own frame rate"), more than three times as
+ * many frames again. The busy loops run at SCHED_IDLE in a group of their
+ * own: the pressure is theirs, the pipeline's CPU is not taken. */
+GST_START_TEST (test_saturated_host_lowers_stream_fps)
+{
+  Hogs *h = hogs_new ();
+  gchar *gport_s, *pipeline, *limit_var, *file_var, *up_var, *port_var;
+  SpiceRawSession *s;
+  GuestProcess *guest;
+  RunnerProcess *run;
+  guint port = test_pick_free_port ();
+  guint64 before, during, after, draws;
+
+  if (!h)
+    return;
+  {
+    const gchar *args[] = { "--activity", "busy", NULL };
+
+    guest = guest_process_start (args, NULL);
+  }
+  fail_unless (guest != NULL);
+  gport_s = guest_process_get_uri (guest);
+  up_var = g_strdup_printf ("UPSTREAM=%s", gport_s);
+  port_var = g_strdup_printf ("LISTEN_PORT=%u", port);
+  limit_var = g_strdup_printf ("STREAM_CPU_PRESSURE=%u", FPS_LIMIT);
+  file_var = g_strdup_printf ("CPU_PRESSURE_FILE=%s", h->pressure);
+  pipeline = runner_process_shipped_pipeline ("transcode-vp8");
+  run = runner_process_start_runner (tmpdir, "--stats-interval", "0",
+      pipeline, "-D", up_var, "-D", port_var, "-D", limit_var, "-D",
+      file_var, NULL);
+  fail_unless (runner_process_wait_log (run, "playing", 1, 60000));
+  fail_unless (wait_pressure (h->pressure, FPS_LIMIT / 2, FALSE, 60, NULL));
+  s = spice_raw_session_new (port, NULL, SPICE_RAW_DISPLAY_CAPS_ALL);
+  fail_unless (s != NULL);
+  /* the stream at its own rate */
+  while (s->stream_datas < 10)
+    fail_unless (spice_raw_session_pump (s, 20000, NULL, NULL),
+        "no stream: %s", s->error ? s->error : "timeout");
+  count_frames (s, guest, FPS_SECS, &before, &draws);
+
+  /* saturated: down to 5 fps, a step every 2 s */
+  hogs_start (h);
+  fail_unless (pump_until_log (s, run, "health: event=stream-fps peer=all "
+          "element=s reason=cpu-pressure limit=60", 30));
+  fail_unless (pump_until_log (s, run, "every stream at most 5 fps", 30));
+  fail_unless (runner_process_wait_log (run, "every stream at most 20 fps",
+          1, 0));
+  count_frames (s, guest, FPS_SECS, &during, &draws);
+  fail_unless (during <= 5 * FPS_SECS + 2, "%" G_GUINT64_FORMAT " frames "
+      "in %u s at most 5 fps", during, FPS_SECS);
+  fail_unless (draws >= FPS_SECS, "%" G_GUINT64_FORMAT " draws in %u s "
+      "of key presses", draws, FPS_SECS);
+  fail_unless (before > 3 * during, "%" G_GUINT64_FORMAT " frames in %u s "
+      "before the pressure, %" G_GUINT64_FORMAT " with it", before, FPS_SECS,
+      during);
+
+  /* the pressure gone: back to the stream's own rate */
+  hogs_stop (h);
+  fail_unless (pump_until_log (s, run, "every stream at its own frame rate",
+          60));
+  count_frames (s, guest, FPS_SECS, &after, &draws);
+  fail_unless (after > 3 * during, "%" G_GUINT64_FORMAT " frames in %u s "
+      "after the pressure, %" G_GUINT64_FORMAT " with it", after, FPS_SECS,
+      during);
+
+  g_print ("stream frames in %u s: %" G_GUINT64_FORMAT " before, %"
+      G_GUINT64_FORMAT " saturated, %" G_GUINT64_FORMAT " after\n", FPS_SECS,
+      before, during, after);
+  spice_raw_session_free (s);
+  runner_process_signal (run, SIGTERM);
+  fail_unless_equals_int (runner_process_wait_exit (run, 20000), 0);
+  runner_process_free (run);
+  guest_process_stop (guest);
+  hogs_free (h);
+  g_free (pipeline);
+  g_free (limit_var);
+  g_free (file_var);
+  g_free (up_var);
+  g_free (port_var);
+  g_free (gport_s);
 }
 
 GST_END_TEST;
@@ -237,6 +419,7 @@ capacity_suite (void)
   tcase_set_timeout (tc, 300);
   tcase_add_checked_fixture (tc, tmpdir_setup, tmpdir_teardown);
   tcase_add_test (tc, test_saturated_host_refuses_new_sessions);
+  tcase_add_test (tc, test_saturated_host_lowers_stream_fps);
   suite_add_tcase (s, tc);
   return s;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <gst/check/gstcheck.h>
 #include "sinkrate.h"
+#include "sinkpressure.h"
 
 #define MS G_TIME_SPAN_MILLISECOND
 
@@ -554,6 +555,155 @@ GST_START_TEST (test_stream_scale)
 
 GST_END_TEST;
 
+/* The host's frame-rate cap (SinkRateClients.fps_cap) on a fast link: it
+ * lowers a stream's frame rate on its own (the bitrate in force stays),
+ * the lower of it and the link's wins, and its end gives the stream its
+ * own frame rate back; no change, no decision. */
+GST_START_TEST (test_fps_cap)
+{
+  SinkRate *r = sink_rate_new ();
+  SinkRateClients fast = { 1, 100000000, 0, 0 }, slow = { 1, 250000, 0, 0 };
+  GArray *d = g_array_new (FALSE, FALSE, sizeof (SinkRateDecision));
+  SinkRateStream *st = sink_rate_stream_add (r, 0);
+  gint64 now = G_TIME_SPAN_SECOND;
+  guint bitrate, i;
+  gdouble dt;
+
+  fail_unless (sink_rate_due (r, now, &dt));
+  sink_rate_tick (r, &fast, &st, 1, dt, now, d);
+  for (i = 0; i < 4; i++)
+    half_second (r, st, 10000, TRUE, &fast, &now, d);
+  fail_unless_equals_int (d->len, 1);
+  fail_unless_equals_int (DECISION (d)->fps_n, 0);
+  bitrate = DECISION (d)->bitrate;
+  /* the host saturated: 15 fps, the same bitrate */
+  g_array_set_size (d, 0);
+  fast.fps_cap = 15;
+  half_second (r, st, 10000, FALSE, &fast, &now, d);
+  fail_unless_equals_int (d->len, 1);
+  fail_unless_equals_int (DECISION (d)->fps_n, 15);
+  fail_unless_equals_int (DECISION (d)->bitrate, bitrate);
+  /* nothing changed: nothing to say */
+  g_array_set_size (d, 0);
+  half_second (r, st, 10000, FALSE, &fast, &now, d);
+  fail_unless_equals_int (d->len, 0);
+  /* a link that allows 10 fps: the lower wins */
+  half_second (r, st, 10000, FALSE, &slow, &now, d);
+  fail_unless_equals_int (d->len, 1);
+  fail_unless_equals_int (DECISION (d)->fps_n, 10);
+  /* the host's cap at 5 below the link's 10 */
+  g_array_set_size (d, 0);
+  slow.fps_cap = 5;
+  half_second (r, st, 10000, FALSE, &slow, &now, d);
+  fail_unless_equals_int (d->len, 1);
+  fail_unless_equals_int (DECISION (d)->fps_n, 5);
+  /* the host calm again, the link fast: no cap */
+  g_array_set_size (d, 0);
+  fast.fps_cap = 0;
+  half_second (r, st, 10000, FALSE, &fast, &now, d);
+  fail_unless_equals_int (d->len, 1);
+  fail_unless_equals_int (DECISION (d)->fps_n, 0);
+  g_array_unref (d);
+  sink_rate_free (r);
+}
+
+GST_END_TEST;
+
+/* A PSI file's "some" line: its avg10 and its total (µs); a file without
+ * them is refused */
+GST_START_TEST (test_pressure_parse)
+{
+  gdouble avg10 = -1;
+  guint64 total = 0;
+
+  fail_unless (sink_pressure_parse ("some avg10=12.50 avg60=3.00 "
+          "avg300=1.00 total=987654321\nfull avg10=0.00 avg60=0.00 "
+          "avg300=0.00 total=5\n", &avg10, &total));
+  fail_unless (avg10 == 12.5);
+  fail_unless_equals_uint64 (total, 987654321);
+  /* total not asked for */
+  fail_unless (sink_pressure_parse ("some avg10=1.00 avg60=0 avg300=0\n",
+          &avg10, NULL));
+  /* asked for and missing (not taken from the "full" line) */
+  fail_if (sink_pressure_parse ("some avg10=1.00 avg60=0 avg300=0\n"
+          "full avg10=0.00 avg60=0.00 avg300=0.00 total=5\n", &avg10, &total));
+  fail_if (sink_pressure_parse ("full avg10=1.00 total=5\n", &avg10, &total));
+  fail_if (sink_pressure_parse ("some avg10=x total=5\n", &avg10, &total));
+}
+
+GST_END_TEST;
+
+/* one second of @share percent pressure fed to @p: whether the cap changed */
+static gboolean
+pressure_second (SinkPressureFps * p, guint64 * total, gint64 * now,
+    guint share, guint limit)
+{
+  *total += (guint64) share * G_TIME_SPAN_SECOND / 100;
+  *now += G_TIME_SPAN_SECOND;
+  return sink_pressure_fps_feed (p, *total, *now, limit);
+}
+
+/* The cap's steps: two saturated seconds in a row per step down, one busy
+ * second is none; between half the limit and the limit it stays; three
+ * seconds below half give one step back; 5 fps is the floor. */
+GST_START_TEST (test_pressure_fps)
+{
+  SinkPressureFps p = { 0, };
+  guint64 total = 1000000;
+  gint64 now = 5 * G_TIME_SPAN_SECOND;
+  guint i;
+
+  fail_if (sink_pressure_fps_feed (&p, total, now, 60));       /* a start */
+  fail_unless_equals_int (sink_pressure_fps_cap (&p), 0);
+  /* one busy second (clients connecting): nothing */
+  fail_if (pressure_second (&p, &total, &now, 100, 60));
+  fail_if (pressure_second (&p, &total, &now, 10, 60));
+  fail_if (pressure_second (&p, &total, &now, 90, 60));
+  fail_unless_equals_int (sink_pressure_fps_cap (&p), 0);
+  /* saturated: a step every two seconds down to the floor */
+  fail_unless (pressure_second (&p, &total, &now, 95, 60));
+  fail_unless_equals_int (sink_pressure_fps_cap (&p), 20);
+  fail_unless (p.share > 94.9 && p.share < 95.1, "%f", p.share);
+  fail_if (pressure_second (&p, &total, &now, 95, 60));
+  fail_unless (pressure_second (&p, &total, &now, 60, 60));
+  fail_unless_equals_int (sink_pressure_fps_cap (&p), 15);
+  for (i = 0; i < 4; i++)
+    pressure_second (&p, &total, &now, 99, 60);
+  fail_unless_equals_int (sink_pressure_fps_cap (&p), 5);
+  for (i = 0; i < 6; i++)
+    fail_if (pressure_second (&p, &total, &now, 100, 60));
+  fail_unless_equals_int (sink_pressure_fps_cap (&p), 5);
+  /* between half and the limit: stays */
+  for (i = 0; i < 10; i++)
+    fail_if (pressure_second (&p, &total, &now, 45, 60));
+  /* below half: a step back after three seconds, then the next three
+   * seconds later; a second above half starts the count again */
+  fail_if (pressure_second (&p, &total, &now, 20, 60));
+  fail_if (pressure_second (&p, &total, &now, 20, 60));
+  fail_unless (pressure_second (&p, &total, &now, 20, 60));
+  fail_unless_equals_int (sink_pressure_fps_cap (&p), 10);
+  fail_if (pressure_second (&p, &total, &now, 20, 60));
+  fail_if (pressure_second (&p, &total, &now, 35, 60));
+  fail_if (pressure_second (&p, &total, &now, 20, 60));
+  fail_if (pressure_second (&p, &total, &now, 20, 60));
+  fail_unless (pressure_second (&p, &total, &now, 20, 60));
+  fail_unless_equals_int (sink_pressure_fps_cap (&p), 15);
+  for (i = 0; i < 6; i++)
+    pressure_second (&p, &total, &now, 0, 60);
+  fail_unless_equals_int (sink_pressure_fps_cap (&p), 0);
+  /* readings closer than a second are one window; a total that goes
+   * back (another file) starts afresh */
+  fail_if (sink_pressure_fps_feed (&p, total + G_TIME_SPAN_SECOND,
+          now + G_TIME_SPAN_SECOND / 2, 60));
+  fail_if (sink_pressure_fps_feed (&p, 10, now + G_TIME_SPAN_SECOND, 60));
+  fail_if (sink_pressure_fps_feed (&p, 10 + 2 * G_TIME_SPAN_SECOND,
+          now + 3 * G_TIME_SPAN_SECOND, 60));
+  fail_unless (p.share == 100.0);
+  fail_unless_equals_int (sink_pressure_fps_cap (&p), 0);
+}
+
+GST_END_TEST;
+
 static Suite *
 rate_suite (void)
 {
@@ -575,6 +725,9 @@ rate_suite (void)
   tcase_add_test (tc, test_estimate_btl_floor);
   tcase_add_test (tc, test_stream_scale);
   tcase_add_test (tc, test_scale_few_frames);
+  tcase_add_test (tc, test_fps_cap);
+  tcase_add_test (tc, test_pressure_parse);
+  tcase_add_test (tc, test_pressure_fps);
   return s;
 }
 
