@@ -1566,8 +1566,8 @@ gst_spice_sink_class_init (GstSpiceSinkClass * klass)
   g_object_class_install_property (gobject_class, PROP_CPU_PRESSURE_FILE,
       g_param_spec_string ("cpu-pressure-file", "CPU pressure file",
           "The PSI file max-cpu-pressure and stream-cpu-pressure read (a "
-          "cgroup v2 cpu.pressure for a service's share)", DEFAULT_CPU_PRESSURE_FILE,
-          rw | GST_PARAM_MUTABLE_PLAYING));
+          "cgroup v2 cpu.pressure for a service's share)",
+          DEFAULT_CPU_PRESSURE_FILE, rw | GST_PARAM_MUTABLE_PLAYING));
   /**
    * GstSpiceSink:allowed-origins:
    *

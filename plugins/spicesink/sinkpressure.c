@@ -60,8 +60,7 @@ sink_pressure_read (const gchar * path, gdouble * avg10, guint64 * total_us,
   ok = sink_pressure_parse (text, avg10, total_us);
   if (!ok)
     g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
-        "%s has no \"some avg10=%s\" line", path, total_us ? "... total=" :
-        "");
+        "%s has no \"some avg10=%s\" line", path, total_us ? "... total=" : "");
   g_free (text);
   return ok;
 }

@@ -474,8 +474,7 @@ sink_rate_tick (SinkRate * rate, const SinkRateClients * clients,
       stream_decide (rate, st, out.target_bps,
           sink_rate_fps_min (st->link_fps_n, clients->fps_cap), now, FALSE,
           decisions);
-    else if (sink_rate_fps_min (st->link_fps_n, clients->fps_cap) !=
-        st->fps_n)
+    else if (sink_rate_fps_min (st->link_fps_n, clients->fps_cap) != st->fps_n)
       /* only the host's cap changed: the bitrate in force stays */
       stream_decide (rate, st, st->target_bps,
           sink_rate_fps_min (st->link_fps_n, clients->fps_cap), now, FALSE,

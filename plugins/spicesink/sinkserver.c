@@ -565,8 +565,7 @@ cpu_saturated (SinkServer * server, SinkConn * conn, SinkEvent * ev)
 
   if (!server->set.max_cpu_pressure || !server->set.cpu_pressure_file)
     return FALSE;
-  if (!sink_pressure_read (server->set.cpu_pressure_file, &avg10, NULL,
-          &err)) {
+  if (!sink_pressure_read (server->set.cpu_pressure_file, &avg10, NULL, &err)) {
     if (!server->pressure_unreadable)
       GST_WARNING_OBJECT (server->owner, "max-cpu-pressure=%u has no "
           "effect: %s", server->set.max_cpu_pressure, err->message);
