@@ -957,9 +957,11 @@ static GSourceFuncs kick_funcs = {
 
 /* server thread, lock held, at each stream-target tick: the frame-rate
  * cap the host's CPU pressure sets every stream (stream-cpu-pressure,
- * sinkpressure.h), reported when it changes; 0 = none */
+ * sinkpressure.h); 0 = none. A change is reported while a stream is
+ * @streaming (an idle gateway on a busy host says nothing: it has no
+ * frames to give up). */
 static gint
-pressure_fps_cap (SinkServer * server, gint64 now)
+pressure_fps_cap (SinkServer * server, gint64 now, gboolean streaming)
 {
   SinkServerSettings *set = &server->set;
   SinkEvent ev = SINK_EVENT_INIT (TRUE, "stream-fps", "cpu-pressure");
@@ -988,6 +990,8 @@ pressure_fps_cap (SinkServer * server, gint64 now)
     return sink_pressure_fps_cap (&server->pressure_fps);
   cap = sink_pressure_fps_cap (&server->pressure_fps);
   server->pressure_fps_changes++;
+  if (!streaming)
+    return cap;
   if (cap)
     detail = g_strdup_printf ("CPU pressure %.0f%% of the last second (%s): "
         "every stream at most %d fps", server->pressure_fps.share,
@@ -1024,7 +1028,6 @@ rate_tick (SinkServer * server, gint64 now)
   }
   if (!sink_rate_due (server->rate, now, &dt))
     return;
-  clients.fps_cap = pressure_fps_cap (server, now);
   for (l = server->sessions; l; l = l->next) {
     SinkSession *s = l->data;
     guint64 bps;
@@ -1048,6 +1051,8 @@ rate_tick (SinkServer * server, gint64 now)
     if (st->codec && st->enabled && !st->eos && st->frames_in > 0)
       g_array_append_val (live, st->rate);
   }
+  clients.fps_cap = pressure_fps_cap (server, now, live->len > 0 &&
+      clients.clients > 0);
   decisions = g_array_new (FALSE, FALSE, sizeof (SinkRateDecision));
   sink_rate_tick (server->rate, &clients, (SinkRateStream **) live->data,
       live->len, dt, now, decisions);
