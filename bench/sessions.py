@@ -555,7 +555,8 @@ def sessions_table(results, groups):
                 "%s / %s" % (fmt(fps.get("mean"), "%.1f"), fmt(fps.get("min"), "%.1f"))
                 if fps else "–",
                 (c["status"] if c["status"] == "ok" else "%s: %s" % (c["status"], c.get("reason")))
-                + (" (*rerun*)" if c.get("rerun") else "")))
+                + (" (*rerun*)" if c.get("rerun") else "")
+                + (" (*added*)" if c.get("added") else "")))
     return "\n".join(lines)
 
 
@@ -712,6 +713,9 @@ def report(results, docs, guide, plot_path, json_path=None):
     md.append("- Command: `%s`" % results["command"])
     for cmd in results.get("reruns") or []:
         md.append("- Cells measured again (marked *rerun*, the run's own cell failed): `%s`" % cmd)
+    for cmd in results.get("additions") or []:
+        md.append("- Cells added right after the run, same machine and trees (marked *added*): "
+                  "`%s`" % cmd)
     md.append("- Machine: %d cores, %s, %d MiB, kernel %s; niceness %d; load average %s at the "
               "start, %s at the end; %s, commit %s; wall time %.0f min." % (
                   m["nproc"], m["cpu"], m["mem_mib"], m["kernel"], m["niceness"],

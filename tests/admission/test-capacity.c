@@ -326,8 +326,9 @@ count_frames (SpiceRawSession * s, GuestProcess * guest, guint secs,
  * fps (a health line per step, the last "at most 5 fps"), the client then
  * gets at most 5 stream frames a second while the key presses' draws
  * beside the stream keep coming; once the pressure is gone the steps come back up to the
- * stream's own rate ("at its own frame rate"), more than three times as
- * many frames again. The busy loops run at SCHED_IDLE in a group of their
+ * stream's own rate ("at its own frame rate"), more than twice as many
+ * frames again (30 fps here; a loaded machine's pipeline may not keep
+ * 30). The busy loops run at SCHED_IDLE in a group of their
  * own: the pressure is theirs, the pipeline's CPU is not taken. */
 GST_START_TEST (test_saturated_host_lowers_stream_fps)
 {
@@ -378,7 +379,7 @@ GST_START_TEST (test_saturated_host_lowers_stream_fps)
       "in %u s at most 5 fps", during, FPS_SECS);
   fail_unless (draws >= FPS_SECS, "%" G_GUINT64_FORMAT " draws in %u s "
       "of key presses", draws, FPS_SECS);
-  fail_unless (before > 3 * during, "%" G_GUINT64_FORMAT " frames in %u s "
+  fail_unless (before > 2 * during, "%" G_GUINT64_FORMAT " frames in %u s "
       "before the pressure, %" G_GUINT64_FORMAT " with it", before, FPS_SECS,
       during);
 
@@ -387,7 +388,7 @@ GST_START_TEST (test_saturated_host_lowers_stream_fps)
   fail_unless (pump_until_log (s, run, "every stream at its own frame rate",
           60));
   count_frames (s, guest, FPS_SECS, &after, &draws);
-  fail_unless (after > 3 * during, "%" G_GUINT64_FORMAT " frames in %u s "
+  fail_unless (after > 2 * during, "%" G_GUINT64_FORMAT " frames in %u s "
       "after the pressure, %" G_GUINT64_FORMAT " with it", after, FPS_SECS,
       during);
 
