@@ -189,6 +189,54 @@ hogs_free (Hogs * h)
   g_free (h);
 }
 
+/* A busy test guest and a shipped pipeline in front of it, on a free
+ * port, with @limit_var (a pipeline variable's NAME) at @limit and the
+ * group's pressure as its CPU_PRESSURE_FILE. */
+typedef struct
+{
+  GuestProcess *guest;
+  RunnerProcess *run;
+  guint port;
+} Gateway;
+
+static void
+gateway_start (Gateway * g, Hogs * h, const gchar * pipeline_name,
+    const gchar * limit_name, guint limit)
+{
+  const gchar *args[] = { "--activity", "busy", NULL };
+  gchar *uri, *pipeline, *limit_var, *file_var, *up_var, *port_var;
+
+  g->port = test_pick_free_port ();
+  g->guest = guest_process_start (args, NULL);
+  fail_unless (g->guest != NULL);
+  uri = guest_process_get_uri (g->guest);
+  up_var = g_strdup_printf ("UPSTREAM=%s", uri);
+  port_var = g_strdup_printf ("LISTEN_PORT=%u", g->port);
+  limit_var = g_strdup_printf ("%s=%u", limit_name, limit);
+  file_var = g_strdup_printf ("CPU_PRESSURE_FILE=%s", h->pressure);
+  pipeline = runner_process_shipped_pipeline (pipeline_name);
+  g->run = runner_process_start_runner (tmpdir, "--stats-interval", "0",
+      pipeline, "-D", up_var, "-D", port_var, "-D", limit_var, "-D",
+      file_var, NULL);
+  fail_unless (runner_process_wait_log (g->run, "playing", 1, 60000));
+  g_free (pipeline);
+  g_free (limit_var);
+  g_free (file_var);
+  g_free (up_var);
+  g_free (port_var);
+  g_free (uri);
+}
+
+/* the pipeline ends cleanly on SIGTERM; the guest stops */
+static void
+gateway_stop (Gateway * g)
+{
+  runner_process_signal (g->run, SIGTERM);
+  fail_unless_equals_int (runner_process_wait_exit (g->run, 20000), 0);
+  runner_process_free (g->run);
+  guest_process_stop (g->guest);
+}
+
 /* a link of a @type channel to session @session_id (0: a new one), no
  * ticket: its result */
 static guint32
@@ -208,32 +256,16 @@ link_main (guint port, guint32 session_id, guint8 type)
 GST_START_TEST (test_saturated_host_refuses_new_sessions)
 {
   Hogs *h = hogs_new ();
-  gchar *gport_s, *pipeline, *limit_var, *file_var, *up_var, *port_var;
   SpiceRawSession *kept;
-  GuestProcess *guest;
-  RunnerProcess *run;
-  guint port = test_pick_free_port ();
+  Gateway g;
+  guint port;
   guint64 draws;
   gint64 end;
 
   if (!h)
     return;
-  {
-    const gchar *args[] = { "--activity", "busy", NULL };
-
-    guest = guest_process_start (args, NULL);
-  }
-  fail_unless (guest != NULL);
-  gport_s = guest_process_get_uri (guest);
-  up_var = g_strdup_printf ("UPSTREAM=%s", gport_s);
-  port_var = g_strdup_printf ("LISTEN_PORT=%u", port);
-  limit_var = g_strdup_printf ("MAX_CPU_PRESSURE=%u", LIMIT);
-  file_var = g_strdup_printf ("CPU_PRESSURE_FILE=%s", h->pressure);
-  pipeline = runner_process_shipped_pipeline ("transcode-lossless");
-  run = runner_process_start_runner (tmpdir, "--stats-interval", "0",
-      pipeline, "-D", up_var, "-D", port_var, "-D", limit_var, "-D",
-      file_var, NULL);
-  fail_unless (runner_process_wait_log (run, "playing", 1, 60000));
+  gateway_start (&g, h, "transcode-lossless", "MAX_CPU_PRESSURE", LIMIT);
+  port = g.port;
 
   /* no pressure: a session is admitted, it gets the picture */
   fail_unless (wait_pressure (h->pressure, LIMIT / 2, FALSE, 60, NULL));
@@ -245,7 +277,7 @@ GST_START_TEST (test_saturated_host_refuses_new_sessions)
   fail_unless (wait_pressure (h->pressure, LIMIT + 20, TRUE, 60, kept));
   fail_unless_equals_int (link_main (port, 0, SPICE_CHANNEL_MAIN),
       SPICE_LINK_ERR_ERROR);
-  fail_unless (runner_process_wait_log (run, "health: event=refused "
+  fail_unless (runner_process_wait_log (g.run, "health: event=refused "
           "peer=127.0.0.1 element=s reason=cpu-pressure limit=40", 1, 10000));
   /* the session it has keeps its channels and its picture */
   fail_unless_equals_int (link_main (port, kept->session_id,
@@ -265,17 +297,8 @@ GST_START_TEST (test_saturated_host_refuses_new_sessions)
       SPICE_LINK_ERR_OK);
 
   spice_raw_session_free (kept);
-  runner_process_signal (run, SIGTERM);
-  fail_unless_equals_int (runner_process_wait_exit (run, 20000), 0);
-  runner_process_free (run);
-  guest_process_stop (guest);
+  gateway_stop (&g);
   hogs_free (h);
-  g_free (pipeline);
-  g_free (limit_var);
-  g_free (file_var);
-  g_free (up_var);
-  g_free (port_var);
-  g_free (gport_s);
 }
 
 GST_END_TEST;
@@ -333,48 +356,30 @@ count_frames (SpiceRawSession * s, GuestProcess * guest, guint secs,
 GST_START_TEST (test_saturated_host_lowers_stream_fps)
 {
   Hogs *h = hogs_new ();
-  gchar *gport_s, *pipeline, *limit_var, *file_var, *up_var, *port_var;
-  SpiceRawSession *s;
-  GuestProcess *guest;
-  RunnerProcess *run;
-  guint port = test_pick_free_port ();
   guint64 before, during, after, draws;
+  SpiceRawSession *s;
+  Gateway g;
 
   if (!h)
     return;
-  {
-    const gchar *args[] = { "--activity", "busy", NULL };
-
-    guest = guest_process_start (args, NULL);
-  }
-  fail_unless (guest != NULL);
-  gport_s = guest_process_get_uri (guest);
-  up_var = g_strdup_printf ("UPSTREAM=%s", gport_s);
-  port_var = g_strdup_printf ("LISTEN_PORT=%u", port);
-  limit_var = g_strdup_printf ("STREAM_CPU_PRESSURE=%u", FPS_LIMIT);
-  file_var = g_strdup_printf ("CPU_PRESSURE_FILE=%s", h->pressure);
-  pipeline = runner_process_shipped_pipeline ("transcode-vp8");
-  run = runner_process_start_runner (tmpdir, "--stats-interval", "0",
-      pipeline, "-D", up_var, "-D", port_var, "-D", limit_var, "-D",
-      file_var, NULL);
-  fail_unless (runner_process_wait_log (run, "playing", 1, 60000));
+  gateway_start (&g, h, "transcode-vp8", "STREAM_CPU_PRESSURE", FPS_LIMIT);
   fail_unless (wait_pressure (h->pressure, FPS_LIMIT / 2, FALSE, 60, NULL));
-  s = spice_raw_session_new (port, NULL, SPICE_RAW_DISPLAY_CAPS_ALL);
+  s = spice_raw_session_new (g.port, NULL, SPICE_RAW_DISPLAY_CAPS_ALL);
   fail_unless (s != NULL);
   /* the stream at its own rate */
   while (s->stream_datas < 10)
     fail_unless (spice_raw_session_pump (s, 20000, NULL, NULL),
         "no stream: %s", s->error ? s->error : "timeout");
-  count_frames (s, guest, FPS_SECS, &before, &draws);
+  count_frames (s, g.guest, FPS_SECS, &before, &draws);
 
   /* saturated: down to 5 fps, a step every 2 s */
   hogs_start (h);
-  fail_unless (pump_until_log (s, run, "health: event=stream-fps peer=all "
+  fail_unless (pump_until_log (s, g.run, "health: event=stream-fps peer=all "
           "element=s reason=cpu-pressure limit=60", 30));
-  fail_unless (pump_until_log (s, run, "every stream at most 5 fps", 30));
-  fail_unless (runner_process_wait_log (run, "every stream at most 20 fps",
+  fail_unless (pump_until_log (s, g.run, "every stream at most 5 fps", 30));
+  fail_unless (runner_process_wait_log (g.run, "every stream at most 20 fps",
           1, 0));
-  count_frames (s, guest, FPS_SECS, &during, &draws);
+  count_frames (s, g.guest, FPS_SECS, &during, &draws);
   fail_unless (during <= 5 * FPS_SECS + 2, "%" G_GUINT64_FORMAT " frames "
       "in %u s at most 5 fps", during, FPS_SECS);
   fail_unless (draws >= FPS_SECS, "%" G_GUINT64_FORMAT " draws in %u s "
@@ -385,9 +390,9 @@ GST_START_TEST (test_saturated_host_lowers_stream_fps)
 
   /* the pressure gone: back to the stream's own rate */
   hogs_stop (h);
-  fail_unless (pump_until_log (s, run, "every stream at its own frame rate",
+  fail_unless (pump_until_log (s, g.run, "every stream at its own frame rate",
           60));
-  count_frames (s, guest, FPS_SECS, &after, &draws);
+  count_frames (s, g.guest, FPS_SECS, &after, &draws);
   fail_unless (after > 2 * during, "%" G_GUINT64_FORMAT " frames in %u s "
       "after the pressure, %" G_GUINT64_FORMAT " with it", after, FPS_SECS,
       during);
@@ -396,17 +401,8 @@ GST_START_TEST (test_saturated_host_lowers_stream_fps)
       G_GUINT64_FORMAT " saturated, %" G_GUINT64_FORMAT " after\n", FPS_SECS,
       before, during, after);
   spice_raw_session_free (s);
-  runner_process_signal (run, SIGTERM);
-  fail_unless_equals_int (runner_process_wait_exit (run, 20000), 0);
-  runner_process_free (run);
-  guest_process_stop (guest);
+  gateway_stop (&g);
   hogs_free (h);
-  g_free (pipeline);
-  g_free (limit_var);
-  g_free (file_var);
-  g_free (up_var);
-  g_free (port_var);
-  g_free (gport_s);
 }
 
 GST_END_TEST;
