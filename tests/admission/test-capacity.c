@@ -104,6 +104,8 @@ typedef struct
   guint n_hogs;
 } Hogs;
 
+static void hogs_free (Hogs * h);
+
 /* a new group; NULL (after a SKIP line) without root, a writable cgroup2
  * mount or PSI */
 static Hogs *
@@ -127,12 +129,7 @@ hogs_new (void)
   if (some_avg10 (h->pressure) < 0) {
     g_print ("SKIP: no PSI in %s (a kernel without CONFIG_PSI, or psi=0)\n",
         h->pressure);
-    g_rmdir (h->group);
-    g_free (h->group);
-    g_free (h->pressure);
-    g_free (h->procs);
-    g_free (h->mnt);
-    g_free (h);
+    hogs_free (h);
     return NULL;
   }
   return h;
@@ -190,7 +187,7 @@ hogs_free (Hogs * h)
 }
 
 /* A busy test guest and a shipped pipeline in front of it, on a free
- * port, with @limit_var (a pipeline variable's NAME) at @limit and the
+ * port, with the pipeline variable @limit_name at @limit and the
  * group's pressure as its CPU_PRESSURE_FILE. */
 typedef struct
 {
