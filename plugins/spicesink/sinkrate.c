@@ -424,6 +424,7 @@ sink_rate_tick (SinkRate * rate, const SinkRateClients * clients,
 {
   guint i, j;
   gboolean decided;
+  gint fps;
 
   rate->link_bps = clients->link_bps;
   rate->draw_bps = clients->draw_bps;
@@ -470,15 +471,12 @@ sink_rate_tick (SinkRate * rate, const SinkRateClients * clients,
     decided = sink_rate_decide (&in, &out);
     if (decided)
       st->link_fps_n = out.fps_n;
+    fps = sink_rate_fps_min (st->link_fps_n, clients->fps_cap);
     if (decided || stream_rescale (st, clients->link_bps, now))
-      stream_decide (rate, st, out.target_bps,
-          sink_rate_fps_min (st->link_fps_n, clients->fps_cap), now, FALSE,
-          decisions);
-    else if (sink_rate_fps_min (st->link_fps_n, clients->fps_cap) != st->fps_n)
+      stream_decide (rate, st, out.target_bps, fps, now, FALSE, decisions);
+    else if (fps != st->fps_n)
       /* only the host's cap changed: the bitrate in force stays */
-      stream_decide (rate, st, st->target_bps,
-          sink_rate_fps_min (st->link_fps_n, clients->fps_cap), now, FALSE,
-          decisions);
+      stream_decide (rate, st, st->target_bps, fps, now, FALSE, decisions);
   }
 }
 
