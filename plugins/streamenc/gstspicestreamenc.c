@@ -14,8 +14,9 @@
  * `vp8enc deadline=1` or `x264enc tune=zerolatency ! video/x-h264,
  * stream-format=byte-stream,alignment=au`. The description is built when
  * the element goes from NULL to READY; a description that does not parse,
- * or holds no element of class Encoder, is an element error that names
- * the cause.
+ * holds no element of class Encoder, or makes what the element the bin is
+ * linked to never takes (`av1enc` before spicesink, which takes no AV1),
+ * is an element error that names the cause.
  *
  * The bin owns its encoder, so it is the one that sets its rate: the
  * `spice-rate` event that spicesink sends upstream when a client's link
@@ -260,6 +261,54 @@ find_encoder (GstBin * bin)
   return enc;
 }
 
+/* any thread: the media types of @caps, "a, b, c" (transfer full) */
+static gchar *
+caps_media_types (const GstCaps * caps)
+{
+  GString *out = g_string_new (NULL);
+  guint i;
+
+  for (i = 0; i < gst_caps_get_size (caps); i++) {
+    const gchar *name = gst_structure_get_name (gst_caps_get_structure (caps,
+            i));
+
+    if (!strstr (out->str, name))
+      g_string_append_printf (out, "%s%s", out->len ? ", " : "", name);
+  }
+  return g_string_free (out, FALSE);
+}
+
+/* state-change thread, NULL->READY: NULL when what @binsrc makes can go
+ * to the element the bin's src pad is linked to (or it is not linked
+ * yet), else why not (transfer full): an encoder whose output the peer
+ * never takes would fail in its own negotiation, with CRITICALs and no
+ * word of the cause (av1enc before spicesink, which takes no AV1). */
+static gchar *
+gst_spice_stream_enc_peer_refuses (GstSpiceStreamEnc * self, GstPad * binsrc)
+{
+  GstPad *peer = gst_pad_get_peer (self->srcpad);
+  GstCaps *theirs, *ours;
+  gchar *why = NULL, *made, *taken;
+
+  if (!peer)
+    return NULL;
+  theirs = gst_pad_query_caps (peer, NULL);
+  ours = gst_pad_query_caps (binsrc, NULL);
+  if (!gst_caps_is_any (theirs) && !gst_caps_is_any (ours) &&
+      !gst_caps_can_intersect (ours, theirs)) {
+    made = caps_media_types (ours);
+    taken = caps_media_types (theirs);
+    why = g_strdup_printf ("makes %s, which %s:%s does not take (it takes %s)",
+        made, GST_DEBUG_PAD_NAME (peer), taken);
+    g_free (made);
+    g_free (taken);
+  }
+  gst_caps_unref (theirs);
+  gst_caps_unref (ours);
+  gst_object_unref (peer);
+  return why;
+}
+
 /* state-change thread: takes the encoder out (NULL state) */
 static void
 gst_spice_stream_enc_unbuild (GstSpiceStreamEnc * self)
@@ -295,6 +344,7 @@ gst_spice_stream_enc_build (GstSpiceStreamEnc * self)
   GstElement *bin, *enc;
   GstPad *binsink = NULL, *binsrc = NULL;
   const gchar *cause = NULL;
+  gchar *refused;
   StreamEncKind kind;
   guint value = 0;
   gchar *desc;
@@ -340,6 +390,12 @@ gst_spice_stream_enc_build (GstSpiceStreamEnc * self)
   if (cause) {
     GST_ELEMENT_ERROR (self, CORE, FAILED, ("spicestreamenc: encoder \"%s\" "
             "%s", desc, cause), (NULL));
+    goto fail;
+  }
+  if ((refused = gst_spice_stream_enc_peer_refuses (self, binsrc))) {
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION, ("spicestreamenc: encoder "
+            "\"%s\" %s", desc, refused), (NULL));
+    g_free (refused);
     goto fail;
   }
 

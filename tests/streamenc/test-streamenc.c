@@ -464,6 +464,72 @@ GST_START_TEST (test_bad_description)
 
 GST_END_TEST;
 
+/* An encoder whose output spicesink never takes (pngenc: image/png; and
+ * av1enc where it is installed: spicesink takes no AV1) is an element
+ * error at NULL->READY naming the encoder, what it makes and what the
+ * sink's pad takes, not a negotiation failure inside the encoder; one
+ * it takes (vp8enc) goes to PLAYING before the same sink. */
+static void
+check_peer_refuses (const gchar * encoder, const gchar * made)
+{
+  gchar *desc = g_strdup_printf ("videotestsrc is-live=true ! "
+      "video/x-raw,format=I420,width=64,height=48 ! spicestreamenc "
+      "name=enc encoder=\"%s\" ! s.stream_0 spicesink name=s "
+      "address=127.0.0.1 port=0", encoder);
+  GstElement *pipeline = gst_parse_launch (desc, NULL);
+  GstBus *bus = gst_element_get_bus (pipeline);
+  GstMessage *msg;
+  GError *err = NULL;
+
+  fail_unless (pipeline != NULL);
+  fail_unless_equals_int (gst_element_set_state (pipeline, GST_STATE_READY),
+      GST_STATE_CHANGE_FAILURE);
+  msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
+  fail_unless (msg != NULL, "no error for \"%s\"", encoder);
+  fail_unless_equals_string (GST_MESSAGE_SRC_NAME (msg), "enc");
+  gst_message_parse_error (msg, &err, NULL);
+  GST_INFO ("%s: %s", encoder, err->message);
+  fail_unless (g_error_matches (err, GST_CORE_ERROR,
+          GST_CORE_ERROR_NEGOTIATION), "%s", err->message);
+  fail_unless (strstr (err->message, encoder) != NULL, "%s", err->message);
+  fail_unless (strstr (err->message, made) != NULL, "%s", err->message);
+  fail_unless (strstr (err->message, "s:stream_0 does not take") != NULL,
+      "%s", err->message);
+  fail_unless (strstr (err->message, "video/x-vp8") != NULL, "%s",
+      err->message);
+  g_clear_error (&err);
+  gst_message_unref (msg);
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+  gst_object_unref (bus);
+  gst_object_unref (pipeline);
+  g_free (desc);
+}
+
+GST_START_TEST (test_encoder_the_sink_cannot_take)
+{
+  GstElement *pipeline;
+  GstElementFactory *av1;
+
+  check_peer_refuses ("pngenc", "makes image/png");
+  av1 = gst_element_factory_find ("av1enc");
+  if (av1) {
+    check_peer_refuses ("av1enc", "makes video/x-av1");
+    gst_object_unref (av1);
+  }
+  pipeline = gst_parse_launch ("videotestsrc is-live=true ! "
+      "video/x-raw,format=I420,width=64,height=48 ! spicestreamenc "
+      "encoder=\"vp8enc deadline=1\" ! s.stream_0 spicesink name=s "
+      "address=127.0.0.1 port=0", NULL);
+  fail_unless (pipeline != NULL);
+  fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING) !=
+      GST_STATE_CHANGE_FAILURE);
+  fail_unless (gst_element_set_state (pipeline, GST_STATE_NULL) ==
+      GST_STATE_CHANGE_SUCCESS);
+  gst_object_unref (pipeline);
+}
+
+GST_END_TEST;
+
 /* a new description takes effect at the next NULL->READY */
 GST_START_TEST (test_rebuild)
 {
@@ -816,6 +882,7 @@ streamenc_suite (void)
   tcase_add_test (tc, test_caps_wait_for_a_frame);
   tcase_add_test (tc, test_unknown_encoder);
   tcase_add_test (tc, test_bad_description);
+  tcase_add_test (tc, test_encoder_the_sink_cannot_take);
   tcase_add_test (tc, test_rebuild);
   tcase_add_test (tc, test_end_to_end_slow_client);
   return s;
