@@ -553,27 +553,42 @@ password_required (SinkServer * server)
       !server->set.disable_ticketing;
 }
 
+/* Server thread, lock held: reads the PSI file for the setting @name
+ * (at @limit): TRUE with its avg10 and (if @total_us) its total; FALSE,
+ * with one warning until it can be read again (*@warned), if it cannot */
+static gboolean
+read_pressure (SinkServer * server, const gchar * name, guint limit,
+    gboolean * warned, gdouble * avg10, guint64 * total_us)
+{
+  GError *err = NULL;
+
+  if (!sink_pressure_read (server->set.cpu_pressure_file, avg10, total_us,
+          &err)) {
+    if (!*warned)
+      GST_WARNING_OBJECT (server->owner, "%s=%u has no effect: %s", name,
+          limit, err->message);
+    *warned = TRUE;
+    g_error_free (err);
+    return FALSE;
+  }
+  *warned = FALSE;
+  return TRUE;
+}
+
 /* Server thread, lock held: whether a new session is refused because
  * the CPU it would run on is saturated (max-cpu-pressure); reports it.
  * A PSI file that cannot be read admits, with one warning. */
 static gboolean
 cpu_saturated (SinkServer * server, SinkConn * conn, SinkEvent * ev)
 {
-  GError *err = NULL;
   gdouble avg10;
   gchar *detail;
 
-  if (!server->set.max_cpu_pressure || !server->set.cpu_pressure_file)
+  if (!server->set.max_cpu_pressure || !server->set.cpu_pressure_file ||
+      !read_pressure (server, "max-cpu-pressure",
+          server->set.max_cpu_pressure, &server->pressure_unreadable, &avg10,
+          NULL))
     return FALSE;
-  if (!sink_pressure_read (server->set.cpu_pressure_file, &avg10, NULL, &err)) {
-    if (!server->pressure_unreadable)
-      GST_WARNING_OBJECT (server->owner, "max-cpu-pressure=%u has no "
-          "effect: %s", server->set.max_cpu_pressure, err->message);
-    server->pressure_unreadable = TRUE;
-    g_error_free (err);
-    return FALSE;
-  }
-  server->pressure_unreadable = FALSE;
   if (avg10 < server->set.max_cpu_pressure)
     return FALSE;
   server->refused_cpu_pressure++;
@@ -965,26 +980,18 @@ pressure_fps_cap (SinkServer * server, gint64 now, gboolean streaming)
 {
   SinkServerSettings *set = &server->set;
   SinkEvent ev = SINK_EVENT_INIT (TRUE, "stream-fps", "cpu-pressure");
-  GError *err = NULL;
   gdouble avg10;
   guint64 total;
-  gchar *detail;
+  gchar *detail, *to;
   gint cap;
 
-  if (!set->stream_cpu_pressure || !set->cpu_pressure_file) {
+  if (!set->stream_cpu_pressure || !set->cpu_pressure_file ||
+      !read_pressure (server, "stream-cpu-pressure", set->stream_cpu_pressure,
+          &server->fps_pressure_unreadable, &avg10, &total)) {
+    /* off, or nothing known: no cap */
     memset (&server->pressure_fps, 0, sizeof (server->pressure_fps));
     return 0;
   }
-  if (!sink_pressure_read (set->cpu_pressure_file, &avg10, &total, &err)) {
-    if (!server->fps_pressure_unreadable)
-      GST_WARNING_OBJECT (server->owner, "stream-cpu-pressure=%u has no "
-          "effect: %s", set->stream_cpu_pressure, err->message);
-    server->fps_pressure_unreadable = TRUE;
-    g_error_free (err);
-    memset (&server->pressure_fps, 0, sizeof (server->pressure_fps));
-    return 0;
-  }
-  server->fps_pressure_unreadable = FALSE;
   if (!sink_pressure_fps_feed (&server->pressure_fps, total, now,
           set->stream_cpu_pressure))
     return sink_pressure_fps_cap (&server->pressure_fps);
@@ -992,14 +999,12 @@ pressure_fps_cap (SinkServer * server, gint64 now, gboolean streaming)
   server->pressure_fps_changes++;
   if (!streaming)
     return cap;
-  if (cap)
-    detail = g_strdup_printf ("CPU pressure %.0f%% of the last second (%s): "
-        "every stream at most %d fps", server->pressure_fps.share,
-        set->cpu_pressure_file, cap);
-  else
-    detail = g_strdup_printf ("CPU pressure %.0f%% of the last second (%s): "
-        "every stream at its own frame rate", server->pressure_fps.share,
-        set->cpu_pressure_file);
+  to = cap ? g_strdup_printf ("at most %d fps", cap) :
+      g_strdup ("at its own frame rate");
+  detail = g_strdup_printf ("CPU pressure %.0f%% of the last second (%s): "
+      "every stream %s", server->pressure_fps.share, set->cpu_pressure_file,
+      to);
+  g_free (to);
   GST_WARNING_OBJECT (server->owner, "%s", detail);
   ev.limit = set->stream_cpu_pressure;
   ev.detail = detail;
